@@ -1,0 +1,36 @@
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo lint generate check bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,captures]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m generator check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) -m codec.demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+generate: $(STAMP)
+	$(PY) -m generator build
+
+check: $(STAMP)
+	$(PY) -m generator check
+
+bench: $(STAMP)
+	$(PY) benchmarks/codec_bench.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,45 @@
+"""kipwire's Kafka codec: every request, response and metadata record, every version.
+
+Sans-I/O: bytes in, values out (and back). Message codecs are generated from `jsonschemas/` into
+`codec.messages`; `message(name, version)` returns one as a construct.
+"""
+
+from codec.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
+from codec.headers import (
+    Request,
+    Response,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+)
+from codec.jsonify import to_json
+from codec.messages import APIS, MESSAGES, RECORDS, message
+from codec.messages._enums import ApiKey, ErrorCode
+from codec.metadata_records import decode_record, encode_record
+
+__all__ = [
+    "APIS",
+    "MESSAGES",
+    "RECORDS",
+    "ApiKey",
+    "DecodeError",
+    "EncodeError",
+    "ErrorCode",
+    "Request",
+    "Response",
+    "UnknownApiError",
+    "UnsupportedVersionError",
+    "decode_record",
+    "decode_request",
+    "decode_response",
+    "encode_record",
+    "encode_request",
+    "encode_response",
+    "message",
+    "request_header_version",
+    "response_header_version",
+    "to_json",
+]

@@ -1,0 +1,103 @@
+"""Everything the generated message modules import, in one place."""
+
+from __future__ import annotations
+
+from struct import Struct, pack, unpack_from
+from typing import Any
+
+from construct import Container
+
+from codec._paths import at_index, decode_failure, encode_failure, tag_failure
+from codec._wire import (
+    UUID,
+    ZERO_UUID,
+    check_tag_end,
+    null_error,
+    read_array_length,
+    read_bytes,
+    read_compact_array_length,
+    read_compact_bytes,
+    read_compact_nullable_bytes,
+    read_compact_nullable_string,
+    read_compact_string,
+    read_nullable_bytes,
+    read_nullable_string,
+    read_string,
+    read_unknown_tag,
+    read_uuid,
+    read_uvarint,
+    uuid_bytes,
+    write_array_length,
+    write_bytes,
+    write_compact_bytes,
+    write_compact_nullable_bytes,
+    write_compact_nullable_string,
+    write_compact_string,
+    write_nullable_bytes,
+    write_nullable_string,
+    write_string,
+    write_tags,
+)
+from codec.errors import DecodeError, EncodeError
+
+__all__ = [
+    "Container", "DecodeError", "EncodeError", "Struct", "StructDefault", "UUID", "ZERO_UUID",
+    "at_index", "check_keys", "check_tag_end", "decode_failure", "default_encoding",
+    "encode_failure", "null_error", "pack", "read_array_length", "read_bytes",
+    "read_compact_array_length", "read_compact_bytes", "read_compact_nullable_bytes",
+    "read_compact_nullable_string", "read_compact_string", "read_nullable_bytes",
+    "read_nullable_string", "read_string", "read_unknown_tag", "read_uuid", "read_uvarint",
+    "tag_failure", "unpack_from", "uuid_bytes", "write_array_length", "write_bytes",
+    "write_compact_bytes", "write_compact_nullable_bytes", "write_compact_nullable_string",
+    "write_compact_string", "write_nullable_bytes", "write_nullable_string", "write_string",
+    "write_tags",
+]  # fmt: skip
+
+
+class StructDefault(dict):
+    """The default value of a struct field, for checking a field the version lacks."""
+
+    def matches(self, value: Any) -> bool:
+        """True when `value` is this default: every present key at its default, no others."""
+        if not isinstance(value, dict):
+            return False
+        for key, item in value.items():
+            if key == "_unknown_tags" and not item:
+                continue
+            if key not in self:
+                return False
+            default = self[key]
+            if isinstance(default, StructDefault):
+                if not default.matches(item):
+                    return False
+            elif item != default:
+                return False
+        return True
+
+
+def check_keys(obj: Any, allowed: frozenset, absent: dict[str, tuple[Any, bool]], version: int) -> None:
+    """Reject keys unknown to the struct, and non-default values for fields this version lacks."""
+    if not isinstance(obj, dict):
+        raise EncodeError(f"expected a dict, got {type(obj).__name__}")
+    for key in obj:
+        if key in allowed:
+            continue
+        if key not in absent:
+            raise EncodeError(f"unknown field {key!r}", path=str(key))
+        default, ignorable = absent[key]
+        value = obj[key]
+        if isinstance(default, StructDefault):
+            same = default.matches(value)
+        elif isinstance(default, list):
+            same = isinstance(value, list | tuple) and not value
+        else:
+            same = value == default
+        if not (same or ignorable):
+            raise EncodeError(f"field does not exist in version {version}", path=key)
+
+
+def default_encoding(builder: Any) -> bytes:
+    """The bytes a struct builder writes for an all-defaults value."""
+    w = bytearray()
+    builder({}, w)
+    return bytes(w)

@@ -1,0 +1,35 @@
+"""The two exceptions every codec path raises: decoding and encoding failures."""
+
+from __future__ import annotations
+
+
+class DecodeError(ValueError):
+    """Bytes that do not decode: says where (byte offset) and what (field path)."""
+
+    def __init__(self, message: str, *, offset: int | None = None, path: str = "") -> None:
+        self.reason = message
+        self.offset = offset
+        self.path = path
+        where = []
+        if path:
+            where.append(f"field {path}")
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class EncodeError(ValueError):
+    """A value that cannot be encoded in the requested version: says which field."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        self.reason = message
+        self.path = path
+        super().__init__(f"{message} (field {path})" if path else message)
+
+
+class UnknownApiError(DecodeError):
+    """A request or response for an API key this codec does not know."""
+
+
+class UnsupportedVersionError(DecodeError):
+    """A message version outside the versions the schema defines."""

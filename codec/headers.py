@@ -1,0 +1,167 @@
+"""Request and response framing: which header version applies, and header + body en/decoding."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from codec.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
+from codec.messages import APIS, message, registry
+
+API_VERSIONS = 18
+CONTROLLED_SHUTDOWN = 7
+UNSUPPORTED_VERSION = 35
+_KEY_VERSION = struct.Struct(">hh").unpack_from
+_CORRELATION = struct.Struct(">i").unpack_from
+_RESPONSE_ERROR = struct.Struct(">h").unpack_from
+
+
+@dataclass(slots=True)
+class Request:
+    """A decoded request: header fields, the header itself and the body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Any
+    body: Any
+    header_version: int
+
+
+@dataclass(slots=True)
+class Response:
+    """A decoded response: its correlation id, header and body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    header: Any
+    body: Any
+    header_version: int
+
+
+def _api(api_key: int, what: str) -> tuple[str, str, str]:
+    entry = APIS.get(api_key)
+    if entry is None or entry[1 if what == "request" else 2] is None:
+        raise UnknownApiError(f"unknown API key {api_key}", offset=0, path="request_api_key")
+    return entry
+
+
+def _flexible(name: str, api_version: int) -> bool:
+    flexible_from = registry.module(name).FLEXIBLE_FROM
+    return flexible_from is not None and api_version >= flexible_from
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """Request header v2 for flexible versions, else v1; ControlledShutdown v0 uses v0."""
+    if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
+        return 0
+    return 2 if _flexible(_api(api_key, "request")[1], api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """Response header v1 for flexible versions, else v0; ApiVersions responses always use v0."""
+    if api_key == API_VERSIONS:
+        return 0
+    return 1 if _flexible(_api(api_key, "response")[2], api_version) else 0
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    body: dict,
+    *,
+    correlation_id: int = 0,
+    client_id: str | None = None,
+) -> bytes:
+    """Header + body of a request, without the 4-byte size prefix."""
+    try:
+        name = _api(api_key, "request")[1]
+        body_codec = message(name, api_version)
+    except (UnknownApiError, UnsupportedVersionError) as e:
+        raise EncodeError(e.reason) from None
+    header = {
+        "request_api_key": api_key,
+        "request_api_version": api_version,
+        "correlation_id": correlation_id,
+    }
+    hv = request_header_version(api_key, api_version)
+    if hv >= 1:
+        header["client_id"] = client_id
+    w = bytearray()
+    message("RequestHeader", hv).build_into(header, w)
+    body_codec.build_into(body, w)
+    return bytes(w)
+
+
+def decode_request(data: bytes | bytearray | memoryview) -> Request:
+    """Decode a request frame (header + body, no size prefix); the whole buffer must be used."""
+    try:
+        api_key, api_version = _KEY_VERSION(data, 0)
+    except struct.error:
+        raise DecodeError(f"a request header needs 8 bytes, got {len(data)}", offset=0) from None
+    name = _api(api_key, "request")[1]
+    try:
+        body_codec = message(name, api_version)
+    except UnsupportedVersionError as e:
+        err = UnsupportedVersionError(e.reason, offset=2, path="request_api_version")
+        raise err from None
+    hv = request_header_version(api_key, api_version)
+    header, pos = message("RequestHeader", hv).parse_at(data, 0)
+    body, end = body_codec.parse_at(data, pos)
+    if end != len(data):
+        raise DecodeError(f"{len(data) - end} bytes follow the {name} body", offset=end)
+    return Request(
+        api_key,
+        api_version,
+        header["correlation_id"],
+        header.get("client_id"),
+        header,
+        body,
+        hv,
+    )
+
+
+def encode_response(api_key: int, api_version: int, body: dict, *, correlation_id: int) -> bytes:
+    """Header + body of a response, without the 4-byte size prefix."""
+    try:
+        name = _api(api_key, "response")[2]
+        body_codec = message(name, api_version)
+    except (UnknownApiError, UnsupportedVersionError) as e:
+        raise EncodeError(e.reason) from None
+    w = bytearray()
+    hv = response_header_version(api_key, api_version)
+    message("ResponseHeader", hv).build_into({"correlation_id": correlation_id}, w)
+    body_codec.build_into(body, w)
+    return bytes(w)
+
+
+def decode_response(
+    data: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> Response:
+    """Decode a response frame given the API key and version of its request."""
+    name = _api(api_key, "response")[2]
+    hv = response_header_version(api_key, api_version)
+    header, pos = message("ResponseHeader", hv).parse_at(data, 0)
+    versions = [api_version]
+    if api_key == API_VERSIONS and api_version > 0:
+        # KIP-511: a broker that does not support the requested version answers in v0.
+        try:
+            if _RESPONSE_ERROR(data, pos)[0] == UNSUPPORTED_VERSION:
+                versions = [0, api_version]
+        except struct.error:
+            pass
+    failure: DecodeError | None = None
+    for version in versions:
+        try:
+            body, end = message(name, version).parse_at(data, pos)
+            if end != len(data):
+                raise DecodeError(f"{len(data) - end} bytes follow the {name} body", offset=end)
+        except DecodeError as e:
+            failure = failure or e
+            continue
+        return Response(api_key, version, header["correlation_id"], header, body, hv)
+    assert failure is not None
+    raise failure

@@ -1,0 +1,124 @@
+"""Message codecs as construct objects, loaded lazily from a generated package."""
+
+from __future__ import annotations
+
+import importlib
+import io
+from types import ModuleType
+from typing import Any
+
+from construct import Construct, SizeofError
+
+from codec.errors import DecodeError, UnsupportedVersionError
+
+
+class MessageCodec(Construct):
+    """The codec of one message version: a construct with precompiled parse and build code.
+
+    The generator emits the code construct's compiler would produce, so the object is already
+    compiled: `compile()` returns it unchanged, and it can be embedded in other constructs, which
+    may themselves be compiled.
+    """
+
+    def __init__(self, module: ModuleType, version: int) -> None:
+        super().__init__()
+        self.module = module
+        self.message_name: str = module.NAME
+        self.version = version
+        self.flexible = module.FLEXIBLE_FROM is not None and version >= module.FLEXIBLE_FROM
+        self._p = module.PARSE[version]
+        self._b = module.BUILD[version]
+        self.name = None
+
+    def __repr__(self) -> str:
+        return f"<MessageCodec {self.message_name} v{self.version}>"
+
+    def parse(self, data: bytes | bytearray | memoryview, **contextkw: Any) -> Any:
+        """Decode exactly one message from `data`; trailing bytes are a DecodeError."""
+        value, end = self._p(data, 0)
+        if end != len(data):
+            raise DecodeError(f"{len(data) - end} bytes follow the message", offset=end)
+        return value
+
+    def parse_at(self, data: bytes | bytearray | memoryview, offset: int) -> tuple[Any, int]:
+        """Decode one message starting at `offset`; return it and the offset after it."""
+        return self._p(data, offset)
+
+    def build(self, obj: Any, **contextkw: Any) -> bytes:
+        """Encode a dict (omitted keys take their defaults) into bytes."""
+        w = bytearray()
+        self._b(obj, w)
+        return bytes(w)
+
+    def build_into(self, obj: Any, out: bytearray) -> None:
+        """Append the encoding of `obj` to `out` (no intermediate copy)."""
+        self._b(obj, out)
+
+    def compile(self, filename: str | None = None) -> MessageCodec:
+        """Already compiled: the generator emitted this codec's parse and build code."""
+        return self
+
+    def _parse(self, stream: Any, context: Any, path: Any) -> Any:
+        start = stream.tell()
+        data = stream.read()
+        value, end = self._p(data, 0)
+        stream.seek(start + end)
+        return value
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
+        stream.write(self.build(obj))
+        return obj
+
+    def _sizeof(self, context: Any, path: Any) -> int:
+        raise SizeofError("a Kafka message has no fixed size", path=path)
+
+    def _emitparse(self, code: Any) -> str:
+        code.append("from codec.registry import parse_stream as _kipwire_parse_stream")
+        return f"_kipwire_parse_stream(io, {self.module.__name__!r}, {self.version})"
+
+    def _emitbuild(self, code: Any) -> str:
+        code.append("from codec.registry import build_stream as _kipwire_build_stream")
+        return f"_kipwire_build_stream(obj, io, {self.module.__name__!r}, {self.version})"
+
+
+def parse_stream(stream: io.BufferedIOBase, module: str, version: int) -> Any:
+    """Parse one message from a stream (used by construct-compiled code embedding a message)."""
+    return MessageCodec(importlib.import_module(module), version)._parse(stream, None, None)
+
+
+def build_stream(obj: Any, stream: io.BufferedIOBase, module: str, version: int) -> Any:
+    """Build one message into a stream (used by construct-compiled code embedding a message)."""
+    stream.write(MessageCodec(importlib.import_module(module), version).build(obj))
+    return obj
+
+
+class Registry:
+    """Finds and caches message codecs of one generated package."""
+
+    def __init__(self, package: str, messages: dict[str, tuple]) -> None:
+        self.package = package
+        self.messages = messages
+        self._codecs: dict[tuple[str, int], MessageCodec] = {}
+
+    def module(self, name: str) -> ModuleType:
+        """The generated module of a message, imported on first use."""
+        try:
+            entry = self.messages[name]
+        except KeyError:
+            raise KeyError(f"unknown message {name!r}") from None
+        return importlib.import_module(f"{self.package}.{entry[0]}")
+
+    def message(self, name: str, version: int) -> MessageCodec:
+        """The codec of message `name` at `version`."""
+        key = (name, version)
+        codec = self._codecs.get(key)
+        if codec is None:
+            module = self.module(name)
+            if version not in module.PARSE:
+                span = module.VERSIONS
+                raise UnsupportedVersionError(
+                    f"{name} has no version {version}"
+                    + (f" (versions {span[0]}-{span[1]})" if span else " (no versions)")
+                )
+            codec = self._codecs[key] = MessageCodec(module, version)
+        return codec

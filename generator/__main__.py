@@ -1,0 +1,60 @@
+"""`python -m generator build|check|compile|import-upstream`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from generator.build import generate, stale_files, write
+from generator.spec import SchemaError
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMAS = ROOT / "jsonschemas"
+OUTPUT = ROOT / "codec" / "messages"
+ERRORS = SCHEMAS / "errors.tsv"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the generator's command line."""
+    parser = argparse.ArgumentParser(prog="python -m generator", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="regenerate codec/messages from jsonschemas/")
+    sub.add_parser("check", help="fail when codec/messages differs from what build would write")
+    comp = sub.add_parser("compile", help="compile schema folders into an importable package")
+    comp.add_argument("schema_dirs", nargs="+", type=Path)
+    comp.add_argument("--out", type=Path, required=True, help="the package folder to write")
+    comp.add_argument("--errors", type=Path, help="an errors.tsv (code, name, retriable)")
+    imp = sub.add_parser("import-upstream", help="extract facts from Kafka's schema folders")
+    imp.add_argument("args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "import-upstream":
+            from generator.upstream import main as import_main
+
+            return import_main(args.args) or 0
+        if args.command == "compile":
+            files = generate(args.schema_dirs, args.errors)
+            write(files, args.out)
+            print(f"wrote {len(files)} files to {args.out}")
+            return 0
+        files = generate([SCHEMAS], ERRORS if ERRORS.exists() else None)
+        if args.command == "build":
+            write(files, OUTPUT)
+            print(f"wrote {len(files)} files to {OUTPUT.relative_to(ROOT)}")
+            return 0
+        stale = stale_files(files, OUTPUT)
+        if stale:
+            print("codec/messages is stale; run `python -m generator build`:", file=sys.stderr)
+            for name in stale:
+                print(f"  {OUTPUT.relative_to(ROOT) / name}", file=sys.stderr)
+            return 1
+        print(f"codec/messages is current ({len(files)} files)")
+        return 0
+    except SchemaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

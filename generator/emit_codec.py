@@ -1,0 +1,580 @@
+"""Emits one Python module per message: straight-line parse and build functions per version.
+
+The emitted code is what construct's compiler would produce for the message if every primitive
+were inlined: locals instead of a context, one `struct` call per run of fixed-width fields, and
+the error path kept out of the fast path (a field index and one try block per struct).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from generator.spec import FieldSpec, MessageSpec, StructSpec, snake_case
+
+FIXED_CODES = {
+    "int8": ("b", 1),
+    "int16": ("h", 2),
+    "int32": ("i", 4),
+    "int64": ("q", 8),
+    "uint16": ("H", 2),
+    "uint32": ("I", 4),
+    "float64": ("d", 8),
+    "bool": ("?", 1),
+    "uuid": ("16s", 16),
+}
+
+_READERS = {
+    # (type, compact, nullable) -> reader function in codec._wire
+    ("string", False, False): "read_string",
+    ("string", False, True): "read_nullable_string",
+    ("string", True, False): "read_compact_string",
+    ("string", True, True): "read_compact_nullable_string",
+    ("bytes", False, False): "read_bytes",
+    ("bytes", False, True): "read_nullable_bytes",
+    ("bytes", True, False): "read_compact_bytes",
+    ("bytes", True, True): "read_compact_nullable_bytes",
+}
+_WRITERS = {key: "write_" + name[len("read_") :] for key, name in _READERS.items()}
+
+
+def module_name(message_name: str) -> str:
+    """The module that holds a message's codec."""
+    return snake_case(message_name)
+
+
+def literal(value: Any) -> str:
+    """Python source for a default value."""
+    if isinstance(value, uuid.UUID):
+        return "ZERO_UUID" if value.int == 0 else f"UUID(int={value.int})"
+    if isinstance(value, list):
+        return "[]"
+    if isinstance(value, dict):
+        return "{}"
+    return repr(value)
+
+
+class _Version:
+    """What one version of the message looks like for a field."""
+
+    def __init__(self, spec: MessageSpec, version: int) -> None:
+        self.version = version
+        self.flexible = version in spec.flexible_versions
+
+    def compact(self, f: FieldSpec) -> bool:
+        if not self.flexible:
+            return False
+        return f.flexible_versions is None or self.version in f.flexible_versions
+
+    def nullable(self, f: FieldSpec) -> bool:
+        return self.version in f.nullable_versions
+
+    def tagged(self, f: FieldSpec) -> bool:
+        return self.version in f.tagged_versions
+
+
+def _kind(f: FieldSpec) -> str:
+    k = f.type.kind
+    return "bytes" if k == "records" else k
+
+
+class ModuleEmitter:
+    """Collects deduplicated functions and constants for one message module."""
+
+    def __init__(self, spec: MessageSpec) -> None:
+        self.spec = spec
+        self.blocks: list[str] = []
+        self.by_source: dict[str, str] = {}
+        self.counter = 0
+        self.struct_consts: dict[str, str] = {}
+        self.consts: dict[str, str] = {}
+        self.imports: set[str] = {"Container"}
+        self.memo: dict[tuple[str, str, int], str] = {}
+
+    # -- shared machinery -------------------------------------------------------------------
+
+    def use(self, *names: str) -> None:
+        self.imports.update(names)
+
+    def func(self, prefix: str, source: str) -> str:
+        """Register a function whose source names itself `NAME`; identical sources share one."""
+        if source in self.by_source:
+            return self.by_source[source]
+        name = f"_{prefix}{self.counter}"
+        self.counter += 1
+        self.by_source[source] = name
+        self.blocks.append(source.replace("NAME", name))
+        return name
+
+    def const(self, source: str) -> str:
+        if source not in self.consts:
+            self.consts[source] = f"_K{len(self.consts)}"
+        return self.consts[source]
+
+    def fixed(self, fmt: str, op: str) -> str:
+        key = f"{op}:{fmt}"
+        if key not in self.struct_consts:
+            self.use("Struct")
+            name = f"_{'U' if op == 'unpack_from' else 'P'}{len(self.struct_consts)}"
+            self.struct_consts[key] = name
+        return self.struct_consts[key]
+
+    # -- parse ------------------------------------------------------------------------------
+
+    def parser(self, struct: StructSpec, version: int) -> str:
+        key = ("p", struct.name, version)
+        if key not in self.memo:
+            self.memo[key] = self._parser(struct, _Version(self.spec, version))
+        return self.memo[key]
+
+    def _parser(self, struct: StructSpec, ver: _Version) -> str:
+        fields = struct.fields_in(ver.version)
+        plain = [f for f in fields if not ver.tagged(f)]
+        tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+        names: list[Any] = []
+        body: list[str] = []
+        values: list[str] = []
+        for run in _runs(plain):
+            idx = len(names)
+            if isinstance(run, list):
+                names.append(tuple((f.py_name, FIXED_CODES[f.type.name][0], None) for f in run))
+                fmt = "".join(FIXED_CODES[f.type.name][0] for f in run)
+                size = sum(FIXED_CODES[f.type.name][1] for f in run)
+                targets = [f"v{idx}_{i}" for i in range(len(run))]
+                unpack = self.fixed(fmt, "unpack_from")
+                lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+                body += [f"f = {idx}", f"{lhs} = {unpack}(b, p)", f"p += {size}"]
+                for f, t in zip(run, targets, strict=True):
+                    if f.type.name == "uuid":
+                        self.use("UUID")
+                        body.append(f"{t} = UUID(bytes={t})")
+                    values.append(f"{f.py_name!r}: {t}")
+            else:
+                names.append(run.py_name)
+                target = f"v{idx}"
+                body.append(f"f = {idx}")
+                body += self.read_field(run, ver, target)
+                values.append(f"{run.py_name!r}: {target}")
+        for f in tagged:
+            names.append(f.py_name)
+            values.append(f"{f.py_name!r}: {self.parse_default(f, ver)}")
+        container = "Container({" + ", ".join(values) + "})"
+        if ver.flexible:
+            body.append(f"f = {len(names)}")
+            names.append("_tagged_fields")
+            body += [
+                "nt = b[p]",
+                "if nt < 0x80:",
+                "    p += 1",
+                "else:",
+                "    nt, p = read_uvarint(b, p)",
+                f"o = {container}",
+                "if nt:",
+                f"    p = {self.tag_parser(tagged, ver)}(b, p, nt, o)",
+            ]
+            self.use("read_uvarint")
+        else:
+            body.append(f"o = {container}")
+        body.append("return o, p")
+        self.use("decode_failure")
+        names_const = self.const(repr(tuple(names)))
+        src = ["def NAME(b, p):", "    f = 0", "    try:"]
+        src += ["        " + line for line in body]
+        src += [
+            "    except Exception as x:",
+            f"        raise decode_failure(x, p, {names_const}, f) from None",
+        ]
+        return self.func("p", "\n".join(src))
+
+    def tag_parser(self, tagged: list[FieldSpec], ver: _Version) -> str:
+        self.use("read_uvarint", "read_unknown_tag", "check_tag_end", "DecodeError", "tag_failure")
+        body = [
+            "for _ in range(nt):",
+            "    t, p = read_uvarint(b, p)",
+            "    s, p = read_uvarint(b, p)",
+            "    e = p + s",
+            "    if e > len(b):",
+            "        raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end',"
+            " offset=p)",
+        ]
+        first = True
+        for f in tagged:
+            body.append(f"    {'if' if first else 'elif'} t == {f.tag}:")
+            first = False
+            body += ["        " + line for line in self.read_field(f, ver, "v")]
+            body += [f"        o[{f.py_name!r}] = v", "        check_tag_end(p, e, t)"]
+        unknown = [
+            "u = o.get('_unknown_tags')",
+            "if u is None:",
+            "    u = o['_unknown_tags'] = {}",
+            "u[t], p = read_unknown_tag(b, p, s)",
+        ]
+        if tagged:
+            body.append("    else:")
+            body += ["        " + line for line in unknown]
+        else:
+            body += ["    " + line for line in unknown]
+        body.append("return p")
+        names = self.const(repr({f.tag: f.py_name for f in tagged}))
+        src = ["def NAME(b, p, nt, o):", "    t = -1", "    try:"]
+        src += ["        " + line for line in body]
+        src += [
+            "    except Exception as x:",
+            f"        raise tag_failure(x, p, {names}, t) from None",
+        ]
+        return self.func("t", "\n".join(src))
+
+    def read_field(self, f: FieldSpec, ver: _Version, target: str) -> list[str]:
+        kind = _kind(f)
+        nullable = ver.nullable(f)
+        if kind in ("string", "bytes"):
+            reader = _READERS[(kind, ver.compact(f), nullable)]
+            self.use(reader)
+            return [f"{target}, p = {reader}(b, p)"]
+        if kind in FIXED_CODES:
+            code, size = FIXED_CODES[kind]
+            lines = [f"{target}, = {self.fixed(code, 'unpack_from')}(b, p)", f"p += {size}"]
+            if kind == "uuid":
+                self.use("UUID")
+                lines.append(f"{target} = UUID(bytes={target})")
+            return lines
+        if kind == "struct":
+            sub = self.parser(f.struct, ver.version)
+            if nullable:
+                return [
+                    "if b[p] & 0x80:",
+                    f"    {target} = None",
+                    "    p += 1",
+                    "else:",
+                    f"    {target}, p = {sub}(b, p + 1)",
+                ]
+            return [f"{target}, p = {sub}(b, p)"]
+        # array
+        length = "read_compact_array_length" if ver.flexible else "read_array_length"
+        self.use(length)
+        lines = [f"n, p = {length}(b, p, {nullable})"]
+        elem = f.type.name
+        if nullable:
+            lines += ["if n < 0:", f"    {target} = None", "else:"]
+            ind = "    "
+        else:
+            ind = ""
+        if elem in FIXED_CODES and elem != "uuid":
+            code, size = FIXED_CODES[elem]
+            self.use("unpack_from")
+            lines += [
+                f"{ind}{target} = list(unpack_from(f'>{{n}}{code}', b, p))",
+                f"{ind}p += n * {size}",
+            ]
+        elif elem == "uuid":
+            self.use("read_uuid")
+            lines += [
+                f"{ind}{target} = []",
+                f"{ind}for _ in range(n):",
+                f"{ind}    x, p = read_uuid(b, p)",
+                f"{ind}    {target}.append(x)",
+            ]
+        elif elem in ("string", "bytes"):
+            reader = _READERS[(elem, ver.flexible, False)]
+            self.use(reader)
+            lines += [
+                f"{ind}{target} = []",
+                f"{ind}for _ in range(n):",
+                f"{ind}    x, p = {reader}(b, p)",
+                f"{ind}    {target}.append(x)",
+            ]
+        else:
+            sub = self.parser(f.struct, ver.version)
+            self.use("at_index", "DecodeError")
+            lines += [
+                f"{ind}{target} = []",
+                f"{ind}for i in range(n):",
+                f"{ind}    try:",
+                f"{ind}        x, p = {sub}(b, p)",
+                f"{ind}    except DecodeError as y:",
+                f"{ind}        raise at_index(y, i) from None",
+                f"{ind}    {target}.append(x)",
+            ]
+        return lines
+
+    def parse_default(self, f: FieldSpec, ver: _Version) -> str:
+        if f.type.kind == "struct" and f.default is not None:
+            return f"{self.defaults(f.struct, ver.version)}()"
+        if isinstance(f.default, uuid.UUID):
+            self.use("UUID", "ZERO_UUID")
+        return literal(f.default)
+
+    def defaults(self, struct: StructSpec, version: int) -> str:
+        """A function returning the struct's default value in `version`."""
+        ver = _Version(self.spec, version)
+        items = [f"{f.py_name!r}: {self.parse_default(f, ver)}" for f in struct.fields_in(version)]
+        src = "def NAME():\n    return Container({" + ", ".join(items) + "})"
+        return self.func("d", src)
+
+    # -- build ------------------------------------------------------------------------------
+
+    def builder(self, struct: StructSpec, version: int) -> str:
+        key = ("b", struct.name, version)
+        if key not in self.memo:
+            self.memo[key] = self._builder(struct, _Version(self.spec, version))
+        return self.memo[key]
+
+    def _builder(self, struct: StructSpec, ver: _Version) -> str:
+        fields = struct.fields_in(ver.version)
+        plain = [f for f in fields if not ver.tagged(f)]
+        tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+        allowed = [f.py_name for f in fields] + (["_unknown_tags"] if ver.flexible else [])
+        absent = {
+            f.py_name: (self.absent_default(f), f.ignorable)
+            for f in struct.fields
+            if ver.version not in f.versions
+        }
+        self.use("check_keys", "encode_failure")
+        allowed_const = self.const(f"frozenset({sorted(allowed)!r})")
+        absent_const = self.const(
+            "{" + ", ".join(f"{k!r}: ({d}, {i})" for k, (d, i) in absent.items()) + "}"
+        )
+        names: list[Any] = []
+        body = [
+            f"if not {allowed_const}.issuperset(o):",
+            f"    check_keys(o, {allowed_const}, {absent_const}, {ver.version})",
+            "g = o.get",
+        ]
+        for run in _runs(plain):
+            idx = len(names)
+            body.append(f"f = {idx}")
+            if isinstance(run, list):
+                names.append(
+                    tuple((f.py_name, FIXED_CODES[f.type.name][0], _plain_default(f)) for f in run)
+                )
+                fmt = "".join(FIXED_CODES[f.type.name][0] for f in run)
+                args = []
+                for f in run:
+                    value = f"g({f.py_name!r}, {self.build_default(f)})"
+                    if f.type.name == "uuid":
+                        self.use("uuid_bytes")
+                        value = f"uuid_bytes({value})"
+                    args.append(value)
+                body.append(f"w += {self.fixed(fmt, 'pack')}({', '.join(args)})")
+            else:
+                names.append(run.py_name)
+                body.append(f"v = g({run.py_name!r}, {self.build_default(run)})")
+                body += self.write_field(run, ver, "w")
+        if ver.flexible:
+            body.append("t = None")
+            for f in tagged:
+                body.append(f"f = {len(names)}")
+                names.append(f.py_name)
+                body += self.write_tagged(f, ver)
+            body.append(f"f = {len(names)}")
+            names.append("_unknown_tags")
+            self.use("write_tags")
+            body += [
+                "u = g('_unknown_tags')",
+                "if t is None and not u:",
+                "    w.append(0)",
+                "else:",
+                "    write_tags(w, t, u)",
+            ]
+        names_const = self.const(repr(tuple(names)))
+        src = ["def NAME(o, w):", "    f = -1", "    try:"]
+        src += ["        " + line for line in body]
+        src += [
+            "    except Exception as x:",
+            f"        raise encode_failure(x, {names_const}, f, o) from None",
+        ]
+        return self.func("b", "\n".join(src))
+
+    def build_default(self, f: FieldSpec) -> str:
+        kind = f.type.kind
+        if kind == "array":
+            return "None" if f.default is None else "()"
+        if kind == "struct":
+            return "None" if f.default is None else self.const("{}")
+        if isinstance(f.default, uuid.UUID):
+            self.use("UUID", "ZERO_UUID")
+        return literal(f.default)
+
+    def absent_default(self, f: FieldSpec) -> str:
+        if f.type.kind == "struct" and f.default is not None:
+            self.use("StructDefault")
+            return f"StructDefault({self.struct_defaults(f.struct)})"
+        if isinstance(f.default, uuid.UUID):
+            self.use("UUID", "ZERO_UUID")
+        return literal(f.default)
+
+    def struct_defaults(self, struct: StructSpec) -> str:
+        items = []
+        for f in struct.fields:
+            items.append(f"{f.py_name!r}: {self.absent_default(f)}")
+        return "{" + ", ".join(items) + "}"
+
+    def write_field(self, f: FieldSpec, ver: _Version, w: str) -> list[str]:
+        kind = _kind(f)
+        nullable = ver.nullable(f)
+        if kind in ("string", "bytes"):
+            writer = _WRITERS[(kind, ver.compact(f), nullable)]
+            self.use(writer)
+            return [f"{writer}({w}, v)"]
+        if kind in FIXED_CODES:
+            code = FIXED_CODES[kind][0]
+            if kind == "uuid":
+                self.use("uuid_bytes")
+                return [f"{w} += uuid_bytes(v)"]
+            return [f"{w} += {self.fixed(code, 'pack')}(v)"]
+        if kind == "struct":
+            sub = self.builder(f.struct, ver.version)
+            if nullable:
+                return [
+                    "if v is None:",
+                    f"    {w}.append(0xFF)",
+                    "else:",
+                    f"    {w}.append(1)",
+                    f"    {sub}(v, {w})",
+                ]
+            self.use("null_error")
+            return ["if v is None:", f"    raise null_error({ver.version})", f"{sub}(v, {w})"]
+        lines = []
+        if not nullable:
+            self.use("null_error")
+            lines += ["if v is None:", f"    raise null_error({ver.version})"]
+        self.use("write_array_length")
+        lines.append(f"n = write_array_length({w}, v, {ver.flexible})")
+        elem = f.type.name
+        if elem in FIXED_CODES and elem != "uuid":
+            self.use("pack")
+            lines += ["if n:", f"    {w} += pack(f'>{{n}}{FIXED_CODES[elem][0]}', *v)"]
+        elif elem == "uuid":
+            self.use("uuid_bytes")
+            lines += ["for x in v or ():", f"    {w} += uuid_bytes(x)"]
+        elif elem in ("string", "bytes"):
+            writer = _WRITERS[(elem, ver.flexible, False)]
+            self.use(writer)
+            lines += ["for x in v or ():", f"    {writer}({w}, x)"]
+        else:
+            sub = self.builder(f.struct, ver.version)
+            self.use("at_index", "EncodeError")
+            lines += [
+                "for i, x in enumerate(v or ()):",
+                "    try:",
+                f"        {sub}(x, {w})",
+                "    except EncodeError as y:",
+                "        raise at_index(y, i) from None",
+            ]
+        return lines
+
+    def write_tagged(self, f: FieldSpec, ver: _Version) -> list[str]:
+        """Kafka writes a tagged field only when it differs from the field's default."""
+        inner = ["x = bytearray()"] + self.write_field(f, ver, "x")
+        append = ["if t is None:", "    t = []", f"t.append(({f.tag}, x))"]
+        kind = f.type.kind
+        if kind == "struct" and f.default is not None:
+            # Kafka compares a tagged struct with a default-constructed one: compare encodings.
+            default_bytes = self.const(self.defaults_encoding(f, ver))
+            head = [f"v = g({f.py_name!r}, {self.build_default(f)})"]
+            return head + inner + [f"if x != {default_bytes}:"] + ["    " + a for a in append]
+        if f.default is None:
+            head, cond = f"v = g({f.py_name!r}, None)", "v is not None"
+        elif kind == "array":
+            # An absent key is the empty default; an explicit None is written (or rejected).
+            head, cond = f"v = g({f.py_name!r}, ())", "v is None or len(v) > 0"
+        else:
+            if isinstance(f.default, uuid.UUID):
+                self.use("UUID", "ZERO_UUID")
+            head = f"v = g({f.py_name!r}, {literal(f.default)})"
+            cond = f"v != {literal(f.default)}"
+        return [head, f"if {cond}:"] + ["    " + line for line in inner + append]
+
+    def defaults_encoding(self, f: FieldSpec, ver: _Version) -> str:
+        """Source for the bytes of a default struct, computed when the module loads."""
+        self.use("default_encoding")
+        return f"default_encoding({self.builder(f.struct, ver.version)})"
+
+
+def _plain_default(f: FieldSpec) -> Any:
+    return f.default.bytes if isinstance(f.default, uuid.UUID) else f.default
+
+
+def _runs(fields: list[FieldSpec]) -> list[FieldSpec | list[FieldSpec]]:
+    """Group consecutive fixed-width fields so each group is one struct call."""
+    out: list[FieldSpec | list[FieldSpec]] = []
+    for f in fields:
+        if f.type.kind in FIXED_CODES:
+            if out and isinstance(out[-1], list):
+                out[-1].append(f)
+            else:
+                out.append([f])
+        else:
+            out.append(f)
+    return out
+
+
+def _schema_tree(struct: StructSpec) -> str:
+    items = []
+    for f in struct.fields:
+        children = _schema_tree(f.struct) if f.struct is not None else "()"
+        items.append(
+            "("
+            + ", ".join(
+                repr(x)
+                for x in (
+                    f.name,
+                    str(f.type),
+                    str(f.versions),
+                    str(f.nullable_versions),
+                    str(f.tagged_versions),
+                    f.tag,
+                    f.default_text,
+                    f.ignorable,
+                )
+            )
+            + f", {children})"
+        )
+    return "(" + "".join(i + ", " for i in items) + ")"
+
+
+def emit_module(spec: MessageSpec, schema_file: str) -> str:
+    """The full source of the codec module for one message."""
+    em = ModuleEmitter(spec)
+    parsers: dict[int, str] = {}
+    builders: dict[int, str] = {}
+    valid = spec.valid_versions
+    versions = [] if valid.empty else list(range(valid.lo, valid.hi + 1))
+    for v in versions:
+        parsers[v] = em.parser(spec.struct, v)
+        builders[v] = em.builder(spec.struct, v)
+    flexible = None if spec.flexible_versions.empty else spec.flexible_versions.lo
+    ext = getattr(spec, "extension_versions", None)
+    ext_range = None if ext is None or ext.empty else (ext.lo, ext.hi)
+    lines = [
+        f"# Generated by `python -m generator build` from {schema_file}. Do not edit.",
+        f'"""{spec.name}: {spec.type}'
+        + (f", api key {spec.api_key}" if spec.api_key is not None else "")
+        + f', versions {valid}."""',
+        "",
+        "from codec._runtime import (",
+    ]
+    lines += [f"    {name}," for name in sorted(em.imports)]
+    lines += [")", ""]
+    lines += [f"{name} = {src}" for src, name in em.consts.items() if "default_encoding" not in src]
+    for key, name in em.struct_consts.items():
+        op, fmt = key.split(":")
+        lines.append(f"{name} = Struct('>{fmt}').{op}")
+    lines.append("")
+    for block in em.blocks:
+        lines += [block, ""]
+    lines += [f"{name} = {src}" for src, name in em.consts.items() if "default_encoding" in src]
+    lines += [
+        "",
+        f"NAME = {spec.name!r}",
+        f"TYPE = {spec.type!r}",
+        f"API_KEY = {spec.api_key!r}",
+        f"VERSIONS = {(valid.lo, valid.hi) if not valid.empty else None!r}",
+        f"FLEXIBLE_FROM = {flexible!r}",
+        f"EXTENSION_VERSIONS = {ext_range!r}",
+        "PARSE = {" + ", ".join(f"{v}: {p}" for v, p in parsers.items()) + "}",
+        "BUILD = {" + ", ".join(f"{v}: {b}" for v, b in builders.items()) + "}",
+        f"SCHEMA = {_schema_tree(spec.struct)}",
+        "",
+    ]
+    return "\n".join(lines)
