@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from captures.framing import guess_request_direction
@@ -24,6 +24,7 @@ __all__ = [
     "Stream",
     "TcpReassembler",
     "connection_key",
+    "decide_client",
     "reassemble",
 ]
 
@@ -246,7 +247,12 @@ class TcpReassembler:
     def _assemble(self, c: _Conn) -> Connection:
         a, b = c.key
         streams = {ep: _assemble_half(h) for ep, h in c.halves.items()}
-        client, source = self._roles(c, a, b, streams)
+        if c.client is not None:
+            client, source = c.client, "syn"
+        elif c.syn_ack_from is not None:
+            client, source = (b if c.syn_ack_from == a else a), "syn"
+        else:
+            client, source = decide_client(a, b, streams[a], streams[b], self.broker_ports)
         server = b if client == a else a
         return Connection(
             client=client,
@@ -259,23 +265,21 @@ class TcpReassembler:
             packets=sum(h.packets for h in c.halves.values()),
         )
 
-    def _roles(
-        self, c: _Conn, a: Endpoint, b: Endpoint, streams: dict[Endpoint, Stream]
-    ) -> tuple[Endpoint, str]:
-        if c.client is not None:
-            return c.client, "syn"
-        if c.syn_ack_from is not None:
-            return (b if c.syn_ack_from == a else a), "syn"
-        verdict = guess_request_direction(_head(streams[a]), _head(streams[b]))
-        if verdict == 0:
-            return a, "kafka"
-        if verdict == 1:
-            return b, "kafka"
-        a_hint, b_hint = a[1] in self.broker_ports, b[1] in self.broker_ports
-        if a_hint != b_hint:
-            return (b if a_hint else a), "port_hint"
-        # ephemeral client ports are usually the higher number
-        return (a if a[1] > b[1] else b), "port_order"
+
+def decide_client(
+    a: Endpoint, b: Endpoint, sa: Stream, sb: Stream, broker_ports: Collection[int] = ()
+) -> tuple[Endpoint, str]:
+    """Pick the client of a connection seen without its SYN, and say how it was decided."""
+    verdict = guess_request_direction(_head(sa), _head(sb))
+    if verdict == 0:
+        return a, "kafka"
+    if verdict == 1:
+        return b, "kafka"
+    a_hint, b_hint = a[1] in broker_ports, b[1] in broker_ports
+    if a_hint != b_hint:
+        return (b if a_hint else a), "port_hint"
+    # ephemeral client ports are usually the higher number; recorded as the weakest evidence
+    return (a if a[1] > b[1] else b), "port_order"
 
 
 def _head(stream: Stream, limit: int = 65536) -> bytes:
@@ -326,7 +330,8 @@ def _assemble_half(h: _Half) -> Stream:
             ack_off = fin_off
         if start <= ack_off <= claimed_end + (1 << 30) and ack_off > claimed_end:
             claimed_end = ack_off
-    if fin_off is not None and fin_off > claimed_end:
+    if fin_off is not None:
+        # the FIN ends the data; the ACKs that follow it sit one past it, which is not data
         claimed_end = fin_off
     placed.sort(key=lambda x: (x[0], x[1]))
     runs = st.runs

@@ -1,0 +1,137 @@
+"""One capture file (or one packet range of it) to table rows, without Spark.
+
+The Spark job runs the same steps split across tasks: `segments` per packet range, a shuffle on
+`connection_key`, then `TcpReassembler` and `decode_connection` per connection.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from captures.packets import TcpSegment, parse_tcp
+from captures.pairing import PDU_COLUMNS, decode_connection
+from captures.pcap import FileIssue, PacketRange, PacketReader
+from captures.reassembly import Connection, TcpReassembler
+
+__all__ = ["CaptureRows", "PacketStats", "decode_capture", "rows_for_connections", "segments"]
+
+
+@dataclass(slots=True)
+class PacketStats:
+    """What the reader saw: every packet is TCP or is counted under the reason it is not."""
+
+    packets: int = 0
+    tcp: int = 0
+    truncated: int = 0  # packets whose TCP payload was cut by the snap length
+    skipped: Counter = field(default_factory=Counter)  # reason -> packets
+
+    def merge(self, other: PacketStats) -> None:
+        """Add another range's counts."""
+        self.packets += other.packets
+        self.tcp += other.tcp
+        self.truncated += other.truncated
+        self.skipped.update(other.skipped)
+
+
+@dataclass(slots=True)
+class CaptureRows:
+    """Rows of the three tables, plus what the reader noticed."""
+
+    pdus: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    connections: list[dict[str, Any]] = field(default_factory=list)
+    stats: PacketStats = field(default_factory=PacketStats)
+    issues: list[FileIssue] = field(default_factory=list)
+
+
+def segments(
+    reader: PacketReader, stats: PacketStats | None = None, *, copy: bool = False
+) -> Iterator[tuple[int, TcpSegment]]:
+    """(ts_ns, segment) for every TCP packet; `copy` detaches payloads from the file buffer."""
+    st = stats if stats is not None else PacketStats()
+    for pkt in reader:
+        st.packets += 1
+        seg = parse_tcp(pkt.linktype, pkt.data)
+        if type(seg) is str:
+            st.skipped[seg] += 1
+            continue
+        st.tcp += 1
+        if len(seg.payload) < seg.wire_len:
+            st.truncated += 1
+        if copy:
+            seg = seg._replace(payload=bytes(seg.payload))
+        yield pkt.ts_ns, seg
+
+
+def rows_for_connections(
+    conns: Iterable[Connection],
+    *,
+    capture: str,
+    file: str,
+    decoder: Any = None,
+    with_body_json: bool = True,
+    out: CaptureRows | None = None,
+) -> CaptureRows:
+    """Decode reassembled connections into rows."""
+    rows = out if out is not None else CaptureRows()
+    for conn in conns:
+        r = decode_connection(
+            conn, capture=capture, file=file, decoder=decoder, with_body_json=with_body_json
+        )
+        rows.pdus.extend(r.pdus)
+        rows.pairs.extend(r.pairs)
+        rows.connections.append(r.connection)
+    return rows
+
+
+def _issue_row(capture: str, file: str, issue: FileIssue) -> dict[str, Any]:
+    row = dict.fromkeys(PDU_COLUMNS)
+    row.update(
+        capture=capture,
+        file=file,
+        length=issue.length,
+        decode_status=issue.status,
+        decode_error=f"file offset {issue.offset}: {issue.message}",
+        stream_offset=issue.offset,
+        captured_bytes=issue.length if issue.status == "malformed" else 0,
+    )
+    return row
+
+
+def decode_capture(
+    source: str | os.PathLike | bytes,
+    *,
+    capture: str | None = None,
+    file: str | None = None,
+    broker_ports: Iterable[int] = (),
+    decoder: Any = None,
+    with_body_json: bool = True,
+    packet_range: PacketRange | None = None,
+) -> CaptureRows:
+    """Read, reassemble, frame, decode and pair one capture file into table rows.
+
+    A damaged file still yields rows: its problems become `truncated`/`malformed` rows.
+    """
+    if file is None:
+        file = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
+    if capture is None:
+        capture = os.path.basename(os.path.dirname(os.path.abspath(file))) if file else ""
+    reader = PacketReader(source, packet_range=packet_range)
+    rows = CaptureRows()
+    reasm = TcpReassembler(broker_ports)
+    reasm.add_many(segments(reader, rows.stats))
+    rows_for_connections(
+        reasm.finish(),
+        capture=capture,
+        file=file,
+        decoder=decoder,
+        with_body_json=with_body_json,
+        out=rows,
+    )
+    rows.issues = list(reader.issues)
+    rows.pdus.extend(_issue_row(capture, file, i) for i in reader.issues)
+    return rows
