@@ -30,18 +30,68 @@ __all__ = [
 ]
 
 PDU_COLUMNS = (
-    "capture file flow_uid orig_h orig_p resp_h resp_p direction pdu_index ts length api_key "
-    "api_name api_version header_version correlation_id client_id error_code topics "
-    "record_count decode_status decode_error body_json stream_offset captured_bytes"
-).split()
+    "capture",
+    "file",
+    "flow_uid",
+    "orig_h",
+    "orig_p",
+    "resp_h",
+    "resp_p",
+    "direction",
+    "pdu_index",
+    "ts",
+    "length",
+    "api_key",
+    "api_name",
+    "api_version",
+    "header_version",
+    "correlation_id",
+    "client_id",
+    "error_code",
+    "topics",
+    "record_count",
+    "decode_status",
+    "decode_error",
+    "body_json",
+    "stream_offset",
+    "captured_bytes",
+)
 PAIR_COLUMNS = (
-    "capture file flow_uid correlation_id api_key api_name api_version client_id request_ts "
-    "response_ts rtt_ms request_length response_length error_code status"
-).split()
+    "capture",
+    "file",
+    "flow_uid",
+    "correlation_id",
+    "api_key",
+    "api_name",
+    "api_version",
+    "client_id",
+    "request_ts",
+    "response_ts",
+    "rtt_ms",
+    "request_length",
+    "response_length",
+    "error_code",
+    "status",
+)
 CONNECTION_COLUMNS = (
-    "capture file flow_uid orig_h orig_p resp_h resp_p first_ts last_ts duration_s request_pdus "
-    "response_pdus request_bytes response_bytes missed_bytes role_source packets"
-).split()
+    "capture",
+    "file",
+    "flow_uid",
+    "orig_h",
+    "orig_p",
+    "resp_h",
+    "resp_p",
+    "first_ts",
+    "last_ts",
+    "duration_s",
+    "request_pdus",
+    "response_pdus",
+    "request_bytes",
+    "response_bytes",
+    "missed_bytes",
+    "role_source",
+    "packets",
+)
 
 _req_fixed = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlation_id
 _i16 = struct.Struct(">h").unpack_from
