@@ -1,0 +1,30 @@
+"""Kafka record batches: v2 with CRC-32C, legacy magic 0/1 message sets, four codecs.
+
+Read with `iter_batches` (lazy, zero-copy; records decode on access), write with `build_batch`,
+and stamp offsets like a broker with `assign_offsets`. Control batches' records decode with
+`decode_control`; `expand_records` renders a whole ``records`` field as JSON-ready dicts.
+"""
+
+from codec.records.compression import DEFAULT_MAX_DECOMPRESSED
+from codec.records.control import ControlRecord, ControlType, control_record, decode_control
+from codec.records.jsonview import batch_to_json, expand_records
+from codec.records.model import Batch, Compression, Header, Record, TimestampType
+from codec.records.stream import assign_offsets, build_batch, iter_batches
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED",
+    "Batch",
+    "Compression",
+    "ControlRecord",
+    "ControlType",
+    "Header",
+    "Record",
+    "TimestampType",
+    "assign_offsets",
+    "batch_to_json",
+    "build_batch",
+    "control_record",
+    "decode_control",
+    "expand_records",
+    "iter_batches",
+]
