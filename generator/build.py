@@ -19,7 +19,9 @@ def load_schemas(dirs: list[Path]) -> list[MessageSpec]:
         for path in sorted(d.glob("*.json")):
             spec = load_message(path)
             if spec.name in specs:
-                raise SchemaError(str(path), spec.name, f"also defined in {specs[spec.name].source}")
+                raise SchemaError(
+                    str(path), spec.name, f"also defined in {specs[spec.name].source}"
+                )
             specs[spec.name] = spec
     return [specs[name] for name in sorted(specs)]
 
@@ -29,11 +31,16 @@ def _api_name(request_name: str) -> str:
 
 
 def _index_module(specs: list[MessageSpec]) -> str:
-    lines = [HEADER + '"""Which messages the package holds, and which API key each belongs to."""', ""]
+    lines = [
+        HEADER + '"""Which messages the package holds, and which API key each belongs to."""',
+        "",
+    ]
     lines.append("MESSAGES = {")
     for s in specs:
         span = None if s.valid_versions.empty else (s.valid_versions.lo, s.valid_versions.hi)
-        lines.append(f"    {s.name!r}: ({module_name(s.name)!r}, {s.type!r}, {s.api_key!r}, {span!r}),")
+        lines.append(
+            f"    {s.name!r}: ({module_name(s.name)!r}, {s.type!r}, {s.api_key!r}, {span!r}),"
+        )
     lines.append("}")
     apis: dict[int, list] = {}
     for s in specs:
@@ -71,7 +78,7 @@ def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None) -> str:
         "",
     ]
     seen = set()
-    for s in sorted(specs, key=lambda s: (s.api_key or 0)):
+    for s in sorted(specs, key=lambda s: s.api_key or 0):
         if s.type == "request" and s.api_key not in seen:
             seen.add(s.api_key)
             lines.append(f"    {_enum_name(_api_name(s.name))} = {s.api_key}")
@@ -85,12 +92,14 @@ def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None) -> str:
         "",
         "_API_NAMES = {",
     ]
-    for s in sorted(specs, key=lambda s: (s.api_key or 0)):
+    for s in sorted(specs, key=lambda s: s.api_key or 0):
         if s.type == "request":
             lines.append(f"    {s.api_key}: {_api_name(s.name)!r},")
     lines += ["}", ""]
     if errors_tsv is not None:
-        rows = [r.split("\t")[:3] for r in errors_tsv.read_text(encoding="utf-8").splitlines()[1:] if r]
+        rows = [
+            r.split("\t")[:3] for r in errors_tsv.read_text(encoding="utf-8").splitlines()[1:] if r
+        ]
         lines += [
             "",
             "class ErrorCode(IntEnum):",
