@@ -152,48 +152,60 @@ class _Splitter:
             return 0 < step <= 1 + missing // _MIN_REQUEST + (1 << 16)
         return bool(self.expected) and corr in self.expected
 
-    def _accept(self, buf: bytes, q: int, end: int, missing: int, at_stream_end: bool) -> bool:
-        """Decide whether a frame starting at q is real, checking the frame after it."""
+    def _accept(self, buf: bytes, q: int, end: int, missing: int, limit: int) -> bool:
+        """Decide whether a frame starting at q is real, checking the frame after it.
+
+        `limit` is where the sender's stream ends, in buf's coordinates (past `end` when bytes
+        were lost after this run).
+        """
         head = self._header(buf, q)
         if head is None:
             return False
         size, corr = head
         strong = self._strong(corr, missing)
         nxt = q + 4 + size
+        if nxt > limit:
+            return False  # longer than what the sender sent
         if nxt == end:
-            return strong or at_stream_end
+            # the frame fills the run exactly: believable if the corr id fits, or the stream ends
+            return strong or nxt == limit
         if nxt > end:
             return strong  # runs past the captured bytes: nothing after it to check
         after = self._header(buf, nxt)
         if after is None:
             return False
-        if self.requests:
-            return after[1] > corr and (strong or after[1] - corr < 1 << 16)
-        return strong or (self.expected is not None and after[1] in self.expected)
+        if strong:
+            return True
+        # a weak candidate needs the next frame to continue the correlation-id sequence
+        step = after[1] - corr
+        if not self.requests and self.expected and after[1] in self.expected:
+            return True
+        return 0 < step <= 1 << 16
 
     def _candidates(self, buf: bytes, p: int, end: int) -> Iterator[int]:
-        """Offsets worth checking as frame starts, ascending."""
+        """Offsets worth checking as frame starts, ascending, starting with p itself."""
+        yield p
         if not self.requests and self.expected:
             # a response begins with a correlation id the requests used: find those bytes
-            found = set()
+            found: set[int] = set()
             for corr in self.expected:
                 needle = struct.pack(">i", corr)
-                i = buf.find(needle, p + 4, end)
+                i = buf.find(needle, p + 5, end)
                 while i != -1 and len(found) < _RESYNC_CANDIDATES:
                     found.add(i - 4)
                     i = buf.find(needle, i + 1, end)
             yield from sorted(found)
             return
         regex = _REQUEST_RE if self.requests else _RESPONSE_RE
-        for n, m in enumerate(regex.finditer(buf, p, end)):
+        for n, m in enumerate(regex.finditer(buf, p + 1, end)):
             if n >= _RESYNC_CANDIDATES:
                 return
             yield m.start()
 
-    def resync(self, buf: bytes, p: int, end: int, missing: int, last_run: bool) -> int | None:
+    def resync(self, buf: bytes, p: int, end: int, missing: int, limit: int) -> int | None:
         """Offset of the next believable frame start in buf[p:end], or None."""
         for q in self._candidates(buf, p, end):
-            if self._accept(buf, q, end, missing, last_run):
+            if self._accept(buf, q, end, missing, limit):
                 return q
         return None
 
@@ -223,11 +235,11 @@ def split_frames(
         items.append(FrameItem("truncated", off, ts, size, piece, captured, note))
         open_frame = None
 
-    for ri, run in enumerate(runs):
+    for run in runs:
         buf = run.data
         base = run.offset
         end = len(buf)
-        last_run = ri == len(runs) - 1 and stream.end <= run.end
+        limit = stream.end - base  # the sender's stream end, in this run's coordinates
         if base > pos:
             items.append(FrameItem("gap", pos, run.ts_at(base), base - pos, b"", 0))
             missing += base - pos
@@ -248,7 +260,7 @@ def split_frames(
             expect = None  # the boundary fell inside the gap
         aligned = expect is not None or open_frame is None and p > 0
         if not aligned:
-            q = sp.resync(buf, p, end, missing, last_run)
+            q = sp.resync(buf, p, end, missing, limit)
             stop = end if q is None else q
             if stop > p:
                 note = "no plausible frame boundary" if q is None else "bytes before a frame"
@@ -273,7 +285,7 @@ def split_frames(
                 break
             (size,) = _i32(buf, p)
             if size < min_size or size > MAX_FRAME:
-                q = sp.resync(buf, p + 1, end, 0, last_run)
+                q = sp.resync(buf, p + 1, end, 0, limit)
                 stop = end if q is None else q
                 note = f"implausible frame size {size}"
                 items.append(
@@ -300,4 +312,6 @@ def split_frames(
         close_open("frame cut off by the end of the capture")
     if stream.end > pos:
         items.append(FrameItem("gap", pos, None, stream.end - pos, b"", 0, "missing at the end"))
+    # a frame cut by a gap is reported when its end is known, after the gap: restore stream order
+    items.sort(key=lambda it: it.offset)
     return items
