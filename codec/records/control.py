@@ -78,16 +78,23 @@ def _codec(name: str, version: int) -> Any | None:
         return None
 
 
-def _parse(name: str, version: int, data: bytes, path: str) -> Mapping[str, Any] | bytes:
+def _parse(
+    name: str, version: int, data: bytes, path: str, *, tolerant: bool = False
+) -> Mapping[str, Any] | bytes:
+    """Decode ``data`` as schema ``name``; ``tolerant`` ignores bytes a later version added."""
     generated = _codec(name, version)
-    if generated is not None:
-        return generated.parse(data)
-    if name not in _INTERIM:
-        return bytes(data)
-    layout, fields = _INTERIM[name]
-    if len(data) < layout.size:
-        raise DecodeError(f"{name} needs {layout.size} bytes, has {len(data)}", path=path)
-    return dict(zip(fields, layout.unpack_from(data), strict=True))
+    if generated is None:
+        if name not in _INTERIM:
+            return bytes(data)
+        layout, fields = _INTERIM[name]
+        if len(data) < layout.size:
+            raise DecodeError(f"{name} needs {layout.size} bytes, has {len(data)}", path=path)
+        return dict(zip(fields, layout.unpack_from(data), strict=True))
+    try:
+        return generated.parse_at(data, 0)[0] if tolerant else generated.parse(data)
+    except DecodeError as exc:
+        reason = f"{name} v{version}: {exc.reason}"
+        raise DecodeError(reason, offset=exc.offset, path=path) from None
 
 
 def _build(name: str, version: int, value: Mapping[str, Any], path: str) -> bytes:
@@ -110,7 +117,7 @@ def decode_control(record: Record) -> ControlRecord:
     if key is None or len(key) < 4:
         raise DecodeError("control record key needs 4 bytes (version, type)", path=f"{path}.key")
     # Kafka reads (version, type) from any key version: later versions may only add fields.
-    parsed = _parse(KEY_SCHEMA, 0, key, f"{path}.key")
+    parsed = _parse(KEY_SCHEMA, 0, key, f"{path}.key", tolerant=True)
     assert not isinstance(parsed, bytes)
     version, raw_type = parsed["version"], parsed["type"]
     try:
@@ -126,7 +133,7 @@ def decode_control(record: Record) -> ControlRecord:
     (value_version,) = _INT16.unpack_from(value)
     if prefixed:
         # Kafka parses a newer EndTxnMarker as the version it knows (0): fields only get added.
-        decoded = _parse(name, 0, value[2:], f"{path}.value")
+        decoded = _parse(name, 0, value[2:], f"{path}.value", tolerant=True)
     else:
         decoded = _parse(name, value_version, value, f"{path}.value")
     return ControlRecord(version, kind, decoded)

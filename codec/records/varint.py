@@ -35,6 +35,12 @@ def read_varint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     ``max_bytes`` is 5 for a varint (int32) and 10 for a varlong (int64), as in Kafka's ByteUtils.
     Raises IndexError when the buffer ends inside the varint (callers turn that into DecodeError).
     """
+    z, pos = read_unsigned(buf, pos, max_bytes)
+    return (z >> 1) ^ -(z & 1), pos
+
+
+def read_unsigned(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode the varint at ``pos`` without undoing the zigzag; return ``(raw, next_pos)``."""
     start = pos
     result = 0
     shift = 0
@@ -51,4 +57,4 @@ def read_varint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     if result >> bits:
         # 5 bytes carry 35 bits but an int32 has 32 (10 bytes carry 70, an int64 has 64).
         raise DecodeError(f"varint overflows int{bits}", offset=start)
-    return (result >> 1) ^ -(result & 1), pos
+    return result, pos
