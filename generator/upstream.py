@@ -23,11 +23,11 @@ from generator.versions import NONE, OPEN, Versions
 from generator.wire import describe_difference, renames, signature
 
 
-class ImportError_(ValueError):
+class UpstreamError(ValueError):
     """The upstream folders cannot be merged: names the message, and the version or field."""
 
 
-@dataclass
+@dataclass(eq=False)  # sources are compared by identity
 class Source:
     """One schema file from one folder."""
 
@@ -51,15 +51,22 @@ def load_sources(dirs: list[Path]) -> dict[str, list[Source]]:
     grouped: dict[str, list[Source]] = {}
     for rank, top in enumerate(dirs):
         if not top.is_dir():
-            raise ImportError_(f"{top}: not a directory")
+            raise UpstreamError(f"{top}: not a directory")
         for path in sorted(top.rglob("*.json")):
-            doc = loads(path.read_text(encoding="utf-8"))
-            spec = parse_message(doc, str(path))
+            doc, spec = _read(path)
             same = grouped.setdefault(spec.name, [])
             if any(s.rank == rank for s in same):
-                raise ImportError_(f"{spec.name} is defined twice under {top}")
+                raise UpstreamError(f"{spec.name} is defined twice under {top}")
             same.append(Source(path, rank, doc, spec))
     return grouped
+
+
+def _read(path: Path) -> tuple[dict, MessageSpec]:
+    try:
+        doc = loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise UpstreamError(f"{path}: not valid JSON: {e}") from None
+    return doc, parse_message(doc, str(path))
 
 
 def unstable_versions(groups: dict[str, list[Source]]) -> dict[tuple[int, int], int]:
@@ -101,7 +108,7 @@ def check_agreement(
                     f"{name} v{v}: unstable in {a.path}, replaced by {b.path} ({difference})"
                 )
                 break
-            raise ImportError_(f"{name} v{v}: {a.path} and {b.path} disagree: {difference}")
+            raise UpstreamError(f"{name} v{v}: {a.path} and {b.path} disagree: {difference}")
     return notes
 
 
@@ -119,13 +126,13 @@ def merge(name: str, sources: list[Source]) -> dict:
     # Oldest first, so that the newest source has the last word on non-wire facts.
     live = sorted((s for s in sources if not s.valid.empty), key=lambda s: (s.valid.hi, s.rank))
     if not live:
-        raise ImportError_(f"{name}: no source defines any version")
+        raise UpstreamError(f"{name}: no source defines any version")
     valid = _union(name, "validVersions", [s.valid for s in live])
     ctx = _Context(name, valid.hi, [s for s in live if s.valid.hi == valid.hi])
     for key in ("type", "apiKey"):
         values = {json.dumps(s.doc.get(key)) for s in live}
         if len(values) > 1:
-            raise ImportError_(f"{name}: sources disagree on {key}: {sorted(values)}")
+            raise UpstreamError(f"{name}: sources disagree on {key}: {sorted(values)}")
     head = live[-1].spec
     out: dict[str, Any] = {}
     if head.api_key is not None:
@@ -189,7 +196,7 @@ class _Context:
         """Merge the field lists of one struct as the sources declare it."""
         for _, raws, specs in entries:
             if len(raws) != len(specs):  # the parser keeps declaration order, one for one
-                raise ImportError_(f"{self.name}: {where}: field lists out of step")
+                raise UpstreamError(f"{self.name}: {where}: field lists out of step")
         order = _merge_order([[f.name for f in specs] for _, _, specs in reversed(entries)])
         out = []
         for fname in order:
@@ -218,9 +225,9 @@ class _Context:
         ):
             seen = {repr(value(f)) for _, _, f in present}
             if len(seen) > 1:
-                raise ImportError_(f"{self.name}: {where}: sources disagree on {attr}: {seen}")
+                raise UpstreamError(f"{self.name}: {where}: sources disagree on {attr}: {seen}")
         if len({"fields" in raw for _, raw, _ in present}) > 1:
-            raise ImportError_(f"{self.name}: {where}: struct is inline in some sources only")
+            raise UpstreamError(f"{self.name}: {where}: struct is inline in some sources only")
         out: dict[str, Any] = {"name": f_new.name, "type": str(f_new.type)}
         out["versions"] = self.render(f"{where}.versions", [(s, f.versions) for s, _, f in present])
         nullable = self.render(
@@ -256,12 +263,12 @@ def verify(name: str, doc: dict, sources: list[Source]) -> MessageSpec:
     try:
         merged = parse_message(doc, f"merged {name}")
     except SchemaError as e:
-        raise ImportError_(f"{name}: the merged schema is invalid: {e}") from None
+        raise UpstreamError(f"{name}: the merged schema is invalid: {e}") from None
     for s in sources:
         for v in _iter(s.valid):
             want, got = signature(s.spec, v), signature(merged, v)
             if want != got:
-                raise ImportError_(
+                raise UpstreamError(
                     f"{name} v{v}: merged schema differs from {s.path}: "
                     + describe_difference(want, got)
                 )
@@ -271,18 +278,18 @@ def verify(name: str, doc: dict, sources: list[Source]) -> MessageSpec:
 def load_extensions(folder: Path, rank: int, upstream: dict[str, list[Source]]) -> None:
     """Add the project's extension files in `folder` to `upstream` as the newest sources."""
     for path in sorted(folder.glob("*.json")):
-        spec = parse_message(doc := loads(path.read_text(encoding="utf-8")), str(path))
+        doc, spec = _read(path)
         ext = spec.extension_versions
         if ext.empty or spec.valid_versions != ext:
-            raise ImportError_(
+            raise UpstreamError(
                 f"{path}: an extension file defines only its extensionVersions "
                 f"(validVersions {spec.valid_versions}, extensionVersions {ext})"
             )
         shipped = [s.valid.hi for s in upstream.get(spec.name, []) if not s.valid.empty]
         if not shipped:
-            raise ImportError_(f"{path}: extends {spec.name}, which no upstream folder defines")
+            raise UpstreamError(f"{path}: extends {spec.name}, which no upstream folder defines")
         if ext.lo <= max(shipped):
-            raise ImportError_(
+            raise UpstreamError(
                 f"{path}: extension v{ext} of {spec.name} collides with shipped versions "
                 f"(up to v{max(shipped)})"
             )
@@ -325,7 +332,7 @@ def import_errors(tsv: Path, out: Path) -> str:
     try:
         cols = [header.index(c) for c in ("code", "name", "retriable")]
     except ValueError:
-        raise ImportError_(f"{tsv}: needs columns code, name, retriable") from None
+        raise UpstreamError(f"{tsv}: needs columns code, name, retriable") from None
     lines = ["\t".join(row[i] for i in cols) for row in rows]
     (out / "errors.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return "errors.tsv"
@@ -351,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"import-upstream: note: {note}")
         if args.errors:
             written.append(import_errors(args.errors, args.out))
-    except (ImportError_, SchemaError) as e:
+    except (UpstreamError, SchemaError) as e:
         print(f"import-upstream: {e}", file=sys.stderr)
         return 1
     stale = sorted(p.name for p in args.out.glob("*.json") if p.name not in written)
@@ -377,7 +384,7 @@ def _union(name: str, what: str, ranges: list[Versions]) -> Versions:
     lo, hi = spans[0]
     for a, b in spans[1:]:
         if a > hi + 1:
-            raise ImportError_(
+            raise UpstreamError(
                 f"{name}: {what}: versions {hi + 1}-{a - 1} are missing between "
                 f"the sources' ranges {[str(r) for r in ranges]}"
             )

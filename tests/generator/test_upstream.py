@@ -12,7 +12,7 @@ import pytest
 
 from generator.jsonc import loads
 from generator.spec import MessageSpec, SchemaError, load_message, parse_message
-from generator.upstream import ImportError_, import_errors, import_upstream, main
+from generator.upstream import UpstreamError, import_errors, import_upstream, main
 from generator.versions import Versions
 from generator.wire import describe_difference, renames, signature
 
@@ -372,7 +372,9 @@ def test_closed_range_stays_closed_when_the_newest_folder_says_so(tmp_path: Path
 def test_disagreement_names_message_version_and_difference(tmp_path: Path):
     a = _write(tmp_path / "a", _doc("XRequest", "0-2", [_f("A")]))
     b = _write(tmp_path / "b", _doc("XRequest", "2-3", [_f("A", "int64")]))
-    with pytest.raises(ImportError_, match=r"XRequest v2: .* disagree: A: type 'int32' vs 'int64'"):
+    with pytest.raises(
+        UpstreamError, match=r"XRequest v2: .* disagree: A: type 'int32' vs 'int64'"
+    ):
         import_upstream([a, b], tmp_path / "out")
     assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 1
     assert not (tmp_path / "out").exists()
@@ -391,7 +393,7 @@ def test_unstable_latest_version_is_replaced_by_a_later_folder(tmp_path: Path):
 def test_gap_in_versions_fails(tmp_path: Path):
     a = _write(tmp_path / "a", _doc("XRequest", "0-1", [_f("A")]))
     b = _write(tmp_path / "b", _doc("XRequest", "3-4", [_f("A")]))
-    with pytest.raises(ImportError_, match="versions 2-2 are missing"):
+    with pytest.raises(UpstreamError, match="versions 2-2 are missing"):
         import_upstream([a, b], tmp_path / "out")
 
 
@@ -408,11 +410,11 @@ def test_extension_is_merged_and_may_not_collide_with_shipped_versions(tmp_path:
     assert [f.name for f in merged.struct.fields_in(3)] == ["A", "B"]
     # Once upstream ships v3 itself, the extension must not silently redefine it.
     up3 = _write(tmp_path / "up3", _doc("XRequest", "0-3", [_f("A")]))
-    with pytest.raises(ImportError_, match="collides with shipped versions"):
+    with pytest.raises(UpstreamError, match="collides with shipped versions"):
         import_upstream([up3], tmp_path / "out", ext)
     # An extension file that defines shipped versions as well is refused.
     wide = _write(tmp_path / "wide", _doc("XRequest", "0-3", [_f("A")], extensionVersions="3"))
-    with pytest.raises(ImportError_, match="defines only its extensionVersions"):
+    with pytest.raises(UpstreamError, match="defines only its extensionVersions"):
         import_upstream([up], tmp_path / "out", wide)
 
 
@@ -422,3 +424,11 @@ def test_extension_folder_defaults_to_out_extensions(tmp_path: Path):
     _write(out / "extensions", _doc("XRequest", "3", [_f("A")], extensionVersions="3"))
     main([str(up), "--out", str(out)])
     assert re.search(r'"extensionVersions": "3"', (out / "XRequest.json").read_text())
+
+
+def test_unreadable_file_is_named(tmp_path: Path):
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "Broken.json").write_text("{ not json", encoding="utf-8")
+    with pytest.raises(UpstreamError, match=r"Broken.json: not valid JSON"):
+        import_upstream([folder], tmp_path / "out")
