@@ -8,6 +8,7 @@ on the same connection; without that request it is a `request_missing` row.
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 from collections import deque
@@ -115,47 +116,27 @@ def load_codec() -> ModuleType:
 
 
 class _Api:
-    """Names and support checks for API keys, cached per decoder."""
+    """API names of the decoder, and its error classes for each decode status."""
 
     def __init__(self, decoder: Any) -> None:
         self.decoder = decoder
-        self.names: dict[int, str] = {}
-        for k in decoder.ApiKey:
-            self.names[int(k)] = _pascal(k.name)
-        self._versions: dict[tuple[int, bool], range | None] = {}
+        apis = getattr(decoder, "APIS", None)
+        if apis:
+            self.names = {int(k): v[0] for k, v in apis.items()}
+        else:
+            self.names = {int(k): _pascal(k.name) for k in decoder.ApiKey}
+        # a codec without the finer error classes still reports every failure as malformed
+        self.unknown = getattr(decoder, "UnknownApiError", ())
+        self.unsupported = getattr(decoder, "UnsupportedVersionError", ())
 
     def name(self, key: int | None) -> str | None:
+        """Kafka's name of an API key (Produce, ApiVersions, ...), None when unknown."""
         return None if key is None else self.names.get(key)
-
-    def supports(self, key: int, version: int, request: bool) -> bool | None:
-        """Whether the codec has this version; None when it cannot tell."""
-        cache_key = (key, request)
-        if cache_key not in self._versions:
-            self._versions[cache_key] = _version_range(self.decoder, key, request)
-        rng = self._versions[cache_key]
-        return None if rng is None else version in rng
 
 
 def _pascal(name: str) -> str:
-    """PRODUCE / produce / Produce -> Produce; API_VERSIONS -> ApiVersions."""
-    if "_" in name or name.isupper():
-        return "".join(p.capitalize() for p in name.split("_"))
-    return name[0].upper() + name[1:]
-
-
-def _version_range(decoder: Any, key: int, request: bool) -> range | None:
-    """Valid versions of an API, from whatever the codec exposes for it."""
-    fn = getattr(decoder, "api_versions", None) or getattr(decoder, "valid_versions", None)
-    if fn is None:
-        return None
-    try:
-        lo_hi = fn(key)
-    except Exception:  # noqa: BLE001 - an unknown key or a codec without the helper: no opinion
-        return None
-    if isinstance(lo_hi, range):
-        return lo_hi
-    lo, hi = lo_hi
-    return range(lo, hi + 1)
+    """API_VERSIONS -> ApiVersions."""
+    return "".join(p.capitalize() for p in name.split("_"))
 
 
 def count_records(blob: bytes | memoryview | None) -> int | None:
@@ -215,7 +196,7 @@ def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None]:
         if k == "error_code" and isinstance(v, int):
             if first_err is None or (first_err == 0 and v != 0):
                 first_err = v
-        elif isinstance(v, list) and "topic" in k:
+        elif isinstance(v, list) and ("topic" in k or k == "responses"):
             for item in v:
                 if isinstance(item, Mapping):
                     name = item.get("name", item.get("topic", item.get("topic_name")))
@@ -273,14 +254,45 @@ class _Decoded:
         self.json: str | None = None
 
 
+def _expand(tree: Any, expand: Any) -> None:
+    """Replace base64 `records` blobs in a to_json tree with their decoded batches, in place."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in items:
+            if k == "records" and isinstance(v, str) and v:
+                try:
+                    node[k] = expand(base64.b64decode(v))
+                except Exception as exc:  # noqa: BLE001 - keep the raw blob and say why
+                    node["records_error"] = _error_text(exc)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+
+
+def _records_expander(decoder: Any) -> Any:
+    """codec.records.expand_records when the codec has it (only the real codec does)."""
+    records = getattr(decoder, "records", None)
+    if records is None and getattr(decoder, "__name__", "") == "codec":
+        try:
+            import codec.records as records
+        except ImportError:
+            return None
+    return getattr(records, "expand_records", None)
+
+
 def _body_json(decoder: Any, body: Any) -> str:
-    return json.dumps(decoder.to_json(body), separators=(",", ":"), ensure_ascii=False)
+    tree = decoder.to_json(body)
+    expand = _records_expander(decoder)
+    if expand is not None and isinstance(tree, (dict, list)):
+        _expand(tree, expand)
+    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
 
 
 def _decode(
     decoder: Any,
     api: _Api,
-    frame: bytes,
+    frame: bytes | memoryview,
     api_key: int,
     api_version: int,
     request: bool,
@@ -291,10 +303,6 @@ def _decode(
     d.api_version = api_version
     if api_key not in api.names:
         d.status, d.error = "unknown_api", f"API key {api_key} is not known to the codec"
-        return d
-    if api.supports(api_key, api_version, request) is False:
-        d.status = "unsupported_version"
-        d.error = f"{api.name(api_key)} v{api_version} is not a known version"
         return d
     try:
         if request:
@@ -310,11 +318,12 @@ def _decode(
         d.facts = _facts(msg.body)
         if with_json:
             d.json = _body_json(decoder, msg.body)
+    except api.unknown as exc:
+        d.status, d.error = "unknown_api", _error_text(exc)
+    except api.unsupported as exc:
+        d.status, d.error = "unsupported_version", _error_text(exc)
     except decoder.DecodeError as exc:
         d.status, d.error = "malformed", _error_text(exc)
-    except (KeyError, LookupError, NotImplementedError) as exc:
-        # the codec has no codec for this version (it raises before reading the body)
-        d.status, d.error = "unsupported_version", _error_text(exc)
     return d
 
 
@@ -360,7 +369,7 @@ def decode_connection(
         key, version, corr = _req_fixed(it.data, 0)
         row.update(api_key=key, api_name=api.name(key), api_version=version, correlation_id=corr)
         if it.kind == "frame":
-            d = _decode(decoder, api, bytes(it.data), key, version, True, with_body_json)
+            d = _decode(decoder, api, it.data, key, version, True, with_body_json)
             row.update(
                 decode_status=d.status,
                 decode_error=d.error,
@@ -422,7 +431,7 @@ def decode_connection(
             ),
         )
         if it.kind == "frame":
-            d = _decode(decoder, api, bytes(it.data), key, version, False, with_body_json)
+            d = _decode(decoder, api, it.data, key, version, False, with_body_json)
             row.update(
                 decode_status=d.status,
                 decode_error=d.error,

@@ -123,14 +123,21 @@ class FakeDecodeError(ValueError):
     pass
 
 
+class FakeUnsupportedVersion(FakeDecodeError):
+    pass
+
+
 def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
     """A stand-in for `codec` with its public API: bodies decode to their raw bytes' hex."""
     api_key = enum.IntEnum("ApiKey", {f"API_{k}": k for k in known})
 
     def decode_request(data: bytes):
+        data = bytes(data)
         if len(data) < 10:
             raise FakeDecodeError("short header")
         key, version, corr, n = struct.unpack_from(">hhih", data)
+        if version > max_version:
+            raise FakeUnsupportedVersion(f"version {version}")
         if data[10 + max(n, 0) :].startswith(b"BAD"):
             raise FakeDecodeError("bad body")
         cid = data[10 : 10 + n].decode() if n >= 0 else None
@@ -145,14 +152,14 @@ def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
         )
 
     def decode_response(data: bytes, key: int, version: int):
+        data = bytes(data)
         (corr,) = struct.unpack_from(">i", data)
+        if version > max_version:
+            raise FakeUnsupportedVersion(f"version {version}")
         if data[4:].startswith(b"BAD"):
             raise FakeDecodeError("bad body")
         err = struct.unpack_from(">h", data, 4)[0] if len(data) >= 6 else 0
         return types.SimpleNamespace(correlation_id=corr, header={}, body={"error_code": err})
-
-    def api_versions(key: int):
-        return (0, max_version)
 
     return types.SimpleNamespace(
         ApiKey=api_key,
@@ -160,5 +167,5 @@ def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
         decode_request=decode_request,
         decode_response=decode_response,
         to_json=lambda obj: obj,
-        api_versions=api_versions,
+        UnsupportedVersionError=FakeUnsupportedVersion,
     )
