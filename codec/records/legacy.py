@@ -182,7 +182,18 @@ def _read_wrapper(
     if not messages:
         raise DecodeError("compressed message holds no messages", offset=pos, path=path)
     # magic 1: inner offsets are relative and the wrapper has the last one's absolute offset.
-    shift = wrapper.offset - messages[-1].offset if wrapper.magic == 1 else 0
+    # A wrapper offset of 0 is a producer's set the broker has not stamped yet (librdkafka and
+    # kafka-python send those): Kafka then keeps the inner offsets as they are, and so do we.
+    shift = 0
+    if wrapper.magic == 1 and wrapper.offset > 0:
+        if wrapper.offset < messages[-1].offset:
+            raise DecodeError(
+                f"wrapper offset {wrapper.offset} is below its last inner offset "
+                f"{messages[-1].offset}",
+                offset=pos,
+                path=path,
+            )
+        shift = wrapper.offset - messages[-1].offset
     log_append = wrapper.magic == 1 and wrapper.attributes & TIMESTAMP_TYPE_BIT
     batch = _batch(buf[pos : wrapper.end], pos, wrapper)
     batch._records = [
