@@ -75,7 +75,9 @@ class StructDefault(dict):
         return True
 
 
-def check_keys(obj: Any, allowed: frozenset, absent: dict[str, tuple[Any, bool]], version: int) -> None:
+def check_keys(
+    obj: Any, allowed: frozenset, absent: dict[str, tuple[Any, bool]], version: int
+) -> None:
     """Reject keys unknown to the struct, and non-default values for fields this version lacks."""
     if not isinstance(obj, dict):
         raise EncodeError(f"expected a dict, got {type(obj).__name__}")

@@ -81,14 +81,22 @@ def write_uvarint(w: bytearray, value: int) -> None:
 
 def _length(buf: Any, pos: int, n: int, what: str) -> None:
     if n > len(buf) - pos:
-        raise DecodeError(
-            f"{what} claims {n} bytes but only {len(buf) - pos} remain", offset=pos
-        )
+        raise DecodeError(f"{what} claims {n} bytes but only {len(buf) - pos} remain", offset=pos)
 
 
 def _utf8(raw: Any, pos: int) -> str:
     try:
         return str(raw, "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"string is not valid UTF-8: {e.reason}", offset=pos + e.start) from None
+
+
+def _text(buf: Any, pos: int, n: int) -> str:
+    """Decode n bytes at pos as UTF-8; `bytes.decode` is about twice as fast as `str(raw, ...)`."""
+    try:
+        return buf[pos : pos + n].decode()
+    except AttributeError:  # a memoryview has no decode()
+        return _utf8(buf[pos : pos + n], pos)
     except UnicodeDecodeError as e:
         raise DecodeError(f"string is not valid UTF-8: {e.reason}", offset=pos + e.start) from None
 
@@ -99,8 +107,9 @@ def read_string(buf: Any, pos: int) -> tuple[str, int]:
     pos += 2
     if n < 0:
         raise DecodeError("non-nullable string is null on the wire", offset=pos - 2)
-    _length(buf, pos, n, "string")
-    return _utf8(buf[pos : pos + n], pos), pos + n
+    if n > len(buf) - pos:
+        _length(buf, pos, n, "string")
+    return _text(buf, pos, n), pos + n
 
 
 def read_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
@@ -111,8 +120,9 @@ def read_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
         if n != -1:
             raise DecodeError(f"invalid string length {n}", offset=pos - 2)
         return None, pos
-    _length(buf, pos, n, "string")
-    return _utf8(buf[pos : pos + n], pos), pos + n
+    if n > len(buf) - pos:
+        _length(buf, pos, n, "string")
+    return _text(buf, pos, n), pos + n
 
 
 def read_compact_string(buf: Any, pos: int) -> tuple[str, int]:
@@ -126,8 +136,9 @@ def read_compact_string(buf: Any, pos: int) -> tuple[str, int]:
     if n == 0:
         raise DecodeError("non-nullable string is null on the wire", offset=start)
     n -= 1
-    _length(buf, pos, n, "string")
-    return _utf8(buf[pos : pos + n], pos), pos + n
+    if n > len(buf) - pos:
+        _length(buf, pos, n, "string")
+    return _text(buf, pos, n), pos + n
 
 
 def read_compact_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
@@ -140,8 +151,9 @@ def read_compact_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
     if n == 0:
         return None, pos
     n -= 1
-    _length(buf, pos, n, "string")
-    return _utf8(buf[pos : pos + n], pos), pos + n
+    if n > len(buf) - pos:
+        _length(buf, pos, n, "string")
+    return _text(buf, pos, n), pos + n
 
 
 def read_bytes(buf: Any, pos: int) -> tuple[Any, int]:
@@ -169,7 +181,11 @@ def read_nullable_bytes(buf: Any, pos: int) -> tuple[Any, int]:
 def read_compact_bytes(buf: Any, pos: int) -> tuple[Any, int]:
     """Read compact non-nullable bytes."""
     start = pos
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         raise DecodeError("non-nullable bytes are null on the wire", offset=start)
     n -= 1
@@ -179,7 +195,11 @@ def read_compact_bytes(buf: Any, pos: int) -> tuple[Any, int]:
 
 def read_compact_nullable_bytes(buf: Any, pos: int) -> tuple[Any, int]:
     """Read compact nullable bytes."""
-    n, pos = read_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
     if n == 0:
         return None, pos
     n -= 1
@@ -216,8 +236,22 @@ def read_compact_array_length(buf: Any, pos: int, nullable: bool) -> tuple[int, 
             return -1, pos
         raise DecodeError("non-nullable array is null on the wire", offset=start)
     n -= 1
-    _length(buf, pos, n, "array")
+    if n > len(buf) - pos:
+        _length(buf, pos, n, "array")
     return n, pos
+
+
+_new_object = object.__new__
+_set_slot = object.__setattr__
+_UNKNOWN_SAFETY = uuid.SafeUUID.unknown
+
+
+def uuid_from_bytes(raw: bytes) -> uuid.UUID:
+    """uuid.UUID(bytes=raw) for exactly 16 bytes, without its argument checks (twice as fast)."""
+    u = _new_object(UUID)
+    _set_slot(u, "int", int.from_bytes(raw, "big"))
+    _set_slot(u, "is_safe", _UNKNOWN_SAFETY)
+    return u
 
 
 def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
@@ -225,7 +259,7 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
     raw = bytes(buf[pos : pos + 16])
     if len(raw) != 16:
         raise DecodeError("data ends inside a uuid", offset=pos)
-    return UUID(bytes=raw), pos + 16
+    return uuid_from_bytes(raw), pos + 16
 
 
 def read_unknown_tag(buf: Any, pos: int, size: int) -> tuple[bytes, int]:
@@ -237,7 +271,9 @@ def read_unknown_tag(buf: Any, pos: int, size: int) -> tuple[bytes, int]:
 def check_tag_end(pos: int, end: int, tag: int) -> None:
     """A known tagged field must fill exactly the size its header declared."""
     if pos != end:
-        raise DecodeError(f"tagged field {tag} declares {end} as its end but ends at {pos}", offset=pos)
+        raise DecodeError(
+            f"tagged field {tag} declares {end} as its end but ends at {pos}", offset=pos
+        )
 
 
 def _encode_str(value: Any) -> bytes:
