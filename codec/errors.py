@@ -6,6 +6,9 @@ from __future__ import annotations
 class DecodeError(ValueError):
     """Bytes that do not decode: says where (byte offset) and what (field path)."""
 
+    #: The Kafka error code a broker answers with (INVALID_REQUEST); subclasses refine it.
+    error_code = 42
+
     def __init__(self, message: str, *, offset: int | None = None, path: str = "") -> None:
         self.reason = message
         self.offset = offset
@@ -33,3 +36,6 @@ class UnknownApiError(DecodeError):
 
 class UnsupportedVersionError(DecodeError):
     """A message version outside the versions the schema defines."""
+
+    #: UNSUPPORTED_VERSION: Kafka answers ApiVersions with it in a v0 body (KIP-511).
+    error_code = 35
