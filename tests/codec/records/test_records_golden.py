@@ -38,11 +38,15 @@ V2_BATCH = bytes.fromhex(
     "00"  # record attributes
     "00"  # timestamp delta 0
     "00"  # offset delta 0
-    "02" "6b"  # key length 1 (zigzag 2), b"k"
-    "02" "76"  # value length 1, b"v"
+    "02"
+    "6b"  # key length 1 (zigzag 2), b"k"
+    "02"
+    "76"  # value length 1, b"v"
     "02"  # one header
-    "02" "68"  # header key length 1, "h"
-    "02" "31"  # header value length 1, b"1"
+    "02"
+    "68"  # header key length 1, "h"
+    "02"
+    "31"  # header value length 1, b"1"
 )
 
 # A magic-1 message: offset 5, null key, value b"hi", create time TS.
@@ -54,7 +58,8 @@ V1_MESSAGE = bytes.fromhex(
     "00"  # attributes: no compression, create time
     "0000018bcfe56800"  # timestamp
     "ffffffff"  # key: null
-    "00000002" "6869"  # value b"hi"
+    "00000002"
+    "6869"  # value b"hi"
 )
 
 # A magic-0 message: offset 5, key b"k", value b"hi", no timestamp field at all.
@@ -64,8 +69,10 @@ V0_MESSAGE = bytes.fromhex(
     "d0a1b23e"  # CRC-32 (IEEE) of magic onward
     "00"  # magic 0
     "00"  # attributes
-    "00000001" "6b"  # key b"k"
-    "00000002" "6869"  # value b"hi"
+    "00000001"
+    "6b"  # key b"k"
+    "00000002"
+    "6869"  # value b"hi"
 )
 
 # A transaction COMMIT marker as a broker writes it: transactional control batch, producer 1000
@@ -78,14 +85,20 @@ CONTROL_BATCH = bytes.fromhex(
     "ad320ccb"  # CRC-32C
     "0030"  # attributes: transactional (0x10) and control (0x20)
     "00000000"  # last offset delta
-    "0000018bcfe56800" "0000018bcfe56800"  # base and max timestamp
+    "0000018bcfe56800"
+    "0000018bcfe56800"  # base and max timestamp
     "00000000000003e8"  # producer id 1000
     "0003"  # producer epoch 3
     "ffffffff"  # base sequence
     "00000001"  # one record
-    "20" "00" "00" "00"  # length 16, attributes, timestamp delta, offset delta
-    "08" "00000001"  # key: 4 bytes, version 0, type 1 (COMMIT)
-    "0c" "000000000007"  # value: 6 bytes, version 0, coordinator epoch 7
+    "20"
+    "00"
+    "00"
+    "00"  # length 16, attributes, timestamp delta, offset delta
+    "08"
+    "00000001"  # key: 4 bytes, version 0, type 1 (COMMIT)
+    "0c"
+    "000000000007"  # value: 6 bytes, version 0, coordinator epoch 7
     "00"  # no headers
 )
 
