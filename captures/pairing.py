@@ -12,7 +12,7 @@ import base64
 import json
 import struct
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -172,21 +172,21 @@ def _walk(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
     """(key, value) of every field in nested containers, depth-first."""
     if depth > 6:
         return
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         for k, v in value.items():
             yield k, v
-            if isinstance(v, (Mapping, list)):
+            if isinstance(v, (dict, list)):
                 yield from _walk(v, depth + 1)
     elif isinstance(value, list):
         for v in value:
-            if isinstance(v, (Mapping, list)):
+            if isinstance(v, (dict, list)):
                 yield from _walk(v, depth + 1)
 
 
-def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None]:
-    """error_code, topic names and record count of a decoded body."""
-    if not isinstance(body, Mapping):
-        return None, None, None
+def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None, bool]:
+    """error_code, topic names, record count of a decoded body, and whether it has records."""
+    if not isinstance(body, dict):
+        return None, None, None, False
     top = body.get("error_code")
     first_err: int | None = None
     topics: list[str] = []
@@ -198,7 +198,7 @@ def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None]:
                 first_err = v
         elif isinstance(v, list) and ("topic" in k or k == "responses"):
             for item in v:
-                if isinstance(item, Mapping):
+                if isinstance(item, dict):
                     name = item.get("name", item.get("topic", item.get("topic_name")))
                     if isinstance(name, str) and name not in topics:
                         topics.append(name)
@@ -208,7 +208,7 @@ def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None]:
             if c is not None:
                 records = (records or 0) + c
     err = top if isinstance(top, int) else first_err
-    return err, (topics or None), (records if seen_records else None)
+    return err, (topics or None), records, seen_records
 
 
 def _client_id(frame: bytes | memoryview) -> str | None:
@@ -230,7 +230,7 @@ def _header_version(msg: Any) -> int | None:
         if isinstance(v, int):
             return v
     header = getattr(msg, "header", None)
-    if isinstance(header, Mapping):
+    if isinstance(header, dict):
         v = header.get("header_version", header.get("version"))
         if isinstance(v, int):
             return v
@@ -250,7 +250,12 @@ class _Decoded:
         self.api_version: int | None = None
         self.header_version: int | None = None
         self.client_id: str | None = None
-        self.facts: tuple[int | None, list[str] | None, int | None] = (None, None, None)
+        self.facts: tuple[int | None, list[str] | None, int | None, bool] = (
+            None,
+            None,
+            None,
+            False,
+        )
         self.json: str | None = None
 
 
@@ -281,9 +286,9 @@ def _records_expander(decoder: Any) -> Any:
     return getattr(records, "expand_records", None)
 
 
-def _body_json(decoder: Any, body: Any) -> str:
+def _body_json(decoder: Any, body: Any, has_records: bool) -> str:
     tree = decoder.to_json(body)
-    expand = _records_expander(decoder)
+    expand = _records_expander(decoder) if has_records else None
     if expand is not None and isinstance(tree, (dict, list)):
         _expand(tree, expand)
     return json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
@@ -317,7 +322,7 @@ def _decode(
         d.header_version = _header_version(msg)
         d.facts = _facts(msg.body)
         if with_json:
-            d.json = _body_json(decoder, msg.body)
+            d.json = _body_json(decoder, msg.body, d.facts[3])
     except api.unknown as exc:
         d.status, d.error = "unknown_api", _error_text(exc)
     except api.unsupported as exc:
