@@ -147,7 +147,16 @@ def assign_offsets(
     messages and magic-1 wrappers get their offsets rewritten the same way; a magic-0 wrapper
     holds absolute inner offsets, so it is re-encoded, as Kafka does.
     """
-    patches: list[tuple[int, int, bytes]] = []  # (start, stop, replacement)
+    # The plan is made in its own frame: its views of ``data`` are gone before ``data`` is
+    # changed, since a bytearray cannot be resized while a memoryview of it exists.
+    return _apply(data, _plan(data, base_offset, partition_leader_epoch))
+
+
+def _plan(
+    data: Buffer, base_offset: int, partition_leader_epoch: int | None
+) -> list[tuple[int, int, bytes]]:
+    """The byte ranges ``assign_offsets`` replaces, in order: (start, stop, replacement)."""
+    patches: list[tuple[int, int, bytes]] = []
     next_offset = base_offset
     for batch in iter_batches(data, verify_crc=False):
         if batch.truncated:
@@ -179,7 +188,7 @@ def assign_offsets(
             )
             patches.append((pos, pos + batch.size, rebuilt))
             next_offset += batch.record_count
-    return _apply(data, patches)
+    return patches
 
 
 def _apply(data: Buffer, patches: list[tuple[int, int, bytes]]) -> bytes | bytearray:
