@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import time
 from collections.abc import Iterable, Mapping
@@ -103,9 +104,11 @@ class RecordBatch(Batch):
     @classmethod
     def truncated_at(cls, raw: memoryview, position: int) -> Batch:
         """A batch cut short by the end of the buffer: header fields if they are all there."""
+        batch: Batch | None = None
         if len(raw) >= HEADER_SIZE:
-            batch = cls(raw, position, verify_crc=False, max_decompressed=0)
-        else:
+            with contextlib.suppress(DecodeError):  # a cut batch is never an error
+                batch = cls(raw, position, verify_crc=False, max_decompressed=0)
+        if batch is None:
             batch = Batch(raw, position, struct.unpack_from(">q", raw)[0], 2)
             batch.batch_length = struct.unpack_from(">i", raw, 8)[0]
         batch.truncated = True

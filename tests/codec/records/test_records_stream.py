@@ -64,6 +64,13 @@ def test_truncated_last_batch_is_flagged_not_an_error(cut) -> None:
         assert partial.record_count == 2 and partial.producer_id == -1
 
 
+def test_truncated_batch_with_a_bad_header_is_still_just_truncated() -> None:
+    data = bytearray(build_batch(recs(2), base_offset=4))
+    data[22] = 0x07  # compression code 7 does not exist
+    (batch,) = iter_batches(data[:-1])
+    assert batch.truncated and batch.base_offset == 4 and batch.records == []
+
+
 def test_truncated_legacy_message() -> None:
     data = build_batch(recs(3), magic=1)
     batches = list(iter_batches(data[:-5]))
