@@ -217,8 +217,13 @@ def bar_chart(
         for si, name in enumerate(names):
             v = series[name][gi]
             y = gy + si * bar_height
-            c.rect(x0, y, x0 + max(1 if v else 0, round(v * scale)), y + bar_height - 1,
-                   PALETTE[si % len(PALETTE)])  # fmt: skip
+            c.rect(
+                x0,
+                y,
+                x0 + max(1 if v else 0, round(v * scale)),
+                y + bar_height - 1,
+                PALETTE[si % len(PALETTE)],
+            )
             c.text(x0 + round(v * scale) + 3, y + 1, _fmt(v))
     c.vline(x0, top, plot_bottom)
     return c.png()
