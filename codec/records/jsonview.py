@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,17 +14,23 @@ from codec.records.stream import Buffer, iter_batches
 BytesRender = Callable[[bytes], Any]
 
 
+def base64_text(raw: bytes) -> str:
+    """Bytes as standard base64 text, as `codec.to_json` renders every other bytes field."""
+    return base64.b64encode(raw).decode("ascii")
+
+
 def expand_records(
     data: Buffer,
     *,
-    render_bytes: BytesRender = bytes.hex,
+    render_bytes: BytesRender = base64_text,
     verify_crc: bool = True,
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
 ) -> list[dict[str, Any]]:
     """Decode every batch in ``data`` into dicts of header fields and records.
 
-    Keys, values and header values go through ``render_bytes`` (hex by default); control
-    records get a ``control`` entry with their decoded key and value.
+    Keys, values and header values go through ``render_bytes`` (base64 text by default, as
+    `codec.to_json` writes bytes); control records get a ``control`` entry with their decoded
+    key and value.
     """
     return [
         batch_to_json(batch, render_bytes)
@@ -31,7 +38,7 @@ def expand_records(
     ]
 
 
-def batch_to_json(batch: Batch, render_bytes: BytesRender = bytes.hex) -> dict[str, Any]:
+def batch_to_json(batch: Batch, render_bytes: BytesRender = base64_text) -> dict[str, Any]:
     """One batch as a dict: header fields (enums by name), then its records."""
     out: dict[str, Any] = {
         "base_offset": batch.base_offset,

@@ -141,9 +141,9 @@ def test_expand_records_is_json_ready() -> None:
         {
             "offset": 5,
             "timestamp": TS,
-            "key": "01",
+            "key": "AQ==",
             "value": None,
-            "headers": [["h", "ff"], ["n", None]],
+            "headers": [["h", "/w=="], ["n", None]],
         }
     ]
     assert marker["is_control"] and marker["is_transactional"] and marker["producer_id"] == 9
