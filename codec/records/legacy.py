@@ -39,48 +39,48 @@ class _Message:
 
     __slots__ = ("offset", "size", "crc", "magic", "attributes", "timestamp", "key", "value", "end")
 
-    def __init__(self, buf: memoryview, pos: int, verify_crc: bool, where: int) -> None:
+    def __init__(self, buf: memoryview, pos: int, verify_crc: bool) -> None:
         magic = buf[pos + 16]
         header = _HEADER[magic]
         if len(buf) - pos < header.size:
-            raise DecodeError("message header truncated", offset=where + pos)
+            raise DecodeError("message header truncated", offset=pos)
         fields = header.unpack_from(buf, pos)
         self.offset, self.size, self.crc, self.magic, self.attributes = fields[:5]
         self.timestamp = fields[5] if magic else -1
         if self.size < MIN_SIZE[magic]:
             raise DecodeError(
                 f"message size {self.size} is below the minimum {MIN_SIZE[magic]}",
-                offset=where + pos + 8,
+                offset=pos + 8,
                 path=f"message@{self.offset}.size",
             )
         end = self.end = pos + LOG_OVERHEAD + self.size
         if end > len(buf):
-            raise DecodeError("message runs past the end of its set", offset=where + pos)
+            raise DecodeError("message runs past the end of its set", offset=pos)
         if verify_crc:
             actual = zlib.crc32(buf[pos + _CRC_START : end])
             if actual != self.crc:
                 raise DecodeError(
                     f"CRC-32 mismatch in the message at offset {self.offset}: header says "
                     f"{self.crc:#010x}, bytes give {actual:#010x}",
-                    offset=where + pos + LOG_OVERHEAD,
+                    offset=pos + LOG_OVERHEAD,
                     path=f"message@{self.offset}.crc",
                 )
         at = pos + header.size
-        self.key, at = _read_bytes(buf, at, end, where, self.offset, "key")
-        self.value, at = _read_bytes(buf, at, end, where, self.offset, "value")
+        self.key, at = _read_bytes(buf, at, end, self.offset, "key")
+        self.value, at = _read_bytes(buf, at, end, self.offset, "value")
         if at != end:
             raise DecodeError(
                 f"{end - at} bytes after the value, inside the message's size",
-                offset=where + at,
+                offset=at,
                 path=f"message@{self.offset}",
             )
 
 
 def _read_bytes(
-    buf: memoryview, pos: int, end: int, where: int, offset: int, name: str
+    buf: memoryview, pos: int, end: int, offset: int, name: str
 ) -> tuple[memoryview | None, int]:
     if pos + 4 > end:
-        raise DecodeError(f"{name} length truncated", offset=where + pos, path=f"message@{offset}")
+        raise DecodeError(f"{name} length truncated", offset=pos, path=f"message@{offset}")
     (size,) = _INT32.unpack_from(buf, pos)
     pos += 4
     if size == -1:
@@ -88,7 +88,7 @@ def _read_bytes(
     if size < 0 or pos + size > end:
         raise DecodeError(
             f"{name} length {size} does not fit in the message",
-            offset=where + pos - 4,
+            offset=pos - 4,
             path=f"message@{offset}.{name}",
         )
     return buf[pos : pos + size], pos + size
@@ -111,7 +111,7 @@ def read(
     is not. Records are decoded here, not lazily: a wrapper's base offset is only known after
     decompressing it.
     """
-    first = _Message(buf, pos, verify_crc, 0)
+    first = _Message(buf, pos, verify_crc)
     if first.attributes & COMPRESSION_MASK:
         return _read_wrapper(buf, pos, first, max_decompressed, verify_crc), first.end
     same_timestamp_type = first.attributes & TIMESTAMP_TYPE_BIT
@@ -126,7 +126,7 @@ def read(
             or end + LOG_OVERHEAD + size > len(buf)
         ):
             break
-        message = _Message(buf, end, verify_crc, 0)
+        message = _Message(buf, end, verify_crc)
         messages.append(message)
         end = message.end
     batch = _batch(buf[pos:end], pos, first)
@@ -168,7 +168,7 @@ def _read_wrapper(
                 path=inner_path,
             )
         try:
-            message = _Message(inner, at, verify_crc, 0)
+            message = _Message(inner, at, verify_crc)
         except DecodeError as exc:
             raise DecodeError(exc.reason, offset=exc.offset, path=inner_path) from None
         if message.attributes & COMPRESSION_MASK:

@@ -61,7 +61,8 @@ class Batch:
     Header fields are plain attributes; ``records`` is decoded on first access (and cached), so
     iterating a fetch response to count or forward batches never touches the records. ``raw`` is a
     zero-copy memoryview of the batch's bytes in the buffer it was read from, which starts at byte
-    ``position`` of that buffer.
+    ``position`` of that buffer. For a run of plain legacy messages, ``crc`` and ``attributes``
+    are the first message's and ``batch_length`` spans the run.
     """
 
     __slots__ = (
