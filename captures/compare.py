@@ -52,6 +52,7 @@ __all__ = [
     "load_capture",
     "main_compare",
     "normalise",
+    "opcodes",
     "write_report",
 ]
 
@@ -107,6 +108,7 @@ _ID_KEYS = (
 )
 _TOPIC_KEYS = ("name", "topic", "topic_name", "topic_id")
 _PARTITION_KEYS = ("partition_index", "partition", "index")
+_WINDOW = 1000  # requests aligned at once once a connection's changed middle is longer
 _PAIR_MATRIX_LIMIT = 400  # connection pairs scored per client id before falling back to order
 _VALUE_TEXT_LIMIT = 300
 
@@ -202,6 +204,7 @@ class Report:
     health: list[dict[str, Any]]
     alignment: dict[str, Any]
     rtt_samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    mix: list[dict[str, Any]] = field(default_factory=list)  # requests per API, not per topic
 
     @property
     def functional(self) -> list[Difference]:
@@ -663,6 +666,7 @@ class _Collector:
         key = (
             d.kind,
             d.api_key,
+            d.api_name,
             d.client_id,
             d.baseline_version,
             d.candidate_version,
@@ -684,6 +688,7 @@ class _Collector:
             key=lambda d: (
                 order.get(d.kind, 99),
                 d.api_key if d.api_key is not None else -1,
+                d.api_name or "",
                 d.client_id or "",
                 d.path,
             ),
@@ -695,7 +700,7 @@ class _Collector:
 
 
 def _ratio(a: Conn, b: Conn) -> float:
-    ta, tb = a.tokens[:2000], b.tokens[:2000]  # bound the quadratic worst case
+    ta, tb = a.tokens[:_WINDOW], b.tokens[:_WINDOW]  # bound the quadratic worst case
     sm = SequenceMatcher(None, ta, tb, autojunk=False)
     if sm.real_quick_ratio() == 0:
         return 0.0
@@ -752,12 +757,51 @@ def match_connections(
     return pairs, left_a, left_b
 
 
+def opcodes(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[str, int, int, int, int]]:
+    """SequenceMatcher opcodes, kept near-linear on long sequences.
+
+    The common prefix and suffix are matched directly. SequenceMatcher is quadratic on sequences
+    with many repeated tokens (a long run of polls), so the middle is aligned in windows of
+    `_WINDOW` requests, each starting after the last match of the one before: exact unless a
+    block of more than a window's length was added or removed.
+    """
+    n = min(len(a), len(b))
+    pre = 0
+    while pre < n and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < n - pre and a[len(a) - 1 - suf] == b[len(b) - 1 - suf]:
+        suf += 1
+    ops: list[tuple[str, int, int, int, int]] = []
+    if pre:
+        ops.append(("equal", 0, pre, 0, pre))
+    i, j = pre, pre
+    end_a, end_b = len(a) - suf, len(b) - suf
+    while i < end_a or j < end_b:
+        i2, j2 = min(end_a, i + _WINDOW), min(end_b, j + _WINDOW)
+        sm = SequenceMatcher(None, a[i:i2], b[j:j2], autojunk=False)
+        last = (i2 - i, j2 - j)  # the final window: take everything
+        if i2 < end_a or j2 < end_b:
+            # keep up to the last match; the rest is aligned again in the next window, so a
+            # shift (an added request) carries over instead of breaking at the window edge
+            blocks = [blk for blk in sm.get_matching_blocks() if blk.size]
+            if blocks:
+                last = (blocks[-1].a + blocks[-1].size, blocks[-1].b + blocks[-1].size)
+        for tag, x1, x2, y1, y2 in sm.get_opcodes():
+            if x1 >= last[0] and y1 >= last[1]:
+                break
+            ops.append((tag, i + x1, i + min(x2, last[0]), j + y1, j + min(y2, last[1])))
+        i, j = i + last[0], j + last[1]
+    if suf:
+        ops.append(("equal", len(a) - suf, len(a), len(b) - suf, len(b)))
+    return ops
+
+
 def _align(a: Conn, b: Conn) -> tuple[list[tuple[Exchange, Exchange]], list, list]:
     """(matched, removed, added) exchanges of two matched connections."""
     matched, removed, added = [], [], []
     ea, eb = a.exchanges, b.exchanges
-    sm = SequenceMatcher(None, a.tokens, b.tokens, autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes(a.tokens, b.tokens):
         if tag == "equal":
             matched += zip(ea[i1:i2], eb[j1:j2], strict=True)
         elif tag == "delete":
@@ -765,10 +809,10 @@ def _align(a: Conn, b: Conn) -> tuple[list[tuple[Exchange, Exchange]], list, lis
         elif tag == "insert":
             added += eb[j1:j2]
         else:
+            # a replaced block: requests of the same API, in order, are changed requests
             keys_a = [e.api_key for e in ea[i1:i2]]
             keys_b = [e.api_key for e in eb[j1:j2]]
-            sub = SequenceMatcher(None, keys_a, keys_b, autojunk=False)
-            for t2, k1, k2, l1, l2 in sub.get_opcodes():
+            for t2, k1, k2, l1, l2 in opcodes(keys_a, keys_b):
                 if t2 == "equal":
                     matched += zip(ea[i1 + k1 : i1 + k2], eb[j1 + l1 : j1 + l2], strict=True)
                 else:
@@ -865,6 +909,20 @@ def _counts(cap: Capture) -> Counter:
             key = (r["api_name"] or str(r["api_key"]), r["api_version"], r["direction"])
             out[(*key, r["client_id"] or "", t)] += 1
     return out
+
+
+def _mix(base: Capture, cand: Capture) -> list[dict[str, Any]]:
+    sides = []
+    for cap in (base, cand):
+        sides.append(
+            Counter(
+                r["api_name"] or str(r["api_key"])
+                for r in cap.pdus
+                if r["direction"] == "request" and r["api_key"] is not None
+            )
+        )
+    apis = sorted(set(sides[0]) | set(sides[1]), key=lambda a: (-(sides[0][a] + sides[1][a]), a))
+    return [{"api": a, "baseline": sides[0][a], "candidate": sides[1][a]} for a in apis]
 
 
 def _percentile(sorted_vals: list[float], q: float) -> float | None:
@@ -1080,6 +1138,7 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
             "added_requests": n_added,
         },
         rtt_samples={"baseline": dict(rtt_a), "candidate": dict(rtt_b)},
+        mix=_mix(base, cand),
     )
 
 

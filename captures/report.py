@@ -80,20 +80,14 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
         (out / name).write_bytes(data)
         written.append((name, caption))
 
-    mix: dict[str, list[int]] = {}
-    for r in report.counts:
-        if r["direction"] == "request":
-            m = mix.setdefault(r["api"], [0, 0])
-            m[0] += r["baseline"]
-            m[1] += r["candidate"]
-    apis = sorted(mix, key=lambda a: -(mix[a][0] + mix[a][1]))
+    apis = [m["api"] for m in report.mix]
     save(
         "request_mix.png",
-        "Request mix: requests per API (request PDUs, every topic of a request counted)",
+        "Request mix: requests per API",
         bar_chart(
             "Request mix",
             apis,
-            {"baseline": [mix[a][0] for a in apis], "candidate": [mix[a][1] for a in apis]},
+            {s: [m[s] for m in report.mix] for s in _SIDES},
         ),
     )
     samples = report.rtt_samples

@@ -22,6 +22,7 @@ from captures.compare import (
     diff_values,
     main_compare,
     normalise,
+    opcodes,
     parse_fail_on,
 )
 from captures.pipeline import decode_capture
@@ -533,3 +534,25 @@ def test_diff_paths_use_struct_ids_and_positions():
         ("topics[a].p[#2]", "<absent>", 4),
         ("topics[b].x", 1, 2),
     ]
+
+
+def test_long_connections_align_in_windows_without_losing_a_request():
+    """Windowed alignment tiles both sequences and keeps shifts across window edges."""
+    import random
+
+    rnd = random.Random(4)
+    a = [("Fetch", rnd.random() < 0.9) for _ in range(5000)]
+    b = list(a)
+    b.insert(1500, ("Metadata", True))  # one added request, before a window edge
+    del b[3200]  # one removed request, after it
+    ops = opcodes(a, b)
+    i = j = 0
+    for tag, i1, i2, j1, j2 in ops:
+        assert (i1, j1) == (i, j)
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b))
+    changed = [op for op in ops if op[0] != "equal"]
+    assert sum(op[4] - op[3] for op in changed) == 1  # one candidate request unmatched
+    assert sum(op[2] - op[1] for op in changed) == 1  # one baseline request unmatched
