@@ -506,15 +506,15 @@ def _records(value: str | list, ctx: _Ctx) -> Any:
         except Exception as exc:  # noqa: BLE001 - any decode failure: compare the bytes' digest
             return {"undecodable": _h(raw), "error": f"{type(exc).__name__}: {exc}"[:200]}
         return batches
-    for b in value:  # already expanded (codec.records.expand_records: hex keys and values)
+    for b in value:  # expanded by the decoder (codec.records.expand_records)
         if not isinstance(b, Mapping):
             continue
         recs = [
             (
                 r.get("offset"),
-                _unhex(r.get("key")),
-                _unhex(r.get("value")),
-                [(k, _unhex(v)) for k, v in r.get("headers") or ()],
+                _unb64(r.get("key")),
+                _unb64(r.get("value")),
+                [(k, _unb64(v)) for k, v in r.get("headers") or ()],
             )
             for r in b.get("records") or ()
         ]
@@ -522,13 +522,14 @@ def _records(value: str | list, ctx: _Ctx) -> Any:
     return batches
 
 
-def _unhex(v: Any) -> bytes | None:
+def _unb64(v: Any) -> bytes | None:
+    """Bytes of a key/value as `codec.records.expand_records` renders them (base64 text)."""
     if v is None:
         return None
     try:
-        return bytes.fromhex(v)
-    except (TypeError, ValueError):
-        return str(v).encode()
+        return base64.b64decode(v, validate=True)
+    except (TypeError, ValueError, binascii.Error):
+        return str(v).encode()  # another rendering: its text still tells values apart
 
 
 # batch header fields compared; crc, lengths, timestamps and attributes (re-derived) left out

@@ -556,3 +556,23 @@ def test_long_connections_align_in_windows_without_losing_a_request():
     changed = [op for op in ops if op[0] != "equal"]
     assert sum(op[4] - op[3] for op in changed) == 1  # one candidate request unmatched
     assert sum(op[2] - op[1] for op in changed) == 1  # one baseline request unmatched
+
+
+def test_records_compare_the_same_raw_or_expanded():
+    """A blob (base64, as older decodes wrote it) and expanded batches normalise alike."""
+    import base64
+
+    from codec.records import expand_records
+
+    blob = build_batch(
+        [{"key": b"k", "value": b"v", "headers": [("h", b"x")], "timestamp": 5}],
+        compression="lz4",
+        producer_id=12,
+    )
+    raw = normalise({"records": base64.b64encode(blob).decode()})
+    expanded = normalise({"records": expand_records(blob)})
+    assert raw == expanded
+    (batch,) = raw["records"]
+    assert batch["compression"] == "lz4" and batch["producer_id"] == "<producer_id>"
+    assert batch["records"][0]["value"].startswith("sha256:")
+    assert "timestamp" not in batch["records"][0]
