@@ -276,10 +276,14 @@ def verify(name: str, doc: dict, sources: list[Source]) -> MessageSpec:
 
 
 def load_extensions(folder: Path, rank: int, upstream: dict[str, list[Source]]) -> None:
-    """Add the project's extension files in `folder` to `upstream` as the newest sources."""
+    """Add the project's files in `folder`: extension versions, or whole messages none defines."""
     for path in sorted(folder.glob("*.json")):
         doc, spec = _read(path)
         ext = spec.extension_versions
+        if ext.empty and spec.name not in upstream:
+            # A format Kafka ships in code but not as a schema file (control record key/value).
+            upstream[spec.name] = [Source(path, rank, doc, spec)]
+            continue
         if ext.empty or spec.valid_versions != ext:
             raise UpstreamError(
                 f"{path}: an extension file defines only its extensionVersions "

@@ -19,6 +19,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('id', '16s', None), ('resource_type', 'b', None)), 'resource_name', (('pattern_type', 'b', None),), 'principal', 'host', (('operation', 'b', None), ('permission_type', 'b', None)), '_tagged_fields')
@@ -54,7 +55,7 @@ def _p1(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 17
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
@@ -73,7 +74,15 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'id': v0_0, 'resource_type': v0_1, 'resource_name': v1, 'pattern_type': v2_0, 'principal': v3, 'host': v4, 'operation': v5_0, 'permission_type': v5_1})
+        o = Container()
+        o['id'] = v0_0
+        o['resource_type'] = v0_1
+        o['resource_name'] = v1
+        o['pattern_type'] = v2_0
+        o['principal'] = v3
+        o['host'] = v4
+        o['operation'] = v5_0
+        o['permission_type'] = v5_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -39,7 +39,11 @@ def _p0(b, p):
         p += 10
         f = 2
         v2, p = read_string(b, p)
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'producer_epoch': v1_1, 'group_id': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['producer_epoch'] = v1_1
+        o['group_id'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -128,7 +132,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'producer_epoch': v1_1, 'group_id': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['producer_epoch'] = v1_1
+        o['group_id'] = v2
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

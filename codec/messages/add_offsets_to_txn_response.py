@@ -31,7 +31,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 6
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -98,7 +100,9 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('name', 'partitions')
 _K1 = ('v3_and_below_transactional_id', (('v3_and_below_producer_id', 'q', None), ('v3_and_below_producer_epoch', 'h', None)), 'v3_and_below_topics')
@@ -59,9 +59,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -77,13 +79,30 @@ def _p1(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['name'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'v3_and_below_transactional_id': v0, 'v3_and_below_producer_id': v1_0, 'v3_and_below_producer_epoch': v1_1, 'v3_and_below_topics': v2})
+            raise
+        o = Container()
+        o['v3_and_below_transactional_id'] = v0
+        o['v3_and_below_producer_id'] = v1_0
+        o['v3_and_below_producer_epoch'] = v1_1
+        o['v3_and_below_topics'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -241,7 +260,7 @@ def _p9(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -249,7 +268,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -267,19 +288,43 @@ def _p10(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'v3_and_below_transactional_id': v0, 'v3_and_below_producer_id': v1_0, 'v3_and_below_producer_epoch': v1_1, 'v3_and_below_topics': v2})
+        o = Container()
+        o['v3_and_below_transactional_id'] = v0
+        o['v3_and_below_producer_id'] = v1_0
+        o['v3_and_below_producer_epoch'] = v1_1
+        o['v3_and_below_topics'] = v2
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -354,19 +399,44 @@ def _p13(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'producer_epoch': v1_1, 'verify_only': v1_2, 'topics': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['producer_epoch'] = v1_1
+        o['verify_only'] = v1_2
+        o['topics'] = v2
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -379,19 +449,21 @@ def _p14(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p13(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactions': v0})
+        o = Container()
+        o['transactions'] = v0
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

@@ -62,7 +62,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U1(b, p)
         p += 6
-        o = Container({'partition_index': v0_0, 'partition_error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['partition_error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -75,13 +77,26 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['partition_index'] = k0_0
+                c['partition_error_code'] = k0_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'results_by_partition': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['results_by_partition'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -95,13 +110,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results_by_topic_v3_and_below': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results_by_topic_v3_and_below'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -297,7 +315,9 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'partition_error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['partition_error_code'] = v0_1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -312,19 +332,39 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['partition_error_code'] = k0_1
+                if nt:
+                    p = _t12(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'results_by_partition': v1})
+        o = Container()
+        o['name'] = v0
+        o['results_by_partition'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -340,19 +380,22 @@ def _p15(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'results_by_topic_v3_and_below': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results_by_topic_v3_and_below'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -442,19 +485,22 @@ def _p19(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'topic_results': v1})
+        o = Container()
+        o['transactional_id'] = v0
+        o['topic_results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -470,19 +516,23 @@ def _p20(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p19(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'results_by_transaction': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['results_by_transaction'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p

@@ -51,7 +51,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'producer_id_start': v0_2, 'producer_id_len': v0_3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['producer_id_start'] = v0_2
+        o['producer_id_len'] = v0_3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -64,7 +64,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -77,7 +79,10 @@ def _p1(b, p):
         f = 1
         v1_0, v1_1 = _U0(b, p)
         p += 9
-        o = Container({'key': v0, 'value': v1_0, 'remove': v1_1})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1_0
+        o['remove'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -88,22 +93,48 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1 = _U0(b, p)
+                p += 9
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1_0
+                c['remove'] = k1_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'entity': v0, 'ops': v1})
+            raise
+        o = Container()
+        o['entity'] = v0
+        o['ops'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -114,16 +145,19 @@ def _p3(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 1
-        o = Container({'entries': v0, 'validate_only': v1_0})
+        o = Container()
+        o['entries'] = v0
+        o['validate_only'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -237,7 +271,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -258,7 +294,10 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'value': v1_0, 'remove': v1_1})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1_0
+        o['remove'] = v1_1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -271,28 +310,68 @@ def _p11(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U0(b, p)
+                p += 9
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1_0
+                c['remove'] = k1_1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity': v0, 'ops': v1})
+        o = Container()
+        o['entity'] = v0
+        o['ops'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -305,12 +384,13 @@ def _p12(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 1
@@ -320,7 +400,9 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entries': v0, 'validate_only': v1_0})
+        o = Container()
+        o['entries'] = v0
+        o['validate_only'] = v1_0
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

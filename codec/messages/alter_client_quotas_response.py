@@ -59,7 +59,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -75,13 +77,27 @@ def _p1(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'entity': v2})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['entity'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -95,13 +111,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'entries': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['entries'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -196,7 +215,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -214,19 +235,40 @@ def _p8(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'entity': v2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['entity'] = v2
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -242,19 +284,22 @@ def _p9(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'entries': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['entries'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -59,7 +59,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'name': v0, 'value': v1})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -75,13 +77,27 @@ def _p1(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'configs': v2})
+            raise
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['configs'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -92,16 +108,19 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 1
-        o = Container({'resources': v0, 'validate_only': v1_0})
+        o = Container()
+        o['resources'] = v0
+        o['validate_only'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -256,7 +275,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'value': v1})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -274,19 +295,40 @@ def _p11(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'configs': v2})
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['configs'] = v2
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -299,12 +341,13 @@ def _p12(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 1
@@ -314,7 +357,9 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resources': v0, 'validate_only': v1_0})
+        o = Container()
+        o['resources'] = v0
+        o['validate_only'] = v1_0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

@@ -62,7 +62,11 @@ def _p0(b, p):
         p += 1
         f = 3
         v3, p = read_string(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,13 +80,32 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 2
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                k3, p = read_string(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['error_message'] = k1
+                c['resource_type'] = k2_0
+                c['resource_name'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -203,7 +226,11 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -219,19 +246,45 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 2
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                k3, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['error_message'] = k1
+                c['resource_type'] = k2_0
+                c['resource_name'] = k3
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -18,11 +18,11 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ((('partition_index', 'i', None),), 'replicas', '_tagged_fields')
@@ -71,7 +71,7 @@ def _p1(b, p):
         if n < 0:
             v1 = None
         else:
-            v1 = list(unpack_from(f'>{n}i', b, p))
+            v1 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 2
         nt = b[p]
@@ -79,7 +79,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'replicas': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['replicas'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -94,19 +96,45 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, True)
+                if n < 0:
+                    k1 = None
+                else:
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['replicas'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -122,19 +150,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'timeout_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['timeout_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -230,19 +261,23 @@ def _p7(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'timeout_ms': v0_0, 'allow_replication_factor_change': v0_1, 'topics': v1})
+        o = Container()
+        o['timeout_ms'] = v0_0
+        o['allow_replication_factor_change'] = v0_1
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -74,7 +74,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'error_message': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -89,19 +92,41 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 6
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['error_message'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -119,19 +144,24 @@ def _p3(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'responses': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['responses'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -230,19 +260,25 @@ def _p7(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'allow_replication_factor_change': v0_1, 'error_code': v0_2, 'error_message': v1, 'responses': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['allow_replication_factor_change'] = v0_1
+        o['error_code'] = v0_2
+        o['error_message'] = v1
+        o['responses'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

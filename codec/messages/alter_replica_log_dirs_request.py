@@ -19,12 +19,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('name', 'partitions')
 _K1 = ('path', 'topics')
@@ -50,9 +50,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -65,13 +67,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['name'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'path': v0, 'topics': v1})
+            raise
+        o = Container()
+        o['path'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -82,13 +99,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'dirs': v0})
+            a(x)
+        o = Container()
+        o['dirs'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -237,7 +256,7 @@ def _p10(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -245,7 +264,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -260,19 +281,41 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'path': v0, 'topics': v1})
+        o = Container()
+        o['path'] = v0
+        o['topics'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -285,19 +328,21 @@ def _p12(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'dirs': v0})
+        o = Container()
+        o['dirs'] = v0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

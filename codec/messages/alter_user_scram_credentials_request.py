@@ -70,7 +70,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'mechanism': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['mechanism'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -95,7 +97,12 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'mechanism': v1_0, 'iterations': v1_1, 'salt': v2, 'salted_password': v3})
+        o = Container()
+        o['name'] = v0
+        o['mechanism'] = v1_0
+        o['iterations'] = v1_1
+        o['salt'] = v2
+        o['salted_password'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -108,28 +115,73 @@ def _p3(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['mechanism'] = k1_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 5
+                k2, p = read_compact_bytes(b, p)
+                k3, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['mechanism'] = k1_0
+                c['iterations'] = k1_1
+                c['salt'] = k2
+                c['salted_password'] = k3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'deletions': v0, 'upsertions': v1})
+        o = Container()
+        o['deletions'] = v0
+        o['upsertions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -27,7 +27,7 @@ _K6 = ('client_software_name', 'client_software_version', '_unknown_tags')
 def _p0(b, p):
     f = 0
     try:
-        o = Container({})
+        o = Container()
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -89,7 +89,9 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'client_software_name': v0, 'client_software_version': v1})
+        o = Container()
+        o['client_software_name'] = v0
+        o['client_software_version'] = v1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

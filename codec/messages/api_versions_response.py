@@ -67,7 +67,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U1(b, p)
         p += 6
-        o = Container({'api_key': v0_0, 'min_version': v0_1, 'max_version': v0_2})
+        o = Container()
+        o['api_key'] = v0_0
+        o['min_version'] = v0_1
+        o['max_version'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -81,13 +84,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['api_key'] = k0_0
+                c['min_version'] = k0_1
+                c['max_version'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'api_keys': v1})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['api_keys'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -133,16 +150,31 @@ def _p4(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['api_key'] = k0_0
+                c['min_version'] = k0_1
+                c['max_version'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, = _U4(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'api_keys': v1, 'throttle_time_ms': v2_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['api_keys'] = v1
+        o['throttle_time_ms'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K8, f) from None
@@ -244,7 +276,10 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'api_key': v0_0, 'min_version': v0_1, 'max_version': v0_2})
+        o = Container()
+        o['api_key'] = v0_0
+        o['min_version'] = v0_1
+        o['max_version'] = v0_2
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -265,7 +300,10 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'min_version': v1_0, 'max_version': v1_1})
+        o = Container()
+        o['name'] = v0
+        o['min_version'] = v1_0
+        o['max_version'] = v1_1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -286,7 +324,10 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'max_version_level': v1_0, 'min_version_level': v1_1})
+        o = Container()
+        o['name'] = v0
+        o['max_version_level'] = v1_0
+        o['min_version_level'] = v1_1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -305,12 +346,32 @@ def _t13(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0, p = read_compact_string(b, p)
+                        k1_0, k1_1 = _U6(b, p)
+                        p += 4
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['name'] = k0
+                        c['min_version'] = k1_0
+                        c['max_version'] = k1_1
+                        if nt:
+                            p = _t9(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p11(b, p)
+                        _p11(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['supported_features'] = v
                 check_tag_end(p, e, t)
             elif t == 1:
@@ -321,12 +382,32 @@ def _t13(b, p, nt, o):
             elif t == 2:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0, p = read_compact_string(b, p)
+                        k1_0, k1_1 = _U6(b, p)
+                        p += 4
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['name'] = k0
+                        c['max_version_level'] = k1_0
+                        c['min_version_level'] = k1_1
+                        if nt:
+                            p = _t9(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p12(b, p)
+                        _p12(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['finalized_features'] = v
                 check_tag_end(p, e, t)
             elif t == 3:
@@ -352,12 +433,31 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U1(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['api_key'] = k0_0
+                c['min_version'] = k0_1
+                c['max_version'] = k0_2
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, = _U4(b, p)
         p += 4
@@ -367,7 +467,14 @@ def _p14(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'api_keys': v1, 'throttle_time_ms': v2_0, 'supported_features': [], 'finalized_features_epoch': -1, 'finalized_features': [], 'zk_migration_ready': False})
+        o = Container()
+        o['error_code'] = v0_0
+        o['api_keys'] = v1
+        o['throttle_time_ms'] = v2_0
+        o['supported_features'] = []
+        o['finalized_features_epoch'] = -1
+        o['finalized_features'] = []
+        o['zk_migration_ready'] = False
         if nt:
             p = _t13(b, p, nt, o)
         return o, p
@@ -458,49 +565,49 @@ def _b18(o, w):
         f = 3
         v = g('supported_features', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(3)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b16(x, x)
+                    _b16(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         v = g('finalized_features_epoch', -1)
         if v != -1:
-            x = bytearray()
-            x += _P10(v)
+            tw = bytearray()
+            tw += _P10(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 5
         v = g('finalized_features', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(3)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b17(x, x)
+                    _b17(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 6
         v = g('zk_migration_ready', False)
         if v != False:
-            x = bytearray()
-            x += _P11(v)
+            tw = bytearray()
+            tw += _P11(v)
             if t is None:
                 t = []
-            t.append((3, x))
+            t.append((3, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -594,49 +701,49 @@ def _b22(o, w):
         f = 3
         v = g('supported_features', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(4)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b20(x, x)
+                    _b20(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         v = g('finalized_features_epoch', -1)
         if v != -1:
-            x = bytearray()
-            x += _P10(v)
+            tw = bytearray()
+            tw += _P10(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 5
         v = g('finalized_features', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(4)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b21(x, x)
+                    _b21(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 6
         v = g('zk_migration_ready', False)
         if v != False:
-            x = bytearray()
-            x += _P11(v)
+            tw = bytearray()
+            tw += _P11(v)
             if t is None:
                 t = []
-            t.append((3, x))
+            t.append((3, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:

@@ -53,7 +53,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': None})
+        o = Container()
+        o['name'] = None
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -70,11 +71,11 @@ def _b2(o, w):
         f = 0
         v = g('name', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 1
         u = g('_unknown_tags')
         if t is None and not u:

@@ -61,7 +61,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'current_metadata_offset': v0_2, 'want_fence': v0_3, 'want_shut_down': v0_4})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['current_metadata_offset'] = v0_2
+        o['want_fence'] = v0_3
+        o['want_shut_down'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -124,7 +129,13 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'current_metadata_offset': v0_2, 'want_fence': v0_3, 'want_shut_down': v0_4, 'offline_log_dirs': []})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['current_metadata_offset'] = v0_2
+        o['want_fence'] = v0_3
+        o['want_shut_down'] = v0_4
+        o['offline_log_dirs'] = []
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -143,15 +154,15 @@ def _b5(o, w):
         f = 1
         v = g('offline_log_dirs', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(1)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for x in v or ():
-                x += uuid_bytes(x)
+                tw += uuid_bytes(x)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         u = g('_unknown_tags')
         if t is None and not u:

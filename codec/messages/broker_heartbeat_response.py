@@ -51,7 +51,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'is_caught_up': v0_2, 'is_fenced': v0_3, 'should_shut_down': v0_4})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['is_caught_up'] = v0_2
+        o['is_fenced'] = v0_3
+        o['should_shut_down'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

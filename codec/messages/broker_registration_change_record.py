@@ -75,7 +75,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'fenced': 0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['fenced'] = 0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -94,11 +97,11 @@ def _b2(o, w):
         f = 1
         v = g('fenced', 0)
         if v != 0:
-            x = bytearray()
-            x += _P3(v)
+            tw = bytearray()
+            tw += _P3(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         u = g('_unknown_tags')
         if t is None and not u:
@@ -148,7 +151,11 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'fenced': 0, 'in_controlled_shutdown': 0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['fenced'] = 0
+        o['in_controlled_shutdown'] = 0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -167,19 +174,19 @@ def _b5(o, w):
         f = 1
         v = g('fenced', 0)
         if v != 0:
-            x = bytearray()
-            x += _P3(v)
+            tw = bytearray()
+            tw += _P3(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('in_controlled_shutdown', 0)
         if v != 0:
-            x = bytearray()
-            x += _P3(v)
+            tw = bytearray()
+            tw += _P3(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -237,7 +244,12 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'fenced': 0, 'in_controlled_shutdown': 0, 'log_dirs': []})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['fenced'] = 0
+        o['in_controlled_shutdown'] = 0
+        o['log_dirs'] = []
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -256,31 +268,31 @@ def _b8(o, w):
         f = 1
         v = g('fenced', 0)
         if v != 0:
-            x = bytearray()
-            x += _P3(v)
+            tw = bytearray()
+            tw += _P3(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('in_controlled_shutdown', 0)
         if v != 0:
-            x = bytearray()
-            x += _P3(v)
+            tw = bytearray()
+            tw += _P3(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         v = g('log_dirs', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(2)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for x in v or ():
-                x += uuid_bytes(x)
+                tw += uuid_bytes(x)
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:

@@ -27,6 +27,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', 'host', (('port', 'H', None), ('security_protocol', 'h', None)), '_tagged_fields')
@@ -96,7 +97,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0, 'security_protocol': v2_1})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['security_protocol'] = v2_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -117,7 +122,10 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'min_supported_version': v1_0, 'max_supported_version': v1_1})
+        o = Container()
+        o['name'] = v0
+        o['min_supported_version'] = v1_0
+        o['max_supported_version'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -135,25 +143,67 @@ def _p3(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 16
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U3(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
         f = 6
@@ -162,7 +212,13 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'cluster_id': v1, 'incarnation_id': v2_0, 'listeners': v3, 'features': v4, 'rack': v5})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['cluster_id'] = v1
+        o['incarnation_id'] = v2_0
+        o['listeners'] = v3
+        o['features'] = v4
+        o['rack'] = v5
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -271,25 +327,67 @@ def _p7(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 16
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U3(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
         f = 6
@@ -301,7 +399,14 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'cluster_id': v1, 'incarnation_id': v2_0, 'listeners': v3, 'features': v4, 'rack': v5, 'is_migrating_zk_broker': v6_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['cluster_id'] = v1
+        o['incarnation_id'] = v2_0
+        o['listeners'] = v3
+        o['features'] = v4
+        o['rack'] = v5
+        o['is_migrating_zk_broker'] = v6_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -412,25 +517,67 @@ def _p11(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 16
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U3(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
         f = 6
@@ -448,7 +595,15 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'cluster_id': v1, 'incarnation_id': v2_0, 'listeners': v3, 'features': v4, 'rack': v5, 'is_migrating_zk_broker': v6_0, 'log_dirs': v7})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['cluster_id'] = v1
+        o['incarnation_id'] = v2_0
+        o['listeners'] = v3
+        o['features'] = v4
+        o['rack'] = v5
+        o['is_migrating_zk_broker'] = v6_0
+        o['log_dirs'] = v7
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -566,25 +721,67 @@ def _p15(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 16
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U3(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
         f = 6
@@ -605,7 +802,16 @@ def _p15(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'cluster_id': v1, 'incarnation_id': v2_0, 'listeners': v3, 'features': v4, 'rack': v5, 'is_migrating_zk_broker': v6_0, 'log_dirs': v7, 'previous_broker_epoch': v8_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['cluster_id'] = v1
+        o['incarnation_id'] = v2_0
+        o['listeners'] = v3
+        o['features'] = v4
+        o['rack'] = v5
+        o['is_migrating_zk_broker'] = v6_0
+        o['log_dirs'] = v7
+        o['previous_broker_epoch'] = v8_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

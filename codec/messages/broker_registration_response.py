@@ -51,7 +51,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'broker_epoch': v0_2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['broker_epoch'] = v0_2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

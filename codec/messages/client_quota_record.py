@@ -64,7 +64,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -77,12 +79,30 @@ def _p2(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
@@ -94,7 +114,11 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity': v0, 'key': v1, 'value': v2_0, 'remove': v2_1})
+        o = Container()
+        o['entity'] = v0
+        o['key'] = v1
+        o['value'] = v2_0
+        o['remove'] = v2_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -61,7 +61,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'name': v2, 'value': v3})
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['name'] = v2
+        o['value'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

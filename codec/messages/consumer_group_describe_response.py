@@ -21,13 +21,14 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('topic_id', '16s', None),), 'topic_name', 'partitions', '_tagged_fields')
@@ -83,12 +84,12 @@ def _p1(b, p):
         f = 0
         v0_0, = _U3(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         nt = b[p]
@@ -96,7 +97,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'topic_name': v1, 'partitions': v2})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['topic_name'] = v1
+        o['partitions'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -109,19 +113,44 @@ def _p2(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U3(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                k1, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['topic_name'] = k1
+                c['partitions'] = k2
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_partitions': v0})
+        o = Container()
+        o['topic_partitions'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -162,7 +191,17 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'instance_id': v1, 'rack_id': v2, 'member_epoch': v3_0, 'client_id': v4, 'client_host': v5, 'subscribed_topic_names': v6, 'subscribed_topic_regex': v7, 'assignment': v8, 'target_assignment': v9})
+        o = Container()
+        o['member_id'] = v0
+        o['instance_id'] = v1
+        o['rack_id'] = v2
+        o['member_epoch'] = v3_0
+        o['client_id'] = v4
+        o['client_host'] = v5
+        o['subscribed_topic_names'] = v6
+        o['subscribed_topic_regex'] = v7
+        o['assignment'] = v8
+        o['target_assignment'] = v9
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -189,12 +228,13 @@ def _p4(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
+        a = v6.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            a(x)
         f = 7
         v7_0, = _U0(b, p)
         p += 4
@@ -204,7 +244,16 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'group_id': v2, 'group_state': v3, 'group_epoch': v4_0, 'assignment_epoch': v4_1, 'assignor_name': v5, 'members': v6, 'authorized_operations': v7_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['group_id'] = v2
+        o['group_state'] = v3
+        o['group_epoch'] = v4_0
+        o['assignment_epoch'] = v4_1
+        o['assignor_name'] = v5
+        o['members'] = v6
+        o['authorized_operations'] = v7_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -220,19 +269,22 @@ def _p5(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p4(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -455,7 +507,18 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'instance_id': v1, 'rack_id': v2, 'member_epoch': v3_0, 'client_id': v4, 'client_host': v5, 'subscribed_topic_names': v6, 'subscribed_topic_regex': v7, 'assignment': v8, 'target_assignment': v9, 'member_type': v10_0})
+        o = Container()
+        o['member_id'] = v0
+        o['instance_id'] = v1
+        o['rack_id'] = v2
+        o['member_epoch'] = v3_0
+        o['client_id'] = v4
+        o['client_host'] = v5
+        o['subscribed_topic_names'] = v6
+        o['subscribed_topic_regex'] = v7
+        o['assignment'] = v8
+        o['target_assignment'] = v9
+        o['member_type'] = v10_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -482,12 +545,13 @@ def _p12(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
+        a = v6.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            a(x)
         f = 7
         v7_0, = _U0(b, p)
         p += 4
@@ -497,7 +561,16 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'group_id': v2, 'group_state': v3, 'group_epoch': v4_0, 'assignment_epoch': v4_1, 'assignor_name': v5, 'members': v6, 'authorized_operations': v7_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['group_id'] = v2
+        o['group_state'] = v3
+        o['group_epoch'] = v4_0
+        o['assignment_epoch'] = v4_1
+        o['assignor_name'] = v5
+        o['members'] = v6
+        o['authorized_operations'] = v7_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -513,19 +586,22 @@ def _p13(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p12(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -21,13 +21,14 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
@@ -68,10 +69,10 @@ def _p1(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -79,7 +80,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -120,19 +123,50 @@ def _p2(b, p):
             v8 = None
         else:
             v8 = []
-            for i in range(n):
+            a = v8.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U1(b, p)
+                    p += 16
+                    k0_0 = uuid_from_bytes(k0_0)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic_id'] = k0_0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v8.append(x)
+                raise
         f = 9
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'instance_id': v3, 'rack_id': v4, 'rebalance_timeout_ms': v5_0, 'subscribed_topic_names': v6, 'server_assignor': v7, 'topic_partitions': v8})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['instance_id'] = v3
+        o['rack_id'] = v4
+        o['rebalance_timeout_ms'] = v5_0
+        o['subscribed_topic_names'] = v6
+        o['server_assignor'] = v7
+        o['topic_partitions'] = v8
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -248,19 +282,51 @@ def _p5(b, p):
             v9 = None
         else:
             v9 = []
-            for i in range(n):
+            a = v9.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U1(b, p)
+                    p += 16
+                    k0_0 = uuid_from_bytes(k0_0)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic_id'] = k0_0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v9.append(x)
+                raise
         f = 10
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'instance_id': v3, 'rack_id': v4, 'rebalance_timeout_ms': v5_0, 'subscribed_topic_names': v6, 'subscribed_topic_regex': v7, 'server_assignor': v8, 'topic_partitions': v9})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['instance_id'] = v3
+        o['rack_id'] = v4
+        o['rebalance_timeout_ms'] = v5_0
+        o['subscribed_topic_names'] = v6
+        o['subscribed_topic_regex'] = v7
+        o['server_assignor'] = v8
+        o['topic_partitions'] = v9
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

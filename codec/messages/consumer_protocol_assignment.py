@@ -14,11 +14,11 @@ from codec._runtime import (
     read_array_length,
     read_nullable_bytes,
     read_string,
-    unpack_from,
     write_array_length,
     write_nullable_bytes,
     write_string,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('topic', 'partitions')
 _K1 = ('assigned_partitions', 'user_data')
@@ -33,9 +33,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -46,15 +48,30 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1, p = read_nullable_bytes(b, p)
-        o = Container({'assigned_partitions': v0, 'user_data': v1})
+        o = Container()
+        o['assigned_partitions'] = v0
+        o['user_data'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None

@@ -16,12 +16,12 @@ from codec._runtime import (
     read_nullable_bytes,
     read_nullable_string,
     read_string,
-    unpack_from,
     write_array_length,
     write_nullable_bytes,
     write_nullable_string,
     write_string,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('topics', 'user_data')
 _K1 = frozenset(['topics', 'user_data'])
@@ -53,7 +53,9 @@ def _p0(b, p):
             v0.append(x)
         f = 1
         v1, p = read_nullable_bytes(b, p)
-        o = Container({'topics': v0, 'user_data': v1})
+        o = Container()
+        o['topics'] = v0
+        o['user_data'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -84,9 +86,11 @@ def _p2(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -105,13 +109,29 @@ def _p3(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'topics': v0, 'user_data': v1, 'owned_partitions': v2})
+            raise
+        o = Container()
+        o['topics'] = v0
+        o['user_data'] = v1
+        o['owned_partitions'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -178,16 +198,33 @@ def _p6(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3_0, = _U0(b, p)
         p += 4
-        o = Container({'topics': v0, 'user_data': v1, 'owned_partitions': v2, 'generation_id': v3_0})
+        o = Container()
+        o['topics'] = v0
+        o['user_data'] = v1
+        o['owned_partitions'] = v2
+        o['generation_id'] = v3_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K9, f) from None
@@ -256,18 +293,36 @@ def _p9(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3_0, = _U0(b, p)
         p += 4
         f = 4
         v4, p = read_nullable_string(b, p)
-        o = Container({'topics': v0, 'user_data': v1, 'owned_partitions': v2, 'generation_id': v3_0, 'rack_id': v4})
+        o = Container()
+        o['topics'] = v0
+        o['user_data'] = v1
+        o['owned_partitions'] = v2
+        o['generation_id'] = v3_0
+        o['rack_id'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K13, f) from None

@@ -37,7 +37,8 @@ def _p0(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 4
-        o = Container({'broker_id': v0_0})
+        o = Container()
+        o['broker_id'] = v0_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -70,7 +71,9 @@ def _p3(b, p):
         f = 0
         v0_0, v0_1 = _U2(b, p)
         p += 12
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -115,7 +118,9 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
         if nt:
             p = _t5(b, p, nt, o)
         return o, p

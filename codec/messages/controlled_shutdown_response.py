@@ -51,7 +51,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U1(b, p)
         p += 4
-        o = Container({'topic_name': v0, 'partition_index': v1_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -65,13 +67,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'remaining_partitions': v1})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['remaining_partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -212,7 +228,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_index': v1_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -228,19 +246,40 @@ def _p10(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'remaining_partitions': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['remaining_partitions'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

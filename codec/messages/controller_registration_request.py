@@ -24,6 +24,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', 'host', (('port', 'H', None), ('security_protocol', 'h', None)), '_tagged_fields')
@@ -75,7 +76,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0, 'security_protocol': v2_1})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['security_protocol'] = v2_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -96,7 +101,10 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'min_supported_version': v1_0, 'max_supported_version': v1_1})
+        o = Container()
+        o['name'] = v0
+        o['min_supported_version'] = v1_0
+        o['max_supported_version'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -109,32 +117,79 @@ def _p3(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 21
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'incarnation_id': v0_1, 'zk_migration_ready': v0_2, 'listeners': v1, 'features': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['incarnation_id'] = v0_1
+        o['zk_migration_ready'] = v0_2
+        o['listeners'] = v1
+        o['features'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -53,7 +53,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_string(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -64,16 +66,29 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U0(b, p)
         p += 8
-        o = Container({'renewers': v0, 'max_lifetime_ms': v1_0})
+        o = Container()
+        o['renewers'] = v0
+        o['max_lifetime_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -180,7 +195,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -193,12 +210,30 @@ def _p8(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U0(b, p)
         p += 8
@@ -208,7 +243,9 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'renewers': v0, 'max_lifetime_ms': v1_0})
+        o = Container()
+        o['renewers'] = v0
+        o['max_lifetime_ms'] = v1_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -275,12 +312,30 @@ def _p11(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3_0, = _U0(b, p)
         p += 8
@@ -290,7 +345,11 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'owner_principal_type': v0, 'owner_principal_name': v1, 'renewers': v2, 'max_lifetime_ms': v3_0})
+        o = Container()
+        o['owner_principal_type'] = v0
+        o['owner_principal_name'] = v1
+        o['renewers'] = v2
+        o['max_lifetime_ms'] = v3_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -61,7 +61,16 @@ def _p0(b, p):
         f = 6
         v6_0, = _U2(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'principal_type': v1, 'principal_name': v2, 'issue_timestamp_ms': v3_0, 'expiry_timestamp_ms': v3_1, 'max_timestamp_ms': v3_2, 'token_id': v4, 'hmac': v5, 'throttle_time_ms': v6_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['principal_type'] = v1
+        o['principal_name'] = v2
+        o['issue_timestamp_ms'] = v3_0
+        o['expiry_timestamp_ms'] = v3_1
+        o['max_timestamp_ms'] = v3_2
+        o['token_id'] = v4
+        o['hmac'] = v5
+        o['throttle_time_ms'] = v6_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -163,7 +172,16 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'principal_type': v1, 'principal_name': v2, 'issue_timestamp_ms': v3_0, 'expiry_timestamp_ms': v3_1, 'max_timestamp_ms': v3_2, 'token_id': v4, 'hmac': v5, 'throttle_time_ms': v6_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['principal_type'] = v1
+        o['principal_name'] = v2
+        o['issue_timestamp_ms'] = v3_0
+        o['expiry_timestamp_ms'] = v3_1
+        o['max_timestamp_ms'] = v3_2
+        o['token_id'] = v4
+        o['hmac'] = v5
+        o['throttle_time_ms'] = v6_0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -234,7 +252,18 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'principal_type': v1, 'principal_name': v2, 'token_requester_principal_type': v3, 'token_requester_principal_name': v4, 'issue_timestamp_ms': v5_0, 'expiry_timestamp_ms': v5_1, 'max_timestamp_ms': v5_2, 'token_id': v6, 'hmac': v7, 'throttle_time_ms': v8_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['principal_type'] = v1
+        o['principal_name'] = v2
+        o['token_requester_principal_type'] = v3
+        o['token_requester_principal_name'] = v4
+        o['issue_timestamp_ms'] = v5_0
+        o['expiry_timestamp_ms'] = v5_1
+        o['max_timestamp_ms'] = v5_2
+        o['token_id'] = v6
+        o['hmac'] = v7
+        o['throttle_time_ms'] = v8_0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('broker_ids',)
 _K1 = ('name', (('count', 'i', None),), 'assignments')
@@ -55,9 +55,10 @@ def _p0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = list(unpack_from(f'>{n}i', b, p))
+        v0 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'broker_ids': v0})
+        o = Container()
+        o['broker_ids'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,13 +77,27 @@ def _p1(b, p):
             v2 = None
         else:
             v2 = []
-            for i in range(n):
+            a = v2.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    n, p = read_array_length(b, p, False)
+                    k0 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    c = Container()
+                    c['broker_ids'] = k0
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v2.append(x)
-        o = Container({'name': v0, 'count': v1_0, 'assignments': v2})
+                raise
+        o = Container()
+        o['name'] = v0
+        o['count'] = v1_0
+        o['assignments'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -93,16 +108,20 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, v1_1 = _U1(b, p)
         p += 5
-        o = Container({'topics': v0, 'timeout_ms': v1_0, 'validate_only': v1_1})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
+        o['validate_only'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -247,7 +266,7 @@ def _p10(b, p):
     try:
         f = 0
         n, p = read_compact_array_length(b, p, False)
-        v0 = list(unpack_from(f'>{n}i', b, p))
+        v0 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 1
         nt = b[p]
@@ -255,7 +274,8 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_ids': v0})
+        o = Container()
+        o['broker_ids'] = v0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -276,19 +296,40 @@ def _p11(b, p):
             v2 = None
         else:
             v2 = []
-            for i in range(n):
+            a = v2.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    n, p = read_compact_array_length(b, p, False)
+                    k0 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['broker_ids'] = k0
+                    if nt:
+                        p = _t9(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p10(b, p)
+                    _p10(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v2.append(x)
+                raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'count': v1_0, 'assignments': v2})
+        o = Container()
+        o['name'] = v0
+        o['count'] = v1_0
+        o['assignments'] = v2
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -301,12 +342,13 @@ def _p12(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, v1_1 = _U1(b, p)
         p += 5
@@ -316,7 +358,10 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'timeout_ms': v1_0, 'validate_only': v1_1})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
+        o['validate_only'] = v1_1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

@@ -57,7 +57,10 @@ def _p0(b, p):
         p += 2
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'name': v0, 'error_code': v1_0, 'error_message': v2})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -71,13 +74,29 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 2
+                k2, p = read_nullable_string(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                c['error_message'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -191,7 +210,10 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'error_code': v1_0, 'error_message': v2})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -207,19 +229,42 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 2
+                k2, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                c['error_message'] = k2
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

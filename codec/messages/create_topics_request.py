@@ -22,7 +22,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
@@ -30,6 +29,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ((('partition_index', 'i', None),), 'broker_ids')
 _K1 = ('name', 'value')
@@ -74,9 +74,11 @@ def _p0(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'partition_index': v0_0, 'broker_ids': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['broker_ids'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -88,7 +90,9 @@ def _p1(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'name': v0, 'value': v1})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -104,22 +108,52 @@ def _p2(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['partition_index'] = k0_0
+                c['broker_ids'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'name': v0, 'num_partitions': v1_0, 'replication_factor': v1_1, 'assignments': v2, 'configs': v3})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['num_partitions'] = v1_0
+        o['replication_factor'] = v1_1
+        o['assignments'] = v2
+        o['configs'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -130,16 +164,19 @@ def _p3(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 4
-        o = Container({'topics': v0, 'timeout_ms': v1_0})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -238,16 +275,20 @@ def _p8(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, v1_1 = _U4(b, p)
         p += 5
-        o = Container({'topics': v0, 'timeout_ms': v1_0, 'validate_only': v1_1})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
+        o['validate_only'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K13, f) from None
@@ -629,7 +670,7 @@ def _p26(b, p):
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -637,7 +678,9 @@ def _p26(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'broker_ids': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['broker_ids'] = v1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -657,7 +700,9 @@ def _p27(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'value': v1})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -675,28 +720,72 @@ def _p28(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['broker_ids'] = k1
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p27(b, p)
+                _p27(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'num_partitions': v1_0, 'replication_factor': v1_1, 'assignments': v2, 'configs': v3})
+        o = Container()
+        o['name'] = v0
+        o['num_partitions'] = v1_0
+        o['replication_factor'] = v1_1
+        o['assignments'] = v2
+        o['configs'] = v3
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -709,12 +798,13 @@ def _p29(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p28(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, v1_1 = _U4(b, p)
         p += 5
@@ -724,7 +814,10 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'timeout_ms': v1_0, 'validate_only': v1_1})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
+        o['validate_only'] = v1_1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p

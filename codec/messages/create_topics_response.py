@@ -31,6 +31,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ('name', (('error_code', 'h', None),))
 _K1 = ('topics',)
@@ -80,7 +81,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 2
-        o = Container({'name': v0, 'error_code': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -91,13 +94,26 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            raise
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -145,7 +161,10 @@ def _p4(b, p):
         p += 2
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'name': v0, 'error_code': v1_0, 'error_message': v2})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -156,13 +175,28 @@ def _p5(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                k2, p = read_nullable_string(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                c['error_message'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            raise
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -212,13 +246,29 @@ def _p8(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                k2, p = read_nullable_string(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                c['error_message'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -370,7 +420,12 @@ def _p16(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'value': v1, 'read_only': v2_0, 'config_source': v2_1, 'is_sensitive': v2_2})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['read_only'] = v2_0
+        o['config_source'] = v2_1
+        o['is_sensitive'] = v2_2
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -419,19 +474,49 @@ def _p18(b, p):
             v4 = None
         else:
             v4 = []
-            for i in range(n):
+            a = v4.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1, p = read_compact_nullable_string(b, p)
+                    k2_0, k2_1, k2_2 = _U5(b, p)
+                    p += 3
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['value'] = k1
+                    c['read_only'] = k2_0
+                    c['config_source'] = k2_1
+                    c['is_sensitive'] = k2_2
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v4.append(x)
+                raise
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'error_code': v1_0, 'error_message': v2, 'num_partitions': v3_0, 'replication_factor': v3_1, 'configs': v4, 'topic_config_error_code': 0})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
+        o['num_partitions'] = v3_0
+        o['replication_factor'] = v3_1
+        o['configs'] = v4
+        o['topic_config_error_code'] = 0
         if nt:
             p = _t17(b, p, nt, o)
         return o, p
@@ -447,19 +532,22 @@ def _p19(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p18(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -518,11 +606,11 @@ def _b21(o, w):
         f = 5
         v = g('topic_config_error_code', 0)
         if v != 0:
-            x = bytearray()
-            x += _P1(v)
+            tw = bytearray()
+            tw += _P1(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:
@@ -612,11 +700,11 @@ def _b24(o, w):
         f = 5
         v = g('topic_config_error_code', 0)
         if v != 0:
-            x = bytearray()
-            x += _P1(v)
+            tw = bytearray()
+            tw += _P1(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:
@@ -662,7 +750,7 @@ def _p26(b, p):
         f = 1
         v1_0, v1_1 = _U8(b, p)
         p += 18
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -674,19 +762,50 @@ def _p26(b, p):
             v4 = None
         else:
             v4 = []
-            for i in range(n):
+            a = v4.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1, p = read_compact_nullable_string(b, p)
+                    k2_0, k2_1, k2_2 = _U5(b, p)
+                    p += 3
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['value'] = k1
+                    c['read_only'] = k2_0
+                    c['config_source'] = k2_1
+                    c['is_sensitive'] = k2_2
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v4.append(x)
+                raise
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'topic_id': v1_0, 'error_code': v1_1, 'error_message': v2, 'num_partitions': v3_0, 'replication_factor': v3_1, 'configs': v4, 'topic_config_error_code': 0})
+        o = Container()
+        o['name'] = v0
+        o['topic_id'] = v1_0
+        o['error_code'] = v1_1
+        o['error_message'] = v2
+        o['num_partitions'] = v3_0
+        o['replication_factor'] = v3_1
+        o['configs'] = v4
+        o['topic_config_error_code'] = 0
         if nt:
             p = _t17(b, p, nt, o)
         return o, p
@@ -702,19 +821,22 @@ def _p27(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p26(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -773,11 +895,11 @@ def _b29(o, w):
         f = 5
         v = g('topic_config_error_code', 0)
         if v != 0:
-            x = bytearray()
-            x += _P1(v)
+            tw = bytearray()
+            tw += _P1(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:

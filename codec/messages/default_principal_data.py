@@ -57,7 +57,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'type': v0, 'name': v1, 'token_authenticated': v2_0})
+        o = Container()
+        o['type'] = v0
+        o['name'] = v1
+        o['token_authenticated'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -68,7 +68,14 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'owner': v0, 'requester': v1, 'renewers': v2, 'issue_timestamp': v3_0, 'max_timestamp': v3_1, 'expiration_timestamp': v3_2, 'token_id': v4})
+        o = Container()
+        o['owner'] = v0
+        o['requester'] = v1
+        o['renewers'] = v2
+        o['issue_timestamp'] = v3_0
+        o['max_timestamp'] = v3_1
+        o['expiration_timestamp'] = v3_2
+        o['token_id'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

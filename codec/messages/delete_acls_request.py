@@ -61,7 +61,13 @@ def _p0(b, p):
         f = 4
         v4_0, v4_1 = _U1(b, p)
         p += 2
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'principal_filter': v2, 'host_filter': v3, 'operation': v4_0, 'permission_type': v4_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['principal_filter'] = v2
+        o['host_filter'] = v3
+        o['operation'] = v4_0
+        o['permission_type'] = v4_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -72,13 +78,34 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_nullable_string(b, p)
+                k2, p = read_nullable_string(b, p)
+                k3, p = read_nullable_string(b, p)
+                k4_0, k4_1 = _U1(b, p)
+                p += 2
+                c = Container()
+                c['resource_type_filter'] = k0_0
+                c['resource_name_filter'] = k1
+                c['principal_filter'] = k2
+                c['host_filter'] = k3
+                c['operation'] = k4_0
+                c['permission_type'] = k4_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'filters': v0})
+            raise
+        o = Container()
+        o['filters'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -142,7 +169,14 @@ def _p4(b, p):
         f = 5
         v5_0, v5_1 = _U1(b, p)
         p += 2
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'pattern_type_filter': v2_0, 'principal_filter': v3, 'host_filter': v4, 'operation': v5_0, 'permission_type': v5_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['pattern_type_filter'] = v2_0
+        o['principal_filter'] = v3
+        o['host_filter'] = v4
+        o['operation'] = v5_0
+        o['permission_type'] = v5_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -153,13 +187,37 @@ def _p5(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 1
+                k3, p = read_nullable_string(b, p)
+                k4, p = read_nullable_string(b, p)
+                k5_0, k5_1 = _U1(b, p)
+                p += 2
+                c = Container()
+                c['resource_type_filter'] = k0_0
+                c['resource_name_filter'] = k1
+                c['pattern_type_filter'] = k2_0
+                c['principal_filter'] = k3
+                c['host_filter'] = k4
+                c['operation'] = k5_0
+                c['permission_type'] = k5_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'filters': v0})
+            raise
+        o = Container()
+        o['filters'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -248,7 +306,14 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'pattern_type_filter': v2_0, 'principal_filter': v3, 'host_filter': v4, 'operation': v5_0, 'permission_type': v5_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['pattern_type_filter'] = v2_0
+        o['principal_filter'] = v3
+        o['host_filter'] = v4
+        o['operation'] = v5_0
+        o['permission_type'] = v5_1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -261,19 +326,50 @@ def _p10(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 1
+                k3, p = read_compact_nullable_string(b, p)
+                k4, p = read_compact_nullable_string(b, p)
+                k5_0, k5_1 = _U1(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['resource_type_filter'] = k0_0
+                c['resource_name_filter'] = k1
+                c['pattern_type_filter'] = k2_0
+                c['principal_filter'] = k3
+                c['host_filter'] = k4
+                c['operation'] = k5_0
+                c['permission_type'] = k5_1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'filters': v0})
+        o = Container()
+        o['filters'] = v0
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

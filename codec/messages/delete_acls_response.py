@@ -81,7 +81,15 @@ def _p0(b, p):
         f = 6
         v6_0, v6_1 = _U3(b, p)
         p += 2
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'principal': v4, 'host': v5, 'operation': v6_0, 'permission_type': v6_1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['principal'] = v4
+        o['host'] = v5
+        o['operation'] = v6_0
+        o['permission_type'] = v6_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -97,13 +105,41 @@ def _p1(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 2
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                k3, p = read_string(b, p)
+                k4, p = read_string(b, p)
+                k5, p = read_string(b, p)
+                k6_0, k6_1 = _U3(b, p)
+                p += 2
+                c = Container()
+                c['error_code'] = k0_0
+                c['error_message'] = k1
+                c['resource_type'] = k2_0
+                c['resource_name'] = k3
+                c['principal'] = k4
+                c['host'] = k5
+                c['operation'] = k6_0
+                c['permission_type'] = k6_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'matching_acls': v2})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['matching_acls'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -117,13 +153,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'filter_results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['filter_results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -223,7 +262,16 @@ def _p6(b, p):
         f = 7
         v7_0, v7_1 = _U3(b, p)
         p += 2
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'pattern_type': v4_0, 'principal': v5, 'host': v6, 'operation': v7_0, 'permission_type': v7_1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['pattern_type'] = v4_0
+        o['principal'] = v5
+        o['host'] = v6
+        o['operation'] = v7_0
+        o['permission_type'] = v7_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -239,13 +287,44 @@ def _p7(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 2
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                k3, p = read_string(b, p)
+                k4_0, = _U2(b, p)
+                p += 1
+                k5, p = read_string(b, p)
+                k6, p = read_string(b, p)
+                k7_0, k7_1 = _U3(b, p)
+                p += 2
+                c = Container()
+                c['error_code'] = k0_0
+                c['error_message'] = k1
+                c['resource_type'] = k2_0
+                c['resource_name'] = k3
+                c['pattern_type'] = k4_0
+                c['principal'] = k5
+                c['host'] = k6
+                c['operation'] = k7_0
+                c['permission_type'] = k7_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'matching_acls': v2})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['matching_acls'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -259,13 +338,16 @@ def _p8(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'filter_results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['filter_results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -390,7 +472,16 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'pattern_type': v4_0, 'principal': v5, 'host': v6, 'operation': v7_0, 'permission_type': v7_1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['pattern_type'] = v4_0
+        o['principal'] = v5
+        o['host'] = v6
+        o['operation'] = v7_0
+        o['permission_type'] = v7_1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -408,19 +499,57 @@ def _p14(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 2
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                k3, p = read_compact_string(b, p)
+                k4_0, = _U2(b, p)
+                p += 1
+                k5, p = read_compact_string(b, p)
+                k6, p = read_compact_string(b, p)
+                k7_0, k7_1 = _U3(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['error_message'] = k1
+                c['resource_type'] = k2_0
+                c['resource_name'] = k3
+                c['pattern_type'] = k4_0
+                c['principal'] = k5
+                c['host'] = k6
+                c['operation'] = k7_0
+                c['permission_type'] = k7_1
+                if nt:
+                    p = _t12(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'matching_acls': v2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['matching_acls'] = v2
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -436,19 +565,22 @@ def _p15(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'filter_results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['filter_results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p

@@ -38,7 +38,8 @@ def _p0(b, p):
         for _ in range(n):
             x, p = read_string(b, p)
             v0.append(x)
-        o = Container({'groups_names': v0})
+        o = Container()
+        o['groups_names'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -107,7 +108,8 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'groups_names': v0})
+        o = Container()
+        o['groups_names'] = v0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

@@ -51,7 +51,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U1(b, p)
         p += 2
-        o = Container({'group_id': v0, 'error_code': v1_0})
+        o = Container()
+        o['group_id'] = v0
+        o['error_code'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -65,13 +67,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 2
+                c = Container()
+                c['group_id'] = k0
+                c['error_code'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -177,7 +193,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'error_code': v1_0})
+        o = Container()
+        o['group_id'] = v0
+        o['error_code'] = v1_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -193,19 +211,40 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['error_code'] = k1_0
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

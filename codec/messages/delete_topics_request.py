@@ -29,6 +29,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ('topic_names', (('timeout_ms', 'i', None),))
 _K1 = frozenset(['timeout_ms', 'topic_names'])
@@ -62,7 +63,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 4
-        o = Container({'topic_names': v0, 'timeout_ms': v1_0})
+        o = Container()
+        o['topic_names'] = v0
+        o['timeout_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -174,7 +177,9 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_names': v0, 'timeout_ms': v1_0})
+        o = Container()
+        o['topic_names'] = v0
+        o['timeout_ms'] = v1_0
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -239,14 +244,16 @@ def _p9(b, p):
         f = 1
         v1_0, = _U2(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'topic_id': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['topic_id'] = v1_0
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -259,12 +266,32 @@ def _p10(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_nullable_string(b, p)
+                k1_0, = _U2(b, p)
+                p += 16
+                k1_0 = uuid_from_bytes(k1_0)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['topic_id'] = k1_0
+                if nt:
+                    p = _t5(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U0(b, p)
         p += 4
@@ -274,7 +301,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'timeout_ms': v1_0})
+        o = Container()
+        o['topics'] = v0
+        o['timeout_ms'] = v1_0
         if nt:
             p = _t5(b, p, nt, o)
         return o, p

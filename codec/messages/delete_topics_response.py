@@ -29,6 +29,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ('name', (('error_code', 'h', None),))
 _K1 = ('responses',)
@@ -69,7 +70,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 2
-        o = Container({'name': v0, 'error_code': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -80,13 +83,26 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'responses': v0})
+            raise
+        o = Container()
+        o['responses'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -133,13 +149,27 @@ def _p4(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -280,7 +310,9 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'error_code': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -296,19 +328,40 @@ def _p13(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p12(b, p)
+                _p12(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -380,7 +433,10 @@ def _p16(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'error_code': v1_0, 'error_message': v2})
+        o = Container()
+        o['name'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -396,19 +452,42 @@ def _p17(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 2
+                k2, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['error_code'] = k1_0
+                c['error_message'] = k2
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p16(b, p)
+                _p16(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -475,7 +554,7 @@ def _p20(b, p):
         f = 1
         v1_0, v1_1 = _U4(b, p)
         p += 18
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -484,7 +563,11 @@ def _p20(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'topic_id': v1_0, 'error_code': v1_1, 'error_message': v2})
+        o = Container()
+        o['name'] = v0
+        o['topic_id'] = v1_0
+        o['error_code'] = v1_1
+        o['error_message'] = v2
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -500,19 +583,44 @@ def _p21(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_nullable_string(b, p)
+                k1_0, k1_1 = _U4(b, p)
+                p += 18
+                k1_0 = uuid_from_bytes(k1_0)
+                k2, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['topic_id'] = k1_0
+                c['error_code'] = k1_1
+                c['error_message'] = k2
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         if nt:
             p = _t11(b, p, nt, o)
         return o, p

@@ -50,7 +50,13 @@ def _p0(b, p):
         f = 4
         v4_0, v4_1 = _U1(b, p)
         p += 2
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'principal_filter': v2, 'host_filter': v3, 'operation': v4_0, 'permission_type': v4_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['principal_filter'] = v2
+        o['host_filter'] = v3
+        o['operation'] = v4_0
+        o['permission_type'] = v4_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -95,7 +101,14 @@ def _p2(b, p):
         f = 5
         v5_0, v5_1 = _U1(b, p)
         p += 2
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'pattern_type_filter': v2_0, 'principal_filter': v3, 'host_filter': v4, 'operation': v5_0, 'permission_type': v5_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['pattern_type_filter'] = v2_0
+        o['principal_filter'] = v3
+        o['host_filter'] = v4
+        o['operation'] = v5_0
+        o['permission_type'] = v5_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -165,7 +178,14 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type_filter': v0_0, 'resource_name_filter': v1, 'pattern_type_filter': v2_0, 'principal_filter': v3, 'host_filter': v4, 'operation': v5_0, 'permission_type': v5_1})
+        o = Container()
+        o['resource_type_filter'] = v0_0
+        o['resource_name_filter'] = v1
+        o['pattern_type_filter'] = v2_0
+        o['principal_filter'] = v3
+        o['host_filter'] = v4
+        o['operation'] = v5_0
+        o['permission_type'] = v5_1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

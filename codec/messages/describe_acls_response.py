@@ -69,7 +69,11 @@ def _p0(b, p):
         f = 2
         v2_0, v2_1 = _U2(b, p)
         p += 2
-        o = Container({'principal': v0, 'host': v1, 'operation': v2_0, 'permission_type': v2_1})
+        o = Container()
+        o['principal'] = v0
+        o['host'] = v1
+        o['operation'] = v2_0
+        o['permission_type'] = v2_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -85,13 +89,31 @@ def _p1(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 2
+                c = Container()
+                c['principal'] = k0
+                c['host'] = k1
+                c['operation'] = k2_0
+                c['permission_type'] = k2_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'acls': v2})
+            raise
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['acls'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -107,13 +129,18 @@ def _p2(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'resources': v2})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['resources'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -197,13 +224,32 @@ def _p6(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 2
+                c = Container()
+                c['principal'] = k0
+                c['host'] = k1
+                c['operation'] = k2_0
+                c['permission_type'] = k2_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'pattern_type': v2_0, 'acls': v3})
+            raise
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['pattern_type'] = v2_0
+        o['acls'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -219,13 +265,18 @@ def _p7(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p6(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'resources': v2})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['resources'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -330,7 +381,11 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal': v0, 'host': v1, 'operation': v2_0, 'permission_type': v2_1})
+        o = Container()
+        o['principal'] = v0
+        o['host'] = v1
+        o['operation'] = v2_0
+        o['permission_type'] = v2_1
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -351,19 +406,45 @@ def _p13(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['principal'] = k0
+                c['host'] = k1
+                c['operation'] = k2_0
+                c['permission_type'] = k2_1
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p12(b, p)
+                _p12(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'pattern_type': v2_0, 'acls': v3})
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['pattern_type'] = v2_0
+        o['acls'] = v3
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -381,19 +462,24 @@ def _p14(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p13(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'resources': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['resources'] = v2
         if nt:
             p = _t11(b, p, nt, o)
         return o, p

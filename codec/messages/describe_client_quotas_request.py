@@ -57,7 +57,10 @@ def _p0(b, p):
         p += 1
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'entity_type': v0, 'match_type': v1_0, 'match': v2})
+        o = Container()
+        o['entity_type'] = v0
+        o['match_type'] = v1_0
+        o['match'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -68,16 +71,32 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 1
+                k2, p = read_nullable_string(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['match_type'] = k1_0
+                c['match'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U1(b, p)
         p += 1
-        o = Container({'components': v0, 'strict': v1_0})
+        o = Container()
+        o['components'] = v0
+        o['strict'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -153,7 +172,10 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity_type': v0, 'match_type': v1_0, 'match': v2})
+        o = Container()
+        o['entity_type'] = v0
+        o['match_type'] = v1_0
+        o['match'] = v2
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -166,12 +188,33 @@ def _p6(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U0(b, p)
+                p += 1
+                k2, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['match_type'] = k1_0
+                c['match'] = k2
+                if nt:
+                    p = _t4(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U1(b, p)
         p += 1
@@ -181,7 +224,9 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'components': v0, 'strict': v1_0})
+        o = Container()
+        o['components'] = v0
+        o['strict'] = v1_0
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

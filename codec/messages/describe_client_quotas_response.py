@@ -64,7 +64,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -77,7 +79,9 @@ def _p1(b, p):
         f = 1
         v1_0, = _U1(b, p)
         p += 8
-        o = Container({'key': v0, 'value': v1_0})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -88,22 +92,47 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 8
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'entity': v0, 'values': v1})
+            raise
+        o = Container()
+        o['entity'] = v0
+        o['values'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -122,13 +151,18 @@ def _p3(b, p):
             v2 = None
         else:
             v2 = []
+            a = v2.append
             for i in range(n):
                 try:
                     x, p = _p2(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v2.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'entries': v2})
+                a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['entries'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -243,7 +277,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity_type': v0, 'entity_name': v1})
+        o = Container()
+        o['entity_type'] = v0
+        o['entity_name'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -264,7 +300,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'value': v1_0})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1_0
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -277,28 +315,67 @@ def _p11(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['entity_type'] = k0
+                c['entity_name'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 8
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1_0
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'entity': v0, 'values': v1})
+        o = Container()
+        o['entity'] = v0
+        o['values'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -319,19 +396,24 @@ def _p12(b, p):
             v2 = None
         else:
             v2 = []
+            a = v2.append
             for i in range(n):
                 try:
                     x, p = _p11(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v2.append(x)
+                a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'entries': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['entries'] = v2
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

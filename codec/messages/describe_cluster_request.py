@@ -63,7 +63,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'include_cluster_authorized_operations': v0_0})
+        o = Container()
+        o['include_cluster_authorized_operations'] = v0_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -100,7 +101,9 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'include_cluster_authorized_operations': v0_0, 'endpoint_type': v0_1})
+        o = Container()
+        o['include_cluster_authorized_operations'] = v0_0
+        o['endpoint_type'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -137,7 +140,10 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'include_cluster_authorized_operations': v0_0, 'endpoint_type': v0_1, 'include_fenced_brokers': v0_2})
+        o = Container()
+        o['include_cluster_authorized_operations'] = v0_0
+        o['endpoint_type'] = v0_1
+        o['include_fenced_brokers'] = v0_2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -84,7 +84,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -107,12 +111,36 @@ def _p2(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         v5_0, = _U1(b, p)
         p += 4
@@ -122,7 +150,14 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'cluster_id': v2, 'controller_id': v3_0, 'brokers': v4, 'cluster_authorized_operations': v5_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['brokers'] = v4
+        o['cluster_authorized_operations'] = v5_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -212,12 +247,36 @@ def _p5(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6_0, = _U1(b, p)
         p += 4
@@ -227,7 +286,15 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'endpoint_type': v2_0, 'cluster_id': v3, 'controller_id': v4_0, 'brokers': v5, 'cluster_authorized_operations': v6_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['endpoint_type'] = v2_0
+        o['cluster_id'] = v3
+        o['controller_id'] = v4_0
+        o['brokers'] = v5
+        o['cluster_authorized_operations'] = v6_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -322,7 +389,12 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3, 'is_fenced': v4_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
+        o['is_fenced'] = v4_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -348,12 +420,39 @@ def _p9(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                k4_0, = _U6(b, p)
+                p += 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                c['is_fenced'] = k4_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6_0, = _U1(b, p)
         p += 4
@@ -363,7 +462,15 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'endpoint_type': v2_0, 'cluster_id': v3, 'controller_id': v4_0, 'brokers': v5, 'cluster_authorized_operations': v6_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['endpoint_type'] = v2_0
+        o['cluster_id'] = v3
+        o['controller_id'] = v4_0
+        o['brokers'] = v5
+        o['cluster_authorized_operations'] = v6_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

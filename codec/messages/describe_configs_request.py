@@ -69,7 +69,10 @@ def _p0(b, p):
             for _ in range(n):
                 x, p = read_string(b, p)
                 v2.append(x)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'configuration_keys': v2})
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['configuration_keys'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -80,13 +83,35 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_string(b, p)
+                n, p = read_array_length(b, p, True)
+                if n < 0:
+                    k2 = None
+                else:
+                    k2 = []
+                    for _ in range(n):
+                        x, p = read_string(b, p)
+                        k2.append(x)
+                c = Container()
+                c['resource_type'] = k0_0
+                c['resource_name'] = k1
+                c['configuration_keys'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'resources': v0})
+            raise
+        o = Container()
+        o['resources'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -135,16 +160,39 @@ def _p4(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_string(b, p)
+                n, p = read_array_length(b, p, True)
+                if n < 0:
+                    k2 = None
+                else:
+                    k2 = []
+                    for _ in range(n):
+                        x, p = read_string(b, p)
+                        k2.append(x)
+                c = Container()
+                c['resource_type'] = k0_0
+                c['resource_name'] = k1
+                c['configuration_keys'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U2(b, p)
         p += 1
-        o = Container({'resources': v0, 'include_synonyms': v1_0})
+        o = Container()
+        o['resources'] = v0
+        o['include_synonyms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -235,16 +283,40 @@ def _p9(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_string(b, p)
+                n, p = read_array_length(b, p, True)
+                if n < 0:
+                    k2 = None
+                else:
+                    k2 = []
+                    for _ in range(n):
+                        x, p = read_string(b, p)
+                        k2.append(x)
+                c = Container()
+                c['resource_type'] = k0_0
+                c['resource_name'] = k1
+                c['configuration_keys'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, v1_1 = _U4(b, p)
         p += 2
-        o = Container({'resources': v0, 'include_synonyms': v1_0, 'include_documentation': v1_1})
+        o = Container()
+        o['resources'] = v0
+        o['include_synonyms'] = v1_0
+        o['include_documentation'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -329,7 +401,10 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_type': v0_0, 'resource_name': v1, 'configuration_keys': v2})
+        o = Container()
+        o['resource_type'] = v0_0
+        o['resource_name'] = v1
+        o['configuration_keys'] = v2
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -342,12 +417,40 @@ def _p14(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 1
+                k1, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, True)
+                if n < 0:
+                    k2 = None
+                else:
+                    k2 = []
+                    for _ in range(n):
+                        x, p = read_compact_string(b, p)
+                        k2.append(x)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['resource_type'] = k0_0
+                c['resource_name'] = k1
+                c['configuration_keys'] = k2
+                if nt:
+                    p = _t12(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, v1_1 = _U4(b, p)
         p += 2
@@ -357,7 +460,10 @@ def _p14(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resources': v0, 'include_synonyms': v1_0, 'include_documentation': v1_1})
+        o = Container()
+        o['resources'] = v0
+        o['include_synonyms'] = v1_0
+        o['include_documentation'] = v1_1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p

@@ -84,7 +84,12 @@ def _p0(b, p):
         f = 2
         v2_0, v2_1, v2_2 = _U3(b, p)
         p += 3
-        o = Container({'name': v0, 'value': v1, 'read_only': v2_0, 'is_default': v2_1, 'is_sensitive': v2_2})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['read_only'] = v2_0
+        o['is_default'] = v2_1
+        o['is_sensitive'] = v2_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -105,13 +110,34 @@ def _p1(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2_0, k2_1, k2_2 = _U3(b, p)
+                p += 3
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                c['read_only'] = k2_0
+                c['is_default'] = k2_1
+                c['is_sensitive'] = k2_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'configs': v4})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['configs'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -125,13 +151,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -213,7 +242,10 @@ def _p6(b, p):
         f = 2
         v2_0, = _U2(b, p)
         p += 1
-        o = Container({'name': v0, 'value': v1, 'source': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['source'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -231,13 +263,33 @@ def _p7(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                c['source'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'name': v0, 'value': v1, 'read_only': v2_0, 'config_source': v2_1, 'is_sensitive': v2_2, 'synonyms': v3})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['read_only'] = v2_0
+        o['config_source'] = v2_1
+        o['is_sensitive'] = v2_2
+        o['synonyms'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K12, f) from None
@@ -258,13 +310,19 @@ def _p8(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'configs': v4})
+            a(x)
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['configs'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -278,13 +336,16 @@ def _p9(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -490,18 +551,40 @@ def _p18(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                c['source'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U2(b, p)
         p += 1
         f = 5
         v5, p = read_nullable_string(b, p)
-        o = Container({'name': v0, 'value': v1, 'read_only': v2_0, 'config_source': v2_1, 'is_sensitive': v2_2, 'synonyms': v3, 'config_type': v4_0, 'documentation': v5})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['read_only'] = v2_0
+        o['config_source'] = v2_1
+        o['is_sensitive'] = v2_2
+        o['synonyms'] = v3
+        o['config_type'] = v4_0
+        o['documentation'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -522,13 +605,19 @@ def _p19(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p18(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'configs': v4})
+            a(x)
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['configs'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -542,13 +631,16 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p19(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -685,7 +777,10 @@ def _p26(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'value': v1, 'source': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['source'] = v2_0
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -705,12 +800,33 @@ def _p27(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['value'] = k1
+                c['source'] = k2_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U2(b, p)
         p += 1
@@ -722,7 +838,15 @@ def _p27(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'value': v1, 'read_only': v2_0, 'config_source': v2_1, 'is_sensitive': v2_2, 'synonyms': v3, 'config_type': v4_0, 'documentation': v5})
+        o = Container()
+        o['name'] = v0
+        o['value'] = v1
+        o['read_only'] = v2_0
+        o['config_source'] = v2_1
+        o['is_sensitive'] = v2_2
+        o['synonyms'] = v3
+        o['config_type'] = v4_0
+        o['documentation'] = v5
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -745,19 +869,25 @@ def _p28(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p27(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'resource_type': v2_0, 'resource_name': v3, 'configs': v4})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['resource_type'] = v2_0
+        o['resource_name'] = v3
+        o['configs'] = v4
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -773,19 +903,22 @@ def _p29(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p28(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p

@@ -42,7 +42,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_string(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -56,13 +58,25 @@ def _p1(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    k1, p = read_string(b, p)
+                    c = Container()
+                    c['principal_type'] = k0
+                    c['principal_name'] = k1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
-        o = Container({'owners': v0})
+                raise
+        o = Container()
+        o['owners'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -161,7 +175,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -177,19 +193,38 @@ def _p8(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1, p = read_compact_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['principal_type'] = k0
+                    c['principal_name'] = k1
+                    if nt:
+                        p = _t6(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p7(b, p)
+                    _p7(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'owners': v0})
+        o = Container()
+        o['owners'] = v0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

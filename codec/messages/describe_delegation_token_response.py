@@ -65,7 +65,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_string(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -87,13 +89,32 @@ def _p1(b, p):
         f = 5
         n, p = read_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
-        o = Container({'principal_type': v0, 'principal_name': v1, 'issue_timestamp': v2_0, 'expiry_timestamp': v2_1, 'max_timestamp': v2_2, 'token_id': v3, 'hmac': v4, 'renewers': v5})
+            raise
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
+        o['issue_timestamp'] = v2_0
+        o['expiry_timestamp'] = v2_1
+        o['max_timestamp'] = v2_2
+        o['token_id'] = v3
+        o['hmac'] = v4
+        o['renewers'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -107,16 +128,20 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U2(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'tokens': v1, 'throttle_time_ms': v2_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['tokens'] = v1
+        o['throttle_time_ms'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -293,7 +318,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -317,19 +344,45 @@ def _p11(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1, 'issue_timestamp': v2_0, 'expiry_timestamp': v2_1, 'max_timestamp': v2_2, 'token_id': v3, 'hmac': v4, 'renewers': v5})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
+        o['issue_timestamp'] = v2_0
+        o['expiry_timestamp'] = v2_1
+        o['max_timestamp'] = v2_2
+        o['token_id'] = v3
+        o['hmac'] = v4
+        o['renewers'] = v5
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -345,12 +398,13 @@ def _p12(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U2(b, p)
         p += 4
@@ -360,7 +414,10 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'tokens': v1, 'throttle_time_ms': v2_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['tokens'] = v1
+        o['throttle_time_ms'] = v2_0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -480,19 +537,47 @@ def _p16(b, p):
         f = 7
         n, p = read_compact_array_length(b, p, False)
         v7 = []
-        for i in range(n):
+        a = v7.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['principal_type'] = k0
+                c['principal_name'] = k1
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v7.append(x)
+            raise
         f = 8
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'principal_type': v0, 'principal_name': v1, 'token_requester_principal_type': v2, 'token_requester_principal_name': v3, 'issue_timestamp': v4_0, 'expiry_timestamp': v4_1, 'max_timestamp': v4_2, 'token_id': v5, 'hmac': v6, 'renewers': v7})
+        o = Container()
+        o['principal_type'] = v0
+        o['principal_name'] = v1
+        o['token_requester_principal_type'] = v2
+        o['token_requester_principal_name'] = v3
+        o['issue_timestamp'] = v4_0
+        o['expiry_timestamp'] = v4_1
+        o['max_timestamp'] = v4_2
+        o['token_id'] = v5
+        o['hmac'] = v6
+        o['renewers'] = v7
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -508,12 +593,13 @@ def _p17(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p16(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U2(b, p)
         p += 4
@@ -523,7 +609,10 @@ def _p17(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'tokens': v1, 'throttle_time_ms': v2_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['tokens'] = v1
+        o['throttle_time_ms'] = v2_0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

@@ -45,7 +45,8 @@ def _p0(b, p):
         for _ in range(n):
             x, p = read_string(b, p)
             v0.append(x)
-        o = Container({'groups': v0})
+        o = Container()
+        o['groups'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -110,7 +111,9 @@ def _p4(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 1
-        o = Container({'groups': v0, 'include_authorized_operations': v1_0})
+        o = Container()
+        o['groups'] = v0
+        o['include_authorized_operations'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -186,7 +189,9 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'groups': v0, 'include_authorized_operations': v1_0})
+        o = Container()
+        o['groups'] = v0
+        o['include_authorized_operations'] = v1_0
         if nt:
             p = _t7(b, p, nt, o)
         return o, p

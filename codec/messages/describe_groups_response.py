@@ -83,7 +83,12 @@ def _p0(b, p):
         v3, p = read_bytes(b, p)
         f = 4
         v4, p = read_bytes(b, p)
-        o = Container({'member_id': v0, 'client_id': v1, 'client_host': v2, 'member_metadata': v3, 'member_assignment': v4})
+        o = Container()
+        o['member_id'] = v0
+        o['client_id'] = v1
+        o['client_host'] = v2
+        o['member_metadata'] = v3
+        o['member_assignment'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -105,13 +110,36 @@ def _p1(b, p):
         f = 5
         n, p = read_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                k2, p = read_string(b, p)
+                k3, p = read_bytes(b, p)
+                k4, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['client_id'] = k1
+                c['client_host'] = k2
+                c['member_metadata'] = k3
+                c['member_assignment'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
-        o = Container({'error_code': v0_0, 'group_id': v1, 'group_state': v2, 'protocol_type': v3, 'protocol_data': v4, 'members': v5})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['group_id'] = v1
+        o['group_state'] = v2
+        o['protocol_type'] = v3
+        o['protocol_data'] = v4
+        o['members'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -122,13 +150,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'groups': v0})
+            a(x)
+        o = Container()
+        o['groups'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -218,13 +248,16 @@ def _p6(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -402,16 +435,40 @@ def _p13(b, p):
         f = 5
         n, p = read_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                k2, p = read_string(b, p)
+                k3, p = read_bytes(b, p)
+                k4, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['client_id'] = k1
+                c['client_host'] = k2
+                c['member_metadata'] = k3
+                c['member_assignment'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6_0, = _U2(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'group_id': v1, 'group_state': v2, 'protocol_type': v3, 'protocol_data': v4, 'members': v5, 'authorized_operations': v6_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['group_id'] = v1
+        o['group_state'] = v2
+        o['protocol_type'] = v3
+        o['protocol_data'] = v4
+        o['members'] = v5
+        o['authorized_operations'] = v6_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -425,13 +482,16 @@ def _p14(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p13(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -531,7 +591,13 @@ def _p18(b, p):
         v4, p = read_bytes(b, p)
         f = 5
         v5, p = read_bytes(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'client_id': v2, 'client_host': v3, 'member_metadata': v4, 'member_assignment': v5})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['client_id'] = v2
+        o['client_host'] = v3
+        o['member_metadata'] = v4
+        o['member_assignment'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -553,16 +619,42 @@ def _p19(b, p):
         f = 5
         n, p = read_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2, p = read_string(b, p)
+                k3, p = read_string(b, p)
+                k4, p = read_bytes(b, p)
+                k5, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['client_id'] = k2
+                c['client_host'] = k3
+                c['member_metadata'] = k4
+                c['member_assignment'] = k5
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6_0, = _U2(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'group_id': v1, 'group_state': v2, 'protocol_type': v3, 'protocol_data': v4, 'members': v5, 'authorized_operations': v6_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['group_id'] = v1
+        o['group_state'] = v2
+        o['protocol_type'] = v3
+        o['protocol_data'] = v4
+        o['members'] = v5
+        o['authorized_operations'] = v6_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -576,13 +668,16 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p19(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -708,7 +803,13 @@ def _p25(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'client_id': v2, 'client_host': v3, 'member_metadata': v4, 'member_assignment': v5})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['client_id'] = v2
+        o['client_host'] = v3
+        o['member_metadata'] = v4
+        o['member_assignment'] = v5
         if nt:
             p = _t24(b, p, nt, o)
         return o, p
@@ -732,12 +833,38 @@ def _p26(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_string(b, p)
+                k3, p = read_compact_string(b, p)
+                k4, p = read_compact_bytes(b, p)
+                k5, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['client_id'] = k2
+                c['client_host'] = k3
+                c['member_metadata'] = k4
+                c['member_assignment'] = k5
+                if nt:
+                    p = _t24(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p25(b, p)
+                _p25(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6_0, = _U2(b, p)
         p += 4
@@ -747,7 +874,14 @@ def _p26(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'group_id': v1, 'group_state': v2, 'protocol_type': v3, 'protocol_data': v4, 'members': v5, 'authorized_operations': v6_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['group_id'] = v1
+        o['group_state'] = v2
+        o['protocol_type'] = v3
+        o['protocol_data'] = v4
+        o['members'] = v5
+        o['authorized_operations'] = v6_0
         if nt:
             p = _t24(b, p, nt, o)
         return o, p
@@ -763,19 +897,22 @@ def _p27(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p26(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t24(b, p, nt, o)
         return o, p
@@ -905,12 +1042,38 @@ def _p31(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
-        for i in range(n):
+        a = v6.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_string(b, p)
+                k3, p = read_compact_string(b, p)
+                k4, p = read_compact_bytes(b, p)
+                k5, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['client_id'] = k2
+                c['client_host'] = k3
+                c['member_metadata'] = k4
+                c['member_assignment'] = k5
+                if nt:
+                    p = _t24(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p25(b, p)
+                _p25(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            raise
         f = 7
         v7_0, = _U2(b, p)
         p += 4
@@ -920,7 +1083,15 @@ def _p31(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'group_id': v2, 'group_state': v3, 'protocol_type': v4, 'protocol_data': v5, 'members': v6, 'authorized_operations': v7_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['group_id'] = v2
+        o['group_state'] = v3
+        o['protocol_type'] = v4
+        o['protocol_data'] = v5
+        o['members'] = v6
+        o['authorized_operations'] = v7_0
         if nt:
             p = _t24(b, p, nt, o)
         return o, p
@@ -936,19 +1107,22 @@ def _p32(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p31(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t24(b, p, nt, o)
         return o, p

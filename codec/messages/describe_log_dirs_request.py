@@ -19,12 +19,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('topic', 'partitions')
 _K1 = ('topics',)
@@ -45,9 +45,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -61,13 +63,27 @@ def _p1(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    n, p = read_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
-        o = Container({'topics': v0})
+                raise
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -168,7 +184,7 @@ def _p7(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -176,7 +192,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -192,19 +210,40 @@ def _p8(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t6(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p7(b, p)
+                    _p7(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0})
+        o = Container()
+        o['topics'] = v0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -80,7 +80,11 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U2(b, p)
         p += 21
-        o = Container({'partition_index': v0_0, 'partition_size': v0_1, 'offset_lag': v0_2, 'is_future_key': v0_3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['partition_size'] = v0_1
+        o['offset_lag'] = v0_2
+        o['is_future_key'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -93,13 +97,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 21
+                c = Container()
+                c['partition_index'] = k0_0
+                c['partition_size'] = k0_1
+                c['offset_lag'] = k0_2
+                c['is_future_key'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -115,13 +134,17 @@ def _p2(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'error_code': v0_0, 'log_dir': v1, 'topics': v2})
+            a(x)
+        o = Container()
+        o['error_code'] = v0_0
+        o['log_dir'] = v1
+        o['topics'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -135,13 +158,16 @@ def _p3(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -331,7 +357,11 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'partition_size': v0_1, 'offset_lag': v0_2, 'is_future_key': v0_3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['partition_size'] = v0_1
+        o['offset_lag'] = v0_2
+        o['is_future_key'] = v0_3
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -346,19 +376,41 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 21
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['partition_size'] = k0_1
+                c['offset_lag'] = k0_2
+                c['is_future_key'] = k0_3
+                if nt:
+                    p = _t12(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -376,19 +428,23 @@ def _p15(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'log_dir': v1, 'topics': v2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['log_dir'] = v1
+        o['topics'] = v2
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -404,19 +460,22 @@ def _p16(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p15(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -538,19 +597,23 @@ def _p21(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p15(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -674,12 +737,13 @@ def _p26(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         v3_0, v3_1 = _U8(b, p)
         p += 16
@@ -689,7 +753,12 @@ def _p26(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'log_dir': v1, 'topics': v2, 'total_bytes': v3_0, 'usable_bytes': v3_1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['log_dir'] = v1
+        o['topics'] = v2
+        o['total_bytes'] = v3_0
+        o['usable_bytes'] = v3_1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -705,19 +774,23 @@ def _p27(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p26(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -843,12 +916,13 @@ def _p32(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         v3_0, v3_1, v3_2 = _U10(b, p)
         p += 17
@@ -858,7 +932,13 @@ def _p32(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'log_dir': v1, 'topics': v2, 'total_bytes': v3_0, 'usable_bytes': v3_1, 'is_cordoned': v3_2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['log_dir'] = v1
+        o['topics'] = v2
+        o['total_bytes'] = v3_0
+        o['usable_bytes'] = v3_1
+        o['is_cordoned'] = v3_2
         if nt:
             p = _t12(b, p, nt, o)
         return o, p
@@ -874,19 +954,23 @@ def _p33(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p32(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['results'] = v1
         if nt:
             p = _t12(b, p, nt, o)
         return o, p

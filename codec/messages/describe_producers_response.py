@@ -73,7 +73,13 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'producer_id': v0_0, 'producer_epoch': v0_1, 'last_sequence': v0_2, 'last_timestamp': v0_3, 'coordinator_epoch': v0_4, 'current_txn_start_offset': v0_5})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['producer_epoch'] = v0_1
+        o['last_sequence'] = v0_2
+        o['last_timestamp'] = v0_3
+        o['coordinator_epoch'] = v0_4
+        o['current_txn_start_offset'] = v0_5
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -91,19 +97,45 @@ def _p2(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U2(b, p)
+                p += 36
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['producer_id'] = k0_0
+                c['producer_epoch'] = k0_1
+                c['last_sequence'] = k0_2
+                c['last_timestamp'] = k0_3
+                c['coordinator_epoch'] = k0_4
+                c['current_txn_start_offset'] = k0_5
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'error_message': v1, 'active_producers': v2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['active_producers'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -118,19 +150,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -146,19 +181,22 @@ def _p4(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -26,6 +26,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('replica_id', 'i', None), ('log_end_offset', 'q', None)), '_tagged_fields')
@@ -110,7 +111,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'log_end_offset': v0_1})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['log_end_offset'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -126,28 +129,71 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U2(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['log_end_offset'] = k0_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U2(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['log_end_offset'] = k0_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'high_watermark': v0_4, 'current_voters': v1, 'observers': v2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['high_watermark'] = v0_4
+        o['current_voters'] = v1
+        o['observers'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -162,19 +208,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -190,19 +239,22 @@ def _p4(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -334,7 +386,11 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'log_end_offset': v0_1, 'last_fetch_timestamp': v0_2, 'last_caught_up_timestamp': v0_3})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['log_end_offset'] = v0_1
+        o['last_fetch_timestamp'] = v0_2
+        o['last_caught_up_timestamp'] = v0_3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -350,28 +406,75 @@ def _p10(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U6(b, p)
+                p += 28
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['log_end_offset'] = k0_1
+                c['last_fetch_timestamp'] = k0_2
+                c['last_caught_up_timestamp'] = k0_3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U6(b, p)
+                p += 28
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['log_end_offset'] = k0_1
+                c['last_fetch_timestamp'] = k0_2
+                c['last_caught_up_timestamp'] = k0_3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'high_watermark': v0_4, 'current_voters': v1, 'observers': v2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['high_watermark'] = v0_4
+        o['current_voters'] = v1
+        o['observers'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -386,19 +489,22 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p10(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -414,19 +520,22 @@ def _p12(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -552,14 +661,19 @@ def _p17(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4 = _U10(b, p)
         p += 44
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'replica_directory_id': v0_1, 'log_end_offset': v0_2, 'last_fetch_timestamp': v0_3, 'last_caught_up_timestamp': v0_4})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['replica_directory_id'] = v0_1
+        o['log_end_offset'] = v0_2
+        o['last_fetch_timestamp'] = v0_3
+        o['last_caught_up_timestamp'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -580,28 +694,80 @@ def _p18(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U10(b, p)
+                p += 44
+                k0_1 = uuid_from_bytes(k0_1)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['replica_directory_id'] = k0_1
+                c['log_end_offset'] = k0_2
+                c['last_fetch_timestamp'] = k0_3
+                c['last_caught_up_timestamp'] = k0_4
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p17(b, p)
+                _p17(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U10(b, p)
+                p += 44
+                k0_1 = uuid_from_bytes(k0_1)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['replica_id'] = k0_0
+                c['replica_directory_id'] = k0_1
+                c['log_end_offset'] = k0_2
+                c['last_fetch_timestamp'] = k0_3
+                c['last_caught_up_timestamp'] = k0_4
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p17(b, p)
+                _p17(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'error_message': v1, 'leader_id': v2_0, 'leader_epoch': v2_1, 'high_watermark': v2_2, 'current_voters': v3, 'observers': v4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['leader_id'] = v2_0
+        o['leader_epoch'] = v2_1
+        o['high_watermark'] = v2_2
+        o['current_voters'] = v3
+        o['observers'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -616,19 +782,22 @@ def _p19(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p18(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -651,7 +820,10 @@ def _p20(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -667,19 +839,42 @@ def _p21(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U12(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'listeners': v1})
+        o = Container()
+        o['node_id'] = v0_0
+        o['listeners'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -697,28 +892,34 @@ def _p22(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p19(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            a(x)
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'topics': v2, 'nodes': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['topics'] = v2
+        o['nodes'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -26,6 +26,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('partition_index', 'i', None), ('start_offset', 'q', None), ('leader_epoch', 'i', None), ('error_code', 'h', None)), 'error_message', '_tagged_fields')
@@ -75,7 +76,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'start_offset': v0_1, 'leader_epoch': v0_2, 'error_code': v0_3, 'error_message': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['start_offset'] = v0_1
+        o['leader_epoch'] = v0_2
+        o['error_code'] = v0_3
+        o['error_message'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -90,23 +96,48 @@ def _p2(b, p):
         f = 1
         v1_0, = _U1(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 18
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['start_offset'] = k0_1
+                c['leader_epoch'] = k0_2
+                c['error_code'] = k0_3
+                c['error_message'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'topic_id': v1_0, 'partitions': v2})
+        o = Container()
+        o['topic_name'] = v0
+        o['topic_id'] = v1_0
+        o['partitions'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -122,19 +153,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -63,7 +63,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0})
+        o = Container()
+        o['name'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -84,7 +85,9 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_index': v1_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -97,12 +100,28 @@ def _p3(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U0(b, p)
         p += 4
@@ -118,7 +137,10 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'response_partition_limit': v1_0, 'cursor': v2})
+        o = Container()
+        o['topics'] = v0
+        o['response_partition_limit'] = v1_0
+        o['cursor'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -21,13 +21,14 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('error_code', 'h', None), ('partition_index', 'i', None), ('leader_id', 'i', None), ('leader_epoch', 'i', None)), 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', '_tagged_fields')
@@ -76,29 +77,29 @@ def _p1(b, p):
         p += 14
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v3 = None
         else:
-            v3 = list(unpack_from(f'>{n}i', b, p))
+            v3 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v4 = None
         else:
-            v4 = list(unpack_from(f'>{n}i', b, p))
+            v4 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 5
         n, p = read_compact_array_length(b, p, False)
-        v5 = list(unpack_from(f'>{n}i', b, p))
+        v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
         nt = b[p]
@@ -106,7 +107,16 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'partition_index': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'replica_nodes': v1, 'isr_nodes': v2, 'eligible_leader_replicas': v3, 'last_known_elr': v4, 'offline_replicas': v5})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_index'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['replica_nodes'] = v1
+        o['isr_nodes'] = v2
+        o['eligible_leader_replicas'] = v3
+        o['last_known_elr'] = v4
+        o['offline_replicas'] = v5
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -124,16 +134,62 @@ def _p2(b, p):
         f = 2
         v2_0, v2_1 = _U2(b, p)
         p += 17
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
+                p += 14
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, True)
+                if n < 0:
+                    k3 = None
+                else:
+                    k3 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                n, p = read_compact_array_length(b, p, True)
+                if n < 0:
+                    k4 = None
+                else:
+                    k4 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['eligible_leader_replicas'] = k3
+                c['last_known_elr'] = k4
+                c['offline_replicas'] = k5
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U0(b, p)
         p += 4
@@ -143,7 +199,13 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'name': v1, 'topic_id': v2_0, 'is_internal': v2_1, 'partitions': v3, 'topic_authorized_operations': v4_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['topic_id'] = v2_0
+        o['is_internal'] = v2_1
+        o['partitions'] = v3
+        o['topic_authorized_operations'] = v4_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -164,7 +226,9 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_index': v1_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -180,12 +244,13 @@ def _p4(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         if b[p] & 0x80:
             v2 = None
@@ -198,7 +263,10 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1, 'next_cursor': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
+        o['next_cursor'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

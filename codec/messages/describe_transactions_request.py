@@ -56,7 +56,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_ids': v0})
+        o = Container()
+        o['transactional_ids'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -18,11 +18,11 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ('topic', 'partitions', '_tagged_fields')
@@ -65,7 +65,7 @@ def _p1(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -73,7 +73,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -96,19 +98,47 @@ def _p2(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'transactional_id': v1, 'transaction_state': v2, 'transaction_timeout_ms': v3_0, 'transaction_start_time_ms': v3_1, 'producer_id': v3_2, 'producer_epoch': v3_3, 'topics': v4})
+        o = Container()
+        o['error_code'] = v0_0
+        o['transactional_id'] = v1
+        o['transaction_state'] = v2
+        o['transaction_timeout_ms'] = v3_0
+        o['transaction_start_time_ms'] = v3_1
+        o['producer_id'] = v3_2
+        o['producer_epoch'] = v3_3
+        o['topics'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -124,19 +154,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'transaction_states': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['transaction_states'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -56,7 +56,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0})
+        o = Container()
+        o['name'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -72,19 +73,36 @@ def _p2(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'users': v0})
+        o = Container()
+        o['users'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

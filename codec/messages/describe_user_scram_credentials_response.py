@@ -70,7 +70,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'mechanism': v0_0, 'iterations': v0_1})
+        o = Container()
+        o['mechanism'] = v0_0
+        o['iterations'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -90,19 +92,41 @@ def _p2(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U2(b, p)
+                p += 5
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['mechanism'] = k0_0
+                c['iterations'] = k0_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'user': v0, 'error_code': v1_0, 'error_message': v2, 'credential_infos': v3})
+        o = Container()
+        o['user'] = v0
+        o['error_code'] = v1_0
+        o['error_message'] = v2
+        o['credential_infos'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -120,19 +144,24 @@ def _p3(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'results': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['results'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('topic', 'partitions')
 _K1 = ('topic_partitions', (('timeout_ms', 'i', None),))
@@ -59,9 +59,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -75,16 +77,31 @@ def _p1(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    n, p = read_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, = _U0(b, p)
         p += 4
-        o = Container({'topic_partitions': v0, 'timeout_ms': v1_0})
+        o = Container()
+        o['topic_partitions'] = v0
+        o['timeout_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -139,16 +156,32 @@ def _p4(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    n, p = read_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U0(b, p)
         p += 4
-        o = Container({'election_type': v0_0, 'topic_partitions': v1, 'timeout_ms': v2_0})
+        o = Container()
+        o['election_type'] = v0_0
+        o['topic_partitions'] = v1
+        o['timeout_ms'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -217,7 +250,7 @@ def _p8(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -225,7 +258,9 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t7(b, p, nt, o)
         return o, p
@@ -244,12 +279,32 @@ def _p9(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t7(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p8(b, p)
+                    _p8(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U0(b, p)
         p += 4
@@ -259,7 +314,10 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'election_type': v0_0, 'topic_partitions': v1, 'timeout_ms': v2_0})
+        o = Container()
+        o['election_type'] = v0_0
+        o['topic_partitions'] = v1
+        o['timeout_ms'] = v2_0
         if nt:
             p = _t7(b, p, nt, o)
         return o, p
@@ -327,14 +385,14 @@ def _p12(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v2 = None
         else:
-            v2 = list(unpack_from(f'>{n}i', b, p))
+            v2 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 3
         nt = b[p]
@@ -342,7 +400,10 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1, 'desired_leaders': v2})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
+        o['desired_leaders'] = v2
         if nt:
             p = _t7(b, p, nt, o)
         return o, p
@@ -361,12 +422,39 @@ def _p13(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    n, p = read_compact_array_length(b, p, True)
+                    if n < 0:
+                        k2 = None
+                    else:
+                        k2 = list(UNPACK_INT32S[n](b, p))
+                        p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic'] = k0
+                    c['partitions'] = k1
+                    c['desired_leaders'] = k2
+                    if nt:
+                        p = _t7(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p12(b, p)
+                    _p12(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U0(b, p)
         p += 4
@@ -376,7 +464,10 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'election_type': v0_0, 'topic_partitions': v1, 'timeout_ms': v2_0})
+        o = Container()
+        o['election_type'] = v0_0
+        o['topic_partitions'] = v1
+        o['timeout_ms'] = v2_0
         if nt:
             p = _t7(b, p, nt, o)
         return o, p

@@ -64,7 +64,10 @@ def _p0(b, p):
         p += 6
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_id': v0_0, 'error_code': v0_1, 'error_message': v1})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -77,13 +80,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_id'] = k0_0
+                c['error_code'] = k0_1
+                c['error_message'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partition_result': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partition_result'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -97,13 +115,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'replica_election_results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['replica_election_results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -174,13 +195,17 @@ def _p6(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'replica_election_results': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['replica_election_results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -273,7 +298,10 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'error_code': v0_1, 'error_message': v1})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -288,19 +316,41 @@ def _p12(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_id'] = k0_0
+                c['error_code'] = k0_1
+                c['error_message'] = k1
+                if nt:
+                    p = _t10(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p11(b, p)
+                _p11(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partition_result': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partition_result'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -316,19 +366,23 @@ def _p13(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p12(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'replica_election_results': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['replica_election_results'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p

@@ -24,7 +24,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
@@ -33,6 +32,8 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition_index', 'i', None), ('leader_id', 'i', None), ('leader_epoch', 'i', None)), 'preferred_successors')
 _K1 = ('topic_name', 'partitions')
@@ -75,9 +76,13 @@ def _p0(b, p):
         p += 12
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'partition_index': v0_0, 'leader_id': v0_1, 'leader_epoch': v0_2, 'preferred_successors': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['leader_id'] = v0_1
+        o['leader_epoch'] = v0_2
+        o['preferred_successors'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -90,13 +95,31 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U0(b, p)
+                p += 12
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['partition_index'] = k0_0
+                c['leader_id'] = k0_1
+                c['leader_epoch'] = k0_2
+                c['preferred_successors'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic_name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -109,13 +132,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'cluster_id': v0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['cluster_id'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -205,14 +231,16 @@ def _p7(b, p):
         f = 0
         v0_0, v0_1 = _U2(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'candidate_id': v0_0, 'candidate_directory_id': v0_1})
+        o = Container()
+        o['candidate_id'] = v0_0
+        o['candidate_directory_id'] = v0_1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -228,19 +256,42 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U2(b, p)
+                p += 20
+                k0_1 = uuid_from_bytes(k0_1)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['candidate_id'] = k0_0
+                c['candidate_directory_id'] = k0_1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'leader_id': v0_1, 'leader_epoch': v0_2, 'preferred_candidates': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['leader_id'] = v0_1
+        o['leader_epoch'] = v0_2
+        o['preferred_candidates'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -255,19 +306,22 @@ def _p9(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -290,7 +344,10 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -305,28 +362,53 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p9(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U3(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'topics': v1, 'leader_endpoints': v2})
+        o = Container()
+        o['cluster_id'] = v0
+        o['topics'] = v1
+        o['leader_endpoints'] = v2
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -63,7 +63,11 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U1(b, p)
         p += 14
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,13 +80,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 14
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic_name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -96,13 +115,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -190,7 +212,11 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -205,19 +231,41 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 14
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -241,7 +289,10 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -260,12 +311,34 @@ def _t10(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0_0, = _U4(b, p)
+                        p += 4
+                        k1, p = read_compact_string(b, p)
+                        k2_0, = _U5(b, p)
+                        p += 2
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['node_id'] = k0_0
+                        c['host'] = k1
+                        c['port'] = k2_0
+                        if nt:
+                            p = _t6(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p9(b, p)
+                        _p9(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
             else:
@@ -286,19 +359,23 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1, 'node_endpoints': []})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
+        o['node_endpoints'] = []
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -397,18 +474,18 @@ def _b15(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(1)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b14(x, x)
+                    _b14(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

@@ -37,7 +37,11 @@ def _p0(b, p):
         f = 1
         v1_0, v1_1, v1_2 = _U0(b, p)
         p += 11
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'producer_epoch': v1_1, 'committed': v1_2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['producer_epoch'] = v1_1
+        o['committed'] = v1_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -115,7 +119,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'producer_epoch': v1_1, 'committed': v1_2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['producer_epoch'] = v1_1
+        o['committed'] = v1_2
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

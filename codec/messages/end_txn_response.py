@@ -37,7 +37,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 6
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -104,7 +106,9 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -159,7 +163,11 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'producer_id': v0_2, 'producer_epoch': v0_3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['producer_id'] = v0_2
+        o['producer_epoch'] = v0_3
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

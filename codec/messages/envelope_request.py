@@ -55,7 +55,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'request_data': v0, 'request_principal': v1, 'client_host_address': v2})
+        o = Container()
+        o['request_data'] = v0
+        o['request_principal'] = v1
+        o['client_host_address'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -55,7 +55,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'response_data': v0, 'error_code': v1_0})
+        o = Container()
+        o['response_data'] = v0
+        o['error_code'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -37,7 +37,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 8
-        o = Container({'hmac': v0, 'expiry_time_period_ms': v1_0})
+        o = Container()
+        o['hmac'] = v0
+        o['expiry_time_period_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -101,7 +103,9 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'hmac': v0, 'expiry_time_period_ms': v1_0})
+        o = Container()
+        o['hmac'] = v0
+        o['expiry_time_period_ms'] = v1_0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

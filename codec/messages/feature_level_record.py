@@ -55,7 +55,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'feature_level': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['feature_level'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

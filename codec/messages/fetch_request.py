@@ -25,7 +25,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
@@ -33,6 +32,8 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition', 'i', None), ('fetch_offset', 'q', None), ('partition_max_bytes', 'i', None)),)
 _K1 = ('topic', 'partitions')
@@ -134,7 +135,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U1(b, p)
         p += 16
-        o = Container({'partition': v0_0, 'fetch_offset': v0_1, 'partition_max_bytes': v0_2})
+        o = Container()
+        o['partition'] = v0_0
+        o['fetch_offset'] = v0_1
+        o['partition_max_bytes'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -147,13 +151,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U1(b, p)
+                p += 16
+                c = Container()
+                c['partition'] = k0_0
+                c['fetch_offset'] = k0_1
+                c['partition_max_bytes'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -167,13 +185,18 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -349,13 +372,19 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -423,13 +452,20 @@ def _p16(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -494,7 +530,11 @@ def _p20(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U8(b, p)
         p += 24
-        o = Container({'partition': v0_0, 'fetch_offset': v0_1, 'log_start_offset': v0_2, 'partition_max_bytes': v0_3})
+        o = Container()
+        o['partition'] = v0_0
+        o['fetch_offset'] = v0_1
+        o['log_start_offset'] = v0_2
+        o['partition_max_bytes'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K19, f) from None
@@ -507,13 +547,28 @@ def _p21(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 24
+                c = Container()
+                c['partition'] = k0_0
+                c['fetch_offset'] = k0_1
+                c['log_start_offset'] = k0_2
+                c['partition_max_bytes'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -527,13 +582,20 @@ def _p22(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -653,9 +715,11 @@ def _p29(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -669,22 +733,45 @@ def _p30(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'session_id': v0_5, 'session_epoch': v0_6, 'topics': v1, 'forgotten_topics_data': v2})
+            raise
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['session_id'] = v0_5
+        o['session_epoch'] = v0_6
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K23, f) from None
@@ -861,7 +948,12 @@ def _p39(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4 = _U12(b, p)
         p += 28
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'fetch_offset': v0_2, 'log_start_offset': v0_3, 'partition_max_bytes': v0_4})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['fetch_offset'] = v0_2
+        o['log_start_offset'] = v0_3
+        o['partition_max_bytes'] = v0_4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K27, f) from None
@@ -874,13 +966,29 @@ def _p40(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U12(b, p)
+                p += 28
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['fetch_offset'] = k0_2
+                c['log_start_offset'] = k0_3
+                c['partition_max_bytes'] = k0_4
+                a(c)
+        except Exception:
             try:
-                x, p = _p39(b, p)
+                _p39(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -894,22 +1002,45 @@ def _p41(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p40(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'session_id': v0_5, 'session_epoch': v0_6, 'topics': v1, 'forgotten_topics_data': v2})
+            raise
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['session_id'] = v0_5
+        o['session_epoch'] = v0_6
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K23, f) from None
@@ -1089,24 +1220,48 @@ def _p50(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p40(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_string(b, p)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'session_id': v0_5, 'session_epoch': v0_6, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['session_id'] = v0_5
+        o['session_epoch'] = v0_6
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K31, f) from None
@@ -1226,7 +1381,13 @@ def _p56(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'fetch_offset': v0_2, 'last_fetched_epoch': v0_3, 'log_start_offset': v0_4, 'partition_max_bytes': v0_5})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['fetch_offset'] = v0_2
+        o['last_fetched_epoch'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['partition_max_bytes'] = v0_5
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1241,19 +1402,43 @@ def _p57(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
+                p += 32
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['fetch_offset'] = k0_2
+                c['last_fetched_epoch'] = k0_3
+                c['log_start_offset'] = k0_4
+                c['partition_max_bytes'] = k0_5
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p56(b, p)
+                _p56(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1267,7 +1452,7 @@ def _p58(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -1275,7 +1460,9 @@ def _p58(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1313,21 +1500,42 @@ def _p60(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p57(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p58(b, p)
+                _p58(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_string(b, p)
         f = 5
@@ -1336,7 +1544,18 @@ def _p60(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'session_id': v0_5, 'session_epoch': v0_6, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3, 'cluster_id': None})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['session_id'] = v0_5
+        o['session_epoch'] = v0_6
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
+        o['cluster_id'] = None
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1451,11 +1670,11 @@ def _b64(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1471,23 +1690,47 @@ def _p65(b, p):
         f = 0
         v0_0, = _U16(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
+                p += 32
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['fetch_offset'] = k0_2
+                c['last_fetched_epoch'] = k0_3
+                c['log_start_offset'] = k0_4
+                c['partition_max_bytes'] = k0_5
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p56(b, p)
+                _p56(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1500,10 +1743,10 @@ def _p66(b, p):
         f = 0
         v0_0, = _U16(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -1511,7 +1754,9 @@ def _p66(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1527,21 +1772,44 @@ def _p67(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p65(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U16(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p66(b, p)
+                _p66(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_string(b, p)
         f = 5
@@ -1550,7 +1818,18 @@ def _p67(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'max_wait_ms': v0_1, 'min_bytes': v0_2, 'max_bytes': v0_3, 'isolation_level': v0_4, 'session_id': v0_5, 'session_epoch': v0_6, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3, 'cluster_id': None})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_wait_ms'] = v0_1
+        o['min_bytes'] = v0_2
+        o['max_bytes'] = v0_3
+        o['isolation_level'] = v0_4
+        o['session_id'] = v0_5
+        o['session_epoch'] = v0_6
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
+        o['cluster_id'] = None
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1663,11 +1942,11 @@ def _b71(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1783,11 +2062,11 @@ def _b75(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1812,7 +2091,9 @@ def _p77(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'replica_epoch': v0_1})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['replica_epoch'] = v0_1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -1854,21 +2135,44 @@ def _p79(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p65(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U16(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p66(b, p)
+                _p66(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_string(b, p)
         f = 6
@@ -1877,7 +2181,18 @@ def _p79(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'max_wait_ms': v0_0, 'min_bytes': v0_1, 'max_bytes': v0_2, 'isolation_level': v0_3, 'session_id': v0_4, 'session_epoch': v0_5, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3, 'cluster_id': None, 'replica_state': _d76()})
+        o = Container()
+        o['max_wait_ms'] = v0_0
+        o['min_bytes'] = v0_1
+        o['max_bytes'] = v0_2
+        o['isolation_level'] = v0_3
+        o['session_id'] = v0_4
+        o['session_epoch'] = v0_5
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
+        o['cluster_id'] = None
+        o['replica_state'] = _d76()
         if nt:
             p = _t78(b, p, nt, o)
         return o, p
@@ -2008,21 +2323,21 @@ def _b84(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('replica_state', _K35)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(15)
-        _b83(v, x)
-        if x != _K59:
+        _b83(v, tw)
+        if tw != _K59:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2156,21 +2471,21 @@ def _b89(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('replica_state', _K35)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(16)
-        _b88(v, x)
-        if x != _K61:
+        _b88(v, tw)
+        if tw != _K61:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2192,7 +2507,7 @@ def _t90(b, p, nt, o):
             if t == 0:
                 v, = _U16(b, p)
                 p += 16
-                v = UUID(bytes=v)
+                v = uuid_from_bytes(v)
                 o['replica_directory_id'] = v
                 check_tag_end(p, e, t)
             else:
@@ -2216,7 +2531,14 @@ def _p91(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'fetch_offset': v0_2, 'last_fetched_epoch': v0_3, 'log_start_offset': v0_4, 'partition_max_bytes': v0_5, 'replica_directory_id': ZERO_UUID})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['fetch_offset'] = v0_2
+        o['last_fetched_epoch'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['partition_max_bytes'] = v0_5
+        o['replica_directory_id'] = ZERO_UUID
         if nt:
             p = _t90(b, p, nt, o)
         return o, p
@@ -2229,23 +2551,48 @@ def _p92(b, p):
         f = 0
         v0_0, = _U16(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
+                p += 32
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['fetch_offset'] = k0_2
+                c['last_fetched_epoch'] = k0_3
+                c['log_start_offset'] = k0_4
+                c['partition_max_bytes'] = k0_5
+                c['replica_directory_id'] = ZERO_UUID
+                if nt:
+                    p = _t90(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p91(b, p)
+                _p91(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -2261,21 +2608,44 @@ def _p93(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p92(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U16(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p66(b, p)
+                _p66(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_string(b, p)
         f = 6
@@ -2284,7 +2654,18 @@ def _p93(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'max_wait_ms': v0_0, 'min_bytes': v0_1, 'max_bytes': v0_2, 'isolation_level': v0_3, 'session_id': v0_4, 'session_epoch': v0_5, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3, 'cluster_id': None, 'replica_state': _d76()})
+        o = Container()
+        o['max_wait_ms'] = v0_0
+        o['min_bytes'] = v0_1
+        o['max_bytes'] = v0_2
+        o['isolation_level'] = v0_3
+        o['session_id'] = v0_4
+        o['session_epoch'] = v0_5
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
+        o['cluster_id'] = None
+        o['replica_state'] = _d76()
         if nt:
             p = _t78(b, p, nt, o)
         return o, p
@@ -2303,11 +2684,11 @@ def _b94(o, w):
         f = 1
         v = g('replica_directory_id', ZERO_UUID)
         if v != ZERO_UUID:
-            x = bytearray()
-            x += uuid_bytes(v)
+            tw = bytearray()
+            tw += uuid_bytes(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2423,21 +2804,21 @@ def _b98(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('replica_state', _K35)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(17)
-        _b97(v, x)
-        if x != _K67:
+        _b97(v, tw)
+        if tw != _K67:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2459,7 +2840,7 @@ def _t99(b, p, nt, o):
             if t == 0:
                 v, = _U16(b, p)
                 p += 16
-                v = UUID(bytes=v)
+                v = uuid_from_bytes(v)
                 o['replica_directory_id'] = v
                 check_tag_end(p, e, t)
             elif t == 1:
@@ -2488,7 +2869,15 @@ def _p100(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'fetch_offset': v0_2, 'last_fetched_epoch': v0_3, 'log_start_offset': v0_4, 'partition_max_bytes': v0_5, 'replica_directory_id': ZERO_UUID, 'high_watermark': 9223372036854775807})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['fetch_offset'] = v0_2
+        o['last_fetched_epoch'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['partition_max_bytes'] = v0_5
+        o['replica_directory_id'] = ZERO_UUID
+        o['high_watermark'] = 9223372036854775807
         if nt:
             p = _t99(b, p, nt, o)
         return o, p
@@ -2501,23 +2890,49 @@ def _p101(b, p):
         f = 0
         v0_0, = _U16(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
+                p += 32
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['fetch_offset'] = k0_2
+                c['last_fetched_epoch'] = k0_3
+                c['log_start_offset'] = k0_4
+                c['partition_max_bytes'] = k0_5
+                c['replica_directory_id'] = ZERO_UUID
+                c['high_watermark'] = 9223372036854775807
+                if nt:
+                    p = _t99(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p100(b, p)
+                _p100(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t55(b, p, nt, o)
         return o, p
@@ -2533,21 +2948,44 @@ def _p102(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p101(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U16(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t55(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p66(b, p)
+                _p66(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_string(b, p)
         f = 6
@@ -2556,7 +2994,18 @@ def _p102(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'max_wait_ms': v0_0, 'min_bytes': v0_1, 'max_bytes': v0_2, 'isolation_level': v0_3, 'session_id': v0_4, 'session_epoch': v0_5, 'topics': v1, 'forgotten_topics_data': v2, 'rack_id': v3, 'cluster_id': None, 'replica_state': _d76()})
+        o = Container()
+        o['max_wait_ms'] = v0_0
+        o['min_bytes'] = v0_1
+        o['max_bytes'] = v0_2
+        o['isolation_level'] = v0_3
+        o['session_id'] = v0_4
+        o['session_epoch'] = v0_5
+        o['topics'] = v1
+        o['forgotten_topics_data'] = v2
+        o['rack_id'] = v3
+        o['cluster_id'] = None
+        o['replica_state'] = _d76()
         if nt:
             p = _t78(b, p, nt, o)
         return o, p
@@ -2575,19 +3024,19 @@ def _b103(o, w):
         f = 1
         v = g('replica_directory_id', ZERO_UUID)
         if v != ZERO_UUID:
-            x = bytearray()
-            x += uuid_bytes(v)
+            tw = bytearray()
+            tw += uuid_bytes(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('high_watermark', 9223372036854775807)
         if v != 9223372036854775807:
-            x = bytearray()
-            x += _P23(v)
+            tw = bytearray()
+            tw += _P23(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2703,21 +3152,21 @@ def _b107(o, w):
         f = 4
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('replica_state', _K35)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(18)
-        _b106(v, x)
-        if x != _K72:
+        _b106(v, tw)
+        if tw != _K72:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:

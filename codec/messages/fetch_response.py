@@ -35,6 +35,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition_index', 'i', None), ('error_code', 'h', None), ('high_watermark', 'q', None)), 'records')
 _K1 = ('topic', 'partitions')
@@ -131,7 +132,11 @@ def _p0(b, p):
         p += 14
         f = 1
         v1, p = read_nullable_bytes(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'high_watermark': v0_2, 'records': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['high_watermark'] = v0_2
+        o['records'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -144,13 +149,29 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U0(b, p)
+                p += 14
+                k1, p = read_nullable_bytes(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['high_watermark'] = k0_2
+                c['records'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -161,13 +182,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'responses': v0})
+            a(x)
+        o = Container()
+        o['responses'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -236,13 +259,16 @@ def _p6(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -424,7 +450,9 @@ def _p16(b, p):
         f = 0
         v0_0, v0_1 = _U5(b, p)
         p += 16
-        o = Container({'producer_id': v0_0, 'first_offset': v0_1})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['first_offset'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -441,15 +469,32 @@ def _p17(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 16
+                    c = Container()
+                    c['producer_id'] = k0_0
+                    c['first_offset'] = k0_1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'high_watermark': v0_2, 'last_stable_offset': v0_3, 'aborted_transactions': v1, 'records': v2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['high_watermark'] = v0_2
+        o['last_stable_offset'] = v0_3
+        o['aborted_transactions'] = v1
+        o['records'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -462,13 +507,16 @@ def _p18(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p17(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            a(x)
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -482,13 +530,16 @@ def _p19(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p18(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -581,15 +632,33 @@ def _p24(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 16
+                    c = Container()
+                    c['producer_id'] = k0_0
+                    c['first_offset'] = k0_1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'high_watermark': v0_2, 'last_stable_offset': v0_3, 'log_start_offset': v0_4, 'aborted_transactions': v1, 'records': v2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['high_watermark'] = v0_2
+        o['last_stable_offset'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['aborted_transactions'] = v1
+        o['records'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K22, f) from None
@@ -602,13 +671,16 @@ def _p25(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p24(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            a(x)
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -622,13 +694,16 @@ def _p26(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p25(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'responses': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -794,13 +869,18 @@ def _p35(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p25(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'session_id': v0_2, 'responses': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['session_id'] = v0_2
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K26, f) from None
@@ -1121,18 +1201,37 @@ def _p52(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 16
+                    c = Container()
+                    c['producer_id'] = k0_0
+                    c['first_offset'] = k0_1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         v3, p = read_nullable_bytes(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'high_watermark': v0_2, 'last_stable_offset': v0_3, 'log_start_offset': v0_4, 'aborted_transactions': v1, 'preferred_read_replica': v2_0, 'records': v3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['high_watermark'] = v0_2
+        o['last_stable_offset'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['aborted_transactions'] = v1
+        o['preferred_read_replica'] = v2_0
+        o['records'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K30, f) from None
@@ -1145,13 +1244,16 @@ def _p53(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p52(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            a(x)
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -1165,13 +1267,18 @@ def _p54(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p53(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'session_id': v0_2, 'responses': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['session_id'] = v0_2
+        o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K26, f) from None
@@ -1283,7 +1390,9 @@ def _p60(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'producer_id': v0_0, 'first_offset': v0_1})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['first_offset'] = v0_1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1311,7 +1420,9 @@ def _p64(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'epoch': v0_0, 'end_offset': v0_1})
+        o = Container()
+        o['epoch'] = v0_0
+        o['end_offset'] = v0_1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1330,7 +1441,9 @@ def _p65(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'leader_id': v0_0, 'leader_epoch': v0_1})
+        o = Container()
+        o['leader_id'] = v0_0
+        o['leader_epoch'] = v0_1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1349,7 +1462,9 @@ def _p66(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'end_offset': v0_0, 'epoch': v0_1})
+        o = Container()
+        o['end_offset'] = v0_0
+        o['epoch'] = v0_1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1398,12 +1513,30 @@ def _p68(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 16
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['producer_id'] = k0_0
+                    c['first_offset'] = k0_1
+                    if nt:
+                        p = _t59(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p60(b, p)
+                    _p60(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U2(b, p)
         p += 4
@@ -1415,7 +1548,18 @@ def _p68(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'high_watermark': v0_2, 'last_stable_offset': v0_3, 'log_start_offset': v0_4, 'aborted_transactions': v1, 'preferred_read_replica': v2_0, 'records': v3, 'diverging_epoch': _d61(), 'current_leader': _d62(), 'snapshot_id': _d63()})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['high_watermark'] = v0_2
+        o['last_stable_offset'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['aborted_transactions'] = v1
+        o['preferred_read_replica'] = v2_0
+        o['records'] = v3
+        o['diverging_epoch'] = _d61()
+        o['current_leader'] = _d62()
+        o['snapshot_id'] = _d63()
         if nt:
             p = _t67(b, p, nt, o)
         return o, p
@@ -1430,19 +1574,22 @@ def _p69(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p68(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1458,19 +1605,24 @@ def _p70(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p69(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'session_id': v0_2, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['session_id'] = v0_2
+        o['responses'] = v1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1573,34 +1725,34 @@ def _b75(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(12)
-        _b72(v, x)
-        if x != _K49:
+        _b72(v, tw)
+        if tw != _K49:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(12)
-        _b73(v, x)
-        if x != _K52:
+        _b73(v, tw)
+        if tw != _K52:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(12)
-        _b74(v, x)
-        if x != _K54:
+        _b74(v, tw)
+        if tw != _K54:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1673,23 +1825,26 @@ def _p78(b, p):
         f = 0
         v0_0, = _U18(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p68(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1705,19 +1860,24 @@ def _p79(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p78(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'session_id': v0_2, 'responses': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['session_id'] = v0_2
+        o['responses'] = v1
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -1820,34 +1980,34 @@ def _b84(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(13)
-        _b81(v, x)
-        if x != _K61:
+        _b81(v, tw)
+        if tw != _K61:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(13)
-        _b82(v, x)
-        if x != _K62:
+        _b82(v, tw)
+        if tw != _K62:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(13)
-        _b83(v, x)
-        if x != _K63:
+        _b83(v, tw)
+        if tw != _K63:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2009,34 +2169,34 @@ def _b91(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(14)
-        _b88(v, x)
-        if x != _K65:
+        _b88(v, tw)
+        if tw != _K65:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(14)
-        _b89(v, x)
-        if x != _K66:
+        _b89(v, tw)
+        if tw != _K66:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(14)
-        _b90(v, x)
-        if x != _K67:
+        _b90(v, tw)
+        if tw != _K67:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2198,34 +2358,34 @@ def _b98(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(15)
-        _b95(v, x)
-        if x != _K68:
+        _b95(v, tw)
+        if tw != _K68:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(15)
-        _b96(v, x)
-        if x != _K69:
+        _b96(v, tw)
+        if tw != _K69:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(15)
-        _b97(v, x)
-        if x != _K70:
+        _b97(v, tw)
+        if tw != _K70:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2310,7 +2470,11 @@ def _p101(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         if nt:
             p = _t59(b, p, nt, o)
         return o, p
@@ -2329,12 +2493,36 @@ def _t102(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0_0, = _U2(b, p)
+                        p += 4
+                        k1, p = read_compact_string(b, p)
+                        k2_0, = _U2(b, p)
+                        p += 4
+                        k3, p = read_compact_nullable_string(b, p)
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['node_id'] = k0_0
+                        c['host'] = k1
+                        c['port'] = k2_0
+                        c['rack'] = k3
+                        if nt:
+                            p = _t59(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p101(b, p)
+                        _p101(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
             else:
@@ -2355,19 +2543,25 @@ def _p103(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p78(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'session_id': v0_2, 'responses': v1, 'node_endpoints': []})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['session_id'] = v0_2
+        o['responses'] = v1
+        o['node_endpoints'] = []
         if nt:
             p = _t102(b, p, nt, o)
         return o, p
@@ -2470,34 +2664,34 @@ def _b108(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(16)
-        _b105(v, x)
-        if x != _K75:
+        _b105(v, tw)
+        if tw != _K75:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(16)
-        _b106(v, x)
-        if x != _K76:
+        _b106(v, tw)
+        if tw != _K76:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(16)
-        _b107(v, x)
-        if x != _K77:
+        _b107(v, tw)
+        if tw != _K77:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2583,18 +2777,18 @@ def _b111(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(16)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b110(x, x)
+                    _b110(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2700,34 +2894,34 @@ def _b116(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(17)
-        _b113(v, x)
-        if x != _K81:
+        _b113(v, tw)
+        if tw != _K81:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(17)
-        _b114(v, x)
-        if x != _K82:
+        _b114(v, tw)
+        if tw != _K82:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(17)
-        _b115(v, x)
-        if x != _K83:
+        _b115(v, tw)
+        if tw != _K83:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2813,18 +3007,18 @@ def _b119(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(17)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b118(x, x)
+                    _b118(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2930,34 +3124,34 @@ def _b124(o, w):
         t = None
         f = 4
         v = g('diverging_epoch', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(18)
-        _b121(v, x)
-        if x != _K84:
+        _b121(v, tw)
+        if tw != _K84:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         v = g('current_leader', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(18)
-        _b122(v, x)
-        if x != _K85:
+        _b122(v, tw)
+        if tw != _K85:
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 6
         v = g('snapshot_id', _K19)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(18)
-        _b123(v, x)
-        if x != _K86:
+        _b123(v, tw)
+        if tw != _K86:
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -3043,18 +3237,18 @@ def _b127(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(18)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b126(x, x)
+                    _b126(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

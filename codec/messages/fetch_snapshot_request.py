@@ -26,6 +26,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('end_offset', 'q', None), ('epoch', 'i', None)), '_tagged_fields')
@@ -83,7 +84,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'end_offset': v0_0, 'epoch': v0_1})
+        o = Container()
+        o['end_offset'] = v0_0
+        o['epoch'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -107,7 +110,11 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'snapshot_id': v1, 'position': v2_0})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['snapshot_id'] = v1
+        o['position'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -122,19 +129,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -172,19 +182,24 @@ def _p5(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'max_bytes': v0_1, 'topics': v1, 'cluster_id': None})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_bytes'] = v0_1
+        o['topics'] = v1
+        o['cluster_id'] = None
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -285,11 +300,11 @@ def _b9(o, w):
         f = 2
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -311,7 +326,7 @@ def _t10(b, p, nt, o):
             if t == 0:
                 v, = _U6(b, p)
                 p += 16
-                v = UUID(bytes=v)
+                v = uuid_from_bytes(v)
                 o['replica_directory_id'] = v
                 check_tag_end(p, e, t)
             else:
@@ -340,7 +355,12 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'snapshot_id': v1, 'position': v2_0, 'replica_directory_id': ZERO_UUID})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['snapshot_id'] = v1
+        o['position'] = v2_0
+        o['replica_directory_id'] = ZERO_UUID
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -355,19 +375,22 @@ def _p12(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -383,19 +406,24 @@ def _p13(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p12(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'max_bytes': v0_1, 'topics': v1, 'cluster_id': None})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['max_bytes'] = v0_1
+        o['topics'] = v1
+        o['cluster_id'] = None
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -439,11 +467,11 @@ def _b15(o, w):
         f = 3
         v = g('replica_directory_id', ZERO_UUID)
         if v != ZERO_UUID:
-            x = bytearray()
-            x += uuid_bytes(v)
+            tw = bytearray()
+            tw += uuid_bytes(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:
@@ -504,11 +532,11 @@ def _b17(o, w):
         f = 2
         v = g('cluster_id', None)
         if v is not None:
-            x = bytearray()
-            write_compact_nullable_string(x, v)
+            tw = bytearray()
+            write_compact_nullable_string(tw, v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

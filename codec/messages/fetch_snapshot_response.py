@@ -92,7 +92,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'end_offset': v0_0, 'epoch': v0_1})
+        o = Container()
+        o['end_offset'] = v0_0
+        o['epoch'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -114,7 +116,9 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'leader_id': v0_0, 'leader_epoch': v0_1})
+        o = Container()
+        o['leader_id'] = v0_0
+        o['leader_epoch'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -162,7 +166,14 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'index': v0_0, 'error_code': v0_1, 'snapshot_id': v1, 'size': v2_0, 'position': v2_1, 'unaligned_records': v3, 'current_leader': _d2()})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['snapshot_id'] = v1
+        o['size'] = v2_0
+        o['position'] = v2_1
+        o['unaligned_records'] = v3
+        o['current_leader'] = _d2()
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -177,19 +188,22 @@ def _p6(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p5(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -205,19 +219,23 @@ def _p7(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p6(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -281,14 +299,14 @@ def _b10(o, w):
         t = None
         f = 4
         v = g('current_leader', _K0)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(0)
-        _b9(v, x)
-        if x != _K15:
+        _b9(v, tw)
+        if tw != _K15:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         u = g('_unknown_tags')
         if t is None and not u:
@@ -372,7 +390,10 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -391,12 +412,34 @@ def _t14(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0_0, = _U8(b, p)
+                        p += 4
+                        k1, p = read_compact_string(b, p)
+                        k2_0, = _U9(b, p)
+                        p += 2
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['node_id'] = k0_0
+                        c['host'] = k1
+                        c['port'] = k2_0
+                        if nt:
+                            p = _t0(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p13(b, p)
+                        _p13(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
             else:
@@ -417,19 +460,24 @@ def _p15(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p6(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'topics': v1, 'node_endpoints': []})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['topics'] = v1
+        o['node_endpoints'] = []
         if nt:
             p = _t14(b, p, nt, o)
         return o, p
@@ -493,14 +541,14 @@ def _b18(o, w):
         t = None
         f = 4
         v = g('current_leader', _K0)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(1)
-        _b17(v, x)
-        if x != _K23:
+        _b17(v, tw)
+        if tw != _K23:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 5
         u = g('_unknown_tags')
         if t is None and not u:
@@ -584,18 +632,18 @@ def _b21(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(1)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b20(x, x)
+                    _b20(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

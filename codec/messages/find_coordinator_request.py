@@ -45,7 +45,8 @@ def _p0(b, p):
     try:
         f = 0
         v0, p = read_string(b, p)
-        o = Container({'key': v0})
+        o = Container()
+        o['key'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -70,7 +71,9 @@ def _p2(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 1
-        o = Container({'key': v0, 'key_type': v1_0})
+        o = Container()
+        o['key'] = v0
+        o['key_type'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -134,7 +137,9 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'key_type': v1_0})
+        o = Container()
+        o['key'] = v0
+        o['key_type'] = v1_0
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -180,7 +185,9 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key_type': v0_0, 'coordinator_keys': v1})
+        o = Container()
+        o['key_type'] = v0_0
+        o['coordinator_keys'] = v1
         if nt:
             p = _t5(b, p, nt, o)
         return o, p

@@ -65,7 +65,11 @@ def _p0(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'node_id': v0_1, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['node_id'] = v0_1
+        o['host'] = v1
+        o['port'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -102,7 +106,13 @@ def _p2(b, p):
         f = 4
         v4_0, = _U1(b, p)
         p += 4
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'node_id': v2_0, 'host': v3, 'port': v4_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['node_id'] = v2_0
+        o['host'] = v3
+        o['port'] = v4_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -188,7 +198,13 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'node_id': v2_0, 'host': v3, 'port': v4_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['node_id'] = v2_0
+        o['host'] = v3
+        o['port'] = v4_0
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -244,7 +260,13 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'node_id': v1_0, 'host': v2, 'port': v3_0, 'error_code': v3_1, 'error_message': v4})
+        o = Container()
+        o['key'] = v0
+        o['node_id'] = v1_0
+        o['host'] = v2
+        o['port'] = v3_0
+        o['error_code'] = v3_1
+        o['error_message'] = v4
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -260,19 +282,48 @@ def _p9(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 4
+                k2, p = read_compact_string(b, p)
+                k3_0, k3_1 = _U4(b, p)
+                p += 6
+                k4, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['node_id'] = k1_0
+                c['host'] = k2
+                c['port'] = k3_0
+                c['error_code'] = k3_1
+                c['error_message'] = k4
+                if nt:
+                    p = _t5(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'coordinators': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['coordinators'] = v1
         if nt:
             p = _t5(b, p, nt, o)
         return o, p

@@ -22,6 +22,7 @@ from codec._runtime import (
     write_array_length,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('partition', 'i', None), ('last_written_leader_epoch', 'i', None), ('current_leader_epoch', 'i', None), ('log_end_offset', 'q', None), ('error_code', 'h', None)), '_tagged_fields')
@@ -69,7 +70,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'last_written_leader_epoch': v0_1, 'current_leader_epoch': v0_2, 'log_end_offset': v0_3, 'error_code': v0_4})
+        o = Container()
+        o['partition'] = v0_0
+        o['last_written_leader_epoch'] = v0_1
+        o['current_leader_epoch'] = v0_2
+        o['log_end_offset'] = v0_3
+        o['error_code'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -82,23 +88,46 @@ def _p2(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U2(b, p)
+                p += 22
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['last_written_leader_epoch'] = k0_1
+                c['current_leader_epoch'] = k0_2
+                c['log_end_offset'] = k0_3
+                c['error_code'] = k0_4
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partition_log_info': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partition_log_info'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -114,19 +143,24 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'broker_epoch': v0_1, 'truncated': v0_2, 'topic_partition_log_info_list': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['truncated'] = v0_2
+        o['topic_partition_log_info_list'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

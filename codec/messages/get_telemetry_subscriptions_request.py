@@ -17,6 +17,7 @@ from codec._runtime import (
     uuid_bytes,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('client_instance_id', '16s', None),), '_tagged_fields')
@@ -48,14 +49,15 @@ def _p1(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'client_instance_id': v0_0})
+        o = Container()
+        o['client_instance_id'] = v0_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -18,12 +18,13 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT8S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('throttle_time_ms', 'i', None), ('error_code', 'h', None), ('client_instance_id', '16s', None), ('subscription_id', 'i', None)), 'accepted_compression_types', (('push_interval_ms', 'i', None), ('telemetry_max_bytes', 'i', None), ('delta_temporality', '?', None)), 'requested_metrics', '_tagged_fields')
@@ -57,10 +58,10 @@ def _p1(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U0(b, p)
         p += 26
-        v0_2 = UUID(bytes=v0_2)
+        v0_2 = uuid_from_bytes(v0_2)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}b', b, p))
+        v1 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 2
         v2_0, v2_1, v2_2 = _U1(b, p)
@@ -77,7 +78,16 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'client_instance_id': v0_2, 'subscription_id': v0_3, 'accepted_compression_types': v1, 'push_interval_ms': v2_0, 'telemetry_max_bytes': v2_1, 'delta_temporality': v2_2, 'requested_metrics': v3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['client_instance_id'] = v0_2
+        o['subscription_id'] = v0_3
+        o['accepted_compression_types'] = v1
+        o['push_interval_ms'] = v2_0
+        o['telemetry_max_bytes'] = v2_1
+        o['delta_temporality'] = v2_2
+        o['requested_metrics'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

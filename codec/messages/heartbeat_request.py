@@ -47,7 +47,10 @@ def _p0(b, p):
         p += 4
         f = 2
         v2, p = read_string(b, p)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -115,7 +118,11 @@ def _p4(b, p):
         v2, p = read_string(b, p)
         f = 3
         v3, p = read_nullable_string(b, p)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'group_instance_id': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -175,7 +182,11 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'group_instance_id': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

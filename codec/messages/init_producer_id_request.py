@@ -49,7 +49,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 4
-        o = Container({'transactional_id': v0, 'transaction_timeout_ms': v1_0})
+        o = Container()
+        o['transactional_id'] = v0
+        o['transaction_timeout_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -113,7 +115,9 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'transaction_timeout_ms': v1_0})
+        o = Container()
+        o['transactional_id'] = v0
+        o['transaction_timeout_ms'] = v1_0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -155,7 +159,11 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'transaction_timeout_ms': v1_0, 'producer_id': v1_1, 'producer_epoch': v1_2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['transaction_timeout_ms'] = v1_0
+        o['producer_id'] = v1_1
+        o['producer_epoch'] = v1_2
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -239,7 +247,13 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'transaction_timeout_ms': v1_0, 'producer_id': v1_1, 'producer_epoch': v1_2, 'enable2_pc': v1_3, 'keep_prepared_txn': v1_4})
+        o = Container()
+        o['transactional_id'] = v0
+        o['transaction_timeout_ms'] = v1_0
+        o['producer_id'] = v1_1
+        o['producer_epoch'] = v1_2
+        o['enable2_pc'] = v1_3
+        o['keep_prepared_txn'] = v1_4
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

@@ -37,7 +37,11 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U0(b, p)
         p += 16
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'producer_id': v0_2, 'producer_epoch': v0_3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['producer_id'] = v0_2
+        o['producer_epoch'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -93,7 +97,11 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'producer_id': v0_2, 'producer_epoch': v0_3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['producer_id'] = v0_2
+        o['producer_epoch'] = v0_3
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -184,7 +192,13 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'producer_id': v0_2, 'producer_epoch': v0_3, 'ongoing_txn_producer_id': v0_4, 'ongoing_txn_producer_epoch': v0_5})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['producer_id'] = v0_2
+        o['producer_epoch'] = v0_3
+        o['ongoing_txn_producer_id'] = v0_4
+        o['ongoing_txn_producer_epoch'] = v0_5
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

@@ -69,7 +69,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_bytes(b, p)
-        o = Container({'name': v0, 'metadata': v1})
+        o = Container()
+        o['name'] = v0
+        o['metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -89,13 +91,29 @@ def _p1(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['name'] = k0
+                c['metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'group_id': v0, 'session_timeout_ms': v1_0, 'member_id': v2, 'protocol_type': v3, 'protocols': v4})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['session_timeout_ms'] = v1_0
+        o['member_id'] = v2
+        o['protocol_type'] = v3
+        o['protocols'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -160,13 +178,30 @@ def _p4(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['name'] = k0
+                c['metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'group_id': v0, 'session_timeout_ms': v1_0, 'rebalance_timeout_ms': v1_1, 'member_id': v2, 'protocol_type': v3, 'protocols': v4})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['session_timeout_ms'] = v1_0
+        o['rebalance_timeout_ms'] = v1_1
+        o['member_id'] = v2
+        o['protocol_type'] = v3
+        o['protocols'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -368,13 +403,31 @@ def _p13(b, p):
         f = 5
         n, p = read_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['name'] = k0
+                c['metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
-        o = Container({'group_id': v0, 'session_timeout_ms': v1_0, 'rebalance_timeout_ms': v1_1, 'member_id': v2, 'group_instance_id': v3, 'protocol_type': v4, 'protocols': v5})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['session_timeout_ms'] = v1_0
+        o['rebalance_timeout_ms'] = v1_1
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['protocol_type'] = v4
+        o['protocols'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -457,7 +510,9 @@ def _p17(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'metadata': v1})
+        o = Container()
+        o['name'] = v0
+        o['metadata'] = v1
         if nt:
             p = _t16(b, p, nt, o)
         return o, p
@@ -481,19 +536,44 @@ def _p18(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['metadata'] = k1
+                if nt:
+                    p = _t16(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p17(b, p)
+                _p17(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'session_timeout_ms': v1_0, 'rebalance_timeout_ms': v1_1, 'member_id': v2, 'group_instance_id': v3, 'protocol_type': v4, 'protocols': v5})
+        o = Container()
+        o['group_id'] = v0
+        o['session_timeout_ms'] = v1_0
+        o['rebalance_timeout_ms'] = v1_1
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['protocol_type'] = v4
+        o['protocols'] = v5
         if nt:
             p = _t16(b, p, nt, o)
         return o, p
@@ -641,12 +721,30 @@ def _p23(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['metadata'] = k1
+                if nt:
+                    p = _t16(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p17(b, p)
+                _p17(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         v6, p = read_compact_nullable_string(b, p)
         f = 7
@@ -655,7 +753,15 @@ def _p23(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'session_timeout_ms': v1_0, 'rebalance_timeout_ms': v1_1, 'member_id': v2, 'group_instance_id': v3, 'protocol_type': v4, 'protocols': v5, 'reason': v6})
+        o = Container()
+        o['group_id'] = v0
+        o['session_timeout_ms'] = v1_0
+        o['rebalance_timeout_ms'] = v1_1
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['protocol_type'] = v4
+        o['protocols'] = v5
+        o['reason'] = v6
         if nt:
             p = _t16(b, p, nt, o)
         return o, p

@@ -74,7 +74,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_bytes(b, p)
-        o = Container({'member_id': v0, 'metadata': v1})
+        o = Container()
+        o['member_id'] = v0
+        o['metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -94,13 +96,30 @@ def _p1(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'error_code': v0_0, 'generation_id': v0_1, 'protocol_name': v1, 'leader': v2, 'member_id': v3, 'members': v4})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['generation_id'] = v0_1
+        o['protocol_name'] = v1
+        o['leader'] = v2
+        o['member_id'] = v3
+        o['members'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -210,13 +229,31 @@ def _p6(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'generation_id': v0_2, 'protocol_name': v1, 'leader': v2, 'member_id': v3, 'members': v4})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['generation_id'] = v0_2
+        o['protocol_name'] = v1
+        o['leader'] = v2
+        o['member_id'] = v3
+        o['members'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -365,7 +402,10 @@ def _p13(b, p):
         v1, p = read_nullable_string(b, p)
         f = 2
         v2, p = read_bytes(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'metadata': v2})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['metadata'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -385,13 +425,33 @@ def _p14(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['metadata'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'generation_id': v0_2, 'protocol_name': v1, 'leader': v2, 'member_id': v3, 'members': v4})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['generation_id'] = v0_2
+        o['protocol_name'] = v1
+        o['leader'] = v2
+        o['member_id'] = v3
+        o['members'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -476,7 +536,10 @@ def _p18(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'metadata': v2})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['metadata'] = v2
         if nt:
             p = _t17(b, p, nt, o)
         return o, p
@@ -498,19 +561,46 @@ def _p19(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['metadata'] = k2
+                if nt:
+                    p = _t17(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'generation_id': v0_2, 'protocol_name': v1, 'leader': v2, 'member_id': v3, 'members': v4})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['generation_id'] = v0_2
+        o['protocol_name'] = v1
+        o['leader'] = v2
+        o['member_id'] = v3
+        o['members'] = v4
         if nt:
             p = _t17(b, p, nt, o)
         return o, p
@@ -596,19 +686,47 @@ def _p22(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
-        for i in range(n):
+        a = v5.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['metadata'] = k2
+                if nt:
+                    p = _t17(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            raise
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'generation_id': v0_2, 'protocol_type': v1, 'protocol_name': v2, 'leader': v3, 'member_id': v4, 'members': v5})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['generation_id'] = v0_2
+        o['protocol_type'] = v1
+        o['protocol_name'] = v2
+        o['leader'] = v3
+        o['member_id'] = v4
+        o['members'] = v5
         if nt:
             p = _t17(b, p, nt, o)
         return o, p
@@ -765,19 +883,48 @@ def _p27(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
-        for i in range(n):
+        a = v6.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['metadata'] = k2
+                if nt:
+                    p = _t17(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            raise
         f = 7
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'generation_id': v0_2, 'protocol_type': v1, 'protocol_name': v2, 'leader': v3, 'skip_assignment': v4_0, 'member_id': v5, 'members': v6})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['generation_id'] = v0_2
+        o['protocol_type'] = v1
+        o['protocol_name'] = v2
+        o['leader'] = v3
+        o['skip_assignment'] = v4_0
+        o['member_id'] = v5
+        o['members'] = v6
         if nt:
             p = _t17(b, p, nt, o)
         return o, p

@@ -22,13 +22,14 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ('topic_name', (('partition_index', 'i', None), ('controller_epoch', 'i', None), ('leader', 'i', None), ('leader_epoch', 'i', None)), 'isr', (('partition_epoch', 'i', None),), 'replicas')
 _K1 = ((('broker_id', 'i', None),), 'host_name', (('port', 'i', None),))
@@ -117,16 +118,24 @@ def _p0(b, p):
         p += 16
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         v3_0, = _U2(b, p)
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'controller_epoch': v1_1, 'leader': v1_2, 'leader_epoch': v1_3, 'isr': v2, 'partition_epoch': v3_0, 'replicas': v4})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['controller_epoch'] = v1_1
+        o['leader'] = v1_2
+        o['leader_epoch'] = v1_3
+        o['isr'] = v2
+        o['partition_epoch'] = v3_0
+        o['replicas'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -142,7 +151,10 @@ def _p1(b, p):
         f = 2
         v2_0, = _U2(b, p)
         p += 4
-        o = Container({'broker_id': v0_0, 'host_name': v1, 'port': v2_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['host_name'] = v1
+        o['port'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -156,22 +168,67 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['partition_epoch'] = k3_0
+                c['replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_leaders': v2})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_leaders'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -263,19 +320,28 @@ def _p6(b, p):
         p += 16
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         v3_0, = _U2(b, p)
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, = _U6(b, p)
         p += 1
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'controller_epoch': v1_1, 'leader': v1_2, 'leader_epoch': v1_3, 'isr': v2, 'partition_epoch': v3_0, 'replicas': v4, 'is_new': v5_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['controller_epoch'] = v1_1
+        o['leader'] = v1_2
+        o['leader_epoch'] = v1_3
+        o['isr'] = v2
+        o['partition_epoch'] = v3_0
+        o['replicas'] = v4
+        o['is_new'] = v5_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K12, f) from None
@@ -289,22 +355,70 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k5_0, = _U6(b, p)
+                p += 1
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['partition_epoch'] = k3_0
+                c['replicas'] = k4
+                c['is_new'] = k5_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_leaders': v2})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_leaders'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -396,19 +510,27 @@ def _p11(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         v4_0, = _U6(b, p)
         p += 1
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'partition_epoch': v2_0, 'replicas': v3, 'is_new': v4_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['partition_epoch'] = v2_0
+        o['replicas'] = v3
+        o['is_new'] = v4_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K16, f) from None
@@ -421,13 +543,42 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k4_0, = _U6(b, p)
+                p += 1
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['partition_epoch'] = k2_0
+                c['replicas'] = k3
+                c['is_new'] = k4_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p11(b, p)
+                _p11(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+            raise
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K17, f) from None
@@ -441,22 +592,43 @@ def _p13(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p12(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_leaders': v2})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -567,27 +739,37 @@ def _p18(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         n, p = read_array_length(b, p, False)
-        v5 = list(unpack_from(f'>{n}i', b, p))
+        v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
         v6_0, = _U6(b, p)
         p += 1
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'partition_epoch': v2_0, 'replicas': v3, 'adding_replicas': v4, 'removing_replicas': v5, 'is_new': v6_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['partition_epoch'] = v2_0
+        o['replicas'] = v3
+        o['adding_replicas'] = v4
+        o['removing_replicas'] = v5
+        o['is_new'] = v6_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K27, f) from None
@@ -600,13 +782,50 @@ def _p19(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k6_0, = _U6(b, p)
+                p += 1
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['partition_epoch'] = k2_0
+                c['replicas'] = k3
+                c['adding_replicas'] = k4
+                c['removing_replicas'] = k5
+                c['is_new'] = k6_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+            raise
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K17, f) from None
@@ -620,22 +839,43 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p19(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_leaders': v2})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -777,22 +1017,22 @@ def _p26(b, p):
         p += 16
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         n, p = read_compact_array_length(b, p, False)
-        v5 = list(unpack_from(f'>{n}i', b, p))
+        v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
         v6_0, = _U6(b, p)
@@ -803,7 +1043,17 @@ def _p26(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'partition_epoch': v2_0, 'replicas': v3, 'adding_replicas': v4, 'removing_replicas': v5, 'is_new': v6_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['partition_epoch'] = v2_0
+        o['replicas'] = v3
+        o['adding_replicas'] = v4
+        o['removing_replicas'] = v5
+        o['is_new'] = v6_0
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -818,19 +1068,63 @@ def _p27(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k6_0, = _U6(b, p)
+                p += 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['partition_epoch'] = k2_0
+                c['replicas'] = k3
+                c['adding_replicas'] = k4
+                c['removing_replicas'] = k5
+                c['is_new'] = k6_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -854,7 +1148,10 @@ def _p28(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'host_name': v1, 'port': v2_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['host_name'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -870,28 +1167,56 @@ def _p29(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p27(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p28(b, p)
+                _p28(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_leaders': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1046,23 +1371,68 @@ def _p34(b, p):
         f = 1
         v1_0, = _U11(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k6_0, = _U6(b, p)
+                p += 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['partition_epoch'] = k2_0
+                c['replicas'] = k3
+                c['adding_replicas'] = k4
+                c['removing_replicas'] = k5
+                c['is_new'] = k6_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'topic_id': v1_0, 'partition_states': v2})
+        o = Container()
+        o['topic_name'] = v0
+        o['topic_id'] = v1_0
+        o['partition_states'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1078,28 +1448,57 @@ def _p35(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p34(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p28(b, p)
+                _p28(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'type': v0_3, 'topic_states': v1, 'live_leaders': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['type'] = v0_3
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1256,22 +1655,22 @@ def _p40(b, p):
         p += 16
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         n, p = read_compact_array_length(b, p, False)
-        v5 = list(unpack_from(f'>{n}i', b, p))
+        v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
         v6_0, v6_1 = _U14(b, p)
@@ -1282,7 +1681,18 @@ def _p40(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'partition_epoch': v2_0, 'replicas': v3, 'adding_replicas': v4, 'removing_replicas': v5, 'is_new': v6_0, 'leader_recovery_state': v6_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['partition_epoch'] = v2_0
+        o['replicas'] = v3
+        o['adding_replicas'] = v4
+        o['removing_replicas'] = v5
+        o['is_new'] = v6_0
+        o['leader_recovery_state'] = v6_1
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1297,23 +1707,69 @@ def _p41(b, p):
         f = 1
         v1_0, = _U11(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k6_0, k6_1 = _U14(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['partition_epoch'] = k2_0
+                c['replicas'] = k3
+                c['adding_replicas'] = k4
+                c['removing_replicas'] = k5
+                c['is_new'] = k6_0
+                c['leader_recovery_state'] = k6_1
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p40(b, p)
+                _p40(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'topic_id': v1_0, 'partition_states': v2})
+        o = Container()
+        o['topic_name'] = v0
+        o['topic_id'] = v1_0
+        o['partition_states'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1329,28 +1785,57 @@ def _p42(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p41(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p28(b, p)
+                _p28(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'type': v0_3, 'topic_states': v1, 'live_leaders': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['type'] = v0_3
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p
@@ -1508,28 +1993,58 @@ def _p47(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p41(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['broker_id'] = k0_0
+                c['host_name'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t25(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p28(b, p)
+                _p28(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'is_k_raft_controller': v0_1, 'controller_epoch': v0_2, 'broker_epoch': v0_3, 'type': v0_4, 'topic_states': v1, 'live_leaders': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['is_k_raft_controller'] = v0_1
+        o['controller_epoch'] = v0_2
+        o['broker_epoch'] = v0_3
+        o['type'] = v0_4
+        o['topic_states'] = v1
+        o['live_leaders'] = v2
         if nt:
             p = _t25(b, p, nt, o)
         return o, p

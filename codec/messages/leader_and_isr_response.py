@@ -27,6 +27,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ('topic_name', (('partition_index', 'i', None), ('error_code', 'h', None)))
 _K1 = ((('error_code', 'h', None),), 'partition_errors')
@@ -68,7 +69,10 @@ def _p0(b, p):
         f = 1
         v1_0, v1_1 = _U1(b, p)
         p += 6
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'error_code': v1_1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['error_code'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -82,13 +86,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['error_code'] = k1_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'partition_errors': v1})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_errors'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -264,7 +283,10 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'error_code': v1_1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['error_code'] = v1_1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -280,19 +302,41 @@ def _p12(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['error_code'] = k1_1
+                if nt:
+                    p = _t10(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p11(b, p)
+                _p11(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'partition_errors': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_errors'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -360,7 +404,9 @@ def _p15(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -373,23 +419,43 @@ def _p16(b, p):
         f = 0
         v0_0, = _U4(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                if nt:
+                    p = _t10(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p15(b, p)
+                _p15(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partition_errors': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partition_errors'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p
@@ -405,19 +471,22 @@ def _p17(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p16(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t10(b, p, nt, o)
         return o, p

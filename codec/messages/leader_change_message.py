@@ -22,6 +22,7 @@ from codec._runtime import (
     write_array_length,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('voter_id', 'i', None),), '_tagged_fields')
@@ -70,7 +71,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'voter_id': v0_0})
+        o = Container()
+        o['voter_id'] = v0_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -86,28 +88,66 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['voter_id'] = k0_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['voter_id'] = k0_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'version': v0_0, 'leader_id': v0_1, 'voters': v1, 'granting_voters': v2})
+        o = Container()
+        o['version'] = v0_0
+        o['leader_id'] = v0_1
+        o['voters'] = v1
+        o['granting_voters'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -176,14 +216,16 @@ def _p5(b, p):
         f = 0
         v0_0, v0_1 = _U4(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'voter_id': v0_0, 'voter_directory_id': v0_1})
+        o = Container()
+        o['voter_id'] = v0_0
+        o['voter_directory_id'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -199,28 +241,70 @@ def _p6(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U4(b, p)
+                p += 20
+                k0_1 = uuid_from_bytes(k0_1)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['voter_id'] = k0_0
+                c['voter_directory_id'] = k0_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U4(b, p)
+                p += 20
+                k0_1 = uuid_from_bytes(k0_1)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['voter_id'] = k0_0
+                c['voter_directory_id'] = k0_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'version': v0_0, 'leader_id': v0_1, 'voters': v1, 'granting_voters': v2})
+        o = Container()
+        o['version'] = v0_0
+        o['leader_id'] = v0_1
+        o['voters'] = v1
+        o['granting_voters'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

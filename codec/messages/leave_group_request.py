@@ -55,7 +55,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_string(b, p)
-        o = Container({'group_id': v0, 'member_id': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -112,7 +114,9 @@ def _p4(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -125,13 +129,26 @@ def _p5(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'group_id': v0, 'members': v1})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['members'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -203,7 +220,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -218,19 +237,39 @@ def _p10(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'members': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['members'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -303,7 +342,10 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'reason': v2})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['reason'] = v2
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -318,19 +360,41 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['reason'] = k2
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'members': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['members'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

@@ -61,7 +61,8 @@ def _p0(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 2
-        o = Container({'error_code': v0_0})
+        o = Container()
+        o['error_code'] = v0_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -83,7 +84,9 @@ def _p2(b, p):
         f = 0
         v0_0, v0_1 = _U2(b, p)
         p += 6
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -120,7 +123,10 @@ def _p5(b, p):
         f = 2
         v2_0, = _U0(b, p)
         p += 2
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'error_code': v2_0})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['error_code'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K8, f) from None
@@ -134,13 +140,30 @@ def _p6(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 2
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['error_code'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'members': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['members'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K9, f) from None
@@ -216,7 +239,10 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'group_instance_id': v1, 'error_code': v2_0})
+        o = Container()
+        o['member_id'] = v0
+        o['group_instance_id'] = v1
+        o['error_code'] = v2_0
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -232,19 +258,43 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['group_instance_id'] = k1
+                c['error_code'] = k2_0
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'members': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['members'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

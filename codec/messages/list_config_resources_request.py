@@ -14,10 +14,10 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_tags,
 )
+from codec._wire import UNPACK_INT8S
 
 _K0 = {}
 _K1 = ('_tagged_fields',)
@@ -54,7 +54,7 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({})
+        o = Container()
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -82,7 +82,7 @@ def _p3(b, p):
     try:
         f = 0
         n, p = read_compact_array_length(b, p, False)
-        v0 = list(unpack_from(f'>{n}b', b, p))
+        v0 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 1
         nt = b[p]
@@ -90,7 +90,8 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'resource_types': v0})
+        o = Container()
+        o['resource_types'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

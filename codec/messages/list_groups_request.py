@@ -37,7 +37,7 @@ _K13 = ('states_filter', 'types_filter', '_unknown_tags')
 def _p0(b, p):
     f = 0
     try:
-        o = Container({})
+        o = Container()
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -95,7 +95,7 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({})
+        o = Container()
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -133,7 +133,8 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'states_filter': v0})
+        o = Container()
+        o['states_filter'] = v0
         if nt:
             p = _t4(b, p, nt, o)
         return o, p
@@ -184,7 +185,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'states_filter': v0, 'types_filter': v1})
+        o = Container()
+        o['states_filter'] = v0
+        o['types_filter'] = v1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

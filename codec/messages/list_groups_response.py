@@ -61,7 +61,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_string(b, p)
-        o = Container({'group_id': v0, 'protocol_type': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['protocol_type'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -75,13 +77,26 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['protocol_type'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'groups': v1})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -131,13 +146,27 @@ def _p4(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_string(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['protocol_type'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'groups': v1})
+            raise
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -244,7 +273,9 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'protocol_type': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['protocol_type'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -260,19 +291,40 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['protocol_type'] = k1
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['groups'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -344,7 +396,10 @@ def _p14(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'protocol_type': v1, 'group_state': v2})
+        o = Container()
+        o['group_id'] = v0
+        o['protocol_type'] = v1
+        o['group_state'] = v2
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -360,19 +415,42 @@ def _p15(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['protocol_type'] = k1
+                c['group_state'] = k2
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p14(b, p)
+                _p14(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['groups'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -449,7 +527,11 @@ def _p18(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'protocol_type': v1, 'group_state': v2, 'group_type': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['protocol_type'] = v1
+        o['group_state'] = v2
+        o['group_type'] = v3
         if nt:
             p = _t9(b, p, nt, o)
         return o, p
@@ -465,19 +547,44 @@ def _p19(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2, p = read_compact_string(b, p)
+                k3, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['group_id'] = k0
+                c['protocol_type'] = k1
+                c['group_state'] = k2
+                c['group_type'] = k3
+                if nt:
+                    p = _t9(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p18(b, p)
+                _p18(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['groups'] = v1
         if nt:
             p = _t9(b, p, nt, o)
         return o, p

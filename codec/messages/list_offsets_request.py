@@ -77,7 +77,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U1(b, p)
         p += 16
-        o = Container({'partition_index': v0_0, 'timestamp': v0_1, 'max_num_offsets': v0_2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['timestamp'] = v0_1
+        o['max_num_offsets'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -90,13 +93,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U1(b, p)
+                p += 16
+                c = Container()
+                c['partition_index'] = k0_0
+                c['timestamp'] = k0_1
+                c['max_num_offsets'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -110,13 +127,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -181,7 +201,9 @@ def _p6(b, p):
         f = 0
         v0_0, v0_1 = _U4(b, p)
         p += 12
-        o = Container({'partition_index': v0_0, 'timestamp': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['timestamp'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -194,13 +216,26 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U4(b, p)
+                p += 12
+                c = Container()
+                c['partition_index'] = k0_0
+                c['timestamp'] = k0_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -214,13 +249,16 @@ def _p8(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -288,13 +326,17 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'isolation_level': v0_1, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['isolation_level'] = v0_1
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -413,7 +455,10 @@ def _p19(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U8(b, p)
         p += 16
-        o = Container({'partition_index': v0_0, 'current_leader_epoch': v0_1, 'timestamp': v0_2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['timestamp'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K19, f) from None
@@ -426,13 +471,27 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U8(b, p)
+                p += 16
+                c = Container()
+                c['partition_index'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['timestamp'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p19(b, p)
+                _p19(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -446,13 +505,17 @@ def _p21(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p20(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'isolation_level': v0_1, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['isolation_level'] = v0_1
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -594,7 +657,10 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'current_leader_epoch': v0_1, 'timestamp': v0_2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['timestamp'] = v0_2
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -609,19 +675,40 @@ def _p30(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U8(b, p)
+                p += 16
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['timestamp'] = k0_2
+                if nt:
+                    p = _t28(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -637,19 +724,23 @@ def _p31(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p30(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'isolation_level': v0_1, 'topics': v1})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['isolation_level'] = v0_1
+        o['topics'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -965,12 +1056,13 @@ def _p44(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p30(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U0(b, p)
         p += 4
@@ -980,7 +1072,11 @@ def _p44(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'isolation_level': v0_1, 'topics': v1, 'timeout_ms': v2_0})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['isolation_level'] = v0_1
+        o['topics'] = v1
+        o['timeout_ms'] = v2_0
         if nt:
             p = _t28(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT64S
 
 _K0 = ((('partition_index', 'i', None), ('error_code', 'h', None)), 'old_style_offsets')
 _K1 = ('name', 'partitions')
@@ -74,9 +74,12 @@ def _p0(b, p):
         p += 6
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}q', b, p))
+        v1 = list(UNPACK_INT64S[n](b, p))
         p += n * 8
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'old_style_offsets': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['old_style_offsets'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -89,13 +92,30 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 6
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT64S[n](b, p))
+                p += n * 8
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['old_style_offsets'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -106,13 +126,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -182,7 +204,11 @@ def _p6(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U2(b, p)
         p += 22
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'timestamp': v0_2, 'offset': v0_3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['timestamp'] = v0_2
+        o['offset'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -195,13 +221,28 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 22
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['timestamp'] = k0_2
+                c['offset'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -212,13 +253,15 @@ def _p8(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -284,13 +327,16 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -409,7 +455,12 @@ def _p19(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
         p += 26
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'timestamp': v0_2, 'offset': v0_3, 'leader_epoch': v0_4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['timestamp'] = v0_2
+        o['offset'] = v0_3
+        o['leader_epoch'] = v0_4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K17, f) from None
@@ -422,13 +473,29 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
+                p += 26
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['timestamp'] = k0_2
+                c['offset'] = k0_3
+                c['leader_epoch'] = k0_4
+                a(c)
+        except Exception:
             try:
-                x, p = _p19(b, p)
+                _p19(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -442,13 +509,16 @@ def _p21(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p20(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -590,7 +660,12 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'timestamp': v0_2, 'offset': v0_3, 'leader_epoch': v0_4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['timestamp'] = v0_2
+        o['offset'] = v0_3
+        o['leader_epoch'] = v0_4
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -605,19 +680,42 @@ def _p30(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
+                p += 26
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['timestamp'] = k0_2
+                c['offset'] = k0_3
+                c['leader_epoch'] = k0_4
+                if nt:
+                    p = _t28(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -633,19 +731,22 @@ def _p31(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p30(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p

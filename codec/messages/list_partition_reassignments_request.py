@@ -18,11 +18,11 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ('name', 'partition_indexes', '_tagged_fields')
@@ -58,7 +58,7 @@ def _p1(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -66,7 +66,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -85,19 +87,41 @@ def _p2(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['partition_indexes'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'timeout_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['timeout_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

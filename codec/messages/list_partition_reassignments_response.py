@@ -19,12 +19,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ((('partition_index', 'i', None),), 'replicas', 'adding_replicas', 'removing_replicas', '_tagged_fields')
@@ -66,15 +66,15 @@ def _p1(b, p):
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         nt = b[p]
@@ -82,7 +82,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'replicas': v1, 'adding_replicas': v2, 'removing_replicas': v3})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['replicas'] = v1
+        o['adding_replicas'] = v2
+        o['removing_replicas'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -97,19 +101,50 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['replicas'] = k1
+                c['adding_replicas'] = k2
+                c['removing_replicas'] = k3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -127,19 +162,24 @@ def _p3(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'topics': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['topics'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

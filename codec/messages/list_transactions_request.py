@@ -17,12 +17,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT64S
 
 _K0 = {}
 _K1 = ('state_filters', 'producer_id_filters', '_tagged_fields')
@@ -67,7 +67,7 @@ def _p1(b, p):
             v0.append(x)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}q', b, p))
+        v1 = list(UNPACK_INT64S[n](b, p))
         p += n * 8
         f = 2
         nt = b[p]
@@ -75,7 +75,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'state_filters': v0, 'producer_id_filters': v1})
+        o = Container()
+        o['state_filters'] = v0
+        o['producer_id_filters'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -123,7 +125,7 @@ def _p3(b, p):
             v0.append(x)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}q', b, p))
+        v1 = list(UNPACK_INT64S[n](b, p))
         p += n * 8
         f = 2
         v2_0, = _U0(b, p)
@@ -134,7 +136,10 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'state_filters': v0, 'producer_id_filters': v1, 'duration_filter': v2_0})
+        o = Container()
+        o['state_filters'] = v0
+        o['producer_id_filters'] = v1
+        o['duration_filter'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -184,7 +189,7 @@ def _p5(b, p):
             v0.append(x)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}q', b, p))
+        v1 = list(UNPACK_INT64S[n](b, p))
         p += n * 8
         f = 2
         v2_0, = _U0(b, p)
@@ -197,7 +202,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'state_filters': v0, 'producer_id_filters': v1, 'duration_filter': v2_0, 'transactional_id_pattern': v3})
+        o = Container()
+        o['state_filters'] = v0
+        o['producer_id_filters'] = v1
+        o['duration_filter'] = v2_0
+        o['transactional_id_pattern'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -67,7 +67,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'producer_id': v1_0, 'transaction_state': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['producer_id'] = v1_0
+        o['transaction_state'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -89,19 +92,44 @@ def _p2(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 8
+                k2, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['transactional_id'] = k0
+                c['producer_id'] = k1_0
+                c['transaction_state'] = k2
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'unknown_state_filters': v1, 'transaction_states': v2})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['unknown_state_filters'] = v1
+        o['transaction_states'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -29,6 +29,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ('name',)
 _K1 = ('topics',)
@@ -71,7 +72,8 @@ def _p0(b, p):
     try:
         f = 0
         v0, p = read_string(b, p)
-        o = Container({'name': v0})
+        o = Container()
+        o['name'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -82,13 +84,23 @@ def _p1(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                c = Container()
+                c['name'] = k0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            raise
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -133,13 +145,23 @@ def _p4(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
-        o = Container({'topics': v0})
+                raise
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -240,16 +262,27 @@ def _p11(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, = _U0(b, p)
         p += 1
-        o = Container({'topics': v0, 'allow_auto_topic_creation': v1_0})
+        o = Container()
+        o['topics'] = v0
+        o['allow_auto_topic_creation'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K6, f) from None
@@ -387,16 +420,29 @@ def _p20(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
         p += 3
-        o = Container({'topics': v0, 'allow_auto_topic_creation': v1_0, 'include_cluster_authorized_operations': v1_1, 'include_topic_authorized_operations': v1_2})
+        o = Container()
+        o['topics'] = v0
+        o['allow_auto_topic_creation'] = v1_0
+        o['include_cluster_authorized_operations'] = v1_1
+        o['include_topic_authorized_operations'] = v1_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -460,7 +506,8 @@ def _p24(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0})
+        o = Container()
+        o['name'] = v0
         if nt:
             p = _t23(b, p, nt, o)
         return o, p
@@ -476,12 +523,28 @@ def _p25(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    if nt:
+                        p = _t23(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p24(b, p)
+                    _p24(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
         p += 3
@@ -491,7 +554,11 @@ def _p25(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'allow_auto_topic_creation': v1_0, 'include_cluster_authorized_operations': v1_1, 'include_topic_authorized_operations': v1_2})
+        o = Container()
+        o['topics'] = v0
+        o['allow_auto_topic_creation'] = v1_0
+        o['include_cluster_authorized_operations'] = v1_1
+        o['include_topic_authorized_operations'] = v1_2
         if nt:
             p = _t23(b, p, nt, o)
         return o, p
@@ -549,7 +616,7 @@ def _p28(b, p):
         f = 0
         v0_0, = _U4(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         v1, p = read_compact_nullable_string(b, p)
         f = 2
@@ -558,7 +625,9 @@ def _p28(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'name': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['name'] = v1
         if nt:
             p = _t23(b, p, nt, o)
         return o, p
@@ -574,12 +643,32 @@ def _p29(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U4(b, p)
+                    p += 16
+                    k0_0 = uuid_from_bytes(k0_0)
+                    k1, p = read_compact_nullable_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic_id'] = k0_0
+                    c['name'] = k1
+                    if nt:
+                        p = _t23(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p28(b, p)
+                    _p28(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
         p += 3
@@ -589,7 +678,11 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'allow_auto_topic_creation': v1_0, 'include_cluster_authorized_operations': v1_1, 'include_topic_authorized_operations': v1_2})
+        o = Container()
+        o['topics'] = v0
+        o['allow_auto_topic_creation'] = v1_0
+        o['include_cluster_authorized_operations'] = v1_1
+        o['include_topic_authorized_operations'] = v1_2
         if nt:
             p = _t23(b, p, nt, o)
         return o, p
@@ -652,12 +745,32 @@ def _p32(b, p):
             v0 = None
         else:
             v0 = []
-            for i in range(n):
+            a = v0.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U4(b, p)
+                    p += 16
+                    k0_0 = uuid_from_bytes(k0_0)
+                    k1, p = read_compact_nullable_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic_id'] = k0_0
+                    c['name'] = k1
+                    if nt:
+                        p = _t23(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p28(b, p)
+                    _p28(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v0.append(x)
+                raise
         f = 1
         v1_0, v1_1 = _U6(b, p)
         p += 2
@@ -667,7 +780,10 @@ def _p32(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topics': v0, 'allow_auto_topic_creation': v1_0, 'include_topic_authorized_operations': v1_1})
+        o = Container()
+        o['topics'] = v0
+        o['allow_auto_topic_creation'] = v1_0
+        o['include_topic_authorized_operations'] = v1_1
         if nt:
             p = _t23(b, p, nt, o)
         return o, p

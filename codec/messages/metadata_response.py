@@ -24,7 +24,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
@@ -33,6 +32,8 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('node_id', 'i', None),), 'host', (('port', 'i', None),))
 _K1 = ((('error_code', 'h', None), ('partition_index', 'i', None), ('leader_id', 'i', None)), 'replica_nodes', 'isr_nodes')
@@ -130,7 +131,10 @@ def _p0(b, p):
         f = 2
         v2_0, = _U0(b, p)
         p += 4
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -143,13 +147,18 @@ def _p1(b, p):
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'error_code': v0_0, 'partition_index': v0_1, 'leader_id': v0_2, 'replica_nodes': v1, 'isr_nodes': v2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_index'] = v0_1
+        o['leader_id'] = v0_2
+        o['replica_nodes'] = v1
+        o['isr_nodes'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -165,13 +174,36 @@ def _p2(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U2(b, p)
+                p += 10
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'error_code': v0_0, 'name': v1, 'partitions': v2})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['partitions'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -182,22 +214,40 @@ def _p3(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'brokers': v0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['brokers'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K3, f) from None
@@ -309,7 +359,11 @@ def _p8(b, p):
         p += 4
         f = 3
         v3, p = read_nullable_string(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K15, f) from None
@@ -328,13 +382,37 @@ def _p9(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U2(b, p)
+                p += 10
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'error_code': v0_0, 'name': v1, 'is_internal': v2_0, 'partitions': v3})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['is_internal'] = v2_0
+        o['partitions'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K16, f) from None
@@ -345,25 +423,46 @@ def _p10(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1_0, = _U0(b, p)
         p += 4
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p9(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'brokers': v0, 'controller_id': v1_0, 'topics': v2})
+            a(x)
+        o = Container()
+        o['brokers'] = v0
+        o['controller_id'] = v1_0
+        o['topics'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K17, f) from None
@@ -475,12 +574,29 @@ def _p15(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         v1, p = read_nullable_string(b, p)
         f = 2
@@ -489,13 +605,18 @@ def _p15(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p9(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'brokers': v0, 'cluster_id': v1, 'controller_id': v2_0, 'topics': v3})
+            a(x)
+        o = Container()
+        o['brokers'] = v0
+        o['cluster_id'] = v1
+        o['controller_id'] = v2_0
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K27, f) from None
@@ -613,12 +734,29 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
         f = 3
@@ -627,13 +765,19 @@ def _p20(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p9(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K31, f) from None
@@ -858,17 +1002,23 @@ def _p29(b, p):
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'error_code': v0_0, 'partition_index': v0_1, 'leader_id': v0_2, 'replica_nodes': v1, 'isr_nodes': v2, 'offline_replicas': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_index'] = v0_1
+        o['leader_id'] = v0_2
+        o['replica_nodes'] = v1
+        o['isr_nodes'] = v2
+        o['offline_replicas'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K35, f) from None
@@ -887,13 +1037,41 @@ def _p30(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U2(b, p)
+                p += 10
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'error_code': v0_0, 'name': v1, 'is_internal': v2_0, 'partitions': v3})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['is_internal'] = v2_0
+        o['partitions'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K16, f) from None
@@ -907,12 +1085,29 @@ def _p31(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
         f = 3
@@ -921,13 +1116,19 @@ def _p31(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p30(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K31, f) from None
@@ -1166,17 +1367,24 @@ def _p40(b, p):
         p += 14
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'error_code': v0_0, 'partition_index': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'replica_nodes': v1, 'isr_nodes': v2, 'offline_replicas': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_index'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['replica_nodes'] = v1
+        o['isr_nodes'] = v2
+        o['offline_replicas'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K39, f) from None
@@ -1195,13 +1403,42 @@ def _p41(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 14
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p40(b, p)
+                _p40(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'error_code': v0_0, 'name': v1, 'is_internal': v2_0, 'partitions': v3})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['is_internal'] = v2_0
+        o['partitions'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K16, f) from None
@@ -1215,12 +1452,29 @@ def _p42(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
         f = 3
@@ -1229,13 +1483,19 @@ def _p42(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p41(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K31, f) from None
@@ -1367,16 +1627,46 @@ def _p47(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 14
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p40(b, p)
+                _p40(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U0(b, p)
         p += 4
-        o = Container({'error_code': v0_0, 'name': v1, 'is_internal': v2_0, 'partitions': v3, 'topic_authorized_operations': v4_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['is_internal'] = v2_0
+        o['partitions'] = v3
+        o['topic_authorized_operations'] = v4_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K42, f) from None
@@ -1390,12 +1680,29 @@ def _p48(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_nullable_string(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                a(c)
+        except Exception:
             try:
-                x, p = _p8(b, p)
+                _p8(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
         f = 3
@@ -1404,16 +1711,23 @@ def _p48(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p47(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         v5_0, = _U0(b, p)
         p += 4
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4, 'cluster_authorized_operations': v5_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
+        o['cluster_authorized_operations'] = v5_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K43, f) from None
@@ -1571,7 +1885,11 @@ def _p54(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1586,15 +1904,15 @@ def _p55(b, p):
         p += 14
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         nt = b[p]
@@ -1602,7 +1920,14 @@ def _p55(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'partition_index': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'replica_nodes': v1, 'isr_nodes': v2, 'offline_replicas': v3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_index'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['replica_nodes'] = v1
+        o['isr_nodes'] = v2
+        o['offline_replicas'] = v3
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1623,12 +1948,44 @@ def _p56(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 14
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p55(b, p)
+                _p55(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U0(b, p)
         p += 4
@@ -1638,7 +1995,12 @@ def _p56(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'name': v1, 'is_internal': v2_0, 'partitions': v3, 'topic_authorized_operations': v4_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['is_internal'] = v2_0
+        o['partitions'] = v3
+        o['topic_authorized_operations'] = v4_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1654,12 +2016,36 @@ def _p57(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p54(b, p)
+                _p54(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -1668,12 +2054,13 @@ def _p57(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p56(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         v5_0, = _U0(b, p)
         p += 4
@@ -1683,7 +2070,13 @@ def _p57(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4, 'cluster_authorized_operations': v5_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
+        o['cluster_authorized_operations'] = v5_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1846,16 +2239,48 @@ def _p62(b, p):
         f = 2
         v2_0, v2_1 = _U10(b, p)
         p += 17
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 14
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p55(b, p)
+                _p55(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U0(b, p)
         p += 4
@@ -1865,7 +2290,13 @@ def _p62(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'name': v1, 'topic_id': v2_0, 'is_internal': v2_1, 'partitions': v3, 'topic_authorized_operations': v4_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['topic_id'] = v2_0
+        o['is_internal'] = v2_1
+        o['partitions'] = v3
+        o['topic_authorized_operations'] = v4_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1881,12 +2312,36 @@ def _p63(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p54(b, p)
+                _p54(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -1895,12 +2350,13 @@ def _p63(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p62(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         v5_0, = _U0(b, p)
         p += 4
@@ -1910,7 +2366,13 @@ def _p63(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4, 'cluster_authorized_operations': v5_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
+        o['cluster_authorized_operations'] = v5_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -2071,12 +2533,36 @@ def _p68(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p54(b, p)
+                _p54(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -2085,19 +2571,25 @@ def _p68(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p62(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -2258,16 +2750,48 @@ def _p73(b, p):
         f = 2
         v2_0, v2_1 = _U10(b, p)
         p += 17
-        v2_0 = UUID(bytes=v2_0)
+        v2_0 = uuid_from_bytes(v2_0)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
+                p += 14
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition_index'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['replica_nodes'] = k1
+                c['isr_nodes'] = k2
+                c['offline_replicas'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p55(b, p)
+                _p55(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         v4_0, = _U0(b, p)
         p += 4
@@ -2277,7 +2801,13 @@ def _p73(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'name': v1, 'topic_id': v2_0, 'is_internal': v2_1, 'partitions': v3, 'topic_authorized_operations': v4_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['name'] = v1
+        o['topic_id'] = v2_0
+        o['is_internal'] = v2_1
+        o['partitions'] = v3
+        o['topic_authorized_operations'] = v4_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -2293,12 +2823,36 @@ def _p74(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p54(b, p)
+                _p54(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -2307,19 +2861,25 @@ def _p74(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p73(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -2478,12 +3038,36 @@ def _p79(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U0(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t53(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p54(b, p)
+                _p54(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -2492,12 +3076,13 @@ def _p79(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p73(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         v5_0, = _U1(b, p)
         p += 2
@@ -2507,7 +3092,13 @@ def _p79(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'brokers': v1, 'cluster_id': v2, 'controller_id': v3_0, 'topics': v4, 'error_code': v5_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['brokers'] = v1
+        o['cluster_id'] = v2
+        o['controller_id'] = v3_0
+        o['topics'] = v4
+        o['error_code'] = v5_0
         if nt:
             p = _t53(b, p, nt, o)
         return o, p

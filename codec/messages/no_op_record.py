@@ -45,7 +45,7 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({})
+        o = Container()
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -31,6 +31,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition_index', 'i', None), ('committed_offset', 'q', None)), 'committed_metadata')
 _K1 = ('name', 'partitions')
@@ -97,7 +98,10 @@ def _p0(b, p):
         p += 12
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -110,13 +114,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 12
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -129,13 +148,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'group_id': v0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -206,7 +228,11 @@ def _p6(b, p):
         p += 20
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'commit_timestamp': v0_2, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['commit_timestamp'] = v0_2
+        o['committed_metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -219,13 +245,29 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U3(b, p)
+                p += 20
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['commit_timestamp'] = k0_2
+                c['committed_metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -243,13 +285,18 @@ def _p8(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'topics': v3})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -333,13 +380,19 @@ def _p12(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'retention_time_ms': v3_0, 'topics': v4})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['retention_time_ms'] = v3_0
+        o['topics'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -552,13 +605,18 @@ def _p22(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'topics': v3})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -634,7 +692,11 @@ def _p26(b, p):
         p += 16
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['committed_metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K22, f) from None
@@ -647,13 +709,29 @@ def _p27(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U8(b, p)
+                p += 16
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['committed_metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -671,13 +749,18 @@ def _p28(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p27(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'topics': v3})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -760,13 +843,19 @@ def _p32(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p27(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'group_instance_id': v3, 'topics': v4})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['topics'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K26, f) from None
@@ -868,7 +957,11 @@ def _p37(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['committed_metadata'] = v1
         if nt:
             p = _t36(b, p, nt, o)
         return o, p
@@ -883,19 +976,42 @@ def _p38(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U8(b, p)
+                p += 16
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['committed_metadata'] = k1
+                if nt:
+                    p = _t36(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p37(b, p)
+                _p37(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t36(b, p, nt, o)
         return o, p
@@ -917,19 +1033,25 @@ def _p39(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p38(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'group_instance_id': v3, 'topics': v4})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['topics'] = v4
         if nt:
             p = _t36(b, p, nt, o)
         return o, p
@@ -1116,23 +1238,46 @@ def _p46(b, p):
         f = 0
         v0_0, = _U10(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U8(b, p)
+                p += 16
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['committed_metadata'] = k1
+                if nt:
+                    p = _t36(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p37(b, p)
+                _p37(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t36(b, p, nt, o)
         return o, p
@@ -1154,19 +1299,25 @@ def _p47(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p46(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'generation_id_or_member_epoch': v1_0, 'member_id': v2, 'group_instance_id': v3, 'topics': v4})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id_or_member_epoch'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['topics'] = v4
         if nt:
             p = _t36(b, p, nt, o)
         return o, p

@@ -27,6 +27,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition_index', 'i', None), ('error_code', 'h', None)),)
 _K1 = ('name', 'partitions')
@@ -67,7 +68,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 6
-        o = Container({'partition_index': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -80,13 +83,26 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 6
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -97,13 +113,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -273,13 +291,16 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -583,7 +604,9 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -598,19 +621,39 @@ def _p30(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                if nt:
+                    p = _t28(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -626,19 +669,22 @@ def _p31(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p30(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -801,23 +847,43 @@ def _p38(b, p):
         f = 0
         v0_0, = _U4(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                if nt:
+                    p = _t28(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p29(b, p)
+                _p29(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p
@@ -833,19 +899,22 @@ def _p39(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p38(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t28(b, p, nt, o)
         return o, p

@@ -34,7 +34,8 @@ def _p0(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 4
-        o = Container({'partition_index': v0_0})
+        o = Container()
+        o['partition_index'] = v0_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -47,13 +48,25 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U0(b, p)
+                p += 4
+                c = Container()
+                c['partition_index'] = k0_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -66,13 +79,16 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'group_id': v0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None

@@ -37,7 +37,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U1(b, p)
         p += 6
-        o = Container({'partition_index': v0_0, 'error_code': v0_1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -50,13 +52,26 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -70,13 +85,17 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'throttle_time_ms': v0_1, 'topics': v1})
+            a(x)
+        o = Container()
+        o['error_code'] = v0_0
+        o['throttle_time_ms'] = v0_1
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None

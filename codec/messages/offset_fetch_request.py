@@ -23,7 +23,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
@@ -31,6 +30,8 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ('name', 'partition_indexes')
 _K1 = ('group_id', 'topics')
@@ -75,9 +76,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -90,13 +93,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'group_id': v0, 'topics': v1})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -194,13 +212,28 @@ def _p6(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_string(b, p)
+                    n, p = read_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    c = Container()
+                    c['name'] = k0
+                    c['partition_indexes'] = k1
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p0(b, p)
+                    _p0(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
-        o = Container({'group_id': v0, 'topics': v1})
+                raise
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -385,7 +418,7 @@ def _p16(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -393,7 +426,9 @@ def _p16(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -411,19 +446,41 @@ def _p17(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['partition_indexes'] = k1
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'topics': v1})
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -494,12 +551,32 @@ def _p20(b, p):
             v1 = None
         else:
             v1 = []
-            for i in range(n):
+            a = v1.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['partition_indexes'] = k1
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                raise
         f = 2
         v2_0, = _U0(b, p)
         p += 1
@@ -509,7 +586,10 @@ def _p20(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'topics': v1, 'require_stable': v2_0})
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
+        o['require_stable'] = v2_0
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -577,12 +657,13 @@ def _p23(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p17(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U0(b, p)
         p += 1
@@ -592,7 +673,9 @@ def _p23(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'groups': v0, 'require_stable': v1_0})
+        o = Container()
+        o['groups'] = v0
+        o['require_stable'] = v1_0
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -696,19 +779,43 @@ def _p27(b, p):
             v3 = None
         else:
             v3 = []
-            for i in range(n):
+            a = v3.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['name'] = k0
+                    c['partition_indexes'] = k1
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p16(b, p)
+                    _p16(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v3.append(x)
+                raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'topics': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['topics'] = v3
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -721,12 +828,13 @@ def _p28(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p27(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U0(b, p)
         p += 1
@@ -736,7 +844,9 @@ def _p28(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'groups': v0, 'require_stable': v1_0})
+        o = Container()
+        o['groups'] = v0
+        o['require_stable'] = v1_0
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -835,10 +945,10 @@ def _p32(b, p):
         f = 0
         v0_0, = _U4(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -846,7 +956,9 @@ def _p32(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partition_indexes': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partition_indexes'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -869,19 +981,45 @@ def _p33(b, p):
             v3 = None
         else:
             v3 = []
-            for i in range(n):
+            a = v3.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U4(b, p)
+                    p += 16
+                    k0_0 = uuid_from_bytes(k0_0)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['topic_id'] = k0_0
+                    c['partition_indexes'] = k1
+                    if nt:
+                        p = _t15(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p32(b, p)
+                    _p32(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v3.append(x)
+                raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'topics': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['topics'] = v3
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -894,12 +1032,13 @@ def _p34(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p33(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U0(b, p)
         p += 1
@@ -909,7 +1048,9 @@ def _p34(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'groups': v0, 'require_stable': v1_0})
+        o = Container()
+        o['groups'] = v0
+        o['require_stable'] = v1_0
         if nt:
             p = _t15(b, p, nt, o)
         return o, p

@@ -31,6 +31,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('partition_index', 'i', None), ('committed_offset', 'q', None)), 'metadata', (('error_code', 'h', None),))
 _K1 = ('name', 'partitions')
@@ -96,7 +97,11 @@ def _p0(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 2
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'metadata': v1, 'error_code': v2_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['metadata'] = v1
+        o['error_code'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -109,13 +114,31 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 12
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 2
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['metadata'] = k1
+                c['error_code'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -126,13 +149,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -257,16 +282,19 @@ def _p9(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U1(b, p)
         p += 2
-        o = Container({'topics': v0, 'error_code': v1_0})
+        o = Container()
+        o['topics'] = v0
+        o['error_code'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -339,16 +367,20 @@ def _p13(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U1(b, p)
         p += 2
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1, 'error_code': v2_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
+        o['error_code'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -486,7 +518,12 @@ def _p20(b, p):
         f = 2
         v2_0, = _U1(b, p)
         p += 2
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'metadata': v1, 'error_code': v2_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['metadata'] = v1
+        o['error_code'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -499,13 +536,32 @@ def _p21(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U6(b, p)
+                p += 16
+                k1, p = read_nullable_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 2
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['metadata'] = k1
+                c['error_code'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -519,16 +575,20 @@ def _p22(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U1(b, p)
         p += 2
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1, 'error_code': v2_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
+        o['error_code'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -628,7 +688,12 @@ def _p27(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'metadata': v1, 'error_code': v2_0})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['metadata'] = v1
+        o['error_code'] = v2_0
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -643,19 +708,45 @@ def _p28(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U6(b, p)
+                p += 16
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['metadata'] = k1
+                c['error_code'] = k2_0
+                if nt:
+                    p = _t26(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p27(b, p)
+                _p27(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -671,12 +762,13 @@ def _p29(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p28(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U1(b, p)
         p += 2
@@ -686,7 +778,10 @@ def _p29(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1, 'error_code': v2_0})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
+        o['error_code'] = v2_0
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -865,12 +960,13 @@ def _p36(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p28(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U1(b, p)
         p += 2
@@ -880,7 +976,10 @@ def _p36(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'topics': v1, 'error_code': v2_0})
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
+        o['error_code'] = v2_0
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -896,19 +995,22 @@ def _p37(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p36(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -1143,23 +1245,49 @@ def _p46(b, p):
         f = 0
         v0_0, = _U8(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U6(b, p)
+                p += 16
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['metadata'] = k1
+                c['error_code'] = k2_0
+                if nt:
+                    p = _t26(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p27(b, p)
+                _p27(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -1174,12 +1302,13 @@ def _p47(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p46(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         v2_0, = _U1(b, p)
         p += 2
@@ -1189,7 +1318,10 @@ def _p47(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'topics': v1, 'error_code': v2_0})
+        o = Container()
+        o['group_id'] = v0
+        o['topics'] = v1
+        o['error_code'] = v2_0
         if nt:
             p = _t26(b, p, nt, o)
         return o, p
@@ -1205,19 +1337,22 @@ def _p48(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p47(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t26(b, p, nt, o)
         return o, p

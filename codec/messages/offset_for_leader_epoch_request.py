@@ -63,7 +63,9 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 8
-        o = Container({'partition': v0_0, 'leader_epoch': v0_1})
+        o = Container()
+        o['partition'] = v0_0
+        o['leader_epoch'] = v0_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,13 +78,26 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U0(b, p)
+                p += 8
+                c = Container()
+                c['partition'] = k0_0
+                c['leader_epoch'] = k0_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -93,13 +108,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -214,7 +231,10 @@ def _p9(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U2(b, p)
         p += 12
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'leader_epoch': v0_2})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['leader_epoch'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -227,13 +247,27 @@ def _p10(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U2(b, p)
+                p += 12
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['leader_epoch'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -244,13 +278,15 @@ def _p11(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p10(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -316,13 +352,16 @@ def _p15(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p10(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'replica_id': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['replica_id'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K13, f) from None
@@ -410,7 +449,10 @@ def _p20(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'current_leader_epoch': v0_1, 'leader_epoch': v0_2})
+        o = Container()
+        o['partition'] = v0_0
+        o['current_leader_epoch'] = v0_1
+        o['leader_epoch'] = v0_2
         if nt:
             p = _t19(b, p, nt, o)
         return o, p
@@ -425,19 +467,40 @@ def _p21(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U2(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['current_leader_epoch'] = k0_1
+                c['leader_epoch'] = k0_2
+                if nt:
+                    p = _t19(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t19(b, p, nt, o)
         return o, p
@@ -453,19 +516,22 @@ def _p22(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'replica_id': v0_0, 'topics': v1})
+        o = Container()
+        o['replica_id'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t19(b, p, nt, o)
         return o, p

@@ -63,7 +63,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 14
-        o = Container({'error_code': v0_0, 'partition': v0_1, 'end_offset': v0_2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition'] = v0_1
+        o['end_offset'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,13 +79,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U0(b, p)
+                p += 14
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition'] = k0_1
+                c['end_offset'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -93,13 +110,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -162,7 +181,11 @@ def _p6(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U2(b, p)
         p += 18
-        o = Container({'error_code': v0_0, 'partition': v0_1, 'leader_epoch': v0_2, 'end_offset': v0_3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition'] = v0_1
+        o['leader_epoch'] = v0_2
+        o['end_offset'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -175,13 +198,28 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 18
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition'] = k0_1
+                c['leader_epoch'] = k0_2
+                c['end_offset'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -192,13 +230,15 @@ def _p8(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'topics': v0})
+            a(x)
+        o = Container()
+        o['topics'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -264,13 +304,16 @@ def _p12(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+            a(x)
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K13, f) from None
@@ -412,7 +455,11 @@ def _p20(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'partition': v0_1, 'leader_epoch': v0_2, 'end_offset': v0_3})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition'] = v0_1
+        o['leader_epoch'] = v0_2
+        o['end_offset'] = v0_3
         if nt:
             p = _t19(b, p, nt, o)
         return o, p
@@ -427,19 +474,41 @@ def _p21(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                p += 18
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['error_code'] = k0_0
+                c['partition'] = k0_1
+                c['leader_epoch'] = k0_2
+                c['end_offset'] = k0_3
+                if nt:
+                    p = _t19(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p20(b, p)
+                _p20(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t19(b, p, nt, o)
         return o, p
@@ -455,19 +524,22 @@ def _p22(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p21(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'topics': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t19(b, p, nt, o)
         return o, p

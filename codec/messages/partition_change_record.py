@@ -17,11 +17,12 @@ from codec._runtime import (
     read_uuid,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {0: 'isr', 1: 'leader', 2: 'replicas', 3: 'removing_replicas', 4: 'adding_replicas', 5: 'leader_recovery_state'}
 _K1 = ((('partition_id', 'i', None), ('topic_id', '16s', None)), 'isr', 'leader', 'replicas', 'removing_replicas', 'adding_replicas', 'leader_recovery_state', '_tagged_fields')
@@ -59,7 +60,7 @@ def _t0(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['isr'] = v
                 check_tag_end(p, e, t)
@@ -73,7 +74,7 @@ def _t0(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['replicas'] = v
                 check_tag_end(p, e, t)
@@ -82,7 +83,7 @@ def _t0(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
@@ -91,7 +92,7 @@ def _t0(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['adding_replicas'] = v
                 check_tag_end(p, e, t)
@@ -115,14 +116,22 @@ def _p1(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 7
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'isr': None, 'leader': -2, 'replicas': None, 'removing_replicas': None, 'adding_replicas': None, 'leader_recovery_state': -1})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['isr'] = None
+        o['leader'] = -2
+        o['replicas'] = None
+        o['removing_replicas'] = None
+        o['adding_replicas'] = None
+        o['leader_recovery_state'] = -1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -141,59 +150,59 @@ def _b2(o, w):
         f = 1
         v = g('isr', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('leader', -2)
         if v != -2:
-            x = bytearray()
-            x += _P4(v)
+            tw = bytearray()
+            tw += _P4(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         v = g('replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 4
         v = g('removing_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((3, x))
+            t.append((3, tw))
         f = 5
         v = g('adding_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((4, x))
+            t.append((4, tw))
         f = 6
         v = g('leader_recovery_state', -1)
         if v != -1:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((5, x))
+            t.append((5, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -217,7 +226,7 @@ def _t3(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['isr'] = v
                 check_tag_end(p, e, t)
@@ -231,7 +240,7 @@ def _t3(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['replicas'] = v
                 check_tag_end(p, e, t)
@@ -240,7 +249,7 @@ def _t3(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
@@ -249,7 +258,7 @@ def _t3(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['adding_replicas'] = v
                 check_tag_end(p, e, t)
@@ -284,14 +293,23 @@ def _p4(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 8
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'isr': None, 'leader': -2, 'replicas': None, 'removing_replicas': None, 'adding_replicas': None, 'leader_recovery_state': -1, 'directories': None})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['isr'] = None
+        o['leader'] = -2
+        o['replicas'] = None
+        o['removing_replicas'] = None
+        o['adding_replicas'] = None
+        o['leader_recovery_state'] = -1
+        o['directories'] = None
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -310,69 +328,69 @@ def _b5(o, w):
         f = 1
         v = g('isr', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('leader', -2)
         if v != -2:
-            x = bytearray()
-            x += _P4(v)
+            tw = bytearray()
+            tw += _P4(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         v = g('replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 4
         v = g('removing_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((3, x))
+            t.append((3, tw))
         f = 5
         v = g('adding_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((4, x))
+            t.append((4, tw))
         f = 6
         v = g('leader_recovery_state', -1)
         if v != -1:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((5, x))
+            t.append((5, tw))
         f = 7
         v = g('directories', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             for x in v or ():
-                x += uuid_bytes(x)
+                tw += uuid_bytes(x)
             if t is None:
                 t = []
-            t.append((8, x))
+            t.append((8, tw))
         f = 8
         u = g('_unknown_tags')
         if t is None and not u:
@@ -396,7 +414,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['isr'] = v
                 check_tag_end(p, e, t)
@@ -410,7 +428,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['replicas'] = v
                 check_tag_end(p, e, t)
@@ -419,7 +437,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
@@ -428,7 +446,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['adding_replicas'] = v
                 check_tag_end(p, e, t)
@@ -442,7 +460,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['eligible_leader_replicas'] = v
                 check_tag_end(p, e, t)
@@ -451,7 +469,7 @@ def _t6(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['last_known_elr'] = v
                 check_tag_end(p, e, t)
@@ -481,14 +499,25 @@ def _p7(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 10
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'isr': None, 'leader': -2, 'replicas': None, 'removing_replicas': None, 'adding_replicas': None, 'leader_recovery_state': -1, 'eligible_leader_replicas': None, 'last_known_elr': None, 'directories': None})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['isr'] = None
+        o['leader'] = -2
+        o['replicas'] = None
+        o['removing_replicas'] = None
+        o['adding_replicas'] = None
+        o['leader_recovery_state'] = -1
+        o['eligible_leader_replicas'] = None
+        o['last_known_elr'] = None
+        o['directories'] = None
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -507,89 +536,89 @@ def _b8(o, w):
         f = 1
         v = g('isr', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         v = g('leader', -2)
         if v != -2:
-            x = bytearray()
-            x += _P4(v)
+            tw = bytearray()
+            tw += _P4(v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 3
         v = g('replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 4
         v = g('removing_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((3, x))
+            t.append((3, tw))
         f = 5
         v = g('adding_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((4, x))
+            t.append((4, tw))
         f = 6
         v = g('leader_recovery_state', -1)
         if v != -1:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((5, x))
+            t.append((5, tw))
         f = 7
         v = g('eligible_leader_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((6, x))
+            t.append((6, tw))
         f = 8
         v = g('last_known_elr', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((7, x))
+            t.append((7, tw))
         f = 9
         v = g('directories', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             for x in v or ():
-                x += uuid_bytes(x)
+                tw += uuid_bytes(x)
             if t is None:
                 t = []
-            t.append((8, x))
+            t.append((8, tw))
         f = 10
         u = g('_unknown_tags')
         if t is None and not u:

@@ -18,11 +18,12 @@ from codec._runtime import (
     read_uuid,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {0: 'leader_recovery_state'}
 _K1 = ((('partition_id', 'i', None), ('topic_id', '16s', None)), 'replicas', 'isr', 'removing_replicas', 'adding_replicas', (('leader', 'i', None), ('leader_epoch', 'i', None), ('partition_epoch', 'i', None)), 'leader_recovery_state', '_tagged_fields')
@@ -74,22 +75,22 @@ def _p1(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, v5_1, v5_2 = _U1(b, p)
@@ -100,7 +101,17 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'replicas': v1, 'isr': v2, 'removing_replicas': v3, 'adding_replicas': v4, 'leader': v5_0, 'leader_epoch': v5_1, 'partition_epoch': v5_2, 'leader_recovery_state': 0})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['replicas'] = v1
+        o['isr'] = v2
+        o['removing_replicas'] = v3
+        o['adding_replicas'] = v4
+        o['leader'] = v5_0
+        o['leader_epoch'] = v5_1
+        o['partition_epoch'] = v5_2
+        o['leader_recovery_state'] = 0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -149,11 +160,11 @@ def _b2(o, w):
         f = 6
         v = g('leader_recovery_state', 0)
         if v != 0:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 7
         u = g('_unknown_tags')
         if t is None and not u:
@@ -169,22 +180,22 @@ def _p3(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, v5_1, v5_2 = _U1(b, p)
@@ -201,7 +212,18 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'replicas': v1, 'isr': v2, 'removing_replicas': v3, 'adding_replicas': v4, 'leader': v5_0, 'leader_epoch': v5_1, 'partition_epoch': v5_2, 'directories': v6, 'leader_recovery_state': 0})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['replicas'] = v1
+        o['isr'] = v2
+        o['removing_replicas'] = v3
+        o['adding_replicas'] = v4
+        o['leader'] = v5_0
+        o['leader_epoch'] = v5_1
+        o['partition_epoch'] = v5_2
+        o['directories'] = v6
+        o['leader_recovery_state'] = 0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -257,11 +279,11 @@ def _b4(o, w):
         f = 7
         v = g('leader_recovery_state', 0)
         if v != 0:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 8
         u = g('_unknown_tags')
         if t is None and not u:
@@ -290,7 +312,7 @@ def _t5(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['eligible_leader_replicas'] = v
                 check_tag_end(p, e, t)
@@ -299,7 +321,7 @@ def _t5(b, p, nt, o):
                 if n < 0:
                     v = None
                 else:
-                    v = list(unpack_from(f'>{n}i', b, p))
+                    v = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                 o['last_known_elr'] = v
                 check_tag_end(p, e, t)
@@ -318,22 +340,22 @@ def _p6(b, p):
         f = 0
         v0_0, v0_1 = _U0(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, v5_1, v5_2 = _U1(b, p)
@@ -350,7 +372,20 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_id': v0_0, 'topic_id': v0_1, 'replicas': v1, 'isr': v2, 'removing_replicas': v3, 'adding_replicas': v4, 'leader': v5_0, 'leader_epoch': v5_1, 'partition_epoch': v5_2, 'directories': v6, 'leader_recovery_state': 0, 'eligible_leader_replicas': None, 'last_known_elr': None})
+        o = Container()
+        o['partition_id'] = v0_0
+        o['topic_id'] = v0_1
+        o['replicas'] = v1
+        o['isr'] = v2
+        o['removing_replicas'] = v3
+        o['adding_replicas'] = v4
+        o['leader'] = v5_0
+        o['leader_epoch'] = v5_1
+        o['partition_epoch'] = v5_2
+        o['directories'] = v6
+        o['leader_recovery_state'] = 0
+        o['eligible_leader_replicas'] = None
+        o['last_known_elr'] = None
         if nt:
             p = _t5(b, p, nt, o)
         return o, p
@@ -406,31 +441,31 @@ def _b7(o, w):
         f = 7
         v = g('leader_recovery_state', 0)
         if v != 0:
-            x = bytearray()
-            x += _P5(v)
+            tw = bytearray()
+            tw += _P5(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 8
         v = g('eligible_leader_replicas', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((1, x))
+            t.append((1, tw))
         f = 9
         v = g('last_known_elr', None)
         if v is not None:
-            x = bytearray()
-            n = write_array_length(x, v, True)
+            tw = bytearray()
+            n = write_array_length(tw, v, True)
             if n:
-                x += pack(f'>{n}i', *v)
+                tw += pack(f'>{n}i', *v)
             if t is None:
                 t = []
-            t.append((2, x))
+            t.append((2, tw))
         f = 10
         u = g('_unknown_tags')
         if t is None and not u:

@@ -35,6 +35,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('index', 'i', None),), 'records')
 _K1 = ('name', 'partition_data')
@@ -78,7 +79,9 @@ def _p0(b, p):
         p += 4
         f = 1
         v1, p = read_nullable_bytes(b, p)
-        o = Container({'index': v0_0, 'records': v1})
+        o = Container()
+        o['index'] = v0_0
+        o['records'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -91,13 +94,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_nullable_bytes(b, p)
+                c = Container()
+                c['index'] = k0_0
+                c['records'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partition_data': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partition_data'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -111,13 +128,17 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'acks': v0_0, 'timeout_ms': v0_1, 'topic_data': v1})
+            a(x)
+        o = Container()
+        o['acks'] = v0_0
+        o['timeout_ms'] = v0_1
+        o['topic_data'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -304,13 +325,18 @@ def _p12(b, p):
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'transactional_id': v0, 'acks': v1_0, 'timeout_ms': v1_1, 'topic_data': v2})
+            a(x)
+        o = Container()
+        o['transactional_id'] = v0
+        o['acks'] = v1_0
+        o['timeout_ms'] = v1_1
+        o['topic_data'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -706,7 +732,9 @@ def _p32(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'index': v0_0, 'records': v1})
+        o = Container()
+        o['index'] = v0_0
+        o['records'] = v1
         if nt:
             p = _t31(b, p, nt, o)
         return o, p
@@ -721,19 +749,40 @@ def _p33(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_compact_nullable_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['index'] = k0_0
+                c['records'] = k1
+                if nt:
+                    p = _t31(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p32(b, p)
+                _p32(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_data': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_data'] = v1
         if nt:
             p = _t31(b, p, nt, o)
         return o, p
@@ -751,19 +800,24 @@ def _p34(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p33(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'acks': v1_0, 'timeout_ms': v1_1, 'topic_data': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['acks'] = v1_0
+        o['timeout_ms'] = v1_1
+        o['topic_data'] = v2
         if nt:
             p = _t31(b, p, nt, o)
         return o, p
@@ -1100,23 +1154,44 @@ def _p47(b, p):
         f = 0
         v0_0, = _U4(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 4
+                k1, p = read_compact_nullable_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['index'] = k0_0
+                c['records'] = k1
+                if nt:
+                    p = _t31(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p32(b, p)
+                _p32(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partition_data': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partition_data'] = v1
         if nt:
             p = _t31(b, p, nt, o)
         return o, p
@@ -1134,19 +1209,24 @@ def _p48(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p47(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'acks': v1_0, 'timeout_ms': v1_1, 'topic_data': v2})
+        o = Container()
+        o['transactional_id'] = v0
+        o['acks'] = v1_0
+        o['timeout_ms'] = v1_1
+        o['topic_data'] = v2
         if nt:
             p = _t31(b, p, nt, o)
         return o, p

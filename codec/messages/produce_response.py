@@ -33,6 +33,7 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = ((('index', 'i', None), ('error_code', 'h', None), ('base_offset', 'q', None)),)
 _K1 = ('name', 'partition_responses')
@@ -113,7 +114,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 14
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -126,13 +130,27 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U0(b, p)
+                p += 14
+                c = Container()
+                c['index'] = k0_0
+                c['error_code'] = k0_1
+                c['base_offset'] = k0_2
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partition_responses': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -143,13 +161,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'responses': v0})
+            a(x)
+        o = Container()
+        o['responses'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -212,16 +232,19 @@ def _p6(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -286,7 +309,11 @@ def _p10(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U4(b, p)
         p += 22
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2, 'log_append_time_ms': v0_3})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
+        o['log_append_time_ms'] = v0_3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K14, f) from None
@@ -299,13 +326,28 @@ def _p11(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U4(b, p)
+                p += 22
+                c = Container()
+                c['index'] = k0_0
+                c['error_code'] = k0_1
+                c['base_offset'] = k0_2
+                c['log_append_time_ms'] = k0_3
+                a(c)
+        except Exception:
             try:
-                x, p = _p10(b, p)
+                _p10(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partition_responses': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -316,16 +358,19 @@ def _p12(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p11(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -498,7 +543,12 @@ def _p22(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
         p += 30
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2, 'log_append_time_ms': v0_3, 'log_start_offset': v0_4})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
+        o['log_append_time_ms'] = v0_3
+        o['log_start_offset'] = v0_4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K18, f) from None
@@ -511,13 +561,29 @@ def _p23(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
+                p += 30
+                c = Container()
+                c['index'] = k0_0
+                c['error_code'] = k0_1
+                c['base_offset'] = k0_2
+                c['log_append_time_ms'] = k0_3
+                c['log_start_offset'] = k0_4
+                a(c)
+        except Exception:
             try:
-                x, p = _p22(b, p)
+                _p22(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partition_responses': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -528,16 +594,19 @@ def _p24(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p23(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -712,7 +781,9 @@ def _p34(b, p):
         p += 4
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'batch_index': v0_0, 'batch_index_error_message': v1})
+        o = Container()
+        o['batch_index'] = v0_0
+        o['batch_index_error_message'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K22, f) from None
@@ -726,15 +797,34 @@ def _p35(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['batch_index'] = k0_0
+                c['batch_index_error_message'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p34(b, p)
+                _p34(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2, 'log_append_time_ms': v0_3, 'log_start_offset': v0_4, 'record_errors': v1, 'error_message': v2})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
+        o['log_append_time_ms'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['record_errors'] = v1
+        o['error_message'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K23, f) from None
@@ -747,13 +837,16 @@ def _p36(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p35(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partition_responses': v1})
+            a(x)
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -764,16 +857,19 @@ def _p37(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p36(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K10, f) from None
@@ -890,7 +986,9 @@ def _p43(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'batch_index': v0_0, 'batch_index_error_message': v1})
+        o = Container()
+        o['batch_index'] = v0_0
+        o['batch_index_error_message'] = v1
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -906,12 +1004,31 @@ def _p44(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['batch_index'] = k0_0
+                c['batch_index_error_message'] = k1
+                if nt:
+                    p = _t42(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p43(b, p)
+                _p43(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -920,7 +1037,14 @@ def _p44(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2, 'log_append_time_ms': v0_3, 'log_start_offset': v0_4, 'record_errors': v1, 'error_message': v2})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
+        o['log_append_time_ms'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['record_errors'] = v1
+        o['error_message'] = v2
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -935,19 +1059,22 @@ def _p45(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p44(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_responses': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -960,12 +1087,13 @@ def _p46(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p45(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
@@ -975,7 +1103,9 @@ def _p46(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -1106,7 +1236,9 @@ def _p52(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'leader_id': v0_0, 'leader_epoch': v0_1})
+        o = Container()
+        o['leader_id'] = v0_0
+        o['leader_epoch'] = v0_1
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -1144,12 +1276,31 @@ def _p54(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['batch_index'] = k0_0
+                c['batch_index_error_message'] = k1
+                if nt:
+                    p = _t42(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p43(b, p)
+                _p43(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 4
@@ -1158,7 +1309,15 @@ def _p54(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'index': v0_0, 'error_code': v0_1, 'base_offset': v0_2, 'log_append_time_ms': v0_3, 'log_start_offset': v0_4, 'record_errors': v1, 'error_message': v2, 'current_leader': _d51()})
+        o = Container()
+        o['index'] = v0_0
+        o['error_code'] = v0_1
+        o['base_offset'] = v0_2
+        o['log_append_time_ms'] = v0_3
+        o['log_start_offset'] = v0_4
+        o['record_errors'] = v1
+        o['error_message'] = v2
+        o['current_leader'] = _d51()
         if nt:
             p = _t53(b, p, nt, o)
         return o, p
@@ -1173,19 +1332,22 @@ def _p55(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p54(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_responses': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_responses'] = v1
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -1211,7 +1373,11 @@ def _p56(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -1230,12 +1396,36 @@ def _t57(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0_0, = _U2(b, p)
+                        p += 4
+                        k1, p = read_compact_string(b, p)
+                        k2_0, = _U2(b, p)
+                        p += 4
+                        k3, p = read_compact_nullable_string(b, p)
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['node_id'] = k0_0
+                        c['host'] = k1
+                        c['port'] = k2_0
+                        c['rack'] = k3
+                        if nt:
+                            p = _t42(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p56(b, p)
+                        _p56(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
             else:
@@ -1253,12 +1443,13 @@ def _p58(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p55(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
@@ -1268,7 +1459,10 @@ def _p58(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0, 'node_endpoints': []})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
+        o['node_endpoints'] = []
         if nt:
             p = _t57(b, p, nt, o)
         return o, p
@@ -1338,14 +1532,14 @@ def _b61(o, w):
         t = None
         f = 3
         v = g('current_leader', _K27)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(10)
-        _b60(v, x)
-        if x != _K52:
+        _b60(v, tw)
+        if tw != _K52:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1432,18 +1626,18 @@ def _b64(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(10)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b63(x, x)
+                    _b63(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1516,14 +1710,14 @@ def _b67(o, w):
         t = None
         f = 3
         v = g('current_leader', _K27)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(11)
-        _b66(v, x)
-        if x != _K57:
+        _b66(v, tw)
+        if tw != _K57:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1610,18 +1804,18 @@ def _b70(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(11)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b69(x, x)
+                    _b69(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1694,14 +1888,14 @@ def _b73(o, w):
         t = None
         f = 3
         v = g('current_leader', _K27)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(12)
-        _b72(v, x)
-        if x != _K58:
+        _b72(v, tw)
+        if tw != _K58:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1788,18 +1982,18 @@ def _b76(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(12)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b75(x, x)
+                    _b75(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -1815,23 +2009,26 @@ def _p77(b, p):
         f = 0
         v0_0, = _U10(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p54(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partition_responses': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partition_responses'] = v1
         if nt:
             p = _t42(b, p, nt, o)
         return o, p
@@ -1844,12 +2041,13 @@ def _p78(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p77(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         v1_0, = _U2(b, p)
         p += 4
@@ -1859,7 +2057,10 @@ def _p78(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'responses': v0, 'throttle_time_ms': v1_0, 'node_endpoints': []})
+        o = Container()
+        o['responses'] = v0
+        o['throttle_time_ms'] = v1_0
+        o['node_endpoints'] = []
         if nt:
             p = _t57(b, p, nt, o)
         return o, p
@@ -1929,14 +2130,14 @@ def _b81(o, w):
         t = None
         f = 3
         v = g('current_leader', _K27)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(13)
-        _b80(v, x)
-        if x != _K62:
+        _b80(v, tw)
+        if tw != _K62:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:
@@ -2022,18 +2223,18 @@ def _b84(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(13)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b83(x, x)
+                    _b83(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

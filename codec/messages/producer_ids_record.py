@@ -51,7 +51,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1, 'next_producer_id': v0_2})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
+        o['next_producer_id'] = v0_2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -19,6 +19,7 @@ from codec._runtime import (
     write_compact_bytes,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('client_instance_id', '16s', None), ('subscription_id', 'i', None), ('terminating', '?', None), ('compression_type', 'b', None)), 'metrics', '_tagged_fields')
@@ -50,7 +51,7 @@ def _p1(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U0(b, p)
         p += 22
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         v1, p = read_compact_bytes(b, p)
         f = 2
@@ -59,7 +60,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'client_instance_id': v0_0, 'subscription_id': v0_1, 'terminating': v0_2, 'compression_type': v0_3, 'metrics': v1})
+        o = Container()
+        o['client_instance_id'] = v0_0
+        o['subscription_id'] = v0_1
+        o['terminating'] = v0_2
+        o['compression_type'] = v0_3
+        o['metrics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -24,6 +24,7 @@ from codec._runtime import (
     write_compact_nullable_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('partition', 'i', None), ('error_code', 'h', None)), 'error_message', (('state_epoch', 'i', None), ('start_offset', 'q', None)), '_tagged_fields')
@@ -76,7 +77,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition': v0_0, 'error_code': v0_1, 'error_message': v1, 'state_epoch': v2_0, 'start_offset': v2_1})
+        o = Container()
+        o['partition'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['state_epoch'] = v2_0
+        o['start_offset'] = v2_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -89,23 +95,49 @@ def _p2(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 6
+                k1, p = read_compact_nullable_string(b, p)
+                k2_0, k2_1 = _U2(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition'] = k0_0
+                c['error_code'] = k0_1
+                c['error_message'] = k1
+                c['state_epoch'] = k2_0
+                c['start_offset'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -118,19 +150,21 @@ def _p3(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'results': v0})
+        o = Container()
+        o['results'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -27,6 +27,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', 'host', (('port', 'H', None), ('security_protocol', 'h', None)), '_tagged_fields')
@@ -97,7 +98,11 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0, 'security_protocol': v2_1})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['security_protocol'] = v2_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -118,7 +123,10 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'min_supported_version': v1_0, 'max_supported_version': v1_1})
+        o = Container()
+        o['name'] = v0
+        o['min_supported_version'] = v1_0
+        o['max_supported_version'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -131,25 +139,67 @@ def _p3(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 28
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
         f = 4
@@ -161,7 +211,14 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'incarnation_id': v0_1, 'broker_epoch': v0_2, 'end_points': v1, 'features': v2, 'rack': v3, 'fenced': v4_0})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['incarnation_id'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['end_points'] = v1
+        o['features'] = v2
+        o['rack'] = v3
+        o['fenced'] = v4_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -262,25 +319,67 @@ def _p7(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 28
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
         f = 4
@@ -292,7 +391,15 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'incarnation_id': v0_1, 'broker_epoch': v0_2, 'end_points': v1, 'features': v2, 'rack': v3, 'fenced': v4_0, 'in_controlled_shutdown': v4_1})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['incarnation_id'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['end_points'] = v1
+        o['features'] = v2
+        o['rack'] = v3
+        o['fenced'] = v4_0
+        o['in_controlled_shutdown'] = v4_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -393,25 +500,67 @@ def _p11(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U10(b, p)
         p += 29
-        v0_2 = UUID(bytes=v0_2)
+        v0_2 = uuid_from_bytes(v0_2)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
         f = 4
@@ -423,7 +572,16 @@ def _p11(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'is_migrating_zk_broker': v0_1, 'incarnation_id': v0_2, 'broker_epoch': v0_3, 'end_points': v1, 'features': v2, 'rack': v3, 'fenced': v4_0, 'in_controlled_shutdown': v4_1})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['is_migrating_zk_broker'] = v0_1
+        o['incarnation_id'] = v0_2
+        o['broker_epoch'] = v0_3
+        o['end_points'] = v1
+        o['features'] = v2
+        o['rack'] = v3
+        o['fenced'] = v4_0
+        o['in_controlled_shutdown'] = v4_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -550,25 +708,67 @@ def _p16(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3 = _U10(b, p)
         p += 29
-        v0_2 = UUID(bytes=v0_2)
+        v0_2 = uuid_from_bytes(v0_2)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, k2_1 = _U1(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['security_protocol'] = k2_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U2(b, p)
+                p += 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['min_supported_version'] = k1_0
+                c['max_supported_version'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
         f = 4
@@ -580,7 +780,17 @@ def _p16(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'is_migrating_zk_broker': v0_1, 'incarnation_id': v0_2, 'broker_epoch': v0_3, 'end_points': v1, 'features': v2, 'rack': v3, 'fenced': v4_0, 'in_controlled_shutdown': v4_1, 'log_dirs': []})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['is_migrating_zk_broker'] = v0_1
+        o['incarnation_id'] = v0_2
+        o['broker_epoch'] = v0_3
+        o['end_points'] = v1
+        o['features'] = v2
+        o['rack'] = v3
+        o['fenced'] = v4_0
+        o['in_controlled_shutdown'] = v4_1
+        o['log_dirs'] = []
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -669,15 +879,15 @@ def _b19(o, w):
         f = 5
         v = g('log_dirs', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(3)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for x in v or ():
-                x += uuid_bytes(x)
+                tw += uuid_bytes(x)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 6
         u = g('_unknown_tags')
         if t is None and not u:

@@ -49,7 +49,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'token_id': v0})
+        o = Container()
+        o['token_id'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

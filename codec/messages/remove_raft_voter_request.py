@@ -19,6 +19,7 @@ from codec._runtime import (
     write_compact_nullable_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('cluster_id', (('voter_id', 'i', None), ('voter_directory_id', '16s', None)), '_tagged_fields')
@@ -52,14 +53,17 @@ def _p1(b, p):
         f = 1
         v1_0, v1_1 = _U0(b, p)
         p += 20
-        v1_1 = UUID(bytes=v1_1)
+        v1_1 = uuid_from_bytes(v1_1)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'voter_id': v1_0, 'voter_directory_id': v1_1})
+        o = Container()
+        o['cluster_id'] = v0
+        o['voter_id'] = v1_0
+        o['voter_directory_id'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -31,7 +31,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 14
-        o = Container({'error_code': v0_0, 'expiry_timestamp_ms': v0_1, 'throttle_time_ms': v0_2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['expiry_timestamp_ms'] = v0_1
+        o['throttle_time_ms'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -87,7 +90,10 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'expiry_timestamp_ms': v0_1, 'throttle_time_ms': v0_2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['expiry_timestamp_ms'] = v0_1
+        o['throttle_time_ms'] = v0_2
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

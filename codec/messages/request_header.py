@@ -37,7 +37,10 @@ def _p0(b, p):
         f = 0
         v0_0, v0_1, v0_2 = _U0(b, p)
         p += 8
-        o = Container({'request_api_key': v0_0, 'request_api_version': v0_1, 'correlation_id': v0_2})
+        o = Container()
+        o['request_api_key'] = v0_0
+        o['request_api_version'] = v0_1
+        o['correlation_id'] = v0_2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -61,7 +64,11 @@ def _p2(b, p):
         p += 8
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'request_api_key': v0_0, 'request_api_version': v0_1, 'correlation_id': v0_2, 'client_id': v1})
+        o = Container()
+        o['request_api_key'] = v0_0
+        o['request_api_version'] = v0_1
+        o['correlation_id'] = v0_2
+        o['client_id'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -111,7 +118,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'request_api_key': v0_0, 'request_api_version': v0_1, 'correlation_id': v0_2, 'client_id': v1})
+        o = Container()
+        o['request_api_key'] = v0_0
+        o['request_api_version'] = v0_1
+        o['correlation_id'] = v0_2
+        o['client_id'] = v1
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

@@ -31,7 +31,8 @@ def _p0(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 4
-        o = Container({'correlation_id': v0_0})
+        o = Container()
+        o['correlation_id'] = v0_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,7 +77,8 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'correlation_id': v0_0})
+        o = Container()
+        o['correlation_id'] = v0_0
         if nt:
             p = _t2(b, p, nt, o)
         return o, p

@@ -30,7 +30,8 @@ def _p0(b, p):
     try:
         f = 0
         v0, p = read_bytes(b, p)
-        o = Container({'auth_bytes': v0})
+        o = Container()
+        o['auth_bytes'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -87,7 +88,8 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'auth_bytes': v0})
+        o = Container()
+        o['auth_bytes'] = v0
         if nt:
             p = _t3(b, p, nt, o)
         return o, p

@@ -49,7 +49,10 @@ def _p0(b, p):
         v1, p = read_nullable_string(b, p)
         f = 2
         v2, p = read_bytes(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'auth_bytes': v2})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['auth_bytes'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -84,7 +87,11 @@ def _p2(b, p):
         f = 3
         v3_0, = _U2(b, p)
         p += 8
-        o = Container({'error_code': v0_0, 'error_message': v1, 'auth_bytes': v2, 'session_lifetime_ms': v3_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['auth_bytes'] = v2
+        o['session_lifetime_ms'] = v3_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -144,7 +151,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'auth_bytes': v2, 'session_lifetime_ms': v3_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['auth_bytes'] = v2
+        o['session_lifetime_ms'] = v3_0
         if nt:
             p = _t4(b, p, nt, o)
         return o, p

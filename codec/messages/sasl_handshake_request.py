@@ -19,7 +19,8 @@ def _p0(b, p):
     try:
         f = 0
         v0, p = read_string(b, p)
-        o = Container({'mechanism': v0})
+        o = Container()
+        o['mechanism'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None

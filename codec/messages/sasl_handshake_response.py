@@ -33,7 +33,9 @@ def _p0(b, p):
         for _ in range(n):
             x, p = read_string(b, p)
             v1.append(x)
-        o = Container({'error_code': v0_0, 'mechanisms': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['mechanisms'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None

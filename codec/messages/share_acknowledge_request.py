@@ -20,12 +20,13 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT8S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('first_offset', 'q', None), ('last_offset', 'q', None)), 'acknowledge_types', '_tagged_fields')
@@ -72,7 +73,7 @@ def _p1(b, p):
         p += 16
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}b', b, p))
+        v1 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 2
         nt = b[p]
@@ -80,7 +81,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'first_offset': v0_0, 'last_offset': v0_1, 'acknowledge_types': v1})
+        o = Container()
+        o['first_offset'] = v0_0
+        o['last_offset'] = v0_1
+        o['acknowledge_types'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -96,19 +100,43 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U2(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT8S[n](b, p))
+                p += n * 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['first_offset'] = k0_0
+                c['last_offset'] = k0_1
+                c['acknowledge_types'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'acknowledgement_batches': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['acknowledgement_batches'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -121,23 +149,26 @@ def _p3(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -157,19 +188,24 @@ def _p4(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            a(x)
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'share_session_epoch': v2_0, 'topics': v3})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['share_session_epoch'] = v2_0
+        o['topics'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

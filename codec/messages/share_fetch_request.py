@@ -20,12 +20,14 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import UNPACK_INT8S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('first_offset', 'q', None), ('last_offset', 'q', None)), 'acknowledge_types', '_tagged_fields')
@@ -74,7 +76,7 @@ def _p1(b, p):
         p += 16
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}b', b, p))
+        v1 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 2
         nt = b[p]
@@ -82,7 +84,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'first_offset': v0_0, 'last_offset': v0_1, 'acknowledge_types': v1})
+        o = Container()
+        o['first_offset'] = v0_0
+        o['last_offset'] = v0_1
+        o['acknowledge_types'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -98,19 +103,44 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U3(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT8S[n](b, p))
+                p += n * 1
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['first_offset'] = k0_0
+                c['last_offset'] = k0_1
+                c['acknowledge_types'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'partition_max_bytes': v0_1, 'acknowledgement_batches': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['partition_max_bytes'] = v0_1
+        o['acknowledgement_batches'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -123,23 +153,26 @@ def _p3(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -152,10 +185,10 @@ def _p4(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -163,7 +196,9 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -183,28 +218,60 @@ def _p5(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            a(x)
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U1(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'share_session_epoch': v2_0, 'max_wait_ms': v2_1, 'min_bytes': v2_2, 'max_bytes': v2_3, 'batch_size': v2_4, 'topics': v3, 'forgotten_topics_data': v4})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['share_session_epoch'] = v2_0
+        o['max_wait_ms'] = v2_1
+        o['min_bytes'] = v2_2
+        o['max_bytes'] = v2_3
+        o['batch_size'] = v2_4
+        o['topics'] = v3
+        o['forgotten_topics_data'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

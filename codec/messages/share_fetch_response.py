@@ -28,6 +28,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('leader_id', 'i', None), ('leader_epoch', 'i', None)), '_tagged_fields')
@@ -90,7 +91,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'leader_id': v0_0, 'leader_epoch': v0_1})
+        o = Container()
+        o['leader_id'] = v0_0
+        o['leader_epoch'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -109,7 +112,10 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'first_offset': v0_0, 'last_offset': v0_1, 'delivery_count': v0_2})
+        o = Container()
+        o['first_offset'] = v0_0
+        o['last_offset'] = v0_1
+        o['delivery_count'] = v0_2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -136,19 +142,46 @@ def _p3(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
-        for i in range(n):
+        a = v6.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U4(b, p)
+                p += 18
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['first_offset'] = k0_0
+                c['last_offset'] = k0_1
+                c['delivery_count'] = k0_2
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p2(b, p)
+                _p2(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            raise
         f = 7
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'error_message': v1, 'acknowledge_error_code': v2_0, 'acknowledge_error_message': v3, 'current_leader': v4, 'records': v5, 'acquired_records': v6})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['acknowledge_error_code'] = v2_0
+        o['acknowledge_error_message'] = v3
+        o['current_leader'] = v4
+        o['records'] = v5
+        o['acquired_records'] = v6
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -161,23 +194,26 @@ def _p4(b, p):
         f = 0
         v0_0, = _U1(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -203,7 +239,11 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0, 'rack': v3})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
+        o['rack'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -221,28 +261,58 @@ def _p6(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p4(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U5(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U5(b, p)
+                p += 4
+                k3, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['node_id'] = k0_0
+                c['host'] = k1
+                c['port'] = k2_0
+                c['rack'] = k3
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            raise
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'responses': v2, 'node_endpoints': v3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['responses'] = v2
+        o['node_endpoints'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

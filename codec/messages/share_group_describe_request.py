@@ -62,7 +62,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_ids': v0, 'include_authorized_operations': v1_0})
+        o = Container()
+        o['group_ids'] = v0
+        o['include_authorized_operations'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

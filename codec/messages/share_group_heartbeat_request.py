@@ -72,7 +72,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'rack_id': v3, 'subscribed_topic_names': v4})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['rack_id'] = v3
+        o['subscribed_topic_names'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

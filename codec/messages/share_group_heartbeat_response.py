@@ -20,12 +20,13 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
@@ -67,10 +68,10 @@ def _p1(b, p):
         f = 0
         v0_0, = _U2(b, p)
         p += 16
-        v0_0 = UUID(bytes=v0_0)
+        v0_0 = uuid_from_bytes(v0_0)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -78,7 +79,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_id': v0_0, 'partitions': v1})
+        o = Container()
+        o['topic_id'] = v0_0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -91,19 +94,42 @@ def _p2(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 16
+                k0_0 = uuid_from_bytes(k0_0)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_id'] = k0_0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_partitions': v0})
+        o = Container()
+        o['topic_partitions'] = v0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -135,7 +161,14 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'member_id': v2, 'member_epoch': v3_0, 'heartbeat_interval_ms': v3_1, 'assignment': v4})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['member_id'] = v2
+        o['member_epoch'] = v3_0
+        o['heartbeat_interval_ms'] = v3_1
+        o['assignment'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

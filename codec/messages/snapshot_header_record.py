@@ -51,7 +51,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'version': v0_0, 'last_contained_log_timestamp': v0_1})
+        o = Container()
+        o['version'] = v0_0
+        o['last_contained_log_timestamp'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('topic_name', (('partition_index', 'i', None),))
 _K1 = ((('controller_id', 'i', None), ('controller_epoch', 'i', None), ('delete_partitions', '?', None)), 'ungrouped_partitions')
@@ -80,7 +80,9 @@ def _p0(b, p):
         f = 1
         v1_0, = _U1(b, p)
         p += 4
-        o = Container({'topic_name': v0, 'partition_index': v1_0})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -94,13 +96,29 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, = _U1(b, p)
+                p += 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'delete_partitions': v0_2, 'ungrouped_partitions': v1})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['delete_partitions'] = v0_2
+        o['ungrouped_partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -147,9 +165,11 @@ def _p4(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K8, f) from None
@@ -163,13 +183,31 @@ def _p5(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'delete_partitions': v0_3, 'topics': v1})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['delete_partitions'] = v0_3
+        o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K9, f) from None
@@ -238,7 +276,7 @@ def _p9(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -246,7 +284,9 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -262,19 +302,44 @@ def _p10(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'delete_partitions': v0_3, 'topics': v1})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['delete_partitions'] = v0_3
+        o['topics'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -347,7 +412,10 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'leader_epoch': v0_1, 'delete_partition': v0_2})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['leader_epoch'] = v0_1
+        o['delete_partition'] = v0_2
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -362,19 +430,40 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U0(b, p)
+                p += 9
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['leader_epoch'] = k0_1
+                c['delete_partition'] = k0_2
+                if nt:
+                    p = _t8(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -390,19 +479,24 @@ def _p15(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -493,19 +587,25 @@ def _p19(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'is_k_raft_controller': v0_1, 'controller_epoch': v0_2, 'broker_epoch': v0_3, 'topic_states': v1})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['is_k_raft_controller'] = v0_1
+        o['controller_epoch'] = v0_2
+        o['broker_epoch'] = v0_3
+        o['topic_states'] = v1
         if nt:
             p = _t8(b, p, nt, o)
         return o, p

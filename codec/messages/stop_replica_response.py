@@ -51,7 +51,10 @@ def _p0(b, p):
         f = 1
         v1_0, v1_1 = _U1(b, p)
         p += 6
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'error_code': v1_1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['error_code'] = v1_1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -65,13 +68,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 6
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['error_code'] = k1_1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'error_code': v0_0, 'partition_errors': v1})
+            raise
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_errors'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -177,7 +195,10 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'error_code': v1_1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['error_code'] = v1_1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -193,19 +214,41 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 6
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['error_code'] = k1_1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'partition_errors': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['partition_errors'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -19,12 +19,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ('key', 'value', '_tagged_fields')
@@ -105,7 +105,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'value': v1})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -123,19 +125,41 @@ def _p2(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1_0, 'replication_factor': v1_1, 'topic_configs': v2})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1_0
+        o['replication_factor'] = v1_1
+        o['topic_configs'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -162,28 +186,35 @@ def _p3(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            a(x)
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
+        a = v4.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            a(x)
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'source_topics': v1, 'repartition_sink_topics': v2, 'state_changelog_topics': v3, 'repartition_source_topics': v4})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['source_topics'] = v1
+        o['repartition_sink_topics'] = v2
+        o['state_changelog_topics'] = v3
+        o['repartition_source_topics'] = v4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -202,19 +233,22 @@ def _p4(b, p):
             v1 = None
         else:
             v1 = []
+            a = v1.append
             for i in range(n):
                 try:
                     x, p = _p3(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v1.append(x)
+                a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'epoch': v0_0, 'subtopologies': v1})
+        o = Container()
+        o['epoch'] = v0_0
+        o['subtopologies'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -235,7 +269,9 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'host': v0, 'port': v1_0})
+        o = Container()
+        o['host'] = v0
+        o['port'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -256,7 +292,10 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'partition': v1_0, 'offset': v1_1})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['partition'] = v1_0
+        o['offset'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -270,7 +309,7 @@ def _p7(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -278,7 +317,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'partitions': v1})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -291,37 +332,100 @@ def _p8(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
-        for i in range(n):
+        a = v0.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['subtopology_id'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            raise
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['subtopology_id'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['subtopology_id'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'active_tasks': v0, 'standby_tasks': v1, 'warmup_tasks': v2})
+        o = Container()
+        o['active_tasks'] = v0
+        o['standby_tasks'] = v1
+        o['warmup_tasks'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -358,30 +462,88 @@ def _p9(b, p):
         f = 9
         n, p = read_compact_array_length(b, p, False)
         v9 = []
-        for i in range(n):
+        a = v9.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v9.append(x)
+            raise
         f = 10
         n, p = read_compact_array_length(b, p, False)
         v10 = []
-        for i in range(n):
+        a = v10.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U5(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['subtopology_id'] = k0
+                c['partition'] = k1_0
+                c['offset'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v10.append(x)
+            raise
         f = 11
         n, p = read_compact_array_length(b, p, False)
         v11 = []
-        for i in range(n):
+        a = v11.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U5(b, p)
+                p += 12
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['subtopology_id'] = k0
+                c['partition'] = k1_0
+                c['offset'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v11.append(x)
+            raise
         f = 12
         v12, p = _p8(b, p)
         f = 13
@@ -395,7 +557,22 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'member_epoch': v1_0, 'instance_id': v2, 'rack_id': v3, 'client_id': v4, 'client_host': v5, 'topology_epoch': v6_0, 'process_id': v7, 'user_endpoint': v8, 'client_tags': v9, 'task_offsets': v10, 'task_end_offsets': v11, 'assignment': v12, 'target_assignment': v13, 'is_classic': v14_0})
+        o = Container()
+        o['member_id'] = v0
+        o['member_epoch'] = v1_0
+        o['instance_id'] = v2
+        o['rack_id'] = v3
+        o['client_id'] = v4
+        o['client_host'] = v5
+        o['topology_epoch'] = v6_0
+        o['process_id'] = v7
+        o['user_endpoint'] = v8
+        o['client_tags'] = v9
+        o['task_offsets'] = v10
+        o['task_end_offsets'] = v11
+        o['assignment'] = v12
+        o['target_assignment'] = v13
+        o['is_classic'] = v14_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -426,12 +603,13 @@ def _p10(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
+        a = v6.append
         for i in range(n):
             try:
                 x, p = _p9(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            a(x)
         f = 7
         v7_0, = _U0(b, p)
         p += 4
@@ -441,7 +619,16 @@ def _p10(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'error_message': v1, 'group_id': v2, 'group_state': v3, 'group_epoch': v4_0, 'assignment_epoch': v4_1, 'topology': v5, 'members': v6, 'authorized_operations': v7_0})
+        o = Container()
+        o['error_code'] = v0_0
+        o['error_message'] = v1
+        o['group_id'] = v2
+        o['group_state'] = v3
+        o['group_epoch'] = v4_0
+        o['assignment_epoch'] = v4_1
+        o['topology'] = v5
+        o['members'] = v6
+        o['authorized_operations'] = v7_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -457,19 +644,22 @@ def _p11(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p10(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'groups': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['groups'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

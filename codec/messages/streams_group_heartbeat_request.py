@@ -19,12 +19,13 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT16S
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ('key', 'value', '_tagged_fields')
@@ -95,7 +96,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'key': v0, 'value': v1})
+        o = Container()
+        o['key'] = v0
+        o['value'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -113,19 +116,41 @@ def _p2(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['key'] = k0
+                c['value'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1_0, 'replication_factor': v1_1, 'topic_configs': v2})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1_0
+        o['replication_factor'] = v1_1
+        o['topic_configs'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -137,15 +162,15 @@ def _p3(b, p):
     try:
         f = 0
         n, p = read_compact_array_length(b, p, False)
-        v0 = list(unpack_from(f'>{n}h', b, p))
+        v0 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}h', b, p))
+        v1 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 2
         n, p = read_compact_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}h', b, p))
+        v2 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 3
         nt = b[p]
@@ -153,7 +178,10 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'source_topics': v0, 'source_topic_regex': v1, 'repartition_source_topics': v2})
+        o = Container()
+        o['source_topics'] = v0
+        o['source_topic_regex'] = v1
+        o['repartition_source_topics'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -180,12 +208,13 @@ def _p4(b, p):
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
+            a(x)
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
@@ -195,28 +224,62 @@ def _p4(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
+        a = v5.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            a(x)
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
-        for i in range(n):
+        a = v6.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                n, p = read_compact_array_length(b, p, False)
+                k0 = list(UNPACK_INT16S[n](b, p))
+                p += n * 2
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT16S[n](b, p))
+                p += n * 2
+                n, p = read_compact_array_length(b, p, False)
+                k2 = list(UNPACK_INT16S[n](b, p))
+                p += n * 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['source_topics'] = k0
+                c['source_topic_regex'] = k1
+                c['repartition_source_topics'] = k2
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p3(b, p)
+                _p3(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            raise
         f = 7
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'source_topics': v1, 'source_topic_regex': v2, 'state_changelog_topics': v3, 'repartition_sink_topics': v4, 'repartition_source_topics': v5, 'copartition_groups': v6})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['source_topics'] = v1
+        o['source_topic_regex'] = v2
+        o['state_changelog_topics'] = v3
+        o['repartition_sink_topics'] = v4
+        o['repartition_source_topics'] = v5
+        o['copartition_groups'] = v6
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -232,19 +295,22 @@ def _p5(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p4(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'epoch': v0_0, 'subtopologies': v1})
+        o = Container()
+        o['epoch'] = v0_0
+        o['subtopologies'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -258,7 +324,7 @@ def _p6(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -266,7 +332,9 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'partitions': v1})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -287,7 +355,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'host': v0, 'port': v1_0})
+        o = Container()
+        o['host'] = v0
+        o['port'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -308,7 +378,10 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'partition': v1_0, 'offset': v1_1})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['partition'] = v1_0
+        o['offset'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -344,36 +417,96 @@ def _p9(b, p):
             v7 = None
         else:
             v7 = []
-            for i in range(n):
+            a = v7.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p6(b, p)
+                    _p6(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v7.append(x)
+                raise
         f = 8
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v8 = None
         else:
             v8 = []
-            for i in range(n):
+            a = v8.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p6(b, p)
+                    _p6(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v8.append(x)
+                raise
         f = 9
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v9 = None
         else:
             v9 = []
-            for i in range(n):
+            a = v9.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p6(b, p)
+                    _p6(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v9.append(x)
+                raise
         f = 10
         v10, p = read_compact_nullable_string(b, p)
         f = 11
@@ -388,36 +521,94 @@ def _p9(b, p):
             v12 = None
         else:
             v12 = []
-            for i in range(n):
+            a = v12.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1, p = read_compact_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['key'] = k0
+                    c['value'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v12.append(x)
+                raise
         f = 13
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v13 = None
         else:
             v13 = []
-            for i in range(n):
+            a = v13.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1_0, k1_1 = _U3(b, p)
+                    p += 12
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partition'] = k1_0
+                    c['offset'] = k1_1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p8(b, p)
+                    _p8(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v13.append(x)
+                raise
         f = 14
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v14 = None
         else:
             v14 = []
-            for i in range(n):
+            a = v14.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    k1_0, k1_1 = _U3(b, p)
+                    p += 12
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partition'] = k1_0
+                    c['offset'] = k1_1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p8(b, p)
+                    _p8(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v14.append(x)
+                raise
         f = 15
         v15_0, = _U4(b, p)
         p += 1
@@ -427,7 +618,23 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'member_id': v1, 'member_epoch': v2_0, 'instance_id': v3, 'rack_id': v4, 'rebalance_timeout_ms': v5_0, 'topology': v6, 'active_tasks': v7, 'standby_tasks': v8, 'warmup_tasks': v9, 'process_id': v10, 'user_endpoint': v11, 'client_tags': v12, 'task_offsets': v13, 'task_end_offsets': v14, 'shutdown_application': v15_0})
+        o = Container()
+        o['group_id'] = v0
+        o['member_id'] = v1
+        o['member_epoch'] = v2_0
+        o['instance_id'] = v3
+        o['rack_id'] = v4
+        o['rebalance_timeout_ms'] = v5_0
+        o['topology'] = v6
+        o['active_tasks'] = v7
+        o['standby_tasks'] = v8
+        o['warmup_tasks'] = v9
+        o['process_id'] = v10
+        o['user_endpoint'] = v11
+        o['client_tags'] = v12
+        o['task_offsets'] = v13
+        o['task_end_offsets'] = v14
+        o['shutdown_application'] = v15_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -19,12 +19,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = {}
 _K1 = ((('status_code', 'b', None),), 'status_detail', '_tagged_fields')
@@ -85,7 +85,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'status_code': v0_0, 'status_detail': v1})
+        o = Container()
+        o['status_code'] = v0_0
+        o['status_detail'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -99,7 +101,7 @@ def _p2(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -107,7 +109,9 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'subtopology_id': v0, 'partitions': v1})
+        o = Container()
+        o['subtopology_id'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -128,7 +132,9 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'host': v0, 'port': v1_0})
+        o = Container()
+        o['host'] = v0
+        o['port'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -142,7 +148,7 @@ def _p4(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -150,7 +156,9 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic': v0, 'partitions': v1})
+        o = Container()
+        o['topic'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -165,19 +173,41 @@ def _p5(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['topic'] = k0
+                c['partitions'] = k1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p4(b, p)
+                _p4(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'user_endpoint': v0, 'partitions': v1})
+        o = Container()
+        o['user_endpoint'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -203,67 +233,160 @@ def _p6(b, p):
             v4 = None
         else:
             v4 = []
-            for i in range(n):
+            a = v4.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0_0, = _U2(b, p)
+                    p += 1
+                    k1, p = read_compact_string(b, p)
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['status_code'] = k0_0
+                    c['status_detail'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p1(b, p)
+                    _p1(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v4.append(x)
+                raise
         f = 5
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v5 = None
         else:
             v5 = []
-            for i in range(n):
+            a = v5.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p2(b, p)
+                    _p2(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v5.append(x)
+                raise
         f = 6
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v6 = None
         else:
             v6 = []
-            for i in range(n):
+            a = v6.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p2(b, p)
+                    _p2(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v6.append(x)
+                raise
         f = 7
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v7 = None
         else:
             v7 = []
-            for i in range(n):
+            a = v7.append
+            q = p
+            try:
+                for i in range(n):
+                    q = p
+                    k0, p = read_compact_string(b, p)
+                    n, p = read_compact_array_length(b, p, False)
+                    k1 = list(UNPACK_INT32S[n](b, p))
+                    p += n * 4
+                    nt = b[p]
+                    if nt < 0x80:
+                        p += 1
+                    else:
+                        nt, p = read_uvarint(b, p)
+                    c = Container()
+                    c['subtopology_id'] = k0
+                    c['partitions'] = k1
+                    if nt:
+                        p = _t0(b, p, nt, c)
+                    a(c)
+            except Exception:
                 try:
-                    x, p = _p2(b, p)
+                    _p2(b, q)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v7.append(x)
+                raise
         f = 8
         n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v8 = None
         else:
             v8 = []
+            a = v8.append
             for i in range(n):
                 try:
                     x, p = _p5(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
-                v8.append(x)
+                a(x)
         f = 9
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'error_message': v1, 'member_id': v2, 'member_epoch': v3_0, 'heartbeat_interval_ms': v3_1, 'acceptable_recovery_lag': v3_2, 'task_offset_interval_ms': v3_3, 'status': v4, 'active_tasks': v5, 'standby_tasks': v6, 'warmup_tasks': v7, 'partitions_by_user_endpoint': v8})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['error_message'] = v1
+        o['member_id'] = v2
+        o['member_epoch'] = v3_0
+        o['heartbeat_interval_ms'] = v3_1
+        o['acceptable_recovery_lag'] = v3_2
+        o['task_offset_interval_ms'] = v3_3
+        o['status'] = v4
+        o['active_tasks'] = v5
+        o['standby_tasks'] = v6
+        o['warmup_tasks'] = v7
+        o['partitions_by_user_endpoint'] = v8
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

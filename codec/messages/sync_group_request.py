@@ -63,7 +63,9 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         v1, p = read_bytes(b, p)
-        o = Container({'member_id': v0, 'assignment': v1})
+        o = Container()
+        o['member_id'] = v0
+        o['assignment'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -81,13 +83,28 @@ def _p1(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
-        for i in range(n):
+        a = v3.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['assignment'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'assignments': v3})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['assignments'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -233,13 +250,29 @@ def _p8(b, p):
         f = 4
         n, p = read_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1, p = read_bytes(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['assignment'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'group_instance_id': v3, 'assignments': v4})
+            raise
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['assignments'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K7, f) from None
@@ -319,7 +352,9 @@ def _p12(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'member_id': v0, 'assignment': v1})
+        o = Container()
+        o['member_id'] = v0
+        o['assignment'] = v1
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -341,19 +376,42 @@ def _p13(b, p):
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
-        for i in range(n):
+        a = v4.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['assignment'] = k1
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p12(b, p)
+                _p12(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v4.append(x)
+            raise
         f = 5
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'group_instance_id': v3, 'assignments': v4})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['assignments'] = v4
         if nt:
             p = _t11(b, p, nt, o)
         return o, p
@@ -438,19 +496,44 @@ def _p16(b, p):
         f = 6
         n, p = read_compact_array_length(b, p, False)
         v6 = []
-        for i in range(n):
+        a = v6.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_bytes(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['member_id'] = k0
+                c['assignment'] = k1
+                if nt:
+                    p = _t11(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p12(b, p)
+                _p12(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v6.append(x)
+            raise
         f = 7
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'group_id': v0, 'generation_id': v1_0, 'member_id': v2, 'group_instance_id': v3, 'protocol_type': v4, 'protocol_name': v5, 'assignments': v6})
+        o = Container()
+        o['group_id'] = v0
+        o['generation_id'] = v1_0
+        o['member_id'] = v2
+        o['group_instance_id'] = v3
+        o['protocol_type'] = v4
+        o['protocol_name'] = v5
+        o['assignments'] = v6
         if nt:
             p = _t11(b, p, nt, o)
         return o, p

@@ -49,7 +49,9 @@ def _p0(b, p):
         p += 2
         f = 1
         v1, p = read_bytes(b, p)
-        o = Container({'error_code': v0_0, 'assignment': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['assignment'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -76,7 +78,10 @@ def _p2(b, p):
         p += 6
         f = 1
         v1, p = read_bytes(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'assignment': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['assignment'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K4, f) from None
@@ -154,7 +159,10 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'assignment': v1})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['assignment'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -200,7 +208,12 @@ def _p9(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'protocol_type': v1, 'protocol_name': v2, 'assignment': v3})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['protocol_type'] = v1
+        o['protocol_name'] = v2
+        o['assignment'] = v3
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

@@ -19,6 +19,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', (('topic_id', '16s', None),), '_tagged_fields')
@@ -52,14 +53,16 @@ def _p1(b, p):
         f = 1
         v1_0, = _U0(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'topic_id': v1_0})
+        o = Container()
+        o['name'] = v0
+        o['topic_id'] = v1_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

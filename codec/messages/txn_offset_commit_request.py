@@ -69,7 +69,10 @@ def _p0(b, p):
         p += 12
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -82,13 +85,28 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1 = _U1(b, p)
+                p += 12
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -106,13 +124,19 @@ def _p2(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'transactional_id': v0, 'group_id': v1, 'producer_id': v2_0, 'producer_epoch': v2_1, 'topics': v3})
+            a(x)
+        o = Container()
+        o['transactional_id'] = v0
+        o['group_id'] = v1
+        o['producer_id'] = v2_0
+        o['producer_epoch'] = v2_1
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -251,7 +275,11 @@ def _p9(b, p):
         p += 16
         f = 1
         v1, p = read_nullable_string(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['committed_metadata'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K11, f) from None
@@ -264,13 +292,29 @@ def _p10(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U4(b, p)
+                p += 16
+                k1, p = read_nullable_string(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['committed_metadata'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p9(b, p)
+                _p9(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'name': v0, 'partitions': v1})
+            raise
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -288,13 +332,19 @@ def _p11(b, p):
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
+        a = v3.append
         for i in range(n):
             try:
                 x, p = _p10(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v3.append(x)
-        o = Container({'transactional_id': v0, 'group_id': v1, 'producer_id': v2_0, 'producer_epoch': v2_1, 'topics': v3})
+            a(x)
+        o = Container()
+        o['transactional_id'] = v0
+        o['group_id'] = v1
+        o['producer_id'] = v2_0
+        o['producer_epoch'] = v2_1
+        o['topics'] = v3
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -393,7 +443,11 @@ def _p16(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'committed_offset': v0_1, 'committed_leader_epoch': v0_2, 'committed_metadata': v1})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['committed_offset'] = v0_1
+        o['committed_leader_epoch'] = v0_2
+        o['committed_metadata'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -408,19 +462,42 @@ def _p17(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2 = _U4(b, p)
+                p += 16
+                k1, p = read_compact_nullable_string(b, p)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['committed_offset'] = k0_1
+                c['committed_leader_epoch'] = k0_2
+                c['committed_metadata'] = k1
+                if nt:
+                    p = _t15(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p16(b, p)
+                _p16(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partitions': v1})
+        o = Container()
+        o['name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t15(b, p, nt, o)
         return o, p
@@ -444,19 +521,28 @@ def _p18(b, p):
         f = 5
         n, p = read_compact_array_length(b, p, False)
         v5 = []
+        a = v5.append
         for i in range(n):
             try:
                 x, p = _p17(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v5.append(x)
+            a(x)
         f = 6
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'transactional_id': v0, 'group_id': v1, 'producer_id': v2_0, 'producer_epoch': v2_1, 'generation_id': v2_2, 'member_id': v3, 'group_instance_id': v4, 'topics': v5})
+        o = Container()
+        o['transactional_id'] = v0
+        o['group_id'] = v1
+        o['producer_id'] = v2_0
+        o['producer_epoch'] = v2_1
+        o['generation_id'] = v2_2
+        o['member_id'] = v3
+        o['group_instance_id'] = v4
+        o['topics'] = v5
         if nt:
             p = _t15(b, p, nt, o)
         return o, p

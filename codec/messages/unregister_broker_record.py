@@ -51,7 +51,9 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'broker_id': v0_0, 'broker_epoch': v0_1})
+        o = Container()
+        o['broker_id'] = v0_0
+        o['broker_epoch'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

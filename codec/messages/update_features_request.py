@@ -78,7 +78,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'feature': v0, 'max_version_level': v1_0, 'allow_downgrade': v1_1})
+        o = Container()
+        o['feature'] = v0
+        o['max_version_level'] = v1_0
+        o['allow_downgrade'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -94,19 +97,41 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U1(b, p)
+                p += 3
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['feature'] = k0
+                c['max_version_level'] = k1_0
+                c['allow_downgrade'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'timeout_ms': v0_0, 'feature_updates': v1})
+        o = Container()
+        o['timeout_ms'] = v0_0
+        o['feature_updates'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -176,7 +201,10 @@ def _p5(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'feature': v0, 'max_version_level': v1_0, 'upgrade_type': v1_1})
+        o = Container()
+        o['feature'] = v0
+        o['max_version_level'] = v1_0
+        o['upgrade_type'] = v1_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -192,12 +220,32 @@ def _p6(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1_0, k1_1 = _U4(b, p)
+                p += 3
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['feature'] = k0
+                c['max_version_level'] = k1_0
+                c['upgrade_type'] = k1_1
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p5(b, p)
+                _p5(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, = _U5(b, p)
         p += 1
@@ -207,7 +255,10 @@ def _p6(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'timeout_ms': v0_0, 'feature_updates': v1, 'validate_only': v2_0})
+        o = Container()
+        o['timeout_ms'] = v0_0
+        o['feature_updates'] = v1
+        o['validate_only'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

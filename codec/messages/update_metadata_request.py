@@ -24,7 +24,6 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
@@ -33,6 +32,8 @@ from codec._runtime import (
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
+from codec._wire import uuid_from_bytes
 
 _K0 = ('topic_name', (('partition_index', 'i', None), ('controller_epoch', 'i', None), ('leader', 'i', None), ('leader_epoch', 'i', None)), 'isr', (('zk_version', 'i', None),), 'replicas')
 _K1 = ((('id', 'i', None),), 'v0_host', (('v0_port', 'i', None),))
@@ -126,16 +127,24 @@ def _p0(b, p):
         p += 16
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         v3_0, = _U2(b, p)
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'controller_epoch': v1_1, 'leader': v1_2, 'leader_epoch': v1_3, 'isr': v2, 'zk_version': v3_0, 'replicas': v4})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['controller_epoch'] = v1_1
+        o['leader'] = v1_2
+        o['leader_epoch'] = v1_3
+        o['isr'] = v2
+        o['zk_version'] = v3_0
+        o['replicas'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -151,7 +160,10 @@ def _p1(b, p):
         f = 2
         v2_0, = _U2(b, p)
         p += 4
-        o = Container({'id': v0_0, 'v0_host': v1, 'v0_port': v2_0})
+        o = Container()
+        o['id'] = v0_0
+        o['v0_host'] = v1
+        o['v0_port'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -165,22 +177,67 @@ def _p2(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['zk_version'] = k3_0
+                c['replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 4
+                c = Container()
+                c['id'] = k0_0
+                c['v0_host'] = k1
+                c['v0_port'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_brokers': v2})
+            raise
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -273,7 +330,10 @@ def _p6(b, p):
         f = 2
         v2_0, = _U6(b, p)
         p += 2
-        o = Container({'port': v0_0, 'host': v1, 'security_protocol': v2_0})
+        o = Container()
+        o['port'] = v0_0
+        o['host'] = v1
+        o['security_protocol'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K12, f) from None
@@ -287,13 +347,30 @@ def _p7(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U6(b, p)
+                p += 2
+                c = Container()
+                c['port'] = k0_0
+                c['host'] = k1
+                c['security_protocol'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'id': v0_0, 'endpoints': v1})
+            raise
+        o = Container()
+        o['id'] = v0_0
+        o['endpoints'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K13, f) from None
@@ -307,22 +384,53 @@ def _p8(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['zk_version'] = k3_0
+                c['replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p7(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_brokers': v2})
+            a(x)
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -434,15 +542,33 @@ def _p13(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2_0, = _U6(b, p)
+                p += 2
+                c = Container()
+                c['port'] = k0_0
+                c['host'] = k1
+                c['security_protocol'] = k2_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p6(b, p)
+                _p6(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'id': v0_0, 'endpoints': v1, 'rack': v2})
+        o = Container()
+        o['id'] = v0_0
+        o['endpoints'] = v1
+        o['rack'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K20, f) from None
@@ -456,22 +582,53 @@ def _p14(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['zk_version'] = k3_0
+                c['replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p13(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_brokers': v2})
+            a(x)
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -590,7 +747,11 @@ def _p19(b, p):
         f = 3
         v3_0, = _U6(b, p)
         p += 2
-        o = Container({'port': v0_0, 'host': v1, 'listener': v2, 'security_protocol': v3_0})
+        o = Container()
+        o['port'] = v0_0
+        o['host'] = v1
+        o['listener'] = v2
+        o['security_protocol'] = v3_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K24, f) from None
@@ -604,15 +765,35 @@ def _p20(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_string(b, p)
+                k2, p = read_string(b, p)
+                k3_0, = _U6(b, p)
+                p += 2
+                c = Container()
+                c['port'] = k0_0
+                c['host'] = k1
+                c['listener'] = k2
+                c['security_protocol'] = k3_0
+                a(c)
+        except Exception:
             try:
-                x, p = _p19(b, p)
+                _p19(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_nullable_string(b, p)
-        o = Container({'id': v0_0, 'endpoints': v1, 'rack': v2})
+        o = Container()
+        o['id'] = v0_0
+        o['endpoints'] = v1
+        o['rack'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K20, f) from None
@@ -626,22 +807,53 @@ def _p21(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['zk_version'] = k3_0
+                c['replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p20(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_brokers': v2})
+            a(x)
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -760,20 +972,29 @@ def _p26(b, p):
         p += 16
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = list(unpack_from(f'>{n}i', b, p))
+        v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
         v3_0, = _U2(b, p)
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         n, p = read_array_length(b, p, False)
-        v5 = list(unpack_from(f'>{n}i', b, p))
+        v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'topic_name': v0, 'partition_index': v1_0, 'controller_epoch': v1_1, 'leader': v1_2, 'leader_epoch': v1_3, 'isr': v2, 'zk_version': v3_0, 'replicas': v4, 'offline_replicas': v5})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_index'] = v1_0
+        o['controller_epoch'] = v1_1
+        o['leader'] = v1_2
+        o['leader_epoch'] = v1_3
+        o['isr'] = v2
+        o['zk_version'] = v3_0
+        o['replicas'] = v4
+        o['offline_replicas'] = v5
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K28, f) from None
@@ -787,22 +1008,57 @@ def _p27(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k2 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k3_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k5 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['topic_name'] = k0
+                c['partition_index'] = k1_0
+                c['controller_epoch'] = k1_1
+                c['leader'] = k1_2
+                c['leader_epoch'] = k1_3
+                c['isr'] = k2
+                c['zk_version'] = k3_0
+                c['replicas'] = k4
+                c['offline_replicas'] = k5
+                a(c)
+        except Exception:
             try:
-                x, p = _p26(b, p)
+                _p26(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p20(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'ungrouped_partition_states': v1, 'live_brokers': v2})
+            a(x)
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['ungrouped_partition_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -926,20 +1182,28 @@ def _p32(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'zk_version': v2_0, 'replicas': v3, 'offline_replicas': v4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['zk_version'] = v2_0
+        o['replicas'] = v3
+        o['offline_replicas'] = v4
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K31, f) from None
@@ -952,13 +1216,43 @@ def _p33(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['zk_version'] = k2_0
+                c['replicas'] = k3
+                c['offline_replicas'] = k4
+                a(c)
+        except Exception:
             try:
-                x, p = _p32(b, p)
+                _p32(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+            raise
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K32, f) from None
@@ -972,22 +1266,29 @@ def _p34(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p33(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p20(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_brokers': v2})
+            a(x)
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_brokers'] = v2
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K33, f) from None
@@ -1147,18 +1448,18 @@ def _p41(b, p):
         p += 16
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
         n, p = read_compact_array_length(b, p, False)
-        v3 = list(unpack_from(f'>{n}i', b, p))
+        v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
         n, p = read_compact_array_length(b, p, False)
-        v4 = list(unpack_from(f'>{n}i', b, p))
+        v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         nt = b[p]
@@ -1166,7 +1467,15 @@ def _p41(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'controller_epoch': v0_1, 'leader': v0_2, 'leader_epoch': v0_3, 'isr': v1, 'zk_version': v2_0, 'replicas': v3, 'offline_replicas': v4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['leader'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['isr'] = v1
+        o['zk_version'] = v2_0
+        o['replicas'] = v3
+        o['offline_replicas'] = v4
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1181,19 +1490,56 @@ def _p42(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['zk_version'] = k2_0
+                c['replicas'] = k3
+                c['offline_replicas'] = k4
+                if nt:
+                    p = _t40(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p41(b, p)
+                _p41(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partition_states': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partition_states'] = v1
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1219,7 +1565,11 @@ def _p43(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'port': v0_0, 'host': v1, 'listener': v2, 'security_protocol': v3_0})
+        o = Container()
+        o['port'] = v0_0
+        o['host'] = v1
+        o['listener'] = v2
+        o['security_protocol'] = v3_0
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1235,12 +1585,36 @@ def _p44(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, = _U2(b, p)
+                p += 4
+                k1, p = read_compact_string(b, p)
+                k2, p = read_compact_string(b, p)
+                k3_0, = _U6(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['port'] = k0_0
+                c['host'] = k1
+                c['listener'] = k2
+                c['security_protocol'] = k3_0
+                if nt:
+                    p = _t40(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p43(b, p)
+                _p43(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
@@ -1249,7 +1623,10 @@ def _p44(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'id': v0_0, 'endpoints': v1, 'rack': v2})
+        o = Container()
+        o['id'] = v0_0
+        o['endpoints'] = v1
+        o['rack'] = v2
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1265,28 +1642,35 @@ def _p45(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p42(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p44(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_brokers': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_brokers'] = v2
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1466,23 +1850,61 @@ def _p51(b, p):
         f = 1
         v1_0, = _U10(b, p)
         p += 16
-        v1_0 = UUID(bytes=v1_0)
+        v1_0 = uuid_from_bytes(v1_0)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                p += 16
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                k2_0, = _U2(b, p)
+                p += 4
+                n, p = read_compact_array_length(b, p, False)
+                k3 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                n, p = read_compact_array_length(b, p, False)
+                k4 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['controller_epoch'] = k0_1
+                c['leader'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['isr'] = k1
+                c['zk_version'] = k2_0
+                c['replicas'] = k3
+                c['offline_replicas'] = k4
+                if nt:
+                    p = _t40(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p41(b, p)
+                _p41(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'topic_id': v1_0, 'partition_states': v2})
+        o = Container()
+        o['topic_name'] = v0
+        o['topic_id'] = v1_0
+        o['partition_states'] = v2
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1498,28 +1920,35 @@ def _p52(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p51(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p44(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'controller_epoch': v0_1, 'broker_epoch': v0_2, 'topic_states': v1, 'live_brokers': v2})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['controller_epoch'] = v0_1
+        o['broker_epoch'] = v0_2
+        o['topic_states'] = v1
+        o['live_brokers'] = v2
         if nt:
             p = _t40(b, p, nt, o)
         return o, p
@@ -1725,28 +2154,37 @@ def _p59(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p51(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p44(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 4
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'controller_id': v0_0, 'is_k_raft_controller': v0_1, 'controller_epoch': v0_2, 'broker_epoch': v0_3, 'topic_states': v1, 'live_brokers': v2, 'type': 0})
+        o = Container()
+        o['controller_id'] = v0_0
+        o['is_k_raft_controller'] = v0_1
+        o['controller_epoch'] = v0_2
+        o['broker_epoch'] = v0_3
+        o['topic_states'] = v1
+        o['live_brokers'] = v2
+        o['type'] = 0
         if nt:
             p = _t58(b, p, nt, o)
         return o, p
@@ -1914,11 +2352,11 @@ def _b64(o, w):
         f = 3
         v = g('type', 0)
         if v != 0:
-            x = bytearray()
-            x += _P15(v)
+            tw = bytearray()
+            tw += _P15(v)
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 4
         u = g('_unknown_tags')
         if t is None and not u:

@@ -31,7 +31,8 @@ def _p0(b, p):
         f = 0
         v0_0, = _U0(b, p)
         p += 2
-        o = Container({'error_code': v0_0})
+        o = Container()
+        o['error_code'] = v0_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -131,7 +132,8 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0})
+        o = Container()
+        o['error_code'] = v0_0
         if nt:
             p = _t7(b, p, nt, o)
         return o, p

@@ -26,6 +26,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
@@ -77,7 +78,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -96,7 +100,9 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'min_supported_version': v0_0, 'max_supported_version': v0_1})
+        o = Container()
+        o['min_supported_version'] = v0_0
+        o['max_supported_version'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -111,16 +117,37 @@ def _p3(b, p):
         f = 1
         v1_0, v1_1, v1_2 = _U0(b, p)
         p += 24
-        v1_2 = UUID(bytes=v1_2)
+        v1_2 = uuid_from_bytes(v1_2)
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
-        for i in range(n):
+        a = v2.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U1(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            raise
         f = 3
         v3, p = _p2(b, p)
         f = 4
@@ -129,7 +156,13 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'current_leader_epoch': v1_0, 'voter_id': v1_1, 'voter_directory_id': v1_2, 'listeners': v2, 'k_raft_version_feature': v3})
+        o = Container()
+        o['cluster_id'] = v0
+        o['current_leader_epoch'] = v1_0
+        o['voter_id'] = v1_1
+        o['voter_directory_id'] = v1_2
+        o['listeners'] = v2
+        o['k_raft_version_feature'] = v3
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

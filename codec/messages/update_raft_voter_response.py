@@ -71,7 +71,11 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'leader_id': v0_0, 'leader_epoch': v0_1, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['leader_id'] = v0_0
+        o['leader_epoch'] = v0_1
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t1(b, p, nt, o)
         return o, p
@@ -112,7 +116,10 @@ def _p4(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'throttle_time_ms': v0_0, 'error_code': v0_1, 'current_leader': _d0()})
+        o = Container()
+        o['throttle_time_ms'] = v0_0
+        o['error_code'] = v0_1
+        o['current_leader'] = _d0()
         if nt:
             p = _t3(b, p, nt, o)
         return o, p
@@ -153,14 +160,14 @@ def _b6(o, w):
         t = None
         f = 1
         v = g('current_leader', _K0)
-        x = bytearray()
+        tw = bytearray()
         if v is None:
             raise null_error(0)
-        _b5(v, x)
-        if x != _K7:
+        _b5(v, tw)
+        if tw != _K7:
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 2
         u = g('_unknown_tags')
         if t is None and not u:

@@ -68,7 +68,13 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'mechanism': v1_0, 'salt': v2, 'stored_key': v3, 'server_key': v4, 'iterations': v5_0})
+        o = Container()
+        o['name'] = v0
+        o['mechanism'] = v1_0
+        o['salt'] = v2
+        o['stored_key'] = v3
+        o['server_key'] = v4
+        o['iterations'] = v5_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -26,6 +26,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ((('partition_index', 'i', None), ('replica_epoch', 'i', None), ('replica_id', 'i', None), ('last_offset_epoch', 'i', None), ('last_offset', 'q', None)), '_tagged_fields')
@@ -87,7 +88,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'replica_epoch': v0_1, 'replica_id': v0_2, 'last_offset_epoch': v0_3, 'last_offset': v0_4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['replica_epoch'] = v0_1
+        o['replica_id'] = v0_2
+        o['last_offset_epoch'] = v0_3
+        o['last_offset'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -102,19 +108,42 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U0(b, p)
+                p += 24
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['replica_epoch'] = k0_1
+                c['replica_id'] = k0_2
+                c['last_offset_epoch'] = k0_3
+                c['last_offset'] = k0_4
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -129,19 +158,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'topics': v1})
+        o = Container()
+        o['cluster_id'] = v0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -230,15 +262,22 @@ def _p7(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U3(b, p)
         p += 56
-        v0_3 = UUID(bytes=v0_3)
-        v0_4 = UUID(bytes=v0_4)
+        v0_3 = uuid_from_bytes(v0_3)
+        v0_4 = uuid_from_bytes(v0_4)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'replica_epoch': v0_1, 'replica_id': v0_2, 'replica_directory_id': v0_3, 'voter_directory_id': v0_4, 'last_offset_epoch': v0_5, 'last_offset': v0_6})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['replica_epoch'] = v0_1
+        o['replica_id'] = v0_2
+        o['replica_directory_id'] = v0_3
+        o['voter_directory_id'] = v0_4
+        o['last_offset_epoch'] = v0_5
+        o['last_offset'] = v0_6
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -253,19 +292,46 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6 = _U3(b, p)
+                p += 56
+                k0_3 = uuid_from_bytes(k0_3)
+                k0_4 = uuid_from_bytes(k0_4)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['replica_epoch'] = k0_1
+                c['replica_id'] = k0_2
+                c['replica_directory_id'] = k0_3
+                c['voter_directory_id'] = k0_4
+                c['last_offset_epoch'] = k0_5
+                c['last_offset'] = k0_6
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -283,19 +349,23 @@ def _p9(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'voter_id': v1_0, 'topics': v2})
+        o = Container()
+        o['cluster_id'] = v0
+        o['voter_id'] = v1_0
+        o['topics'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -386,15 +456,23 @@ def _p13(b, p):
         f = 0
         v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7 = _U6(b, p)
         p += 57
-        v0_3 = UUID(bytes=v0_3)
-        v0_4 = UUID(bytes=v0_4)
+        v0_3 = uuid_from_bytes(v0_3)
+        v0_4 = uuid_from_bytes(v0_4)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'replica_epoch': v0_1, 'replica_id': v0_2, 'replica_directory_id': v0_3, 'voter_directory_id': v0_4, 'last_offset_epoch': v0_5, 'last_offset': v0_6, 'pre_vote': v0_7})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['replica_epoch'] = v0_1
+        o['replica_id'] = v0_2
+        o['replica_directory_id'] = v0_3
+        o['voter_directory_id'] = v0_4
+        o['last_offset_epoch'] = v0_5
+        o['last_offset'] = v0_6
+        o['pre_vote'] = v0_7
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -409,19 +487,47 @@ def _p14(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6, k0_7 = _U6(b, p)
+                p += 57
+                k0_3 = uuid_from_bytes(k0_3)
+                k0_4 = uuid_from_bytes(k0_4)
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['replica_epoch'] = k0_1
+                c['replica_id'] = k0_2
+                c['replica_directory_id'] = k0_3
+                c['voter_directory_id'] = k0_4
+                c['last_offset_epoch'] = k0_5
+                c['last_offset'] = k0_6
+                c['pre_vote'] = k0_7
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p13(b, p)
+                _p13(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -439,19 +545,23 @@ def _p15(b, p):
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
+        a = v2.append
         for i in range(n):
             try:
                 x, p = _p14(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v2.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'cluster_id': v0, 'voter_id': v1_0, 'topics': v2})
+        o = Container()
+        o['cluster_id'] = v0
+        o['voter_id'] = v1_0
+        o['topics'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

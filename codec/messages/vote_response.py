@@ -78,7 +78,12 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'partition_index': v0_0, 'error_code': v0_1, 'leader_id': v0_2, 'leader_epoch': v0_3, 'vote_granted': v0_4})
+        o = Container()
+        o['partition_index'] = v0_0
+        o['error_code'] = v0_1
+        o['leader_id'] = v0_2
+        o['leader_epoch'] = v0_3
+        o['vote_granted'] = v0_4
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -93,19 +98,42 @@ def _p2(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0_0, k0_1, k0_2, k0_3, k0_4 = _U1(b, p)
+                p += 15
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['partition_index'] = k0_0
+                c['error_code'] = k0_1
+                c['leader_id'] = k0_2
+                c['leader_epoch'] = k0_3
+                c['vote_granted'] = k0_4
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'topic_name': v0, 'partitions': v1})
+        o = Container()
+        o['topic_name'] = v0
+        o['partitions'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -121,19 +149,22 @@ def _p3(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -232,7 +263,10 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'node_id': v0_0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['node_id'] = v0_0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -251,12 +285,34 @@ def _t8(b, p, nt, o):
             if t == 0:
                 n, p = read_compact_array_length(b, p, False)
                 v = []
-                for i in range(n):
+                a = v.append
+                q = p
+                try:
+                    for i in range(n):
+                        q = p
+                        k0_0, = _U4(b, p)
+                        p += 4
+                        k1, p = read_compact_string(b, p)
+                        k2_0, = _U5(b, p)
+                        p += 2
+                        nt = b[p]
+                        if nt < 0x80:
+                            p += 1
+                        else:
+                            nt, p = read_uvarint(b, p)
+                        c = Container()
+                        c['node_id'] = k0_0
+                        c['host'] = k1
+                        c['port'] = k2_0
+                        if nt:
+                            p = _t0(b, p, nt, c)
+                        a(c)
+                except Exception:
                     try:
-                        x, p = _p7(b, p)
+                        _p7(b, q)
                     except DecodeError as y:
                         raise at_index(y, i) from None
-                    v.append(x)
+                    raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
             else:
@@ -277,19 +333,23 @@ def _p9(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p2(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 3
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'error_code': v0_0, 'topics': v1, 'node_endpoints': []})
+        o = Container()
+        o['error_code'] = v0_0
+        o['topics'] = v1
+        o['node_endpoints'] = []
         if nt:
             p = _t8(b, p, nt, o)
         return o, p
@@ -388,18 +448,18 @@ def _b13(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(1)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b12(x, x)
+                    _b12(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:
@@ -501,18 +561,18 @@ def _b17(o, w):
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
-            x = bytearray()
+            tw = bytearray()
             if v is None:
                 raise null_error(2)
-            n = write_array_length(x, v, True)
+            n = write_array_length(tw, v, True)
             for i, x in enumerate(v or ()):
                 try:
-                    _b16(x, x)
+                    _b16(x, tw)
                 except EncodeError as y:
                     raise at_index(y, i) from None
             if t is None:
                 t = []
-            t.append((0, x))
+            t.append((0, tw))
         f = 3
         u = g('_unknown_tags')
         if t is None and not u:

@@ -24,6 +24,7 @@ from codec._runtime import (
     write_compact_string,
     write_tags,
 )
+from codec._wire import uuid_from_bytes
 
 _K0 = {}
 _K1 = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
@@ -80,7 +81,10 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'host': v1, 'port': v2_0})
+        o = Container()
+        o['name'] = v0
+        o['host'] = v1
+        o['port'] = v2_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -99,7 +103,9 @@ def _p2(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'min_supported_version': v0_0, 'max_supported_version': v0_1})
+        o = Container()
+        o['min_supported_version'] = v0_0
+        o['max_supported_version'] = v0_1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -112,16 +118,37 @@ def _p3(b, p):
         f = 0
         v0_0, v0_1 = _U1(b, p)
         p += 20
-        v0_1 = UUID(bytes=v0_1)
+        v0_1 = uuid_from_bytes(v0_1)
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                k1, p = read_compact_string(b, p)
+                k2_0, = _U2(b, p)
+                p += 2
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['host'] = k1
+                c['port'] = k2_0
+                if nt:
+                    p = _t0(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p1(b, p)
+                _p1(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2, p = _p2(b, p)
         f = 3
@@ -130,7 +157,11 @@ def _p3(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'voter_id': v0_0, 'voter_directory_id': v0_1, 'endpoints': v1, 'k_raft_version_feature': v2})
+        o = Container()
+        o['voter_id'] = v0_0
+        o['voter_directory_id'] = v0_1
+        o['endpoints'] = v1
+        o['k_raft_version_feature'] = v2
         if nt:
             p = _t0(b, p, nt, o)
         return o, p
@@ -146,19 +177,22 @@ def _p4(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
+        a = v1.append
         for i in range(n):
             try:
                 x, p = _p3(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            a(x)
         f = 2
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'version': v0_0, 'voters': v1})
+        o = Container()
+        o['version'] = v0_0
+        o['voters'] = v1
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -20,12 +20,12 @@ from codec._runtime import (
     read_unknown_tag,
     read_uvarint,
     tag_failure,
-    unpack_from,
     write_array_length,
     write_compact_string,
     write_string,
     write_tags,
 )
+from codec._wire import UNPACK_INT32S
 
 _K0 = ('name', 'partition_indexes')
 _K1 = ((('producer_id', 'q', None), ('producer_epoch', 'h', None), ('transaction_result', '?', None)), 'topics', (('coordinator_epoch', 'i', None),))
@@ -62,9 +62,11 @@ def _p0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K0, f) from None
@@ -78,16 +80,34 @@ def _p1(b, p):
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_string(b, p)
+                n, p = read_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                a(c)
+        except Exception:
             try:
-                x, p = _p0(b, p)
+                _p0(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, = _U1(b, p)
         p += 4
-        o = Container({'producer_id': v0_0, 'producer_epoch': v0_1, 'transaction_result': v0_2, 'topics': v1, 'coordinator_epoch': v2_0})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['producer_epoch'] = v0_1
+        o['transaction_result'] = v0_2
+        o['topics'] = v1
+        o['coordinator_epoch'] = v2_0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K1, f) from None
@@ -98,13 +118,15 @@ def _p2(b, p):
         f = 0
         n, p = read_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p1(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
-        o = Container({'markers': v0})
+            a(x)
+        o = Container()
+        o['markers'] = v0
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _K2, f) from None
@@ -194,7 +216,7 @@ def _p7(b, p):
         v0, p = read_compact_string(b, p)
         f = 1
         n, p = read_compact_array_length(b, p, False)
-        v1 = list(unpack_from(f'>{n}i', b, p))
+        v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         nt = b[p]
@@ -202,7 +224,9 @@ def _p7(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'name': v0, 'partition_indexes': v1})
+        o = Container()
+        o['name'] = v0
+        o['partition_indexes'] = v1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -218,12 +242,32 @@ def _p8(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, = _U1(b, p)
         p += 4
@@ -233,7 +277,12 @@ def _p8(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'producer_id': v0_0, 'producer_epoch': v0_1, 'transaction_result': v0_2, 'topics': v1, 'coordinator_epoch': v2_0})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['producer_epoch'] = v0_1
+        o['transaction_result'] = v0_2
+        o['topics'] = v1
+        o['coordinator_epoch'] = v2_0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -246,19 +295,21 @@ def _p9(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p8(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'markers': v0})
+        o = Container()
+        o['markers'] = v0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -356,12 +407,32 @@ def _p13(b, p):
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
-        for i in range(n):
+        a = v1.append
+        q = p
+        try:
+            for i in range(n):
+                q = p
+                k0, p = read_compact_string(b, p)
+                n, p = read_compact_array_length(b, p, False)
+                k1 = list(UNPACK_INT32S[n](b, p))
+                p += n * 4
+                nt = b[p]
+                if nt < 0x80:
+                    p += 1
+                else:
+                    nt, p = read_uvarint(b, p)
+                c = Container()
+                c['name'] = k0
+                c['partition_indexes'] = k1
+                if nt:
+                    p = _t6(b, p, nt, c)
+                a(c)
+        except Exception:
             try:
-                x, p = _p7(b, p)
+                _p7(b, q)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v1.append(x)
+            raise
         f = 2
         v2_0, v2_1 = _U4(b, p)
         p += 5
@@ -371,7 +442,13 @@ def _p13(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'producer_id': v0_0, 'producer_epoch': v0_1, 'transaction_result': v0_2, 'topics': v1, 'coordinator_epoch': v2_0, 'transaction_version': v2_1})
+        o = Container()
+        o['producer_id'] = v0_0
+        o['producer_epoch'] = v0_1
+        o['transaction_result'] = v0_2
+        o['topics'] = v1
+        o['coordinator_epoch'] = v2_0
+        o['transaction_version'] = v2_1
         if nt:
             p = _t6(b, p, nt, o)
         return o, p
@@ -384,19 +461,21 @@ def _p14(b, p):
         f = 0
         n, p = read_compact_array_length(b, p, False)
         v0 = []
+        a = v0.append
         for i in range(n):
             try:
                 x, p = _p13(b, p)
             except DecodeError as y:
                 raise at_index(y, i) from None
-            v0.append(x)
+            a(x)
         f = 1
         nt = b[p]
         if nt < 0x80:
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'markers': v0})
+        o = Container()
+        o['markers'] = v0
         if nt:
             p = _t6(b, p, nt, o)
         return o, p

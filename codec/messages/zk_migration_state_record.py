@@ -51,7 +51,8 @@ def _p1(b, p):
             p += 1
         else:
             nt, p = read_uvarint(b, p)
-        o = Container({'zk_migration_state': v0_0})
+        o = Container()
+        o['zk_migration_state'] = v0_0
         if nt:
             p = _t0(b, p, nt, o)
         return o, p

@@ -57,24 +57,15 @@ class ControlRecord:
     value: Mapping[str, Any] | bytes | None
 
 
-# TEMPORARY: the two fixed layouts needed before the generated codecs exist. Delete this table
-# once codec.message("ControlRecordType", 0) and codec.message("EndTxnMarker", 0) are generated.
-_INTERIM: dict[str, tuple[struct.Struct, tuple[str, ...]]] = {
-    KEY_SCHEMA: (struct.Struct(">hh"), ("version", "type")),
-    "EndTxnMarker": (struct.Struct(">i"), ("coordinator_epoch",)),
-}
-
-
 def _codec(name: str, version: int) -> Any | None:
-    """The generated codec for a schema, or None while there is none."""
+    """The generated codec for a schema, or None when the schema has no such version."""
     import codec  # at call time: codec may import this package
 
-    factory = getattr(codec, "message", None)
-    if factory is None:
-        return None
     try:
-        return factory(name, version)
+        return codec.message(name, version)
     except LookupError:
+        return None
+    except DecodeError:
         return None
 
 
@@ -84,12 +75,7 @@ def _parse(
     """Decode ``data`` as schema ``name``; ``tolerant`` ignores bytes a later version added."""
     generated = _codec(name, version)
     if generated is None:
-        if name not in _INTERIM:
-            return bytes(data)
-        layout, fields = _INTERIM[name]
-        if len(data) < layout.size:
-            raise DecodeError(f"{name} needs {layout.size} bytes, has {len(data)}", path=path)
-        return dict(zip(fields, layout.unpack_from(data), strict=True))
+        return bytes(data)
     try:
         return generated.parse_at(data, 0)[0] if tolerant else generated.parse(data)
     except DecodeError as exc:
@@ -99,15 +85,9 @@ def _parse(
 
 def _build(name: str, version: int, value: Mapping[str, Any], path: str) -> bytes:
     generated = _codec(name, version)
-    if generated is not None:
-        return generated.build(dict(value))
-    if name not in _INTERIM:
-        raise EncodeError(f"no codec for {name} yet", path=path)
-    layout, fields = _INTERIM[name]
-    try:
-        return layout.pack(*(value[field] for field in fields))
-    except (KeyError, struct.error) as exc:
-        raise EncodeError(f"cannot encode {name}: {exc!r}", path=path) from None
+    if generated is None:
+        raise EncodeError(f"no codec for {name} v{version}", path=path)
+    return generated.build(dict(value))
 
 
 def decode_control(record: Record) -> ControlRecord:

@@ -7,8 +7,7 @@ import struct
 
 import pytest
 
-import codec
-from codec.errors import DecodeError, EncodeError
+from codec.errors import DecodeError
 from codec.records import (
     ControlType,
     Record,
@@ -92,26 +91,6 @@ def test_leader_change_bytes_are_the_message_with_its_own_version_first() -> Non
     assert record["key"] == bytes.fromhex("00000002")
     # LeaderChangeMessage v0 (flexible): version, leader id, empty compact arrays, no tags
     assert record["value"] == bytes.fromhex("000000000001010100")
-
-
-def test_without_generated_codecs(monkeypatch) -> None:
-    """The fallback that holds until ControlRecordType and EndTxnMarker schemas are generated."""
-
-    def no_codec(name: str, version: int):
-        raise KeyError(name)
-
-    monkeypatch.setattr(codec, "message", no_codec)
-    commit = control_record(ControlType.COMMIT, {"coordinator_epoch": 5})
-    assert (commit["key"], commit["value"]) == (
-        bytes.fromhex("00000001"),
-        bytes.fromhex("000000000005"),
-    )
-    decoded = decode_control(control(commit["key"], commit["value"]))
-    assert decoded.value == {"coordinator_epoch": 5}
-    leader = decode_control(control(bytes.fromhex("00000002"), b"\x00\x00raw"))
-    assert leader.type is ControlType.LEADER_CHANGE and leader.value == b"\x00\x00raw"
-    with pytest.raises(EncodeError, match="no codec"):
-        control_record(ControlType.LEADER_CHANGE, {"leader_id": 1})
 
 
 def test_expand_records_is_json_ready() -> None:
