@@ -1,0 +1,7 @@
+"""`python -m captures`: the `kipwire-capture` command line."""
+
+import sys
+
+from captures.cli import main
+
+sys.exit(main())
