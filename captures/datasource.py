@@ -180,11 +180,13 @@ def rotation_set(name: str) -> tuple[str, str]:
     """Files of one rotated capture share folder and name once digits are removed.
 
     tcpdump -C writes cap, cap1, cap2 ...; -W numbers them cap0, cap1 ...; -G puts the time in
-    the name. Separate captures in one folder (different names) never merge their connections,
+    the name. Separate captures in one folder (other names) never merge their connections,
     even when a 4-tuple repeats.
     """
     head, tail = os.path.split(name)
-    return head, re.sub(r"\d+", "#", tail)
+    # trailing counter (-C/-W), and long digit runs (timestamps of -G or dumpcap ring buffers);
+    # short numbers in a name (v7, 01-) tell separate captures apart
+    return head, re.sub(r"\d{5,}", "#", re.sub(r"\d+$", "", tail))
 
 
 def _local_path(given: str) -> str:
