@@ -1,0 +1,275 @@
+"""Decode rate of the Spark capture job against tshark, on a rotated capture.
+
+Builds a rotated capture (several pcapng files, as tcpdump -C would) of at least 50,000 PDUs from
+frames encoded by the codec (Metadata v12, Produce v9 with record batches, Fetch v12), then
+times: the job in local[1] and local[2] (Spark start-up measured apart), `tshark -T json` (full
+decode) and `tshark -T fields` (six header fields) on the same files when tshark is installed.
+
+    python benchmarks/capture_bench.py [--pdus 50000] [--files 4] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import codec  # noqa: E402
+from captures.pcap import PcapngWriter, scan_index  # noqa: E402
+from codec.records import build_batch  # noqa: E402
+
+PORT = 9092
+_T0 = 1_700_000_000_000_000_000
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
+    """One realistic request/response pair, cycling through Produce, Fetch and Metadata."""
+    topic = f"orders-{n % 5}"
+    kind = n % 3
+    if kind == 0:
+        records = build_batch(
+            [
+                {"key": b"k%d" % (n + i), "value": b"v" * 100, "timestamp": 1_700_000_000_000 + i}
+                for i in range(5)
+            ]
+        )
+        req = codec.encode_request(
+            0,
+            9,
+            {
+                "acks": -1,
+                "timeout_ms": 30000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": n % 3, "records": records}]}
+                ],
+            },
+            correlation_id=n,
+            client_id=client,
+        )
+        resp = codec.encode_response(
+            0,
+            9,
+            {
+                "responses": [
+                    {
+                        "name": topic,
+                        "partition_responses": [
+                            {"index": n % 3, "error_code": 0, "base_offset": n}
+                        ],
+                    }
+                ]
+            },
+            correlation_id=n,
+        )
+    elif kind == 1:
+        req = codec.encode_request(
+            1,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 500,
+                "min_bytes": 1,
+                "topics": [
+                    {"topic": topic, "partitions": [{"partition": n % 3, "fetch_offset": n}]}
+                ],
+            },
+            correlation_id=n,
+            client_id=client,
+        )
+        records = build_batch(
+            [
+                {"key": None, "value": b"payload-%d" % i, "timestamp": 1_700_000_000_000}
+                for i in range(3)
+            ]
+        )
+        resp = codec.encode_response(
+            1,
+            12,
+            {
+                "responses": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {"partition_index": n % 3, "high_watermark": n + 3, "records": records}
+                        ],
+                    }
+                ]
+            },
+            correlation_id=n,
+        )
+    else:
+        req = codec.encode_request(
+            3, 12, {"topics": [{"name": topic}]}, correlation_id=n, client_id=client
+        )
+        resp = codec.encode_response(
+            3,
+            12,
+            {
+                "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": PORT}],
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "leader_id": 1,
+                                "replica_nodes": [1],
+                                "isr_nodes": [1],
+                            }
+                        ],
+                    }
+                ],
+            },
+            correlation_id=n,
+        )
+    return _frame(req), _frame(resp)
+
+
+def build_capture(folder: Path, pdus: int, files: int, connections: int = 8) -> list[Path]:
+    """Write a rotated capture of `pdus` PDUs over long-lived connections, cut into `files`."""
+    buf = io.BytesIO()
+    pairs = pdus // 2
+    cache = [_exchange(n, f"client-{n % connections}") for n in range(min(pairs, 300))]
+    t = _T0
+    with PcapngWriter(buf) as w:
+        convs = [
+            w.conversation((f"10.1.0.{i + 2}", 50000 + i), ("10.1.0.1", PORT), t)
+            for i in range(connections)
+        ]
+        for n in range(pairs):
+            req, resp = cache[n % len(cache)]
+            # fresh correlation ids per connection, so every response pairs with its request
+            corr = struct.pack(">i", n)
+            req = req[:8] + corr + req[12:]
+            resp = resp[:4] + corr + resp[8:]
+            t += 200_000
+            conv = convs[n % connections]
+            conv.client_sends(req, t)
+            conv.server_sends(resp, t + 100_000)
+        for conv in convs:
+            conv.close(t + 1_000_000)
+        data = buf.getvalue()
+    offsets = list(scan_index(data).offsets)
+    head = data[: offsets[0]]
+    bounds = [0] + [offsets[len(offsets) * i // files] for i in range(1, files)] + [len(data)]
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(files):
+        p = folder / ("cap.pcapng" if i == 0 else f"cap.pcapng{i}")
+        p.write_bytes((head if i else b"") + data[bounds[i] : bounds[i + 1]])
+        paths.append(p)
+    return paths
+
+
+def run_spark(folder: Path, master: str, out: Path) -> dict:
+    """Time the job in a fresh process per master: start-up and decode reported apart."""
+    code = (
+        "import json,sys,time;t=time.perf_counter();"
+        "from captures.job import run_decode, session;"
+        f"s=session({master!r});t1=time.perf_counter();"
+        f"r=run_decode([{str(folder)!r}], {str(out)!r}, spark=s);"
+        "r['startup_s']=t1-t;r['decode_s']=time.perf_counter()-t1;"
+        "print('RESULT'+json.dumps(r,default=str))"
+    )
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-3000:])
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
+    import json
+
+    return json.loads(line[6:])
+
+
+def run_tshark(paths: list[Path], mode: str) -> tuple[float, int]:
+    """Seconds for tshark over every file, and the Kafka PDUs it reported (one at a time)."""
+    base = ["tshark", "-n", "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka"]
+    if mode == "json":
+        extra = ["-T", "json"]
+    else:
+        fields = [
+            "frame.time_epoch",
+            "tcp.stream",
+            "kafka.request_key",
+            "kafka.request_version",
+            "kafka.correlation_id",
+            "kafka.len",
+        ]
+        extra = ["-T", "fields", "-E", "occurrence=a"] + [a for f in fields for a in ("-e", f)]
+    t = time.perf_counter()
+    count = 0
+    for p in paths:
+        proc = subprocess.run(base + ["-r", str(p)] + extra, capture_output=True, timeout=3600)
+        out = proc.stdout
+        count += out.count(b'"kafka.correlation_id"') if mode == "json" else out.count(b"\n")
+    return time.perf_counter() - t, count
+
+
+def main() -> int:
+    """Build the capture, run every decoder, print rates and ratios."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pdus", type=int, default=50_000)
+    ap.add_argument("--files", type=int, default=4)
+    ap.add_argument("--keep", help="build the capture here and keep it")
+    args = ap.parse_args()
+    tmp = Path(args.keep or tempfile.mkdtemp(prefix="capture-bench-"))
+    folder = tmp / "rotated"
+    t = time.perf_counter()
+    paths = build_capture(folder, args.pdus, args.files)
+    size = sum(p.stat().st_size for p in paths)
+    print(
+        f"capture: {len(paths)} files, {size / 1e6:.1f} MB, {args.pdus:,} PDUs "
+        f"(built in {time.perf_counter() - t:.1f} s)"
+    )
+    results: list[tuple[str, float, int, str]] = []
+    for master in ("local[1]", "local[2]"):
+        r = run_spark(folder, master, tmp / f"out-{master[6]}")
+        n = r["pdus"]
+        ok = r["by_status"].get("ok", 0)
+        print(
+            f"spark {master}: start-up {r['startup_s']:.1f} s, decode {r['decode_s']:.1f} s, "
+            f"{n:,} PDUs ({ok:,} ok), pairs {r['pairs']}"
+        )
+        results.append((f"spark {master}", r["decode_s"], n, ""))
+    if shutil.which("tshark"):
+        for mode in ("json", "fields"):
+            secs, n = run_tshark(paths, mode)
+            results.append((f"tshark -T {mode}", secs, n, "single-threaded"))
+    else:
+        print("tshark not installed: skipping the tshark peers (apt-get install -y tshark)")
+    print(f"\n{'decoder':<18} {'seconds':>8} {'PDUs':>8} {'PDUs/s':>9} {'MB/s':>7}")
+    for name, secs, n, note in results:
+        print(f"{name:<18} {secs:8.1f} {n:8,} {n / secs:9,.0f} {size / 1e6 / secs:7.2f}  {note}")
+    rate = {name: n / secs for name, secs, n, _ in results}
+    if "spark local[2]" in rate:
+        print(f"\nlocal[2] / local[1]: {rate['spark local[2]'] / rate['spark local[1]']:.2f}x")
+    for peer in ("tshark -T json", "tshark -T fields"):
+        if peer in rate:
+            print(f"local[1] / {peer}: {rate['spark local[1]'] / rate[peer]:.2f}x (per core)")
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
