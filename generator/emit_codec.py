@@ -465,14 +465,15 @@ class ModuleEmitter:
 
     def write_tagged(self, f: FieldSpec, ver: _Version) -> list[str]:
         """Kafka writes a tagged field only when it differs from the field's default."""
-        inner = ["x = bytearray()"] + self.write_field(f, ver, "x")
-        append = ["if t is None:", "    t = []", f"t.append(({f.tag}, x))"]
+        # The field's bytes go to their own buffer `tw` (`x` is the element name in array loops).
+        inner = ["tw = bytearray()"] + self.write_field(f, ver, "tw")
+        append = ["if t is None:", "    t = []", f"t.append(({f.tag}, tw))"]
         kind = f.type.kind
         if kind == "struct" and f.default is not None:
             # Kafka compares a tagged struct with a default-constructed one: compare encodings.
             default_bytes = self.const(self.defaults_encoding(f, ver))
             head = [f"v = g({f.py_name!r}, {self.build_default(f)})"]
-            return head + inner + [f"if x != {default_bytes}:"] + ["    " + a for a in append]
+            return head + inner + [f"if tw != {default_bytes}:"] + ["    " + a for a in append]
         if f.default is None:
             head, cond = f"v = g({f.py_name!r}, None)", "v is not None"
         elif kind == "array":
