@@ -11,6 +11,8 @@ from codec.errors import DecodeError, EncodeError
 def _join(name: str, path: str) -> str:
     if not path:
         return name
+    if not name:
+        return path
     return name + path if path.startswith("[") else f"{name}.{path}"
 
 
