@@ -211,7 +211,7 @@ def run_tshark(paths: list[Path], mode: str) -> tuple[float, int]:
             "frame.time_epoch",
             "tcp.stream",
             "kafka.request_key",
-            "kafka.request_version",
+            "kafka.api_version",
             "kafka.correlation_id",
             "kafka.len",
         ]
@@ -264,7 +264,7 @@ def main() -> int:
     if "spark local[2]" in rate:
         print(f"\nlocal[2] / local[1]: {rate['spark local[2]'] / rate['spark local[1]']:.2f}x")
     for peer in ("tshark -T json", "tshark -T fields"):
-        if peer in rate:
+        if rate.get(peer):
             print(f"local[1] / {peer}: {rate['spark local[1]'] / rate[peer]:.2f}x (per core)")
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
