@@ -10,6 +10,7 @@ the bottom prove each listed deviation is real (so the table cannot silently go 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import uuid
 from typing import Any
@@ -192,7 +193,7 @@ def from_kp(kstruct: Any, struct: StructSpec, version: int, obj: Any) -> dict:
 
 
 SETTINGS = settings(
-    max_examples=6,
+    max_examples=int(os.environ.get("KIPWIRE_EXAMPLES", "6")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

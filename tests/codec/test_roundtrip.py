@@ -3,6 +3,8 @@ filled), and parse -> build gives the bytes back exactly, unknown tagged fields 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from codec_strategies import expected, plain, values, versions
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +14,7 @@ import codec
 
 ALL = sorted(codec.MESSAGES)
 SETTINGS = settings(
-    max_examples=6,
+    max_examples=int(os.environ.get("KIPWIRE_EXAMPLES", "6")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
