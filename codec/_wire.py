@@ -23,6 +23,30 @@ ZERO_UUID = uuid.UUID(int=0)
 MAX_CLASSIC_STRING = 0x7FFF
 
 
+class _ArrayUnpackers(dict):
+    """`unpack_from` functions of `n` big-endian `code` values, keyed by n and made on demand."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+
+    def __missing__(self, n: int) -> Any:
+        unpack = struct.Struct(f">{n}{self.code}").unpack_from
+        if len(self) < 1024:  # bounded: hostile input must not grow the cache without limit
+            self[n] = unpack
+        return unpack
+
+
+UNPACK_INT8S = _ArrayUnpackers("b")
+UNPACK_INT16S = _ArrayUnpackers("h")
+UNPACK_INT32S = _ArrayUnpackers("i")
+UNPACK_INT64S = _ArrayUnpackers("q")
+UNPACK_UINT16S = _ArrayUnpackers("H")
+UNPACK_UINT32S = _ArrayUnpackers("I")
+UNPACK_FLOAT64S = _ArrayUnpackers("d")
+UNPACK_BOOLS = _ArrayUnpackers("?")
+
+
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of at most 5 bytes (Kafka's unsigned varint)."""
     value = shift = 0
