@@ -798,28 +798,74 @@ def opcodes(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[str, int, int, int
     return ops
 
 
+_PARTITION_KEYS = ("partition", "partition_index", "index")
+_TOPIC_KEYS = ("name", "topic", "topic_id")
+
+
+def _partitions(value: Any, topic: Any = None, out: set | None = None) -> set:
+    """The (topic, partition) pairs a request names, wherever its schema keeps them."""
+    out = set() if out is None else out
+    if isinstance(value, dict):
+        topic = next((value[k] for k in _TOPIC_KEYS if isinstance(value.get(k), str)), topic)
+        part = next((value[k] for k in _PARTITION_KEYS if isinstance(value.get(k), int)), None)
+        if part is not None and not isinstance(part, bool):
+            out.add((topic, part))
+        for child in value.values():
+            if isinstance(child, dict | list):
+                _partitions(child, topic, out)
+    elif isinstance(value, list):
+        for child in value:
+            _partitions(child, topic, out)
+    return out
+
+
+def _identity(e: Exchange) -> tuple:
+    """What a request is about: its API and the topic-partitions it names."""
+    return (e.api_key, e.topics, tuple(sorted(_partitions(e.request), key=repr)))
+
+
+def _pair_by(
+    ea: list[Exchange], eb: list[Exchange], key: Any, matched: list
+) -> tuple[list[Exchange], list[Exchange]]:
+    """Pair each request with the first unpaired one of equal `key` on the other side.
+
+    Order between different keys does not matter (requests about different partitions may be
+    sent in any order); among requests of one key, the n-th pairs with the n-th.
+    """
+    queues: dict[Any, list[Exchange]] = {}
+    for e in eb:
+        queues.setdefault(key(e), []).append(e)
+    rest_a = []
+    for e in ea:
+        queue = queues.get(key(e))
+        if queue:
+            matched.append((e, queue.pop(0)))
+        else:
+            rest_a.append(e)
+    paired = {id(y) for _, y in matched}
+    return rest_a, [e for e in eb if id(e) not in paired]
+
+
 def _align(a: Conn, b: Conn) -> tuple[list[tuple[Exchange, Exchange]], list, list]:
-    """(matched, removed, added) exchanges of two matched connections."""
-    matched, removed, added = [], [], []
+    """(matched, removed, added) exchanges of two matched connections.
+
+    After the sequence alignment, the requests left over are paired in three passes: the same
+    normalised request sent at another point (a client may send one Produce per partition in
+    any order), then requests about the same topic-partitions, then the same API.
+    """
+    matched: list[tuple[Exchange, Exchange]] = []
+    left_a: list[Exchange] = []
+    left_b: list[Exchange] = []
     ea, eb = a.exchanges, b.exchanges
     for tag, i1, i2, j1, j2 in opcodes(a.tokens, b.tokens):
         if tag == "equal":
             matched += zip(ea[i1:i2], eb[j1:j2], strict=True)
-        elif tag == "delete":
-            removed += ea[i1:i2]
-        elif tag == "insert":
-            added += eb[j1:j2]
         else:
-            # a replaced block: requests of the same API, in order, are changed requests
-            keys_a = [e.api_key for e in ea[i1:i2]]
-            keys_b = [e.api_key for e in eb[j1:j2]]
-            for t2, k1, k2, l1, l2 in opcodes(keys_a, keys_b):
-                if t2 == "equal":
-                    matched += zip(ea[i1 + k1 : i1 + k2], eb[j1 + l1 : j1 + l2], strict=True)
-                else:
-                    removed += ea[i1 + k1 : i1 + k2]
-                    added += eb[j1 + l1 : j1 + l2]
-    return matched, removed, added
+            left_a += ea[i1:i2]
+            left_b += eb[j1:j2]
+    for key in (lambda e: e.token, _identity, lambda e: e.api_key):
+        left_a, left_b = _pair_by(left_a, left_b, key, matched)
+    return matched, left_a, left_b
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,6 +52,9 @@ class Run:
     value_suffix: bytes = b""
     extra_metadata: bool = False
     produce_error: int = 0
+    # one Produce per partition, as librdkafka sends them; the order is not a client setting
+    per_partition: bool = False
+    reverse_partitions: bool = False
 
 
 def _frame(payload: bytes) -> bytes:
@@ -162,12 +165,29 @@ def write_workload(path, run: Run) -> None:
                 topic_data.append({"name": t, "partition_data": parts})
                 responses.append({"name": t, "partition_responses": presp})
             v = run.produce_version
-            prod.exchange(
-                0,
-                v,
-                {"acks": -1, "timeout_ms": 30000, "topic_data": topic_data},
-                {"responses": responses, "throttle_time_ms": run.throttle},
-            )
+            if not run.per_partition:
+                prod.exchange(
+                    0,
+                    v,
+                    {"acks": -1, "timeout_ms": 30000, "topic_data": topic_data},
+                    {"responses": responses, "throttle_time_ms": run.throttle},
+                )
+                continue
+            singles = [
+                (
+                    {"name": td["name"], "partition_data": [pd]},
+                    {"name": rs["name"], "partition_responses": [pr]},
+                )
+                for td, rs in zip(topic_data, responses, strict=True)
+                for pd, pr in zip(td["partition_data"], rs["partition_responses"], strict=True)
+            ]
+            for req, resp in reversed(singles) if run.reverse_partitions else singles:
+                prod.exchange(
+                    0,
+                    v,
+                    {"acks": -1, "timeout_ms": 30000, "topic_data": [req]},
+                    {"responses": [resp], "throttle_time_ms": run.throttle},
+                )
         for b in range(2):
             cons.exchange(
                 1,
@@ -340,6 +360,19 @@ def test_compression_change_is_the_only_functional_difference(tmp_path):
         "count",
     }
     assert changed[0]["functional"] is True and changed[0]["api_key"] == 0
+
+
+def test_requests_sent_in_another_order_are_matched_not_added(tmp_path):
+    base = decoded(tmp_path, "base", Run(per_partition=True))
+    cand_run = Run(**{**VOLATILE_RUN.__dict__, "per_partition": True, "reverse_partitions": True})
+    cand = decoded(tmp_path, "cand", cand_run)
+    report = compare(base, cand)
+    assert _functional(report) == []
+    changed = Run(per_partition=True, reverse_partitions=True, compression="gzip")
+    report = compare(base, decoded(tmp_path, "gzip", changed))
+    kinds = {d.kind for d in _functional(report)}
+    assert kinds == {"changed"}
+    assert all(d.path.endswith(".compression") for d in _functional(report))
 
 
 def test_produce_version_change_is_a_version_difference(tmp_path):
