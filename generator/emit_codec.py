@@ -128,7 +128,8 @@ class ModuleEmitter:
         key = f"{op}:{fmt}"
         if key not in self.struct_consts:
             self.use("Struct")
-            name = f"_{'U' if op == 'unpack_from' else 'P'}{len(self.struct_consts)}"
+            prefix = {"unpack_from": "U", "iter_unpack": "I"}.get(op, "P")
+            name = f"_{prefix}{len(self.struct_consts)}"
             self.struct_consts[key] = name
         return self.struct_consts[key]
 
@@ -308,22 +309,44 @@ class ModuleEmitter:
                 # Fast path: the element's fields are read right in the loop (no call per
                 # element). On any failure the element is parsed again by its own function,
                 # which raises the DecodeError with the exact field path and offset.
+                # (`q`, `z`: where the array's elements start and how many there are; the
+                # element lines may reuse `n` for arrays of their own.)
                 lines += [
                     f"{ind}{target} = []",
                     f"{ind}a = {target}.append",
                     f"{ind}q = p",
+                    f"{ind}z = n",
                     f"{ind}try:",
-                    f"{ind}    for i in range(n):",
-                    f"{ind}        q = p",
                 ]
-                lines += [f"{ind}        {line}" for line in inline]
+                records = self.fixed_records(f.struct, ver)
+                if records is not None:
+                    # Elements of one fixed size whose tagged sections are all empty (the usual
+                    # case) are unpacked by one struct.iter_unpack over the whole array.
+                    size, it, fill = records
+                    tag_bytes = f"b[p + {size - 1} : r : {size}]" if ver.flexible else None
+                    lines += [
+                        f"{ind}    r = p + n * {size}",
+                        f"{ind}    if r <= len(b)"
+                        + (f" and not any({tag_bytes}):" if tag_bytes else ":"),
+                        f"{ind}        for {it} in {self.fixed_iter(f.struct, ver)}(b[p:r]):",
+                    ]
+                    lines += [f"{ind}            {line}" for line in fill]
+                    lines += [f"{ind}            a(c)", f"{ind}        p = r", f"{ind}    else:"]
+                    lines.append(f"{ind}        for _ in range(n):")
+                    lines += [f"{ind}            {line}" for line in inline]
+                    lines.append(f"{ind}            a(c)")
+                else:
+                    lines.append(f"{ind}    for _ in range(n):")
+                    lines += [f"{ind}        {line}" for line in inline]
+                    lines.append(f"{ind}        a(c)")
                 lines += [
-                    f"{ind}        a(c)",
                     f"{ind}except Exception:",
-                    f"{ind}    try:",
-                    f"{ind}        {sub}(b, q)",
-                    f"{ind}    except DecodeError as y:",
-                    f"{ind}        raise at_index(y, i) from None",
+                    f"{ind}    p = q",
+                    f"{ind}    for i in range(z):",
+                    f"{ind}        try:",
+                    f"{ind}            x, p = {sub}(b, p)",
+                    f"{ind}        except DecodeError as y:",
+                    f"{ind}            raise at_index(y, i) from None",
                     f"{ind}    raise",
                 ]
                 return lines
@@ -343,7 +366,7 @@ class ModuleEmitter:
         """Lines reading one array element into `c`, or None when the struct nests structs.
 
         Only leaf structs (fixed-width fields, strings, bytes, arrays of those) are inlined, so
-        the lines use no loop or element names of their own (`a`, `i`, `q`) that the
+        the lines use no loop or element names of their own (`a`, `q`, `z`) that the
         enclosing loop relies on.
         """
         fields = struct.fields_in(ver.version)
@@ -375,16 +398,44 @@ class ModuleEmitter:
         if not ver.flexible:
             return body + fill
         self.use("read_uvarint")
+        # Nearly every element has an empty tagged-field section: one byte test on that path.
         return body + [
-            "nt = b[p]",
-            "if nt < 0x80:",
-            "    p += 1",
-            "else:",
-            "    nt, p = read_uvarint(b, p)",
             *fill,
-            "if nt:",
+            "if b[p]:",
+            "    nt, p = read_uvarint(b, p)",
             f"    p = {self.tag_parser(tagged, ver)}(b, p, nt, c)",
+            "else:",
+            "    p += 1",
         ]
+
+    def fixed_records(self, struct: StructSpec, ver: _Version) -> tuple[int, str, list] | None:
+        """For a struct of fixed-width fields only: (element size on the wire with an empty
+        tagged section, loop targets, lines filling `c`); None for any other struct."""
+        fields = struct.fields_in(ver.version)
+        plain = [f for f in fields if not ver.tagged(f)]
+        if not plain or any(f.type.kind not in FIXED_CODES for f in plain):
+            return None
+        size = sum(FIXED_CODES[f.type.name][1] for f in plain) + (1 if ver.flexible else 0)
+        targets = [f"k{i}" for i in range(len(plain))]
+        lines = []
+        values = []
+        for f, t in zip(plain, targets, strict=True):
+            if f.type.name == "uuid":
+                self.wire_imports.add("uuid_from_bytes")
+                lines.append(f"{t} = uuid_from_bytes({t})")
+            values.append((repr(f.py_name), t))
+        tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+        for f in tagged:
+            values.append((repr(f.py_name), self.parse_default(f, ver)))
+        lines += ["c = Container()"] + [f"c[{k}] = {v}" for k, v in values]
+        it = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        return size, it, lines
+
+    def fixed_iter(self, struct: StructSpec, ver: _Version) -> str:
+        """A module-level `Struct(...).iter_unpack` for fixed_records (pad byte: empty tags)."""
+        plain = [f for f in struct.fields_in(ver.version) if not ver.tagged(f)]
+        fmt = "".join(FIXED_CODES[f.type.name][0] for f in plain) + ("x" if ver.flexible else "")
+        return self.fixed(fmt, "iter_unpack")
 
     def parse_default(self, f: FieldSpec, ver: _Version) -> str:
         if f.type.kind == "struct" and f.default is not None:

@@ -81,9 +81,9 @@ def _p1(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -93,10 +93,12 @@ def _p1(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['v3_and_below_transactional_id'] = v0
@@ -290,29 +292,29 @@ def _p10(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -401,29 +403,29 @@ def _p13(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]

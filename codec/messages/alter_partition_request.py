@@ -65,6 +65,7 @@ _U6 = Struct('>bi').unpack_from
 _P7 = Struct('>bi').pack
 _U8 = Struct('>16s').unpack_from
 _P9 = Struct('>16s').pack
+_I10 = Struct('>iqx').iter_unpack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -123,9 +124,9 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U1(b, p)
                 p += 8
                 n, p = read_compact_array_length(b, p, False)
@@ -133,24 +134,24 @@ def _p2(b, p):
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['leader_epoch'] = k0_1
                 c['new_isr'] = k1
                 c['partition_epoch'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -324,9 +325,9 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U1(b, p)
                 p += 8
                 n, p = read_compact_array_length(b, p, False)
@@ -334,25 +335,25 @@ def _p8(b, p):
                 p += n * 4
                 k2_0, k2_1 = _U6(b, p)
                 p += 5
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['leader_epoch'] = k0_1
                 c['new_isr'] = k1
                 c['leader_recovery_state'] = k2_0
                 c['partition_epoch'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -497,9 +498,9 @@ def _p13(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U1(b, p)
                 p += 8
                 n, p = read_compact_array_length(b, p, False)
@@ -507,25 +508,25 @@ def _p13(b, p):
                 p += n * 4
                 k2_0, k2_1 = _U6(b, p)
                 p += 5
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['leader_epoch'] = k0_1
                 c['new_isr'] = k1
                 c['leader_recovery_state'] = k2_0
                 c['partition_epoch'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -689,27 +690,36 @@ def _p19(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 12
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['broker_id'] = k0_0
-                c['broker_epoch'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 13
+            if r <= len(b) and not any(b[p + 12 : r : 13]):
+                for k0, k1 in _I10(b[p:r]):
+                    c = Container()
+                    c['broker_id'] = k0
+                    c['broker_epoch'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 12
+                    c = Container()
+                    c['broker_id'] = k0_0
+                    c['broker_epoch'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p18(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p18(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2_0, v2_1 = _U6(b, p)

@@ -117,9 +117,9 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -127,11 +127,6 @@ def _p2(b, p):
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['error_code'] = k0_1
@@ -139,14 +134,19 @@ def _p2(b, p):
                 c['leader_epoch'] = k0_3
                 c['isr'] = k1
                 c['partition_epoch'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -322,9 +322,9 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -332,11 +332,6 @@ def _p8(b, p):
                 p += n * 4
                 k2_0, k2_1 = _U6(b, p)
                 p += 5
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['error_code'] = k0_1
@@ -345,14 +340,19 @@ def _p8(b, p):
                 c['isr'] = k1
                 c['leader_recovery_state'] = k2_0
                 c['partition_epoch'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -497,9 +497,9 @@ def _p13(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -507,11 +507,6 @@ def _p13(b, p):
                 p += n * 4
                 k2_0, k2_1 = _U6(b, p)
                 p += 5
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['error_code'] = k0_1
@@ -520,14 +515,19 @@ def _p13(b, p):
                 c['isr'] = k1
                 c['leader_recovery_state'] = k2_0
                 c['partition_epoch'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

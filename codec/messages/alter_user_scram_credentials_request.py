@@ -117,61 +117,61 @@ def _p3(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 1
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['mechanism'] = k1_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U1(b, p)
                 p += 5
                 k2, p = read_compact_bytes(b, p)
                 k3, p = read_compact_bytes(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['mechanism'] = k1_0
                 c['iterations'] = k1_1
                 c['salt'] = k2
                 c['salted_password'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

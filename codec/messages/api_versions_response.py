@@ -50,16 +50,18 @@ _K23 = ('name', (('max_version_level', 'h', 0), ('min_version_level', 'h', 0)), 
 _K24 = ((('error_code', 'h', 0),), 'api_keys', (('throttle_time_ms', 'i', 0),), 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', '_unknown_tags')
 _U0 = Struct('>h').unpack_from
 _U1 = Struct('>hhh').unpack_from
-_P2 = Struct('>h').pack
-_P3 = Struct('>hhh').pack
-_U4 = Struct('>i').unpack_from
-_P5 = Struct('>i').pack
-_U6 = Struct('>hh').unpack_from
-_U7 = Struct('>q').unpack_from
-_U8 = Struct('>?').unpack_from
-_P9 = Struct('>hh').pack
-_P10 = Struct('>q').pack
-_P11 = Struct('>?').pack
+_I2 = Struct('>hhh').iter_unpack
+_P3 = Struct('>h').pack
+_P4 = Struct('>hhh').pack
+_U5 = Struct('>i').unpack_from
+_P6 = Struct('>i').pack
+_I7 = Struct('>hhhx').iter_unpack
+_U8 = Struct('>hh').unpack_from
+_U9 = Struct('>q').unpack_from
+_U10 = Struct('>?').unpack_from
+_P11 = Struct('>hh').pack
+_P12 = Struct('>q').pack
+_P13 = Struct('>?').pack
 
 def _p0(b, p):
     f = 0
@@ -86,21 +88,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 6
-                c = Container()
-                c['api_key'] = k0_0
-                c['min_version'] = k0_1
-                c['max_version'] = k0_2
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['api_key'] = k0
+                    c['min_version'] = k1
+                    c['max_version'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['api_key'] = k0_0
+                    c['min_version'] = k0_1
+                    c['max_version'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -116,7 +130,7 @@ def _b2(o, w):
             check_keys(o, _K4, _K5, 0)
         g = o.get
         f = 0
-        w += _P3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
+        w += _P4(g('api_key', 0), g('min_version', 0), g('max_version', 0))
     except Exception as x:
         raise encode_failure(x, _K6, f, o) from None
 
@@ -127,7 +141,7 @@ def _b3(o, w):
             check_keys(o, _K2, _K3, 0)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('api_keys', ())
         if v is None:
@@ -152,24 +166,36 @@ def _p4(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 6
-                c = Container()
-                c['api_key'] = k0_0
-                c['min_version'] = k0_1
-                c['max_version'] = k0_2
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['api_key'] = k0
+                    c['min_version'] = k1
+                    c['max_version'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['api_key'] = k0_0
+                    c['min_version'] = k0_1
+                    c['max_version'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
-        v2_0, = _U4(b, p)
+        v2_0, = _U5(b, p)
         p += 4
         o = Container()
         o['error_code'] = v0_0
@@ -186,7 +212,7 @@ def _b5(o, w):
             check_keys(o, _K4, _K5, 1)
         g = o.get
         f = 0
-        w += _P3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
+        w += _P4(g('api_key', 0), g('min_version', 0), g('max_version', 0))
     except Exception as x:
         raise encode_failure(x, _K6, f, o) from None
 
@@ -197,7 +223,7 @@ def _b6(o, w):
             check_keys(o, _K9, _K10, 1)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('api_keys', ())
         if v is None:
@@ -209,7 +235,7 @@ def _b6(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K11, f, o) from None
 
@@ -220,7 +246,7 @@ def _b7(o, w):
             check_keys(o, _K4, _K5, 2)
         g = o.get
         f = 0
-        w += _P3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
+        w += _P4(g('api_key', 0), g('min_version', 0), g('max_version', 0))
     except Exception as x:
         raise encode_failure(x, _K6, f, o) from None
 
@@ -231,7 +257,7 @@ def _b8(o, w):
             check_keys(o, _K9, _K10, 2)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('api_keys', ())
         if v is None:
@@ -243,7 +269,7 @@ def _b8(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K11, f, o) from None
 
@@ -292,7 +318,7 @@ def _p11(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        v1_0, v1_1 = _U6(b, p)
+        v1_0, v1_1 = _U8(b, p)
         p += 4
         f = 2
         nt = b[p]
@@ -316,7 +342,7 @@ def _p12(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        v1_0, v1_1 = _U6(b, p)
+        v1_0, v1_1 = _U8(b, p)
         p += 4
         f = 2
         nt = b[p]
@@ -348,34 +374,34 @@ def _t13(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
+                    for _ in range(n):
                         k0, p = read_compact_string(b, p)
-                        k1_0, k1_1 = _U6(b, p)
+                        k1_0, k1_1 = _U8(b, p)
                         p += 4
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['name'] = k0
                         c['min_version'] = k1_0
                         c['max_version'] = k1_1
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t9(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p11(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p11(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['supported_features'] = v
                 check_tag_end(p, e, t)
             elif t == 1:
-                v, = _U7(b, p)
+                v, = _U9(b, p)
                 p += 8
                 o['finalized_features_epoch'] = v
                 check_tag_end(p, e, t)
@@ -384,34 +410,34 @@ def _t13(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
+                    for _ in range(n):
                         k0, p = read_compact_string(b, p)
-                        k1_0, k1_1 = _U6(b, p)
+                        k1_0, k1_1 = _U8(b, p)
                         p += 4
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['name'] = k0
                         c['max_version_level'] = k1_0
                         c['min_version_level'] = k1_1
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t9(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p12(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p12(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['finalized_features'] = v
                 check_tag_end(p, e, t)
             elif t == 3:
-                v, = _U8(b, p)
+                v, = _U10(b, p)
                 p += 1
                 o['zk_migration_ready'] = v
                 check_tag_end(p, e, t)
@@ -435,31 +461,41 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['api_key'] = k0_0
-                c['min_version'] = k0_1
-                c['max_version'] = k0_2
-                if nt:
-                    p = _t9(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1, k2 in _I7(b[p:r]):
+                    c = Container()
+                    c['api_key'] = k0
+                    c['min_version'] = k1
+                    c['max_version'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['api_key'] = k0_0
+                    c['min_version'] = k0_1
+                    c['max_version'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t9(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p10(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p10(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
-        v2_0, = _U4(b, p)
+        v2_0, = _U5(b, p)
         p += 4
         f = 7
         nt = b[p]
@@ -488,7 +524,7 @@ def _b15(o, w):
             check_keys(o, _K18, _K5, 3)
         g = o.get
         f = 0
-        w += _P3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
+        w += _P4(g('api_key', 0), g('min_version', 0), g('max_version', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -509,7 +545,7 @@ def _b16(o, w):
         v = g('name', '')
         write_compact_string(w, v)
         f = 1
-        w += _P9(g('min_version', 0), g('max_version', 0))
+        w += _P11(g('min_version', 0), g('max_version', 0))
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -530,7 +566,7 @@ def _b17(o, w):
         v = g('name', '')
         write_compact_string(w, v)
         f = 1
-        w += _P9(g('max_version_level', 0), g('min_version_level', 0))
+        w += _P11(g('max_version_level', 0), g('min_version_level', 0))
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -548,7 +584,7 @@ def _b18(o, w):
             check_keys(o, _K17, _K5, 3)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('api_keys', ())
         if v is None:
@@ -560,7 +596,7 @@ def _b18(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         t = None
         f = 3
         v = g('supported_features', ())
@@ -581,7 +617,7 @@ def _b18(o, w):
         v = g('finalized_features_epoch', -1)
         if v != -1:
             tw = bytearray()
-            tw += _P10(v)
+            tw += _P12(v)
             if t is None:
                 t = []
             t.append((1, tw))
@@ -604,7 +640,7 @@ def _b18(o, w):
         v = g('zk_migration_ready', False)
         if v != False:
             tw = bytearray()
-            tw += _P11(v)
+            tw += _P13(v)
             if t is None:
                 t = []
             t.append((3, tw))
@@ -624,7 +660,7 @@ def _b19(o, w):
             check_keys(o, _K18, _K5, 4)
         g = o.get
         f = 0
-        w += _P3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
+        w += _P4(g('api_key', 0), g('min_version', 0), g('max_version', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -645,7 +681,7 @@ def _b20(o, w):
         v = g('name', '')
         write_compact_string(w, v)
         f = 1
-        w += _P9(g('min_version', 0), g('max_version', 0))
+        w += _P11(g('min_version', 0), g('max_version', 0))
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -666,7 +702,7 @@ def _b21(o, w):
         v = g('name', '')
         write_compact_string(w, v)
         f = 1
-        w += _P9(g('max_version_level', 0), g('min_version_level', 0))
+        w += _P11(g('max_version_level', 0), g('min_version_level', 0))
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -684,7 +720,7 @@ def _b22(o, w):
             check_keys(o, _K17, _K5, 4)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('api_keys', ())
         if v is None:
@@ -696,7 +732,7 @@ def _b22(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         t = None
         f = 3
         v = g('supported_features', ())
@@ -717,7 +753,7 @@ def _b22(o, w):
         v = g('finalized_features_epoch', -1)
         if v != -1:
             tw = bytearray()
-            tw += _P10(v)
+            tw += _P12(v)
             if t is None:
                 t = []
             t.append((1, tw))
@@ -740,7 +776,7 @@ def _b22(o, w):
         v = g('zk_migration_ready', False)
         if v != False:
             tw = bytearray()
-            tw += _P11(v)
+            tw += _P13(v)
             if t is None:
                 t = []
             t.append((3, tw))

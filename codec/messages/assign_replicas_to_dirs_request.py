@@ -40,9 +40,10 @@ _K12 = ((('broker_id', 'i', 0), ('broker_epoch', 'q', -1)), 'directories', '_unk
 _U0 = Struct('>iq').unpack_from
 _U1 = Struct('>16s').unpack_from
 _U2 = Struct('>i').unpack_from
-_P3 = Struct('>iq').pack
-_P4 = Struct('>16s').pack
-_P5 = Struct('>i').pack
+_I3 = Struct('>ix').iter_unpack
+_P4 = Struct('>iq').pack
+_P5 = Struct('>16s').pack
+_P6 = Struct('>i').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -93,26 +94,34 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U2(b, p)
-                p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 5
+            if r <= len(b) and not any(b[p + 4 : r : 5]):
+                for k0, in _I3(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, = _U2(b, p)
+                    p += 4
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -200,7 +209,7 @@ def _b5(o, w):
             check_keys(o, _K8, _K0, 0)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0))
+        w += _P6(g('partition_index', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -218,7 +227,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P4(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -246,7 +255,7 @@ def _b7(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P4(uuid_bytes(g('id', ZERO_UUID)))
+        w += _P5(uuid_bytes(g('id', ZERO_UUID)))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -274,7 +283,7 @@ def _b8(o, w):
             check_keys(o, _K5, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('broker_id', 0), g('broker_epoch', -1))
+        w += _P4(g('broker_id', 0), g('broker_epoch', -1))
         f = 1
         v = g('directories', ())
         if v is None:

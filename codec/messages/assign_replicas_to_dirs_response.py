@@ -39,8 +39,9 @@ _K11 = ((('id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0
 _K12 = ((('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), 'directories', '_unknown_tags')
 _U0 = Struct('>ih').unpack_from
 _U1 = Struct('>16s').unpack_from
-_P2 = Struct('>ih').pack
-_P3 = Struct('>16s').pack
+_I2 = Struct('>ihx').iter_unpack
+_P3 = Struct('>ih').pack
+_P4 = Struct('>16s').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -92,27 +93,36 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -200,7 +210,7 @@ def _b5(o, w):
             check_keys(o, _K8, _K0, 0)
         g = o.get
         f = 0
-        w += _P2(g('partition_index', 0), g('error_code', 0))
+        w += _P3(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -218,7 +228,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P4(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -246,7 +256,7 @@ def _b7(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(uuid_bytes(g('id', ZERO_UUID)))
+        w += _P4(uuid_bytes(g('id', ZERO_UUID)))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -274,7 +284,7 @@ def _b8(o, w):
             check_keys(o, _K5, _K0, 0)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P3(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('directories', ())
         if v is None:

@@ -56,13 +56,15 @@ _K19 = frozenset(['_unknown_tags', 'host', 'name', 'port'])
 _K20 = ('name', 'host', (('port', 'H', 0),), '_unknown_tags')
 _K21 = ('cluster_id', (('voter_id', 'i', -1),), 'topics', 'leader_endpoints', '_unknown_tags')
 _U0 = Struct('>iii').unpack_from
-_P1 = Struct('>iii').pack
-_U2 = Struct('>i').unpack_from
-_U3 = Struct('>i16sii').unpack_from
-_U4 = Struct('>H').unpack_from
-_P5 = Struct('>i').pack
-_P6 = Struct('>i16sii').pack
-_P7 = Struct('>H').pack
+_I1 = Struct('>iii').iter_unpack
+_P2 = Struct('>iii').pack
+_U3 = Struct('>i').unpack_from
+_U4 = Struct('>i16sii').unpack_from
+_I5 = Struct('>i16siix').iter_unpack
+_U6 = Struct('>H').unpack_from
+_P7 = Struct('>i').pack
+_P8 = Struct('>i16sii').pack
+_P9 = Struct('>H').pack
 
 def _p0(b, p):
     f = 0
@@ -88,21 +90,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U0(b, p)
-                p += 12
-                c = Container()
-                c['partition_index'] = k0_0
-                c['leader_id'] = k0_1
-                c['leader_epoch'] = k0_2
-                a(c)
+            r = p + n * 12
+            if r <= len(b):
+                for k0, k1, k2 in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['leader_id'] = k1
+                    c['leader_epoch'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U0(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['leader_id'] = k0_1
+                    c['leader_epoch'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -140,7 +154,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('leader_id', 0), g('leader_epoch', 0))
+        w += _P2(g('partition_index', 0), g('leader_id', 0), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -209,7 +223,7 @@ def _p7(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U3(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U4(b, p)
         p += 28
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
@@ -239,30 +253,42 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
-                p += 28
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['voter_directory_id'] = k0_1
-                c['leader_id'] = k0_2
-                c['leader_epoch'] = k0_3
-                if nt:
-                    p = _t6(b, p, nt, c)
-                a(c)
+            r = p + n * 29
+            if r <= len(b) and not any(b[p + 28 : r : 29]):
+                for k0, k1, k2, k3 in _I5(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['voter_directory_id'] = k1
+                    c['leader_id'] = k2
+                    c['leader_epoch'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U4(b, p)
+                    p += 28
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['voter_directory_id'] = k0_1
+                    c['leader_id'] = k0_2
+                    c['leader_epoch'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t6(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -287,7 +313,7 @@ def _p9(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U4(b, p)
+        v2_0, = _U6(b, p)
         p += 2
         f = 3
         nt = b[p]
@@ -311,7 +337,7 @@ def _p10(b, p):
         f = 0
         v0, p = read_compact_nullable_string(b, p)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
@@ -328,30 +354,30 @@ def _p10(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
-                k2_0, = _U4(b, p)
+                k2_0, = _U6(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t6(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]
@@ -377,7 +403,7 @@ def _b11(o, w):
             check_keys(o, _K16, _K6, 1)
         g = o.get
         f = 0
-        w += _P6(g('partition_index', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('leader_id', 0), g('leader_epoch', 0))
+        w += _P8(g('partition_index', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('leader_id', 0), g('leader_epoch', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -430,7 +456,7 @@ def _b13(o, w):
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P7(g('port', 0))
+        w += _P9(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -451,7 +477,7 @@ def _b14(o, w):
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
         f = 1
-        w += _P5(g('voter_id', -1))
+        w += _P7(g('voter_id', -1))
         f = 2
         v = g('topics', ())
         if v is None:

@@ -50,12 +50,14 @@ _K21 = ((('node_id', 'i', 0),), 'host', (('port', 'H', 0),), '_unknown_tags')
 _K22 = ((('error_code', 'h', 0),), 'topics', 'node_endpoints', '_unknown_tags')
 _U0 = Struct('>h').unpack_from
 _U1 = Struct('>ihii').unpack_from
-_P2 = Struct('>h').pack
-_P3 = Struct('>ihii').pack
-_U4 = Struct('>i').unpack_from
-_U5 = Struct('>H').unpack_from
-_P6 = Struct('>i').pack
-_P7 = Struct('>H').pack
+_I2 = Struct('>ihii').iter_unpack
+_P3 = Struct('>h').pack
+_P4 = Struct('>ihii').pack
+_I5 = Struct('>ihiix').iter_unpack
+_U6 = Struct('>i').unpack_from
+_U7 = Struct('>H').unpack_from
+_P8 = Struct('>i').pack
+_P9 = Struct('>H').pack
 
 def _p0(b, p):
     f = 0
@@ -82,22 +84,35 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
-                p += 14
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['leader_id'] = k0_2
-                c['leader_epoch'] = k0_3
-                a(c)
+            r = p + n * 14
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['leader_id'] = k2
+                    c['leader_epoch'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                    p += 14
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['leader_id'] = k0_2
+                    c['leader_epoch'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -136,7 +151,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K6, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K8, f, o) from None
 
@@ -169,7 +184,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -233,29 +248,40 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
-                p += 14
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['leader_id'] = k0_2
-                c['leader_epoch'] = k0_3
-                if nt:
-                    p = _t6(b, p, nt, c)
-                a(c)
+            r = p + n * 15
+            if r <= len(b) and not any(b[p + 14 : r : 15]):
+                for k0, k1, k2, k3 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['leader_id'] = k2
+                    c['leader_epoch'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
+                    p += 14
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['leader_id'] = k0_2
+                    c['leader_epoch'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t6(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -276,12 +302,12 @@ def _p9(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U5(b, p)
+        v2_0, = _U7(b, p)
         p += 2
         f = 3
         nt = b[p]
@@ -313,31 +339,31 @@ def _t10(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
-                        k0_0, = _U4(b, p)
+                    for _ in range(n):
+                        k0_0, = _U6(b, p)
                         p += 4
                         k1, p = read_compact_string(b, p)
-                        k2_0, = _U5(b, p)
+                        k2_0, = _U7(b, p)
                         p += 2
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['node_id'] = k0_0
                         c['host'] = k1
                         c['port'] = k2_0
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t6(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p9(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p9(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -389,7 +415,7 @@ def _b12(o, w):
             check_keys(o, _K17, _K6, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -436,12 +462,12 @@ def _b14(o, w):
             check_keys(o, _K20, _K6, 1)
         g = o.get
         f = 0
-        w += _P6(g('node_id', 0))
+        w += _P8(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P7(g('port', 0))
+        w += _P9(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -459,7 +485,7 @@ def _b15(o, w):
             check_keys(o, _K15, _K6, 1)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:

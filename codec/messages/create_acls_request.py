@@ -80,9 +80,9 @@ def _p1(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_string(b, p)
@@ -99,10 +99,12 @@ def _p1(b, p):
                 c['permission_type'] = k4_1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['creations'] = v0
@@ -189,9 +191,9 @@ def _p5(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_string(b, p)
@@ -211,10 +213,12 @@ def _p5(b, p):
                 c['permission_type'] = k5_1
                 a(c)
         except Exception:
-            try:
-                _p4(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p4(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['creations'] = v0
@@ -328,9 +332,9 @@ def _p10(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_compact_string(b, p)
@@ -340,11 +344,6 @@ def _p10(b, p):
                 k4, p = read_compact_string(b, p)
                 k5_0, k5_1 = _U1(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['resource_type'] = k0_0
                 c['resource_name'] = k1
@@ -353,14 +352,19 @@ def _p10(b, p):
                 c['host'] = k4
                 c['operation'] = k5_0
                 c['permission_type'] = k5_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         nt = b[p]

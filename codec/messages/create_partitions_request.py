@@ -79,9 +79,9 @@ def _p1(b, p):
             v2 = []
             a = v2.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     n, p = read_array_length(b, p, False)
                     k0 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
@@ -89,10 +89,12 @@ def _p1(b, p):
                     c['broker_ids'] = k0
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         o = Container()
         o['name'] = v0
@@ -298,27 +300,27 @@ def _p11(b, p):
             v2 = []
             a = v2.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     n, p = read_compact_array_length(b, p, False)
                     k0 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['broker_ids'] = k0
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t9(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p10(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p10(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 3
         nt = b[p]

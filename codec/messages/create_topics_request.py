@@ -110,9 +110,9 @@ def _p2(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
                 n, p = read_array_length(b, p, False)
@@ -123,19 +123,21 @@ def _p2(b, p):
                 c['broker_ids'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         n, p = read_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 c = Container()
@@ -143,10 +145,12 @@ def _p2(b, p):
                 c['value'] = k1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -722,57 +726,57 @@ def _p28(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['broker_ids'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['value'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p27(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p27(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]

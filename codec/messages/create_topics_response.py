@@ -96,9 +96,9 @@ def _p1(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 2
@@ -107,10 +107,12 @@ def _p1(b, p):
                 c['error_code'] = k1_0
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topics'] = v0
@@ -177,9 +179,9 @@ def _p5(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 2
@@ -190,10 +192,12 @@ def _p5(b, p):
                 c['error_message'] = k2
                 a(c)
         except Exception:
-            try:
-                _p4(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p4(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topics'] = v0
@@ -248,9 +252,9 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 2
@@ -261,10 +265,12 @@ def _p8(b, p):
                 c['error_message'] = k2
                 a(c)
         except Exception:
-            try:
-                _p4(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p4(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -476,32 +482,32 @@ def _p18(b, p):
             v4 = []
             a = v4.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     k1, p = read_compact_nullable_string(b, p)
                     k2_0, k2_1, k2_2 = _U5(b, p)
                     p += 3
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
                     c['value'] = k1
                     c['read_only'] = k2_0
                     c['config_source'] = k2_1
                     c['is_sensitive'] = k2_2
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 6
         nt = b[p]
@@ -764,32 +770,32 @@ def _p26(b, p):
             v4 = []
             a = v4.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     k1, p = read_compact_nullable_string(b, p)
                     k2_0, k2_1, k2_2 = _U5(b, p)
                     p += 3
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
                     c['value'] = k1
                     c['read_only'] = k2_0
                     c['config_source'] = k2_1
                     c['is_sensitive'] = k2_2
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 6
         nt = b[p]

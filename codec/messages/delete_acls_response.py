@@ -107,9 +107,9 @@ def _p1(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 2
                 k1, p = read_nullable_string(b, p)
@@ -131,10 +131,12 @@ def _p1(b, p):
                 c['permission_type'] = k6_1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -289,9 +291,9 @@ def _p7(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 2
                 k1, p = read_nullable_string(b, p)
@@ -316,10 +318,12 @@ def _p7(b, p):
                 c['permission_type'] = k7_1
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -501,9 +505,9 @@ def _p14(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 2
                 k1, p = read_compact_nullable_string(b, p)
@@ -516,11 +520,6 @@ def _p14(b, p):
                 k6, p = read_compact_string(b, p)
                 k7_0, k7_1 = _U3(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['error_message'] = k1
@@ -531,14 +530,19 @@ def _p14(b, p):
                 c['host'] = k6
                 c['operation'] = k7_0
                 c['permission_type'] = k7_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t12(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]

@@ -44,9 +44,11 @@ _K15 = ((('partition_index', 'i', 0), ('offset', 'q', 0)), '_unknown_tags')
 _K16 = ('name', 'partitions', '_unknown_tags')
 _K17 = ('topics', (('timeout_ms', 'i', 0),), '_unknown_tags')
 _U0 = Struct('>iq').unpack_from
-_U1 = Struct('>i').unpack_from
-_P2 = Struct('>iq').pack
-_P3 = Struct('>i').pack
+_I1 = Struct('>iq').iter_unpack
+_U2 = Struct('>i').unpack_from
+_P3 = Struct('>iq').pack
+_P4 = Struct('>i').pack
+_I5 = Struct('>iqx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -71,20 +73,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 12
-                c = Container()
-                c['partition_index'] = k0_0
-                c['offset'] = k0_1
-                a(c)
+            r = p + n * 12
+            if r <= len(b):
+                for k0, k1 in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['offset'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['offset'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -107,7 +120,7 @@ def _p2(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U1(b, p)
+        v1_0, = _U2(b, p)
         p += 4
         o = Container()
         o['topics'] = v0
@@ -123,7 +136,7 @@ def _b3(o, w):
             check_keys(o, _K6, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('partition_index', 0), g('offset', 0))
+        w += _P3(g('partition_index', 0), g('offset', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -166,7 +179,7 @@ def _b5(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('timeout_ms', 0))
+        w += _P4(g('timeout_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K8, f, o) from None
 
@@ -177,7 +190,7 @@ def _b6(o, w):
             check_keys(o, _K6, _K4, 1)
         g = o.get
         f = 0
-        w += _P2(g('partition_index', 0), g('offset', 0))
+        w += _P3(g('partition_index', 0), g('offset', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -220,7 +233,7 @@ def _b8(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('timeout_ms', 0))
+        w += _P4(g('timeout_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K8, f, o) from None
 
@@ -272,27 +285,36 @@ def _p11(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 12
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['offset'] = k0_1
-                if nt:
-                    p = _t9(b, p, nt, c)
-                a(c)
+            r = p + n * 13
+            if r <= len(b) and not any(b[p + 12 : r : 13]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['offset'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['offset'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t9(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p10(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p10(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -323,7 +345,7 @@ def _p12(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U1(b, p)
+        v1_0, = _U2(b, p)
         p += 4
         f = 2
         nt = b[p]
@@ -347,7 +369,7 @@ def _b13(o, w):
             check_keys(o, _K14, _K4, 2)
         g = o.get
         f = 0
-        w += _P2(g('partition_index', 0), g('offset', 0))
+        w += _P3(g('partition_index', 0), g('offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -404,7 +426,7 @@ def _b15(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('timeout_ms', 0))
+        w += _P4(g('timeout_ms', 0))
         t = None
         f = 2
         u = g('_unknown_tags')

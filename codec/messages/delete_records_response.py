@@ -45,8 +45,10 @@ _K16 = ('name', 'partitions', '_unknown_tags')
 _K17 = ((('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags')
 _U0 = Struct('>i').unpack_from
 _U1 = Struct('>iqh').unpack_from
-_P2 = Struct('>i').pack
-_P3 = Struct('>iqh').pack
+_I2 = Struct('>iqh').iter_unpack
+_P3 = Struct('>i').pack
+_P4 = Struct('>iqh').pack
+_I5 = Struct('>iqhx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -72,21 +74,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 14
-                c = Container()
-                c['partition_index'] = k0_0
-                c['low_watermark'] = k0_1
-                c['error_code'] = k0_2
-                a(c)
+            r = p + n * 14
+            if r <= len(b):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['low_watermark'] = k1
+                    c['error_code'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 14
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['low_watermark'] = k0_1
+                    c['error_code'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -125,7 +139,7 @@ def _b3(o, w):
             check_keys(o, _K6, _K4, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -158,7 +172,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -179,7 +193,7 @@ def _b6(o, w):
             check_keys(o, _K6, _K4, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -212,7 +226,7 @@ def _b8(o, w):
             check_keys(o, _K3, _K4, 1)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -275,28 +289,38 @@ def _p11(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 14
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['low_watermark'] = k0_1
-                c['error_code'] = k0_2
-                if nt:
-                    p = _t9(b, p, nt, c)
-                a(c)
+            r = p + n * 15
+            if r <= len(b) and not any(b[p + 14 : r : 15]):
+                for k0, k1, k2 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['low_watermark'] = k1
+                    c['error_code'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 14
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['low_watermark'] = k0_1
+                    c['error_code'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t9(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p10(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p10(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -351,7 +375,7 @@ def _b13(o, w):
             check_keys(o, _K14, _K4, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -398,7 +422,7 @@ def _b15(o, w):
             check_keys(o, _K12, _K4, 2)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

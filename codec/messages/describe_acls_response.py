@@ -91,9 +91,9 @@ def _p1(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_string(b, p)
                 k2_0, k2_1 = _U2(b, p)
@@ -105,10 +105,12 @@ def _p1(b, p):
                 c['permission_type'] = k2_1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -226,9 +228,9 @@ def _p6(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_string(b, p)
                 k2_0, k2_1 = _U2(b, p)
@@ -240,10 +242,12 @@ def _p6(b, p):
                 c['permission_type'] = k2_1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -408,31 +412,31 @@ def _p13(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
                 k2_0, k2_1 = _U2(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['principal'] = k0
                 c['host'] = k1
                 c['operation'] = k2_0
                 c['permission_type'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t11(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p12(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p12(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]

@@ -73,9 +73,9 @@ def _p1(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 1
@@ -86,10 +86,12 @@ def _p1(b, p):
                 c['match'] = k2
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, = _U1(b, p)
@@ -190,30 +192,30 @@ def _p6(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, = _U0(b, p)
                 p += 1
                 k2, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['entity_type'] = k0
                 c['match_type'] = k1_0
                 c['match'] = k2
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t4(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p5(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p5(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, = _U1(b, p)

@@ -113,33 +113,33 @@ def _p2(b, p):
         v4 = []
         a = v4.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U1(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 5
         v5_0, = _U1(b, p)
@@ -249,33 +249,33 @@ def _p5(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U1(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6_0, = _U1(b, p)
@@ -422,9 +422,9 @@ def _p9(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
@@ -433,25 +433,25 @@ def _p9(b, p):
                 k3, p = read_compact_nullable_string(b, p)
                 k4_0, = _U6(b, p)
                 p += 1
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
                 c['is_fenced'] = k4_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6_0, = _U1(b, p)

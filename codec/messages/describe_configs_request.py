@@ -85,9 +85,9 @@ def _p1(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_string(b, p)
@@ -105,10 +105,12 @@ def _p1(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['resources'] = v0
@@ -162,9 +164,9 @@ def _p4(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_string(b, p)
@@ -182,10 +184,12 @@ def _p4(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, = _U2(b, p)
@@ -285,9 +289,9 @@ def _p9(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_string(b, p)
@@ -305,10 +309,12 @@ def _p9(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, v1_1 = _U4(b, p)
@@ -419,9 +425,9 @@ def _p14(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_compact_string(b, p)
@@ -433,23 +439,23 @@ def _p14(b, p):
                     for _ in range(n):
                         x, p = read_compact_string(b, p)
                         k2.append(x)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['resource_type'] = k0_0
                 c['resource_name'] = k1
                 c['configuration_keys'] = k2
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t12(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, v1_1 = _U4(b, p)

@@ -112,9 +112,9 @@ def _p1(b, p):
         v4 = []
         a = v4.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 k2_0, k2_1, k2_2 = _U3(b, p)
@@ -127,10 +127,12 @@ def _p1(b, p):
                 c['is_sensitive'] = k2_2
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -265,9 +267,9 @@ def _p7(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 k2_0, = _U2(b, p)
@@ -278,10 +280,12 @@ def _p7(b, p):
                 c['source'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -553,9 +557,9 @@ def _p18(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 k2_0, = _U2(b, p)
@@ -566,10 +570,12 @@ def _p18(b, p):
                 c['source'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U2(b, p)
@@ -802,30 +808,30 @@ def _p27(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 1
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['value'] = k1
                 c['source'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U2(b, p)

@@ -112,9 +112,9 @@ def _p1(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_string(b, p)
                 k2, p = read_string(b, p)
@@ -128,10 +128,12 @@ def _p1(b, p):
                 c['member_assignment'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -437,9 +439,9 @@ def _p13(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_string(b, p)
                 k2, p = read_string(b, p)
@@ -453,10 +455,12 @@ def _p13(b, p):
                 c['member_assignment'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6_0, = _U2(b, p)
@@ -621,9 +625,9 @@ def _p19(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 k2, p = read_string(b, p)
@@ -639,10 +643,12 @@ def _p19(b, p):
                 c['member_assignment'] = k5
                 a(c)
         except Exception:
-            try:
-                _p18(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p18(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6_0, = _U2(b, p)
@@ -835,20 +841,15 @@ def _p26(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
                 k2, p = read_compact_string(b, p)
                 k3, p = read_compact_string(b, p)
                 k4, p = read_compact_bytes(b, p)
                 k5, p = read_compact_bytes(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['member_id'] = k0
                 c['group_instance_id'] = k1
@@ -856,14 +857,19 @@ def _p26(b, p):
                 c['client_host'] = k3
                 c['member_metadata'] = k4
                 c['member_assignment'] = k5
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t24(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p25(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p25(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6_0, = _U2(b, p)
@@ -1044,20 +1050,15 @@ def _p31(b, p):
         v6 = []
         a = v6.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
                 k2, p = read_compact_string(b, p)
                 k3, p = read_compact_string(b, p)
                 k4, p = read_compact_bytes(b, p)
                 k5, p = read_compact_bytes(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['member_id'] = k0
                 c['group_instance_id'] = k1
@@ -1065,14 +1066,19 @@ def _p31(b, p):
                 c['client_host'] = k3
                 c['member_metadata'] = k4
                 c['member_assignment'] = k5
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t24(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p25(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p25(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 7
         v7_0, = _U2(b, p)

@@ -65,9 +65,9 @@ def _p1(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     n, p = read_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
@@ -77,10 +77,12 @@ def _p1(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         o = Container()
         o['topics'] = v0
@@ -212,29 +214,29 @@ def _p8(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic'] = k0
                     c['partitions'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t6(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p7(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p7(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         nt = b[p]

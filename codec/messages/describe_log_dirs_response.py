@@ -64,15 +64,17 @@ _K35 = ((('error_code', 'h', 0),), 'log_dir', 'topics', (('total_bytes', 'q', -1
 _U0 = Struct('>i').unpack_from
 _U1 = Struct('>h').unpack_from
 _U2 = Struct('>iqq?').unpack_from
-_P3 = Struct('>i').pack
-_P4 = Struct('>h').pack
-_P5 = Struct('>iqq?').pack
-_U6 = Struct('>ih').unpack_from
-_P7 = Struct('>ih').pack
-_U8 = Struct('>qq').unpack_from
-_P9 = Struct('>qq').pack
-_U10 = Struct('>qq?').unpack_from
-_P11 = Struct('>qq?').pack
+_I3 = Struct('>iqq?').iter_unpack
+_P4 = Struct('>i').pack
+_P5 = Struct('>h').pack
+_P6 = Struct('>iqq?').pack
+_I7 = Struct('>iqq?x').iter_unpack
+_U8 = Struct('>ih').unpack_from
+_P9 = Struct('>ih').pack
+_U10 = Struct('>qq').unpack_from
+_P11 = Struct('>qq').pack
+_U12 = Struct('>qq?').unpack_from
+_P13 = Struct('>qq?').pack
 
 def _p0(b, p):
     f = 0
@@ -99,22 +101,35 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
-                p += 21
-                c = Container()
-                c['partition_index'] = k0_0
-                c['partition_size'] = k0_1
-                c['offset_lag'] = k0_2
-                c['is_future_key'] = k0_3
-                a(c)
+            r = p + n * 21
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I3(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['partition_size'] = k1
+                    c['offset_lag'] = k2
+                    c['is_future_key'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                    p += 21
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['partition_size'] = k0_1
+                    c['offset_lag'] = k0_2
+                    c['is_future_key'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -179,7 +194,7 @@ def _b4(o, w):
             check_keys(o, _K10, _K9, 0)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
     except Exception as x:
         raise encode_failure(x, _K11, f, o) from None
 
@@ -212,7 +227,7 @@ def _b6(o, w):
             check_keys(o, _K6, _K7, 0)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_string(w, v)
@@ -236,7 +251,7 @@ def _b7(o, w):
             check_keys(o, _K4, _K5, 0)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('results', ())
         if v is None:
@@ -257,7 +272,7 @@ def _b8(o, w):
             check_keys(o, _K10, _K9, 1)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
     except Exception as x:
         raise encode_failure(x, _K11, f, o) from None
 
@@ -290,7 +305,7 @@ def _b10(o, w):
             check_keys(o, _K6, _K7, 1)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_string(w, v)
@@ -314,7 +329,7 @@ def _b11(o, w):
             check_keys(o, _K4, _K5, 1)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('results', ())
         if v is None:
@@ -378,29 +393,40 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
-                p += 21
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['partition_size'] = k0_1
-                c['offset_lag'] = k0_2
-                c['is_future_key'] = k0_3
-                if nt:
-                    p = _t12(b, p, nt, c)
-                a(c)
+            r = p + n * 22
+            if r <= len(b) and not any(b[p + 21 : r : 22]):
+                for k0, k1, k2, k3 in _I7(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['partition_size'] = k1
+                    c['offset_lag'] = k2
+                    c['is_future_key'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                    p += 21
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['partition_size'] = k0_1
+                    c['offset_lag'] = k0_2
+                    c['is_future_key'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t12(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -489,7 +515,7 @@ def _b17(o, w):
             check_keys(o, _K21, _K9, 2)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -536,7 +562,7 @@ def _b19(o, w):
             check_keys(o, _K19, _K7, 2)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_compact_string(w, v)
@@ -567,7 +593,7 @@ def _b20(o, w):
             check_keys(o, _K18, _K5, 2)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('results', ())
         if v is None:
@@ -592,7 +618,7 @@ def _p21(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 6
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -627,7 +653,7 @@ def _b22(o, w):
             check_keys(o, _K21, _K9, 3)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -674,7 +700,7 @@ def _b24(o, w):
             check_keys(o, _K19, _K7, 3)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_compact_string(w, v)
@@ -705,7 +731,7 @@ def _b25(o, w):
             check_keys(o, _K27, _K9, 3)
         g = o.get
         f = 0
-        w += _P7(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P9(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('results', ())
         if v is None:
@@ -745,7 +771,7 @@ def _p26(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 3
-        v3_0, v3_1 = _U8(b, p)
+        v3_0, v3_1 = _U10(b, p)
         p += 16
         f = 4
         nt = b[p]
@@ -769,7 +795,7 @@ def _p27(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 6
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -804,7 +830,7 @@ def _b28(o, w):
             check_keys(o, _K21, _K9, 4)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -851,7 +877,7 @@ def _b30(o, w):
             check_keys(o, _K30, _K31, 4)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_compact_string(w, v)
@@ -866,7 +892,7 @@ def _b30(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 3
-        w += _P9(g('total_bytes', -1), g('usable_bytes', -1))
+        w += _P11(g('total_bytes', -1), g('usable_bytes', -1))
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -884,7 +910,7 @@ def _b31(o, w):
             check_keys(o, _K27, _K9, 4)
         g = o.get
         f = 0
-        w += _P7(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P9(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('results', ())
         if v is None:
@@ -924,7 +950,7 @@ def _p32(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 3
-        v3_0, v3_1, v3_2 = _U10(b, p)
+        v3_0, v3_1, v3_2 = _U12(b, p)
         p += 17
         f = 4
         nt = b[p]
@@ -949,7 +975,7 @@ def _p33(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 6
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -984,7 +1010,7 @@ def _b34(o, w):
             check_keys(o, _K21, _K9, 5)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
+        w += _P6(g('partition_index', 0), g('partition_size', 0), g('offset_lag', 0), g('is_future_key', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1031,7 +1057,7 @@ def _b36(o, w):
             check_keys(o, _K34, _K9, 5)
         g = o.get
         f = 0
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 1
         v = g('log_dir', '')
         write_compact_string(w, v)
@@ -1046,7 +1072,7 @@ def _b36(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 3
-        w += _P11(g('total_bytes', -1), g('usable_bytes', -1), g('is_cordoned', False))
+        w += _P13(g('total_bytes', -1), g('usable_bytes', -1), g('is_cordoned', False))
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -1064,7 +1090,7 @@ def _b37(o, w):
             check_keys(o, _K27, _K9, 5)
         g = o.get
         f = 0
-        w += _P7(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P9(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('results', ())
         if v is None:

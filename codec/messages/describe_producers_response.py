@@ -40,9 +40,10 @@ _K12 = ((('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags')
 _U0 = Struct('>i').unpack_from
 _U1 = Struct('>ih').unpack_from
 _U2 = Struct('>qiiqiq').unpack_from
-_P3 = Struct('>i').pack
-_P4 = Struct('>ih').pack
-_P5 = Struct('>qiiqiq').pack
+_I3 = Struct('>qiiqiqx').iter_unpack
+_P4 = Struct('>i').pack
+_P5 = Struct('>ih').pack
+_P6 = Struct('>qiiqiq').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -99,31 +100,44 @@ def _p2(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U2(b, p)
-                p += 36
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['producer_id'] = k0_0
-                c['producer_epoch'] = k0_1
-                c['last_sequence'] = k0_2
-                c['last_timestamp'] = k0_3
-                c['coordinator_epoch'] = k0_4
-                c['current_txn_start_offset'] = k0_5
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 37
+            if r <= len(b) and not any(b[p + 36 : r : 37]):
+                for k0, k1, k2, k3, k4, k5 in _I3(b[p:r]):
+                    c = Container()
+                    c['producer_id'] = k0
+                    c['producer_epoch'] = k1
+                    c['last_sequence'] = k2
+                    c['last_timestamp'] = k3
+                    c['coordinator_epoch'] = k4
+                    c['current_txn_start_offset'] = k5
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U2(b, p)
+                    p += 36
+                    c = Container()
+                    c['producer_id'] = k0_0
+                    c['producer_epoch'] = k0_1
+                    c['last_sequence'] = k0_2
+                    c['last_timestamp'] = k0_3
+                    c['coordinator_epoch'] = k0_4
+                    c['current_txn_start_offset'] = k0_5
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -210,7 +224,7 @@ def _b5(o, w):
             check_keys(o, _K8, _K0, 0)
         g = o.get
         f = 0
-        w += _P5(g('producer_id', 0), g('producer_epoch', 0), g('last_sequence', -1), g('last_timestamp', -1), g('coordinator_epoch', 0), g('current_txn_start_offset', -1))
+        w += _P6(g('producer_id', 0), g('producer_epoch', 0), g('last_sequence', -1), g('last_timestamp', -1), g('coordinator_epoch', 0), g('current_txn_start_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -228,7 +242,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P4(g('partition_index', 0), g('error_code', 0))
+        w += _P5(g('partition_index', 0), g('error_code', 0))
         f = 1
         v = g('error_message', None)
         write_compact_nullable_string(w, v)
@@ -288,7 +302,7 @@ def _b8(o, w):
             check_keys(o, _K5, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

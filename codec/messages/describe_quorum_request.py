@@ -33,7 +33,8 @@ _K7 = ((('partition_index', 'i', 0),), '_unknown_tags')
 _K8 = ('topic_name', 'partitions', '_unknown_tags')
 _K9 = ('topics', '_unknown_tags')
 _U0 = Struct('>i').unpack_from
-_P1 = Struct('>i').pack
+_I1 = Struct('>ix').iter_unpack
+_P2 = Struct('>i').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -82,26 +83,34 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U0(b, p)
-                p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 5
+            if r <= len(b) and not any(b[p + 4 : r : 5]):
+                for k0, in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, = _U0(b, p)
+                    p += 4
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -152,7 +161,7 @@ def _b4(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0))
+        w += _P2(g('partition_index', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -225,7 +234,7 @@ def _b7(o, w):
             check_keys(o, _K6, _K0, 1)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0))
+        w += _P2(g('partition_index', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -298,7 +307,7 @@ def _b10(o, w):
             check_keys(o, _K6, _K0, 2)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0))
+        w += _P2(g('partition_index', 0))
         t = None
         f = 1
         u = g('_unknown_tags')

@@ -66,21 +66,24 @@ _K34 = ((('error_code', 'h', 0),), 'error_message', 'topics', 'nodes', '_unknown
 _U0 = Struct('>h').unpack_from
 _U1 = Struct('>ihiiq').unpack_from
 _U2 = Struct('>iq').unpack_from
-_P3 = Struct('>h').pack
-_P4 = Struct('>ihiiq').pack
-_P5 = Struct('>iq').pack
-_U6 = Struct('>iqqq').unpack_from
-_P7 = Struct('>iqqq').pack
-_U8 = Struct('>ih').unpack_from
-_U9 = Struct('>iiq').unpack_from
-_U10 = Struct('>i16sqqq').unpack_from
-_U11 = Struct('>i').unpack_from
-_U12 = Struct('>H').unpack_from
-_P13 = Struct('>ih').pack
-_P14 = Struct('>iiq').pack
-_P15 = Struct('>i16sqqq').pack
-_P16 = Struct('>i').pack
-_P17 = Struct('>H').pack
+_I3 = Struct('>iqx').iter_unpack
+_P4 = Struct('>h').pack
+_P5 = Struct('>ihiiq').pack
+_P6 = Struct('>iq').pack
+_U7 = Struct('>iqqq').unpack_from
+_I8 = Struct('>iqqqx').iter_unpack
+_P9 = Struct('>iqqq').pack
+_U10 = Struct('>ih').unpack_from
+_U11 = Struct('>iiq').unpack_from
+_U12 = Struct('>i16sqqq').unpack_from
+_I13 = Struct('>i16sqqqx').iter_unpack
+_U14 = Struct('>i').unpack_from
+_U15 = Struct('>H').unpack_from
+_P16 = Struct('>ih').pack
+_P17 = Struct('>iiq').pack
+_P18 = Struct('>i16sqqq').pack
+_P19 = Struct('>i').pack
+_P20 = Struct('>H').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -131,54 +134,72 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U2(b, p)
-                p += 12
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['log_end_offset'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 13
+            if r <= len(b) and not any(b[p + 12 : r : 13]):
+                for k0, k1 in _I3(b[p:r]):
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['log_end_offset'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U2(b, p)
+                    p += 12
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['log_end_offset'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U2(b, p)
-                p += 12
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['log_end_offset'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 13
+            if r <= len(b) and not any(b[p + 12 : r : 13]):
+                for k0, k1 in _I3(b[p:r]):
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['log_end_offset'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U2(b, p)
+                    p += 12
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['log_end_offset'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -268,7 +289,7 @@ def _b5(o, w):
             check_keys(o, _K10, _K11, 0)
         g = o.get
         f = 0
-        w += _P5(g('replica_id', 0), g('log_end_offset', 0))
+        w += _P6(g('replica_id', 0), g('log_end_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -286,7 +307,7 @@ def _b6(o, w):
             check_keys(o, _K8, _K9, 0)
         g = o.get
         f = 0
-        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
+        w += _P5(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
         f = 1
         v = g('current_voters', ())
         if v is None:
@@ -353,7 +374,7 @@ def _b8(o, w):
             check_keys(o, _K5, _K6, 0)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0))
+        w += _P4(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -378,7 +399,7 @@ def _p9(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U7(b, p)
         p += 28
         f = 1
         nt = b[p]
@@ -408,58 +429,80 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U6(b, p)
-                p += 28
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['log_end_offset'] = k0_1
-                c['last_fetch_timestamp'] = k0_2
-                c['last_caught_up_timestamp'] = k0_3
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 29
+            if r <= len(b) and not any(b[p + 28 : r : 29]):
+                for k0, k1, k2, k3 in _I8(b[p:r]):
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['log_end_offset'] = k1
+                    c['last_fetch_timestamp'] = k2
+                    c['last_caught_up_timestamp'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U7(b, p)
+                    p += 28
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['log_end_offset'] = k0_1
+                    c['last_fetch_timestamp'] = k0_2
+                    c['last_caught_up_timestamp'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U6(b, p)
-                p += 28
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['log_end_offset'] = k0_1
-                c['last_fetch_timestamp'] = k0_2
-                c['last_caught_up_timestamp'] = k0_3
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 29
+            if r <= len(b) and not any(b[p + 28 : r : 29]):
+                for k0, k1, k2, k3 in _I8(b[p:r]):
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['log_end_offset'] = k1
+                    c['last_fetch_timestamp'] = k2
+                    c['last_caught_up_timestamp'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U7(b, p)
+                    p += 28
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['log_end_offset'] = k0_1
+                    c['last_fetch_timestamp'] = k0_2
+                    c['last_caught_up_timestamp'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -549,7 +592,7 @@ def _b13(o, w):
             check_keys(o, _K17, _K18, 1)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('log_end_offset', 0), g('last_fetch_timestamp', -1), g('last_caught_up_timestamp', -1))
+        w += _P9(g('replica_id', 0), g('log_end_offset', 0), g('last_fetch_timestamp', -1), g('last_caught_up_timestamp', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -567,7 +610,7 @@ def _b14(o, w):
             check_keys(o, _K8, _K9, 1)
         g = o.get
         f = 0
-        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
+        w += _P5(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
         f = 1
         v = g('current_voters', ())
         if v is None:
@@ -634,7 +677,7 @@ def _b16(o, w):
             check_keys(o, _K5, _K6, 1)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0))
+        w += _P4(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -659,7 +702,7 @@ def _p17(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U12(b, p)
         p += 44
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
@@ -684,74 +727,100 @@ def _p18(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U8(b, p)
+        v0_0, v0_1 = _U10(b, p)
         p += 6
         f = 1
         v1, p = read_compact_nullable_string(b, p)
         f = 2
-        v2_0, v2_1, v2_2 = _U9(b, p)
+        v2_0, v2_1, v2_2 = _U11(b, p)
         p += 16
         f = 3
         n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U10(b, p)
-                p += 44
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['replica_directory_id'] = k0_1
-                c['log_end_offset'] = k0_2
-                c['last_fetch_timestamp'] = k0_3
-                c['last_caught_up_timestamp'] = k0_4
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 45
+            if r <= len(b) and not any(b[p + 44 : r : 45]):
+                for k0, k1, k2, k3, k4 in _I13(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['replica_directory_id'] = k1
+                    c['log_end_offset'] = k2
+                    c['last_fetch_timestamp'] = k3
+                    c['last_caught_up_timestamp'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U12(b, p)
+                    p += 44
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['replica_directory_id'] = k0_1
+                    c['log_end_offset'] = k0_2
+                    c['last_fetch_timestamp'] = k0_3
+                    c['last_caught_up_timestamp'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p17(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p17(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U10(b, p)
-                p += 44
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['replica_id'] = k0_0
-                c['replica_directory_id'] = k0_1
-                c['log_end_offset'] = k0_2
-                c['last_fetch_timestamp'] = k0_3
-                c['last_caught_up_timestamp'] = k0_4
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 45
+            if r <= len(b) and not any(b[p + 44 : r : 45]):
+                for k0, k1, k2, k3, k4 in _I13(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['replica_id'] = k0
+                    c['replica_directory_id'] = k1
+                    c['log_end_offset'] = k2
+                    c['last_fetch_timestamp'] = k3
+                    c['last_caught_up_timestamp'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U12(b, p)
+                    p += 44
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['replica_id'] = k0_0
+                    c['replica_directory_id'] = k0_1
+                    c['log_end_offset'] = k0_2
+                    c['last_fetch_timestamp'] = k0_3
+                    c['last_caught_up_timestamp'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p17(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p17(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 5
         nt = b[p]
@@ -812,7 +881,7 @@ def _p20(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U12(b, p)
+        v2_0, = _U15(b, p)
         p += 2
         f = 3
         nt = b[p]
@@ -834,37 +903,37 @@ def _p21(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U11(b, p)
+        v0_0, = _U14(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
-                k2_0, = _U12(b, p)
+                k2_0, = _U15(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p20(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p20(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -933,7 +1002,7 @@ def _b23(o, w):
             check_keys(o, _K27, _K0, 2)
         g = o.get
         f = 0
-        w += _P15(g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), g('log_end_offset', 0), g('last_fetch_timestamp', -1), g('last_caught_up_timestamp', -1))
+        w += _P18(g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), g('log_end_offset', 0), g('last_fetch_timestamp', -1), g('last_caught_up_timestamp', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -951,12 +1020,12 @@ def _b24(o, w):
             check_keys(o, _K26, _K0, 2)
         g = o.get
         f = 0
-        w += _P13(g('partition_index', 0), g('error_code', 0))
+        w += _P16(g('partition_index', 0), g('error_code', 0))
         f = 1
         v = g('error_message', '')
         write_compact_nullable_string(w, v)
         f = 2
-        w += _P14(g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
+        w += _P17(g('leader_id', 0), g('leader_epoch', 0), g('high_watermark', 0))
         f = 3
         v = g('current_voters', ())
         if v is None:
@@ -1029,7 +1098,7 @@ def _b26(o, w):
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P17(g('port', 0))
+        w += _P20(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1047,7 +1116,7 @@ def _b27(o, w):
             check_keys(o, _K30, _K0, 2)
         g = o.get
         f = 0
-        w += _P16(g('node_id', 0))
+        w += _P19(g('node_id', 0))
         f = 1
         v = g('listeners', ())
         if v is None:
@@ -1075,7 +1144,7 @@ def _b28(o, w):
             check_keys(o, _K25, _K0, 2)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0))
+        w += _P4(g('error_code', 0))
         f = 1
         v = g('error_message', '')
         write_compact_nullable_string(w, v)

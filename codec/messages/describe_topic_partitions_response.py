@@ -140,9 +140,9 @@ def _p2(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -166,11 +166,6 @@ def _p2(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k5 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['partition_index'] = k0_1
@@ -181,14 +176,19 @@ def _p2(b, p):
                 c['eligible_leader_replicas'] = k3
                 c['last_known_elr'] = k4
                 c['offline_replicas'] = k5
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U0(b, p)

@@ -37,9 +37,10 @@ _K9 = ((('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), 'error_message', 
 _U0 = Struct('>ih').unpack_from
 _U1 = Struct('>h').unpack_from
 _U2 = Struct('>bi').unpack_from
-_P3 = Struct('>ih').pack
-_P4 = Struct('>h').pack
-_P5 = Struct('>bi').pack
+_I3 = Struct('>bix').iter_unpack
+_P4 = Struct('>ih').pack
+_P5 = Struct('>h').pack
+_P6 = Struct('>bi').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -94,27 +95,36 @@ def _p2(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U2(b, p)
-                p += 5
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['mechanism'] = k0_0
-                c['iterations'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 6
+            if r <= len(b) and not any(b[p + 5 : r : 6]):
+                for k0, k1 in _I3(b[p:r]):
+                    c = Container()
+                    c['mechanism'] = k0
+                    c['iterations'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U2(b, p)
+                    p += 5
+                    c = Container()
+                    c['mechanism'] = k0_0
+                    c['iterations'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]
@@ -175,7 +185,7 @@ def _b4(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P5(g('mechanism', 0), g('iterations', 0))
+        w += _P6(g('mechanism', 0), g('iterations', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -196,7 +206,7 @@ def _b5(o, w):
         v = g('user', '')
         write_compact_string(w, v)
         f = 1
-        w += _P4(g('error_code', 0))
+        w += _P5(g('error_code', 0))
         f = 2
         v = g('error_message', '')
         write_compact_nullable_string(w, v)
@@ -227,7 +237,7 @@ def _b6(o, w):
             check_keys(o, _K4, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P4(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('error_message', '')
         write_compact_nullable_string(w, v)

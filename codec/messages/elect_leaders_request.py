@@ -79,9 +79,9 @@ def _p1(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     n, p = read_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
@@ -91,10 +91,12 @@ def _p1(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, = _U0(b, p)
@@ -158,9 +160,9 @@ def _p4(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     n, p = read_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
@@ -170,10 +172,12 @@ def _p4(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U0(b, p)
@@ -281,29 +285,29 @@ def _p9(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic'] = k0
                     c['partitions'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t7(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p8(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p8(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U0(b, p)
@@ -424,9 +428,9 @@ def _p13(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
@@ -437,23 +441,23 @@ def _p13(b, p):
                     else:
                         k2 = list(UNPACK_INT32S[n](b, p))
                         p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic'] = k0
                     c['partitions'] = k1
                     c['desired_leaders'] = k2
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t7(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p12(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p12(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U0(b, p)

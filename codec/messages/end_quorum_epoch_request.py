@@ -64,9 +64,10 @@ _K25 = ('cluster_id', 'topics', 'leader_endpoints', '_unknown_tags')
 _U0 = Struct('>iii').unpack_from
 _P1 = Struct('>iii').pack
 _U2 = Struct('>i16s').unpack_from
-_U3 = Struct('>H').unpack_from
-_P4 = Struct('>i16s').pack
-_P5 = Struct('>H').pack
+_I3 = Struct('>i16sx').iter_unpack
+_U4 = Struct('>H').unpack_from
+_P5 = Struct('>i16s').pack
+_P6 = Struct('>H').pack
 
 def _p0(b, p):
     f = 0
@@ -97,9 +98,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U0(b, p)
                 p += 12
                 n, p = read_array_length(b, p, False)
@@ -112,10 +113,12 @@ def _p1(b, p):
                 c['preferred_successors'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -258,28 +261,38 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U2(b, p)
-                p += 20
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['candidate_id'] = k0_0
-                c['candidate_directory_id'] = k0_1
-                if nt:
-                    p = _t6(b, p, nt, c)
-                a(c)
+            r = p + n * 21
+            if r <= len(b) and not any(b[p + 20 : r : 21]):
+                for k0, k1 in _I3(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['candidate_id'] = k0
+                    c['candidate_directory_id'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U2(b, p)
+                    p += 20
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['candidate_id'] = k0_0
+                    c['candidate_directory_id'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t6(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -336,7 +349,7 @@ def _p10(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U3(b, p)
+        v2_0, = _U4(b, p)
         p += 2
         f = 3
         nt = b[p]
@@ -374,30 +387,30 @@ def _p11(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
-                k2_0, = _U3(b, p)
+                k2_0, = _U4(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t6(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p10(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p10(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -422,7 +435,7 @@ def _b12(o, w):
             check_keys(o, _K19, _K6, 1)
         g = o.get
         f = 0
-        w += _P4(g('candidate_id', 0), uuid_bytes(g('candidate_directory_id', ZERO_UUID)))
+        w += _P5(g('candidate_id', 0), uuid_bytes(g('candidate_directory_id', ZERO_UUID)))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -503,7 +516,7 @@ def _b15(o, w):
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P5(g('port', 0))
+        w += _P6(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')

@@ -106,28 +106,32 @@ _K70 = frozenset(['_unknown_tags', 'current_leader_epoch', 'fetch_offset', 'high
 _K71 = ((('partition', 'i', 0), ('current_leader_epoch', 'i', -1), ('fetch_offset', 'q', 0), ('last_fetched_epoch', 'i', -1), ('log_start_offset', 'q', -1), ('partition_max_bytes', 'i', 0)), 'replica_directory_id', 'high_watermark', '_unknown_tags')
 _U0 = Struct('>iii').unpack_from
 _U1 = Struct('>iqi').unpack_from
-_P2 = Struct('>iii').pack
-_P3 = Struct('>iqi').pack
-_U4 = Struct('>iiii').unpack_from
-_P5 = Struct('>iiii').pack
-_U6 = Struct('>iiiib').unpack_from
-_P7 = Struct('>iiiib').pack
-_U8 = Struct('>iqqi').unpack_from
-_P9 = Struct('>iqqi').pack
-_U10 = Struct('>iiiibii').unpack_from
-_P11 = Struct('>iiiibii').pack
-_U12 = Struct('>iiqqi').unpack_from
-_P13 = Struct('>iiqqi').pack
-_U14 = Struct('>iiqiqi').unpack_from
-_P15 = Struct('>iiqiqi').pack
-_U16 = Struct('>16s').unpack_from
-_P17 = Struct('>16s').pack
-_U18 = Struct('>iiibii').unpack_from
-_U19 = Struct('>iq').unpack_from
-_P20 = Struct('>iiibii').pack
-_P21 = Struct('>iq').pack
-_U22 = Struct('>q').unpack_from
-_P23 = Struct('>q').pack
+_I2 = Struct('>iqi').iter_unpack
+_P3 = Struct('>iii').pack
+_P4 = Struct('>iqi').pack
+_U5 = Struct('>iiii').unpack_from
+_P6 = Struct('>iiii').pack
+_U7 = Struct('>iiiib').unpack_from
+_P8 = Struct('>iiiib').pack
+_U9 = Struct('>iqqi').unpack_from
+_I10 = Struct('>iqqi').iter_unpack
+_P11 = Struct('>iqqi').pack
+_U12 = Struct('>iiiibii').unpack_from
+_P13 = Struct('>iiiibii').pack
+_U14 = Struct('>iiqqi').unpack_from
+_I15 = Struct('>iiqqi').iter_unpack
+_P16 = Struct('>iiqqi').pack
+_U17 = Struct('>iiqiqi').unpack_from
+_I18 = Struct('>iiqiqix').iter_unpack
+_P19 = Struct('>iiqiqi').pack
+_U20 = Struct('>16s').unpack_from
+_P21 = Struct('>16s').pack
+_U22 = Struct('>iiibii').unpack_from
+_U23 = Struct('>iq').unpack_from
+_P24 = Struct('>iiibii').pack
+_P25 = Struct('>iq').pack
+_U26 = Struct('>q').unpack_from
+_P27 = Struct('>q').pack
 
 def _p0(b, p):
     f = 0
@@ -153,21 +157,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 16
-                c = Container()
-                c['partition'] = k0_0
-                c['fetch_offset'] = k0_1
-                c['partition_max_bytes'] = k0_2
-                a(c)
+            r = p + n * 16
+            if r <= len(b):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['fetch_offset'] = k1
+                    c['partition_max_bytes'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 16
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['fetch_offset'] = k0_1
+                    c['partition_max_bytes'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -208,7 +224,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
+        w += _P4(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -241,7 +257,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
+        w += _P3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -262,7 +278,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K8, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
+        w += _P4(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -295,7 +311,7 @@ def _b8(o, w):
             check_keys(o, _K3, _K4, 1)
         g = o.get
         f = 0
-        w += _P2(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
+        w += _P3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -316,7 +332,7 @@ def _b9(o, w):
             check_keys(o, _K7, _K8, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
+        w += _P4(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -349,7 +365,7 @@ def _b11(o, w):
             check_keys(o, _K3, _K4, 2)
         g = o.get
         f = 0
-        w += _P2(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
+        w += _P3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -367,7 +383,7 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U4(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U5(b, p)
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
@@ -396,7 +412,7 @@ def _b13(o, w):
             check_keys(o, _K7, _K8, 3)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
+        w += _P4(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -429,7 +445,7 @@ def _b15(o, w):
             check_keys(o, _K12, _K13, 3)
         g = o.get
         f = 0
-        w += _P5(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647))
+        w += _P6(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -447,7 +463,7 @@ def _p16(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U7(b, p)
         p += 17
         f = 1
         n, p = read_array_length(b, p, False)
@@ -477,7 +493,7 @@ def _b17(o, w):
             check_keys(o, _K7, _K8, 4)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
+        w += _P4(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -510,7 +526,7 @@ def _b19(o, w):
             check_keys(o, _K16, _K17, 4)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
+        w += _P8(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -528,7 +544,7 @@ def _p20(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U8(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U9(b, p)
         p += 24
         o = Container()
         o['partition'] = v0_0
@@ -549,22 +565,35 @@ def _p21(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
-                p += 24
-                c = Container()
-                c['partition'] = k0_0
-                c['fetch_offset'] = k0_1
-                c['log_start_offset'] = k0_2
-                c['partition_max_bytes'] = k0_3
-                a(c)
+            r = p + n * 24
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I10(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['fetch_offset'] = k1
+                    c['log_start_offset'] = k2
+                    c['partition_max_bytes'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U9(b, p)
+                    p += 24
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['fetch_offset'] = k0_1
+                    c['log_start_offset'] = k0_2
+                    c['partition_max_bytes'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p20(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p20(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -577,7 +606,7 @@ def _p22(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U7(b, p)
         p += 17
         f = 1
         n, p = read_array_length(b, p, False)
@@ -607,7 +636,7 @@ def _b23(o, w):
             check_keys(o, _K20, _K21, 5)
         g = o.get
         f = 0
-        w += _P9(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P11(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -640,7 +669,7 @@ def _b25(o, w):
             check_keys(o, _K16, _K17, 5)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
+        w += _P8(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -661,7 +690,7 @@ def _b26(o, w):
             check_keys(o, _K20, _K21, 6)
         g = o.get
         f = 0
-        w += _P9(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P11(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -694,7 +723,7 @@ def _b28(o, w):
             check_keys(o, _K16, _K17, 6)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
+        w += _P8(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -728,7 +757,7 @@ def _p30(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U12(b, p)
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
@@ -745,9 +774,9 @@ def _p30(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -757,10 +786,12 @@ def _p30(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['replica_id'] = v0_0
@@ -783,7 +814,7 @@ def _b31(o, w):
             check_keys(o, _K20, _K21, 7)
         g = o.get
         f = 0
-        w += _P9(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P11(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -835,7 +866,7 @@ def _b34(o, w):
             check_keys(o, _K24, _K25, 7)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -866,7 +897,7 @@ def _b35(o, w):
             check_keys(o, _K20, _K21, 8)
         g = o.get
         f = 0
-        w += _P9(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P11(g('partition', 0), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -918,7 +949,7 @@ def _b38(o, w):
             check_keys(o, _K24, _K25, 8)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -946,7 +977,7 @@ def _p39(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U12(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U14(b, p)
         p += 28
         o = Container()
         o['partition'] = v0_0
@@ -968,23 +999,37 @@ def _p40(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U12(b, p)
-                p += 28
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['fetch_offset'] = k0_2
-                c['log_start_offset'] = k0_3
-                c['partition_max_bytes'] = k0_4
-                a(c)
+            r = p + n * 28
+            if r <= len(b):
+                for k0, k1, k2, k3, k4 in _I15(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['fetch_offset'] = k2
+                    c['log_start_offset'] = k3
+                    c['partition_max_bytes'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U14(b, p)
+                    p += 28
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['fetch_offset'] = k0_2
+                    c['log_start_offset'] = k0_3
+                    c['partition_max_bytes'] = k0_4
+                    a(c)
         except Exception:
-            try:
-                _p39(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p39(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -997,7 +1042,7 @@ def _p41(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U12(b, p)
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
@@ -1014,9 +1059,9 @@ def _p41(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -1026,10 +1071,12 @@ def _p41(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['replica_id'] = v0_0
@@ -1052,7 +1099,7 @@ def _b42(o, w):
             check_keys(o, _K28, _K29, 9)
         g = o.get
         f = 0
-        w += _P13(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P16(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K30, f, o) from None
 
@@ -1104,7 +1151,7 @@ def _b45(o, w):
             check_keys(o, _K24, _K25, 9)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1135,7 +1182,7 @@ def _b46(o, w):
             check_keys(o, _K28, _K29, 10)
         g = o.get
         f = 0
-        w += _P13(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P16(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K30, f, o) from None
 
@@ -1187,7 +1234,7 @@ def _b49(o, w):
             check_keys(o, _K24, _K25, 10)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1215,7 +1262,7 @@ def _p50(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U12(b, p)
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
@@ -1232,9 +1279,9 @@ def _p50(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -1244,10 +1291,12 @@ def _p50(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_string(b, p)
@@ -1273,7 +1322,7 @@ def _b51(o, w):
             check_keys(o, _K28, _K29, 11)
         g = o.get
         f = 0
-        w += _P13(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P16(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('log_start_offset', -1), g('partition_max_bytes', 0))
     except Exception as x:
         raise encode_failure(x, _K30, f, o) from None
 
@@ -1325,7 +1374,7 @@ def _b54(o, w):
             check_keys(o, _K32, _K33, 11)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1373,7 +1422,7 @@ def _p56(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U14(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U17(b, p)
         p += 32
         f = 1
         nt = b[p]
@@ -1404,31 +1453,44 @@ def _p57(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
-                p += 32
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['fetch_offset'] = k0_2
-                c['last_fetched_epoch'] = k0_3
-                c['log_start_offset'] = k0_4
-                c['partition_max_bytes'] = k0_5
-                if nt:
-                    p = _t55(b, p, nt, c)
-                a(c)
+            r = p + n * 33
+            if r <= len(b) and not any(b[p + 32 : r : 33]):
+                for k0, k1, k2, k3, k4, k5 in _I18(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['fetch_offset'] = k2
+                    c['last_fetched_epoch'] = k3
+                    c['log_start_offset'] = k4
+                    c['partition_max_bytes'] = k5
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U17(b, p)
+                    p += 32
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['fetch_offset'] = k0_2
+                    c['last_fetched_epoch'] = k0_3
+                    c['log_start_offset'] = k0_4
+                    c['partition_max_bytes'] = k0_5
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t55(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p56(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p56(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -1495,7 +1557,7 @@ def _p60(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U12(b, p)
         p += 25
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -1512,29 +1574,29 @@ def _p60(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic'] = k0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t55(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p58(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p58(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -1569,7 +1631,7 @@ def _b61(o, w):
             check_keys(o, _K43, _K44, 12)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1642,7 +1704,7 @@ def _b64(o, w):
             check_keys(o, _K40, _K41, 12)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1688,7 +1750,7 @@ def _p65(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U16(b, p)
+        v0_0, = _U20(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -1696,31 +1758,44 @@ def _p65(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
-                p += 32
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['fetch_offset'] = k0_2
-                c['last_fetched_epoch'] = k0_3
-                c['log_start_offset'] = k0_4
-                c['partition_max_bytes'] = k0_5
-                if nt:
-                    p = _t55(b, p, nt, c)
-                a(c)
+            r = p + n * 33
+            if r <= len(b) and not any(b[p + 32 : r : 33]):
+                for k0, k1, k2, k3, k4, k5 in _I18(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['fetch_offset'] = k2
+                    c['last_fetched_epoch'] = k3
+                    c['log_start_offset'] = k4
+                    c['partition_max_bytes'] = k5
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U17(b, p)
+                    p += 32
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['fetch_offset'] = k0_2
+                    c['last_fetched_epoch'] = k0_3
+                    c['log_start_offset'] = k0_4
+                    c['partition_max_bytes'] = k0_5
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t55(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p56(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p56(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -1741,7 +1816,7 @@ def _p66(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U16(b, p)
+        v0_0, = _U20(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -1767,7 +1842,7 @@ def _p67(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U10(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U12(b, p)
         p += 25
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -1784,31 +1859,31 @@ def _p67(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U16(b, p)
+            for _ in range(n):
+                k0_0, = _U20(b, p)
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic_id'] = k0_0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t55(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p66(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p66(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -1843,7 +1918,7 @@ def _b68(o, w):
             check_keys(o, _K43, _K44, 13)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1861,7 +1936,7 @@ def _b69(o, w):
             check_keys(o, _K49, _K50, 13)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -1889,7 +1964,7 @@ def _b70(o, w):
             check_keys(o, _K49, _K50, 13)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -1914,7 +1989,7 @@ def _b71(o, w):
             check_keys(o, _K40, _K41, 13)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1963,7 +2038,7 @@ def _b72(o, w):
             check_keys(o, _K43, _K44, 14)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1981,7 +2056,7 @@ def _b73(o, w):
             check_keys(o, _K49, _K50, 14)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2009,7 +2084,7 @@ def _b74(o, w):
             check_keys(o, _K49, _K50, 14)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2034,7 +2109,7 @@ def _b75(o, w):
             check_keys(o, _K40, _K41, 14)
         g = o.get
         f = 0
-        w += _P11(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P13(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -2083,7 +2158,7 @@ def _p77(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U19(b, p)
+        v0_0, v0_1 = _U23(b, p)
         p += 12
         f = 1
         nt = b[p]
@@ -2130,7 +2205,7 @@ def _p79(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U18(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U22(b, p)
         p += 21
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -2147,31 +2222,31 @@ def _p79(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U16(b, p)
+            for _ in range(n):
+                k0_0, = _U20(b, p)
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic_id'] = k0_0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t55(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p66(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p66(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -2206,7 +2281,7 @@ def _b80(o, w):
             check_keys(o, _K43, _K44, 15)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2224,7 +2299,7 @@ def _b81(o, w):
             check_keys(o, _K49, _K50, 15)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2252,7 +2327,7 @@ def _b82(o, w):
             check_keys(o, _K49, _K50, 15)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2277,7 +2352,7 @@ def _b83(o, w):
             check_keys(o, _K57, _K35, 15)
         g = o.get
         f = 0
-        w += _P21(g('replica_id', -1), g('replica_epoch', -1))
+        w += _P25(g('replica_id', -1), g('replica_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2295,7 +2370,7 @@ def _b84(o, w):
             check_keys(o, _K55, _K56, 15)
         g = o.get
         f = 0
-        w += _P20(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P24(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -2354,7 +2429,7 @@ def _b85(o, w):
             check_keys(o, _K43, _K44, 16)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2372,7 +2447,7 @@ def _b86(o, w):
             check_keys(o, _K49, _K50, 16)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2400,7 +2475,7 @@ def _b87(o, w):
             check_keys(o, _K49, _K50, 16)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2425,7 +2500,7 @@ def _b88(o, w):
             check_keys(o, _K57, _K35, 16)
         g = o.get
         f = 0
-        w += _P21(g('replica_id', -1), g('replica_epoch', -1))
+        w += _P25(g('replica_id', -1), g('replica_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2443,7 +2518,7 @@ def _b89(o, w):
             check_keys(o, _K55, _K56, 16)
         g = o.get
         f = 0
-        w += _P20(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P24(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -2505,7 +2580,7 @@ def _t90(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                v, = _U16(b, p)
+                v, = _U20(b, p)
                 p += 16
                 v = uuid_from_bytes(v)
                 o['replica_directory_id'] = v
@@ -2523,7 +2598,7 @@ def _p91(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U14(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U17(b, p)
         p += 32
         f = 2
         nt = b[p]
@@ -2549,7 +2624,7 @@ def _p92(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U16(b, p)
+        v0_0, = _U20(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -2557,32 +2632,46 @@ def _p92(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
-                p += 32
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['fetch_offset'] = k0_2
-                c['last_fetched_epoch'] = k0_3
-                c['log_start_offset'] = k0_4
-                c['partition_max_bytes'] = k0_5
-                c['replica_directory_id'] = ZERO_UUID
-                if nt:
-                    p = _t90(b, p, nt, c)
-                a(c)
+            r = p + n * 33
+            if r <= len(b) and not any(b[p + 32 : r : 33]):
+                for k0, k1, k2, k3, k4, k5 in _I18(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['fetch_offset'] = k2
+                    c['last_fetched_epoch'] = k3
+                    c['log_start_offset'] = k4
+                    c['partition_max_bytes'] = k5
+                    c['replica_directory_id'] = ZERO_UUID
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U17(b, p)
+                    p += 32
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['fetch_offset'] = k0_2
+                    c['last_fetched_epoch'] = k0_3
+                    c['log_start_offset'] = k0_4
+                    c['partition_max_bytes'] = k0_5
+                    c['replica_directory_id'] = ZERO_UUID
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t90(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p91(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p91(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -2603,7 +2692,7 @@ def _p93(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U18(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U22(b, p)
         p += 21
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -2620,31 +2709,31 @@ def _p93(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U16(b, p)
+            for _ in range(n):
+                k0_0, = _U20(b, p)
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic_id'] = k0_0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t55(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p66(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p66(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -2679,7 +2768,7 @@ def _b94(o, w):
             check_keys(o, _K64, _K65, 17)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         v = g('replica_directory_id', ZERO_UUID)
@@ -2705,7 +2794,7 @@ def _b95(o, w):
             check_keys(o, _K49, _K50, 17)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2733,7 +2822,7 @@ def _b96(o, w):
             check_keys(o, _K49, _K50, 17)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2758,7 +2847,7 @@ def _b97(o, w):
             check_keys(o, _K57, _K35, 17)
         g = o.get
         f = 0
-        w += _P21(g('replica_id', -1), g('replica_epoch', -1))
+        w += _P25(g('replica_id', -1), g('replica_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2776,7 +2865,7 @@ def _b98(o, w):
             check_keys(o, _K55, _K56, 17)
         g = o.get
         f = 0
-        w += _P20(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P24(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -2838,13 +2927,13 @@ def _t99(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                v, = _U16(b, p)
+                v, = _U20(b, p)
                 p += 16
                 v = uuid_from_bytes(v)
                 o['replica_directory_id'] = v
                 check_tag_end(p, e, t)
             elif t == 1:
-                v, = _U22(b, p)
+                v, = _U26(b, p)
                 p += 8
                 o['high_watermark'] = v
                 check_tag_end(p, e, t)
@@ -2861,7 +2950,7 @@ def _p100(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U14(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U17(b, p)
         p += 32
         f = 3
         nt = b[p]
@@ -2888,7 +2977,7 @@ def _p101(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U16(b, p)
+        v0_0, = _U20(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -2896,33 +2985,48 @@ def _p101(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U14(b, p)
-                p += 32
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['fetch_offset'] = k0_2
-                c['last_fetched_epoch'] = k0_3
-                c['log_start_offset'] = k0_4
-                c['partition_max_bytes'] = k0_5
-                c['replica_directory_id'] = ZERO_UUID
-                c['high_watermark'] = 9223372036854775807
-                if nt:
-                    p = _t99(b, p, nt, c)
-                a(c)
+            r = p + n * 33
+            if r <= len(b) and not any(b[p + 32 : r : 33]):
+                for k0, k1, k2, k3, k4, k5 in _I18(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['fetch_offset'] = k2
+                    c['last_fetched_epoch'] = k3
+                    c['log_start_offset'] = k4
+                    c['partition_max_bytes'] = k5
+                    c['replica_directory_id'] = ZERO_UUID
+                    c['high_watermark'] = 9223372036854775807
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5 = _U17(b, p)
+                    p += 32
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['fetch_offset'] = k0_2
+                    c['last_fetched_epoch'] = k0_3
+                    c['log_start_offset'] = k0_4
+                    c['partition_max_bytes'] = k0_5
+                    c['replica_directory_id'] = ZERO_UUID
+                    c['high_watermark'] = 9223372036854775807
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t99(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p100(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p100(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -2943,7 +3047,7 @@ def _p102(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U18(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5 = _U22(b, p)
         p += 21
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -2960,31 +3064,31 @@ def _p102(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U16(b, p)
+            for _ in range(n):
+                k0_0, = _U20(b, p)
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic_id'] = k0_0
                 c['partitions'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t55(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p66(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p66(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -3019,7 +3123,7 @@ def _b103(o, w):
             check_keys(o, _K70, _K35, 18)
         g = o.get
         f = 0
-        w += _P15(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
+        w += _P19(g('partition', 0), g('current_leader_epoch', -1), g('fetch_offset', 0), g('last_fetched_epoch', -1), g('log_start_offset', -1), g('partition_max_bytes', 0))
         t = None
         f = 1
         v = g('replica_directory_id', ZERO_UUID)
@@ -3033,7 +3137,7 @@ def _b103(o, w):
         v = g('high_watermark', 9223372036854775807)
         if v != 9223372036854775807:
             tw = bytearray()
-            tw += _P23(v)
+            tw += _P27(v)
             if t is None:
                 t = []
             t.append((1, tw))
@@ -3053,7 +3157,7 @@ def _b104(o, w):
             check_keys(o, _K49, _K50, 18)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -3081,7 +3185,7 @@ def _b105(o, w):
             check_keys(o, _K49, _K50, 18)
         g = o.get
         f = 0
-        w += _P17(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -3106,7 +3210,7 @@ def _b106(o, w):
             check_keys(o, _K57, _K35, 18)
         g = o.get
         f = 0
-        w += _P21(g('replica_id', -1), g('replica_epoch', -1))
+        w += _P25(g('replica_id', -1), g('replica_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -3124,7 +3228,7 @@ def _b107(o, w):
             check_keys(o, _K55, _K56, 18)
         g = o.get
         f = 0
-        w += _P20(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
+        w += _P24(g('max_wait_ms', 0), g('min_bytes', 0), g('max_bytes', 2147483647), g('isolation_level', 0), g('session_id', 0), g('session_epoch', -1))
         f = 1
         v = g('topics', ())
         if v is None:

@@ -109,20 +109,22 @@ _U2 = Struct('>i').unpack_from
 _P3 = Struct('>i').pack
 _U4 = Struct('>ihqq').unpack_from
 _U5 = Struct('>qq').unpack_from
-_P6 = Struct('>ihqq').pack
-_P7 = Struct('>qq').pack
-_U8 = Struct('>ihqqq').unpack_from
-_P9 = Struct('>ihqqq').pack
-_U10 = Struct('>ihi').unpack_from
-_P11 = Struct('>ihi').pack
-_U12 = Struct('>iq').unpack_from
-_U13 = Struct('>ii').unpack_from
-_U14 = Struct('>qi').unpack_from
-_P15 = Struct('>iq').pack
-_P16 = Struct('>ii').pack
-_P17 = Struct('>qi').pack
-_U18 = Struct('>16s').unpack_from
-_P19 = Struct('>16s').pack
+_I6 = Struct('>qq').iter_unpack
+_P7 = Struct('>ihqq').pack
+_P8 = Struct('>qq').pack
+_U9 = Struct('>ihqqq').unpack_from
+_P10 = Struct('>ihqqq').pack
+_U11 = Struct('>ihi').unpack_from
+_P12 = Struct('>ihi').pack
+_I13 = Struct('>qqx').iter_unpack
+_U14 = Struct('>iq').unpack_from
+_U15 = Struct('>ii').unpack_from
+_U16 = Struct('>qi').unpack_from
+_P17 = Struct('>iq').pack
+_P18 = Struct('>ii').pack
+_P19 = Struct('>qi').pack
+_U20 = Struct('>16s').unpack_from
+_P21 = Struct('>16s').pack
 
 def _p0(b, p):
     f = 0
@@ -151,9 +153,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U0(b, p)
                 p += 14
                 k1, p = read_nullable_bytes(b, p)
@@ -164,10 +166,12 @@ def _p1(b, p):
                 c['records'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -471,20 +475,31 @@ def _p17(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
-                    k0_0, k0_1 = _U5(b, p)
-                    p += 16
-                    c = Container()
-                    c['producer_id'] = k0_0
-                    c['first_offset'] = k0_1
-                    a(c)
+                r = p + n * 16
+                if r <= len(b):
+                    for k0, k1 in _I6(b[p:r]):
+                        c = Container()
+                        c['producer_id'] = k0
+                        c['first_offset'] = k1
+                        a(c)
+                    p = r
+                else:
+                    for _ in range(n):
+                        k0_0, k0_1 = _U5(b, p)
+                        p += 16
+                        c = Container()
+                        c['producer_id'] = k0_0
+                        c['first_offset'] = k0_1
+                        a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
@@ -551,7 +566,7 @@ def _b20(o, w):
             check_keys(o, _K18, _K19, 4)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -562,7 +577,7 @@ def _b21(o, w):
             check_keys(o, _K16, _K17, 4)
         g = o.get
         f = 0
-        w += _P6(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1))
+        w += _P7(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -624,7 +639,7 @@ def _p24(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U9(b, p)
         p += 30
         f = 1
         n, p = read_array_length(b, p, True)
@@ -634,20 +649,31 @@ def _p24(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
-                    k0_0, k0_1 = _U5(b, p)
-                    p += 16
-                    c = Container()
-                    c['producer_id'] = k0_0
-                    c['first_offset'] = k0_1
-                    a(c)
+                r = p + n * 16
+                if r <= len(b):
+                    for k0, k1 in _I6(b[p:r]):
+                        c = Container()
+                        c['producer_id'] = k0
+                        c['first_offset'] = k1
+                        a(c)
+                    p = r
+                else:
+                    for _ in range(n):
+                        k0_0, k0_1 = _U5(b, p)
+                        p += 16
+                        c = Container()
+                        c['producer_id'] = k0_0
+                        c['first_offset'] = k0_1
+                        a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
@@ -715,7 +741,7 @@ def _b27(o, w):
             check_keys(o, _K18, _K19, 5)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -726,7 +752,7 @@ def _b28(o, w):
             check_keys(o, _K23, _K24, 5)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -791,7 +817,7 @@ def _b31(o, w):
             check_keys(o, _K18, _K19, 6)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -802,7 +828,7 @@ def _b32(o, w):
             check_keys(o, _K23, _K24, 6)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -864,7 +890,7 @@ def _p35(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U10(b, p)
+        v0_0, v0_1, v0_2 = _U11(b, p)
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
@@ -892,7 +918,7 @@ def _b36(o, w):
             check_keys(o, _K18, _K19, 7)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -903,7 +929,7 @@ def _b37(o, w):
             check_keys(o, _K23, _K24, 7)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -947,7 +973,7 @@ def _b39(o, w):
             check_keys(o, _K27, _K28, 7)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -968,7 +994,7 @@ def _b40(o, w):
             check_keys(o, _K18, _K19, 8)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -979,7 +1005,7 @@ def _b41(o, w):
             check_keys(o, _K23, _K24, 8)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -1023,7 +1049,7 @@ def _b43(o, w):
             check_keys(o, _K27, _K28, 8)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -1044,7 +1070,7 @@ def _b44(o, w):
             check_keys(o, _K18, _K19, 9)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -1055,7 +1081,7 @@ def _b45(o, w):
             check_keys(o, _K23, _K24, 9)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -1099,7 +1125,7 @@ def _b47(o, w):
             check_keys(o, _K27, _K28, 9)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -1120,7 +1146,7 @@ def _b48(o, w):
             check_keys(o, _K18, _K19, 10)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -1131,7 +1157,7 @@ def _b49(o, w):
             check_keys(o, _K23, _K24, 10)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -1175,7 +1201,7 @@ def _b51(o, w):
             check_keys(o, _K27, _K28, 10)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -1193,7 +1219,7 @@ def _p52(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U9(b, p)
         p += 30
         f = 1
         n, p = read_array_length(b, p, True)
@@ -1203,20 +1229,31 @@ def _p52(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
-                    k0_0, k0_1 = _U5(b, p)
-                    p += 16
-                    c = Container()
-                    c['producer_id'] = k0_0
-                    c['first_offset'] = k0_1
-                    a(c)
+                r = p + n * 16
+                if r <= len(b):
+                    for k0, k1 in _I6(b[p:r]):
+                        c = Container()
+                        c['producer_id'] = k0
+                        c['first_offset'] = k1
+                        a(c)
+                    p = r
+                else:
+                    for _ in range(n):
+                        k0_0, k0_1 = _U5(b, p)
+                        p += 16
+                        c = Container()
+                        c['producer_id'] = k0_0
+                        c['first_offset'] = k0_1
+                        a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U2(b, p)
@@ -1262,7 +1299,7 @@ def _p54(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U10(b, p)
+        v0_0, v0_1, v0_2 = _U11(b, p)
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
@@ -1290,7 +1327,7 @@ def _b55(o, w):
             check_keys(o, _K18, _K19, 11)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -1301,7 +1338,7 @@ def _b56(o, w):
             check_keys(o, _K31, _K32, 11)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, False)
@@ -1347,7 +1384,7 @@ def _b58(o, w):
             check_keys(o, _K27, _K28, 11)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -1412,7 +1449,7 @@ def _p64(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U12(b, p)
+        v0_0, v0_1 = _U14(b, p)
         p += 12
         f = 1
         nt = b[p]
@@ -1433,7 +1470,7 @@ def _p65(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U13(b, p)
+        v0_0, v0_1 = _U15(b, p)
         p += 8
         f = 1
         nt = b[p]
@@ -1454,7 +1491,7 @@ def _p66(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U14(b, p)
+        v0_0, v0_1 = _U16(b, p)
         p += 12
         f = 1
         nt = b[p]
@@ -1505,7 +1542,7 @@ def _p68(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U9(b, p)
         p += 30
         f = 1
         n, p = read_compact_array_length(b, p, True)
@@ -1515,27 +1552,36 @@ def _p68(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
-                    k0_0, k0_1 = _U5(b, p)
-                    p += 16
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
-                    c = Container()
-                    c['producer_id'] = k0_0
-                    c['first_offset'] = k0_1
-                    if nt:
-                        p = _t59(b, p, nt, c)
-                    a(c)
+                r = p + n * 17
+                if r <= len(b) and not any(b[p + 16 : r : 17]):
+                    for k0, k1 in _I13(b[p:r]):
+                        c = Container()
+                        c['producer_id'] = k0
+                        c['first_offset'] = k1
+                        a(c)
+                    p = r
+                else:
+                    for _ in range(n):
+                        k0_0, k0_1 = _U5(b, p)
+                        p += 16
+                        c = Container()
+                        c['producer_id'] = k0_0
+                        c['first_offset'] = k0_1
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
+                            p = _t59(b, p, nt, c)
+                        else:
+                            p += 1
+                        a(c)
             except Exception:
-                try:
-                    _p60(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p60(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U2(b, p)
@@ -1600,7 +1646,7 @@ def _p70(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U10(b, p)
+        v0_0, v0_1, v0_2 = _U11(b, p)
         p += 10
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -1636,7 +1682,7 @@ def _b71(o, w):
             check_keys(o, _K45, _K19, 12)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1654,7 +1700,7 @@ def _b72(o, w):
             check_keys(o, _K47, _K19, 12)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1672,7 +1718,7 @@ def _b73(o, w):
             check_keys(o, _K50, _K19, 12)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1690,7 +1736,7 @@ def _b74(o, w):
             check_keys(o, _K47, _K19, 12)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1708,7 +1754,7 @@ def _b75(o, w):
             check_keys(o, _K44, _K19, 12)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -1798,7 +1844,7 @@ def _b77(o, w):
             check_keys(o, _K42, _K28, 12)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -1823,7 +1869,7 @@ def _p78(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U18(b, p)
+        v0_0, = _U20(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -1855,7 +1901,7 @@ def _p79(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U10(b, p)
+        v0_0, v0_1, v0_2 = _U11(b, p)
         p += 10
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -1891,7 +1937,7 @@ def _b80(o, w):
             check_keys(o, _K45, _K19, 13)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1909,7 +1955,7 @@ def _b81(o, w):
             check_keys(o, _K47, _K19, 13)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1927,7 +1973,7 @@ def _b82(o, w):
             check_keys(o, _K50, _K19, 13)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1945,7 +1991,7 @@ def _b83(o, w):
             check_keys(o, _K47, _K19, 13)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1963,7 +2009,7 @@ def _b84(o, w):
             check_keys(o, _K44, _K19, 13)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -2024,7 +2070,7 @@ def _b85(o, w):
             check_keys(o, _K59, _K60, 13)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2052,7 +2098,7 @@ def _b86(o, w):
             check_keys(o, _K42, _K28, 13)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -2080,7 +2126,7 @@ def _b87(o, w):
             check_keys(o, _K45, _K19, 14)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2098,7 +2144,7 @@ def _b88(o, w):
             check_keys(o, _K47, _K19, 14)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2116,7 +2162,7 @@ def _b89(o, w):
             check_keys(o, _K50, _K19, 14)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2134,7 +2180,7 @@ def _b90(o, w):
             check_keys(o, _K47, _K19, 14)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2152,7 +2198,7 @@ def _b91(o, w):
             check_keys(o, _K44, _K19, 14)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -2213,7 +2259,7 @@ def _b92(o, w):
             check_keys(o, _K59, _K60, 14)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2241,7 +2287,7 @@ def _b93(o, w):
             check_keys(o, _K42, _K28, 14)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -2269,7 +2315,7 @@ def _b94(o, w):
             check_keys(o, _K45, _K19, 15)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2287,7 +2333,7 @@ def _b95(o, w):
             check_keys(o, _K47, _K19, 15)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2305,7 +2351,7 @@ def _b96(o, w):
             check_keys(o, _K50, _K19, 15)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2323,7 +2369,7 @@ def _b97(o, w):
             check_keys(o, _K47, _K19, 15)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2341,7 +2387,7 @@ def _b98(o, w):
             check_keys(o, _K44, _K19, 15)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -2402,7 +2448,7 @@ def _b99(o, w):
             check_keys(o, _K59, _K60, 15)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2430,7 +2476,7 @@ def _b100(o, w):
             check_keys(o, _K42, _K28, 15)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -2495,33 +2541,33 @@ def _t102(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
+                    for _ in range(n):
                         k0_0, = _U2(b, p)
                         p += 4
                         k1, p = read_compact_string(b, p)
                         k2_0, = _U2(b, p)
                         p += 4
                         k3, p = read_compact_nullable_string(b, p)
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['node_id'] = k0_0
                         c['host'] = k1
                         c['port'] = k2_0
                         c['rack'] = k3
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t59(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p101(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p101(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -2538,7 +2584,7 @@ def _p103(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U10(b, p)
+        v0_0, v0_1, v0_2 = _U11(b, p)
         p += 10
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -2575,7 +2621,7 @@ def _b104(o, w):
             check_keys(o, _K45, _K19, 16)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2593,7 +2639,7 @@ def _b105(o, w):
             check_keys(o, _K47, _K19, 16)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2611,7 +2657,7 @@ def _b106(o, w):
             check_keys(o, _K50, _K19, 16)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2629,7 +2675,7 @@ def _b107(o, w):
             check_keys(o, _K47, _K19, 16)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2647,7 +2693,7 @@ def _b108(o, w):
             check_keys(o, _K44, _K19, 16)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -2708,7 +2754,7 @@ def _b109(o, w):
             check_keys(o, _K59, _K60, 16)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2762,7 +2808,7 @@ def _b111(o, w):
             check_keys(o, _K74, _K19, 16)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -2805,7 +2851,7 @@ def _b112(o, w):
             check_keys(o, _K45, _K19, 17)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2823,7 +2869,7 @@ def _b113(o, w):
             check_keys(o, _K47, _K19, 17)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2841,7 +2887,7 @@ def _b114(o, w):
             check_keys(o, _K50, _K19, 17)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2859,7 +2905,7 @@ def _b115(o, w):
             check_keys(o, _K47, _K19, 17)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2877,7 +2923,7 @@ def _b116(o, w):
             check_keys(o, _K44, _K19, 17)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -2938,7 +2984,7 @@ def _b117(o, w):
             check_keys(o, _K59, _K60, 17)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -2992,7 +3038,7 @@ def _b119(o, w):
             check_keys(o, _K74, _K19, 17)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
@@ -3035,7 +3081,7 @@ def _b120(o, w):
             check_keys(o, _K45, _K19, 18)
         g = o.get
         f = 0
-        w += _P7(g('producer_id', 0), g('first_offset', 0))
+        w += _P8(g('producer_id', 0), g('first_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -3053,7 +3099,7 @@ def _b121(o, w):
             check_keys(o, _K47, _K19, 18)
         g = o.get
         f = 0
-        w += _P15(g('epoch', -1), g('end_offset', -1))
+        w += _P17(g('epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -3071,7 +3117,7 @@ def _b122(o, w):
             check_keys(o, _K50, _K19, 18)
         g = o.get
         f = 0
-        w += _P16(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P18(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -3089,7 +3135,7 @@ def _b123(o, w):
             check_keys(o, _K47, _K19, 18)
         g = o.get
         f = 0
-        w += _P17(g('end_offset', -1), g('epoch', -1))
+        w += _P19(g('end_offset', -1), g('epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -3107,7 +3153,7 @@ def _b124(o, w):
             check_keys(o, _K44, _K19, 18)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
+        w += _P10(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0), g('last_stable_offset', -1), g('log_start_offset', -1))
         f = 1
         v = g('aborted_transactions', ())
         n = write_array_length(w, v, True)
@@ -3168,7 +3214,7 @@ def _b125(o, w):
             check_keys(o, _K59, _K60, 18)
         g = o.get
         f = 0
-        w += _P19(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P21(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -3222,7 +3268,7 @@ def _b127(o, w):
             check_keys(o, _K74, _K19, 18)
         g = o.get
         f = 0
-        w += _P11(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
+        w += _P12(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:

@@ -414,31 +414,31 @@ def _t14(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
+                    for _ in range(n):
                         k0_0, = _U8(b, p)
                         p += 4
                         k1, p = read_compact_string(b, p)
                         k2_0, = _U9(b, p)
                         p += 2
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['node_id'] = k0_0
                         c['host'] = k1
                         c['port'] = k2_0
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t0(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p13(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p13(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)

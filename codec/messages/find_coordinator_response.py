@@ -284,9 +284,9 @@ def _p9(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, = _U1(b, p)
                 p += 4
@@ -294,11 +294,6 @@ def _p9(b, p):
                 k3_0, k3_1 = _U4(b, p)
                 p += 6
                 k4, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['key'] = k0
                 c['node_id'] = k1_0
@@ -306,14 +301,19 @@ def _p9(b, p):
                 c['port'] = k3_0
                 c['error_code'] = k3_1
                 c['error_message'] = k4
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t5(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

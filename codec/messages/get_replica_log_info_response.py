@@ -37,9 +37,10 @@ _K9 = ((('throttle_time_ms', 'i', 0), ('broker_epoch', 'q', 0), ('truncated', '?
 _U0 = Struct('>iq?').unpack_from
 _U1 = Struct('>16s').unpack_from
 _U2 = Struct('>iiiqh').unpack_from
-_P3 = Struct('>iq?').pack
-_P4 = Struct('>16s').pack
-_P5 = Struct('>iiiqh').pack
+_I3 = Struct('>iiiqhx').iter_unpack
+_P4 = Struct('>iq?').pack
+_P5 = Struct('>16s').pack
+_P6 = Struct('>iiiqh').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -94,30 +95,42 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U2(b, p)
-                p += 22
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['last_written_leader_epoch'] = k0_1
-                c['current_leader_epoch'] = k0_2
-                c['log_end_offset'] = k0_3
-                c['error_code'] = k0_4
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 23
+            if r <= len(b) and not any(b[p + 22 : r : 23]):
+                for k0, k1, k2, k3, k4 in _I3(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['last_written_leader_epoch'] = k1
+                    c['current_leader_epoch'] = k2
+                    c['log_end_offset'] = k3
+                    c['error_code'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U2(b, p)
+                    p += 22
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['last_written_leader_epoch'] = k0_1
+                    c['current_leader_epoch'] = k0_2
+                    c['log_end_offset'] = k0_3
+                    c['error_code'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -174,7 +187,7 @@ def _b4(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P5(g('partition', 0), g('last_written_leader_epoch', 0), g('current_leader_epoch', 0), g('log_end_offset', 0), g('error_code', 0))
+        w += _P6(g('partition', 0), g('last_written_leader_epoch', 0), g('current_leader_epoch', 0), g('log_end_offset', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -192,7 +205,7 @@ def _b5(o, w):
             check_keys(o, _K5, _K0, 0)
         g = o.get
         f = 0
-        w += _P4(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_log_info', ())
         if v is None:
@@ -220,7 +233,7 @@ def _b6(o, w):
             check_keys(o, _K4, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0), g('broker_epoch', 0), g('truncated', False))
+        w += _P4(g('throttle_time_ms', 0), g('broker_epoch', 0), g('truncated', False))
         f = 1
         v = g('topic_partition_log_info_list', ())
         if v is None:

@@ -82,9 +82,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 2
                 k1, p = read_nullable_string(b, p)
@@ -98,10 +98,12 @@ def _p1(b, p):
                 c['resource_name'] = k3
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -208,33 +210,33 @@ def _p6(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 2
                 k1, p = read_compact_nullable_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 1
                 k3, p = read_compact_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['error_message'] = k1
                 c['resource_type'] = k2_0
                 c['resource_name'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t4(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p5(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p5(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

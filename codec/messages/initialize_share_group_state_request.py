@@ -38,8 +38,9 @@ _K8 = ((('topic_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x
 _K9 = ('group_id', 'topics', '_unknown_tags')
 _U0 = Struct('>16s').unpack_from
 _U1 = Struct('>iiq').unpack_from
-_P2 = Struct('>16s').pack
-_P3 = Struct('>iiq').pack
+_I2 = Struct('>iiqx').iter_unpack
+_P3 = Struct('>16s').pack
+_P4 = Struct('>iiq').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -92,28 +93,38 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 16
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['state_epoch'] = k0_1
-                c['start_offset'] = k0_2
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 17
+            if r <= len(b) and not any(b[p + 16 : r : 17]):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['state_epoch'] = k1
+                    c['start_offset'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 16
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['state_epoch'] = k0_1
+                    c['start_offset'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -167,7 +178,7 @@ def _b4(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('state_epoch', 0), g('start_offset', 0))
+        w += _P4(g('partition', 0), g('state_epoch', 0), g('start_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -185,7 +196,7 @@ def _b5(o, w):
             check_keys(o, _K5, _K0, 0)
         g = o.get
         f = 0
-        w += _P2(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P3(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:

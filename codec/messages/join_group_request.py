@@ -93,9 +93,9 @@ def _p1(b, p):
         v4 = []
         a = v4.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_bytes(b, p)
                 c = Container()
@@ -103,10 +103,12 @@ def _p1(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['group_id'] = v0
@@ -180,9 +182,9 @@ def _p4(b, p):
         v4 = []
         a = v4.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_bytes(b, p)
                 c = Container()
@@ -190,10 +192,12 @@ def _p4(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['group_id'] = v0
@@ -405,9 +409,9 @@ def _p13(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_bytes(b, p)
                 c = Container()
@@ -415,10 +419,12 @@ def _p13(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['group_id'] = v0
@@ -538,27 +544,27 @@ def _p18(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_bytes(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['metadata'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t16(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p17(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p17(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         nt = b[p]
@@ -723,27 +729,27 @@ def _p23(b, p):
         v5 = []
         a = v5.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_bytes(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['metadata'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t16(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p17(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p17(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 6
         v6, p = read_compact_nullable_string(b, p)

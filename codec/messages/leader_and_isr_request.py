@@ -170,9 +170,9 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -195,19 +195,21 @@ def _p2(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -219,10 +221,12 @@ def _p2(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -357,9 +361,9 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -385,19 +389,21 @@ def _p7(b, p):
                 c['is_new'] = k5_0
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -409,10 +415,12 @@ def _p7(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -545,9 +553,9 @@ def _p12(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_array_length(b, p, False)
@@ -571,10 +579,12 @@ def _p12(b, p):
                 c['is_new'] = k4_0
                 a(c)
         except Exception:
-            try:
-                _p11(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p11(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -604,9 +614,9 @@ def _p13(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -618,10 +628,12 @@ def _p13(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -784,9 +796,9 @@ def _p19(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_array_length(b, p, False)
@@ -818,10 +830,12 @@ def _p19(b, p):
                 c['is_new'] = k6_0
                 a(c)
         except Exception:
-            try:
-                _p18(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p18(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -851,9 +865,9 @@ def _p20(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -865,10 +879,12 @@ def _p20(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -1070,9 +1086,9 @@ def _p27(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_compact_array_length(b, p, False)
@@ -1091,11 +1107,6 @@ def _p27(b, p):
                 p += n * 4
                 k6_0, = _U6(b, p)
                 p += 1
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['controller_epoch'] = k0_1
@@ -1107,14 +1118,19 @@ def _p27(b, p):
                 c['adding_replicas'] = k4
                 c['removing_replicas'] = k5
                 c['is_new'] = k6_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -1179,31 +1195,31 @@ def _p29(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host_name'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p28(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p28(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -1377,9 +1393,9 @@ def _p34(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_compact_array_length(b, p, False)
@@ -1398,11 +1414,6 @@ def _p34(b, p):
                 p += n * 4
                 k6_0, = _U6(b, p)
                 p += 1
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['controller_epoch'] = k0_1
@@ -1414,14 +1425,19 @@ def _p34(b, p):
                 c['adding_replicas'] = k4
                 c['removing_replicas'] = k5
                 c['is_new'] = k6_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -1460,31 +1476,31 @@ def _p35(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host_name'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p28(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p28(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -1713,9 +1729,9 @@ def _p41(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_compact_array_length(b, p, False)
@@ -1734,11 +1750,6 @@ def _p41(b, p):
                 p += n * 4
                 k6_0, k6_1 = _U14(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['controller_epoch'] = k0_1
@@ -1751,14 +1762,19 @@ def _p41(b, p):
                 c['removing_replicas'] = k5
                 c['is_new'] = k6_0
                 c['leader_recovery_state'] = k6_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p40(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p40(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -1797,31 +1813,31 @@ def _p42(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host_name'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p28(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p28(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -2005,31 +2021,31 @@ def _p47(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['broker_id'] = k0_0
                 c['host_name'] = k1
                 c['port'] = k2_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t25(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p28(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p28(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]

@@ -59,7 +59,8 @@ _U1 = Struct('>ih').unpack_from
 _P2 = Struct('>h').pack
 _P3 = Struct('>ih').pack
 _U4 = Struct('>16s').unpack_from
-_P5 = Struct('>16s').pack
+_I5 = Struct('>ihx').iter_unpack
+_P6 = Struct('>16s').pack
 
 def _p0(b, p):
     f = 0
@@ -88,9 +89,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1 = _U1(b, p)
                 p += 6
@@ -100,10 +101,12 @@ def _p1(b, p):
                 c['error_code'] = k1_1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -304,29 +307,29 @@ def _p12(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U1(b, p)
                 p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['topic_name'] = k0
                 c['partition_index'] = k1_0
                 c['error_code'] = k1_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t10(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p11(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p11(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -425,27 +428,36 @@ def _p16(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t10(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t10(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p15(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p15(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -518,7 +530,7 @@ def _b19(o, w):
             check_keys(o, _K19, _K5, 5)
         g = o.get
         f = 0
-        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P6(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_errors', ())
         if v is None:
@@ -592,7 +604,7 @@ def _b22(o, w):
             check_keys(o, _K19, _K5, 6)
         g = o.get
         f = 0
-        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P6(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_errors', ())
         if v is None:
@@ -666,7 +678,7 @@ def _b25(o, w):
             check_keys(o, _K19, _K5, 7)
         g = o.get
         f = 0
-        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P6(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_errors', ())
         if v is None:

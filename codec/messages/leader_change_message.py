@@ -37,10 +37,12 @@ _K9 = frozenset(['_unknown_tags', 'voter_directory_id', 'voter_id'])
 _K10 = ((('voter_id', 'i', 0), ('voter_directory_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00')), '_unknown_tags')
 _U0 = Struct('>hi').unpack_from
 _U1 = Struct('>i').unpack_from
-_P2 = Struct('>hi').pack
-_P3 = Struct('>i').pack
-_U4 = Struct('>i16s').unpack_from
-_P5 = Struct('>i16s').pack
+_I2 = Struct('>ix').iter_unpack
+_P3 = Struct('>hi').pack
+_P4 = Struct('>i').pack
+_U5 = Struct('>i16s').unpack_from
+_I6 = Struct('>i16sx').iter_unpack
+_P7 = Struct('>i16s').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -90,52 +92,68 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U1(b, p)
-                p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['voter_id'] = k0_0
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 5
+            if r <= len(b) and not any(b[p + 4 : r : 5]):
+                for k0, in _I2(b[p:r]):
+                    c = Container()
+                    c['voter_id'] = k0
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, = _U1(b, p)
+                    p += 4
+                    c = Container()
+                    c['voter_id'] = k0_0
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U1(b, p)
-                p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['voter_id'] = k0_0
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 5
+            if r <= len(b) and not any(b[p + 4 : r : 5]):
+                for k0, in _I2(b[p:r]):
+                    c = Container()
+                    c['voter_id'] = k0
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, = _U1(b, p)
+                    p += 4
+                    c = Container()
+                    c['voter_id'] = k0_0
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -161,7 +179,7 @@ def _b3(o, w):
             check_keys(o, _K4, _K5, 0)
         g = o.get
         f = 0
-        w += _P3(g('voter_id', 0))
+        w += _P4(g('voter_id', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -179,7 +197,7 @@ def _b4(o, w):
             check_keys(o, _K3, _K0, 0)
         g = o.get
         f = 0
-        w += _P2(g('version', 0), g('leader_id', 0))
+        w += _P3(g('version', 0), g('leader_id', 0))
         f = 1
         v = g('voters', ())
         if v is None:
@@ -214,7 +232,7 @@ def _p5(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U4(b, p)
+        v0_0, v0_1 = _U5(b, p)
         p += 20
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
@@ -243,56 +261,76 @@ def _p6(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U4(b, p)
-                p += 20
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['voter_id'] = k0_0
-                c['voter_directory_id'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 21
+            if r <= len(b) and not any(b[p + 20 : r : 21]):
+                for k0, k1 in _I6(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['voter_id'] = k0
+                    c['voter_directory_id'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 20
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['voter_id'] = k0_0
+                    c['voter_directory_id'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p5(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p5(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U4(b, p)
-                p += 20
-                k0_1 = uuid_from_bytes(k0_1)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['voter_id'] = k0_0
-                c['voter_directory_id'] = k0_1
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 21
+            if r <= len(b) and not any(b[p + 20 : r : 21]):
+                for k0, k1 in _I6(b[p:r]):
+                    k1 = uuid_from_bytes(k1)
+                    c = Container()
+                    c['voter_id'] = k0
+                    c['voter_directory_id'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 20
+                    k0_1 = uuid_from_bytes(k0_1)
+                    c = Container()
+                    c['voter_id'] = k0_0
+                    c['voter_directory_id'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p5(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p5(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -318,7 +356,7 @@ def _b7(o, w):
             check_keys(o, _K9, _K0, 1)
         g = o.get
         f = 0
-        w += _P5(g('voter_id', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)))
+        w += _P7(g('voter_id', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -336,7 +374,7 @@ def _b8(o, w):
             check_keys(o, _K3, _K0, 1)
         g = o.get
         f = 0
-        w += _P2(g('version', 0), g('leader_id', 0))
+        w += _P3(g('version', 0), g('leader_id', 0))
         f = 1
         v = g('voters', ())
         if v is None:

@@ -131,9 +131,9 @@ def _p5(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1, p = read_nullable_string(b, p)
                 c = Container()
@@ -141,10 +141,12 @@ def _p5(b, p):
                 c['group_instance_id'] = k1
                 a(c)
         except Exception:
-            try:
-                _p4(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p4(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['group_id'] = v0
@@ -239,27 +241,27 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['member_id'] = k0
                 c['group_instance_id'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -362,29 +364,29 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_nullable_string(b, p)
                 k2, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['member_id'] = k0
                 c['group_instance_id'] = k1
                 c['reason'] = k2
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

@@ -62,14 +62,18 @@ _K33 = frozenset(['_unknown_tags', 'isolation_level', 'replica_id', 'timeout_ms'
 _K34 = ((('replica_id', 'i', 0), ('isolation_level', 'b', 0)), 'topics', (('timeout_ms', 'i', 0),), '_unknown_tags')
 _U0 = Struct('>i').unpack_from
 _U1 = Struct('>iqi').unpack_from
-_P2 = Struct('>i').pack
-_P3 = Struct('>iqi').pack
-_U4 = Struct('>iq').unpack_from
-_P5 = Struct('>iq').pack
-_U6 = Struct('>ib').unpack_from
-_P7 = Struct('>ib').pack
-_U8 = Struct('>iiq').unpack_from
-_P9 = Struct('>iiq').pack
+_I2 = Struct('>iqi').iter_unpack
+_P3 = Struct('>i').pack
+_P4 = Struct('>iqi').pack
+_U5 = Struct('>iq').unpack_from
+_I6 = Struct('>iq').iter_unpack
+_P7 = Struct('>iq').pack
+_U8 = Struct('>ib').unpack_from
+_P9 = Struct('>ib').pack
+_U10 = Struct('>iiq').unpack_from
+_I11 = Struct('>iiq').iter_unpack
+_P12 = Struct('>iiq').pack
+_I13 = Struct('>iiqx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -95,21 +99,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U1(b, p)
-                p += 16
-                c = Container()
-                c['partition_index'] = k0_0
-                c['timestamp'] = k0_1
-                c['max_num_offsets'] = k0_2
-                a(c)
+            r = p + n * 16
+            if r <= len(b):
+                for k0, k1, k2 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['timestamp'] = k1
+                    c['max_num_offsets'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U1(b, p)
+                    p += 16
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['timestamp'] = k0_1
+                    c['max_num_offsets'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -148,7 +164,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('timestamp', 0), g('max_num_offsets', 1))
+        w += _P4(g('partition_index', 0), g('timestamp', 0), g('max_num_offsets', 1))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -181,7 +197,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('replica_id', 0))
+        w += _P3(g('replica_id', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -199,7 +215,7 @@ def _p6(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U4(b, p)
+        v0_0, v0_1 = _U5(b, p)
         p += 12
         o = Container()
         o['partition_index'] = v0_0
@@ -218,20 +234,31 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U4(b, p)
-                p += 12
-                c = Container()
-                c['partition_index'] = k0_0
-                c['timestamp'] = k0_1
-                a(c)
+            r = p + n * 12
+            if r <= len(b):
+                for k0, k1 in _I6(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['timestamp'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U5(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['timestamp'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -270,7 +297,7 @@ def _b9(o, w):
             check_keys(o, _K12, _K13, 1)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('timestamp', 0))
+        w += _P7(g('partition_index', 0), g('timestamp', 0))
     except Exception as x:
         raise encode_failure(x, _K14, f, o) from None
 
@@ -303,7 +330,7 @@ def _b11(o, w):
             check_keys(o, _K3, _K4, 1)
         g = o.get
         f = 0
-        w += _P2(g('replica_id', 0))
+        w += _P3(g('replica_id', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -321,7 +348,7 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 5
         f = 1
         n, p = read_array_length(b, p, False)
@@ -348,7 +375,7 @@ def _b13(o, w):
             check_keys(o, _K12, _K13, 2)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('timestamp', 0))
+        w += _P7(g('partition_index', 0), g('timestamp', 0))
     except Exception as x:
         raise encode_failure(x, _K14, f, o) from None
 
@@ -381,7 +408,7 @@ def _b15(o, w):
             check_keys(o, _K16, _K17, 2)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -402,7 +429,7 @@ def _b16(o, w):
             check_keys(o, _K12, _K13, 3)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('timestamp', 0))
+        w += _P7(g('partition_index', 0), g('timestamp', 0))
     except Exception as x:
         raise encode_failure(x, _K14, f, o) from None
 
@@ -435,7 +462,7 @@ def _b18(o, w):
             check_keys(o, _K16, _K17, 3)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -453,7 +480,7 @@ def _p19(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U8(b, p)
+        v0_0, v0_1, v0_2 = _U10(b, p)
         p += 16
         o = Container()
         o['partition_index'] = v0_0
@@ -473,21 +500,33 @@ def _p20(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U8(b, p)
-                p += 16
-                c = Container()
-                c['partition_index'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['timestamp'] = k0_2
-                a(c)
+            r = p + n * 16
+            if r <= len(b):
+                for k0, k1, k2 in _I11(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['timestamp'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U10(b, p)
+                    p += 16
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['timestamp'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p19(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p19(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -500,7 +539,7 @@ def _p21(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 5
         f = 1
         n, p = read_array_length(b, p, False)
@@ -527,7 +566,7 @@ def _b22(o, w):
             check_keys(o, _K20, _K21, 4)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -560,7 +599,7 @@ def _b24(o, w):
             check_keys(o, _K16, _K17, 4)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -581,7 +620,7 @@ def _b25(o, w):
             check_keys(o, _K20, _K21, 5)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
     except Exception as x:
         raise encode_failure(x, _K22, f, o) from None
 
@@ -614,7 +653,7 @@ def _b27(o, w):
             check_keys(o, _K16, _K17, 5)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -649,7 +688,7 @@ def _p29(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U8(b, p)
+        v0_0, v0_1, v0_2 = _U10(b, p)
         p += 16
         f = 1
         nt = b[p]
@@ -677,28 +716,38 @@ def _p30(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U8(b, p)
-                p += 16
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['timestamp'] = k0_2
-                if nt:
-                    p = _t28(b, p, nt, c)
-                a(c)
+            r = p + n * 17
+            if r <= len(b) and not any(b[p + 16 : r : 17]):
+                for k0, k1, k2 in _I13(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['timestamp'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U10(b, p)
+                    p += 16
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['timestamp'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t28(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -719,7 +768,7 @@ def _p31(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 5
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -754,7 +803,7 @@ def _b32(o, w):
             check_keys(o, _K28, _K21, 6)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -801,7 +850,7 @@ def _b34(o, w):
             check_keys(o, _K26, _K17, 6)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -829,7 +878,7 @@ def _b35(o, w):
             check_keys(o, _K28, _K21, 7)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -876,7 +925,7 @@ def _b37(o, w):
             check_keys(o, _K26, _K17, 7)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -904,7 +953,7 @@ def _b38(o, w):
             check_keys(o, _K28, _K21, 8)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -951,7 +1000,7 @@ def _b40(o, w):
             check_keys(o, _K26, _K17, 8)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -979,7 +1028,7 @@ def _b41(o, w):
             check_keys(o, _K28, _K21, 9)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1026,7 +1075,7 @@ def _b43(o, w):
             check_keys(o, _K26, _K17, 9)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1051,7 +1100,7 @@ def _p44(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U6(b, p)
+        v0_0, v0_1 = _U8(b, p)
         p += 5
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -1090,7 +1139,7 @@ def _b45(o, w):
             check_keys(o, _K28, _K21, 10)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1137,7 +1186,7 @@ def _b47(o, w):
             check_keys(o, _K33, _K6, 10)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1149,7 +1198,7 @@ def _b47(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P2(g('timeout_ms', 0))
+        w += _P3(g('timeout_ms', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1167,7 +1216,7 @@ def _b48(o, w):
             check_keys(o, _K28, _K21, 11)
         g = o.get
         f = 0
-        w += _P9(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
+        w += _P12(g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1214,7 +1263,7 @@ def _b50(o, w):
             check_keys(o, _K33, _K6, 11)
         g = o.get
         f = 0
-        w += _P7(g('replica_id', 0), g('isolation_level', 0))
+        w += _P9(g('replica_id', 0), g('isolation_level', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1226,7 +1275,7 @@ def _b50(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 2
-        w += _P2(g('timeout_ms', 0))
+        w += _P3(g('timeout_ms', 0))
         t = None
         f = 3
         u = g('_unknown_tags')

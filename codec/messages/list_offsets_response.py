@@ -60,11 +60,14 @@ _K29 = ((('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags')
 _U0 = Struct('>ih').unpack_from
 _P1 = Struct('>ih').pack
 _U2 = Struct('>ihqq').unpack_from
-_P3 = Struct('>ihqq').pack
-_U4 = Struct('>i').unpack_from
-_P5 = Struct('>i').pack
-_U6 = Struct('>ihqqi').unpack_from
-_P7 = Struct('>ihqqi').pack
+_I3 = Struct('>ihqq').iter_unpack
+_P4 = Struct('>ihqq').pack
+_U5 = Struct('>i').unpack_from
+_P6 = Struct('>i').pack
+_U7 = Struct('>ihqqi').unpack_from
+_I8 = Struct('>ihqqi').iter_unpack
+_P9 = Struct('>ihqqi').pack
+_I10 = Struct('>ihqqix').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -94,9 +97,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U0(b, p)
                 p += 6
                 n, p = read_array_length(b, p, False)
@@ -108,10 +111,12 @@ def _p1(b, p):
                 c['old_style_offsets'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -223,22 +228,35 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
-                p += 22
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['timestamp'] = k0_2
-                c['offset'] = k0_3
-                a(c)
+            r = p + n * 22
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I3(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['timestamp'] = k2
+                    c['offset'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
+                    p += 22
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['timestamp'] = k0_2
+                    c['offset'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -273,7 +291,7 @@ def _b9(o, w):
             check_keys(o, _K11, _K12, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -322,7 +340,7 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U5(b, p)
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
@@ -348,7 +366,7 @@ def _b13(o, w):
             check_keys(o, _K11, _K12, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -381,7 +399,7 @@ def _b15(o, w):
             check_keys(o, _K15, _K6, 2)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -402,7 +420,7 @@ def _b16(o, w):
             check_keys(o, _K11, _K12, 3)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -435,7 +453,7 @@ def _b18(o, w):
             check_keys(o, _K15, _K6, 3)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -453,7 +471,7 @@ def _p19(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U7(b, p)
         p += 26
         o = Container()
         o['partition_index'] = v0_0
@@ -475,23 +493,37 @@ def _p20(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
-                p += 26
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['timestamp'] = k0_2
-                c['offset'] = k0_3
-                c['leader_epoch'] = k0_4
-                a(c)
+            r = p + n * 26
+            if r <= len(b):
+                for k0, k1, k2, k3, k4 in _I8(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['timestamp'] = k2
+                    c['offset'] = k3
+                    c['leader_epoch'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U7(b, p)
+                    p += 26
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['timestamp'] = k0_2
+                    c['offset'] = k0_3
+                    c['leader_epoch'] = k0_4
+                    a(c)
         except Exception:
-            try:
-                _p19(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p19(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -504,7 +536,7 @@ def _p21(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U5(b, p)
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
@@ -530,7 +562,7 @@ def _b22(o, w):
             check_keys(o, _K18, _K19, 4)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -563,7 +595,7 @@ def _b24(o, w):
             check_keys(o, _K15, _K6, 4)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -584,7 +616,7 @@ def _b25(o, w):
             check_keys(o, _K18, _K19, 5)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
     except Exception as x:
         raise encode_failure(x, _K20, f, o) from None
 
@@ -617,7 +649,7 @@ def _b27(o, w):
             check_keys(o, _K15, _K6, 5)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -652,7 +684,7 @@ def _p29(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U7(b, p)
         p += 26
         f = 1
         nt = b[p]
@@ -682,30 +714,42 @@ def _p30(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
-                p += 26
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['timestamp'] = k0_2
-                c['offset'] = k0_3
-                c['leader_epoch'] = k0_4
-                if nt:
-                    p = _t28(b, p, nt, c)
-                a(c)
+            r = p + n * 27
+            if r <= len(b) and not any(b[p + 26 : r : 27]):
+                for k0, k1, k2, k3, k4 in _I10(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['timestamp'] = k2
+                    c['offset'] = k3
+                    c['leader_epoch'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U7(b, p)
+                    p += 26
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['timestamp'] = k0_2
+                    c['offset'] = k0_3
+                    c['leader_epoch'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t28(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -726,7 +770,7 @@ def _p31(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U5(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -760,7 +804,7 @@ def _b32(o, w):
             check_keys(o, _K26, _K19, 6)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -807,7 +851,7 @@ def _b34(o, w):
             check_keys(o, _K24, _K6, 6)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -835,7 +879,7 @@ def _b35(o, w):
             check_keys(o, _K26, _K19, 7)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -882,7 +926,7 @@ def _b37(o, w):
             check_keys(o, _K24, _K6, 7)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -910,7 +954,7 @@ def _b38(o, w):
             check_keys(o, _K26, _K19, 8)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -957,7 +1001,7 @@ def _b40(o, w):
             check_keys(o, _K24, _K6, 8)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -985,7 +1029,7 @@ def _b41(o, w):
             check_keys(o, _K26, _K19, 9)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1032,7 +1076,7 @@ def _b43(o, w):
             check_keys(o, _K24, _K6, 9)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1060,7 +1104,7 @@ def _b44(o, w):
             check_keys(o, _K26, _K19, 10)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1107,7 +1151,7 @@ def _b46(o, w):
             check_keys(o, _K24, _K6, 10)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -1135,7 +1179,7 @@ def _b47(o, w):
             check_keys(o, _K26, _K19, 11)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
+        w += _P9(g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1182,7 +1226,7 @@ def _b49(o, w):
             check_keys(o, _K24, _K6, 11)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P6(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

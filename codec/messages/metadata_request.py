@@ -86,18 +86,20 @@ def _p1(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 c = Container()
                 c['name'] = k0
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topics'] = v0
@@ -147,18 +149,20 @@ def _p4(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     c = Container()
                     c['name'] = k0
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         o = Container()
         o['topics'] = v0
@@ -264,18 +268,20 @@ def _p11(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     c = Container()
                     c['name'] = k0
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, = _U0(b, p)
@@ -422,18 +428,20 @@ def _p20(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     c = Container()
                     c['name'] = k0
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
@@ -525,25 +533,25 @@ def _p25(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t23(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p24(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p24(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
@@ -645,29 +653,29 @@ def _p29(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0_0, = _U4(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
                     k1, p = read_compact_nullable_string(b, p)
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic_id'] = k0_0
                     c['name'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t23(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p28(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p28(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _U2(b, p)
@@ -747,29 +755,29 @@ def _p32(b, p):
             v0 = []
             a = v0.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0_0, = _U4(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
                     k1, p = read_compact_nullable_string(b, p)
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic_id'] = k0_0
                     c['name'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t23(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p28(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p28(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 1
         v1_0, v1_1 = _U6(b, p)

@@ -176,9 +176,9 @@ def _p2(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U2(b, p)
                 p += 10
                 n, p = read_array_length(b, p, False)
@@ -195,10 +195,12 @@ def _p2(b, p):
                 c['isr_nodes'] = k2
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -216,9 +218,9 @@ def _p3(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -230,10 +232,12 @@ def _p3(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         n, p = read_array_length(b, p, False)
@@ -384,9 +388,9 @@ def _p9(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U2(b, p)
                 p += 10
                 n, p = read_array_length(b, p, False)
@@ -403,10 +407,12 @@ def _p9(b, p):
                 c['isr_nodes'] = k2
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -425,9 +431,9 @@ def _p10(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -441,10 +447,12 @@ def _p10(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1_0, = _U0(b, p)
@@ -576,9 +584,9 @@ def _p15(b, p):
         v0 = []
         a = v0.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -592,10 +600,12 @@ def _p15(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 1
         v1, p = read_nullable_string(b, p)
@@ -736,9 +746,9 @@ def _p20(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -752,10 +762,12 @@ def _p20(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1039,9 +1051,9 @@ def _p30(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U2(b, p)
                 p += 10
                 n, p = read_array_length(b, p, False)
@@ -1062,10 +1074,12 @@ def _p30(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -1087,9 +1101,9 @@ def _p31(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -1103,10 +1117,12 @@ def _p31(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1405,9 +1421,9 @@ def _p41(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
                 n, p = read_array_length(b, p, False)
@@ -1429,10 +1445,12 @@ def _p41(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            try:
-                _p40(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p40(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -1454,9 +1472,9 @@ def _p42(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -1470,10 +1488,12 @@ def _p42(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1629,9 +1649,9 @@ def _p47(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
                 n, p = read_array_length(b, p, False)
@@ -1653,10 +1673,12 @@ def _p47(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            try:
-                _p40(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p40(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U0(b, p)
@@ -1682,9 +1704,9 @@ def _p48(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -1698,10 +1720,12 @@ def _p48(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            try:
-                _p8(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p8(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1950,9 +1974,9 @@ def _p56(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -1964,11 +1988,6 @@ def _p56(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['partition_index'] = k0_1
@@ -1977,14 +1996,19 @@ def _p56(b, p):
                 c['replica_nodes'] = k1
                 c['isr_nodes'] = k2
                 c['offline_replicas'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p55(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p55(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U0(b, p)
@@ -2018,33 +2042,33 @@ def _p57(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U0(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p54(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p54(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2245,9 +2269,9 @@ def _p62(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -2259,11 +2283,6 @@ def _p62(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['partition_index'] = k0_1
@@ -2272,14 +2291,19 @@ def _p62(b, p):
                 c['replica_nodes'] = k1
                 c['isr_nodes'] = k2
                 c['offline_replicas'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p55(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p55(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U0(b, p)
@@ -2314,33 +2338,33 @@ def _p63(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U0(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p54(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p54(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2535,33 +2559,33 @@ def _p68(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U0(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p54(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p54(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2756,9 +2780,9 @@ def _p73(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
                 n, p = read_compact_array_length(b, p, False)
@@ -2770,11 +2794,6 @@ def _p73(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['error_code'] = k0_0
                 c['partition_index'] = k0_1
@@ -2783,14 +2802,19 @@ def _p73(b, p):
                 c['replica_nodes'] = k1
                 c['isr_nodes'] = k2
                 c['offline_replicas'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p55(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p55(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         v4_0, = _U0(b, p)
@@ -2825,33 +2849,33 @@ def _p74(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U0(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p54(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p54(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -3040,33 +3064,33 @@ def _p79(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2_0, = _U0(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t53(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p54(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p54(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)

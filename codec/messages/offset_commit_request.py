@@ -116,9 +116,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U0(b, p)
                 p += 12
                 k1, p = read_nullable_string(b, p)
@@ -128,10 +128,12 @@ def _p1(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -247,9 +249,9 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U3(b, p)
                 p += 20
                 k1, p = read_nullable_string(b, p)
@@ -260,10 +262,12 @@ def _p7(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -711,9 +715,9 @@ def _p27(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U8(b, p)
                 p += 16
                 k1, p = read_nullable_string(b, p)
@@ -724,10 +728,12 @@ def _p27(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -978,30 +984,30 @@ def _p38(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U8(b, p)
                 p += 16
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['committed_offset'] = k0_1
                 c['committed_leader_epoch'] = k0_2
                 c['committed_metadata'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t36(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p37(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p37(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -1244,30 +1250,30 @@ def _p46(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U8(b, p)
                 p += 16
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['committed_offset'] = k0_1
                 c['committed_leader_epoch'] = k0_2
                 c['committed_metadata'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t36(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p37(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p37(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

@@ -56,11 +56,13 @@ _K23 = frozenset(['_unknown_tags', 'partitions', 'topic_id'])
 _K24 = {'name': ('', True)}
 _K25 = ((('topic_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'),), 'partitions', '_unknown_tags')
 _U0 = Struct('>ih').unpack_from
-_P1 = Struct('>ih').pack
-_U2 = Struct('>i').unpack_from
-_P3 = Struct('>i').pack
-_U4 = Struct('>16s').unpack_from
-_P5 = Struct('>16s').pack
+_I1 = Struct('>ih').iter_unpack
+_P2 = Struct('>ih').pack
+_U3 = Struct('>i').unpack_from
+_P4 = Struct('>i').pack
+_I5 = Struct('>ihx').iter_unpack
+_U6 = Struct('>16s').unpack_from
+_P7 = Struct('>16s').pack
 
 def _p0(b, p):
     f = 0
@@ -85,20 +87,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 6
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1 in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -133,7 +146,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -185,7 +198,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K8, 1)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -237,7 +250,7 @@ def _b9(o, w):
             check_keys(o, _K7, _K8, 2)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -286,7 +299,7 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
@@ -312,7 +325,7 @@ def _b13(o, w):
             check_keys(o, _K7, _K8, 3)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -345,7 +358,7 @@ def _b15(o, w):
             check_keys(o, _K11, _K8, 3)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -366,7 +379,7 @@ def _b16(o, w):
             check_keys(o, _K7, _K8, 4)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -399,7 +412,7 @@ def _b18(o, w):
             check_keys(o, _K11, _K8, 4)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -420,7 +433,7 @@ def _b19(o, w):
             check_keys(o, _K7, _K8, 5)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -453,7 +466,7 @@ def _b21(o, w):
             check_keys(o, _K11, _K8, 5)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -474,7 +487,7 @@ def _b22(o, w):
             check_keys(o, _K7, _K8, 6)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -507,7 +520,7 @@ def _b24(o, w):
             check_keys(o, _K11, _K8, 6)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -528,7 +541,7 @@ def _b25(o, w):
             check_keys(o, _K7, _K8, 7)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -561,7 +574,7 @@ def _b27(o, w):
             check_keys(o, _K11, _K8, 7)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -623,27 +636,36 @@ def _p30(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t28(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t28(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -664,7 +686,7 @@ def _p31(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -698,7 +720,7 @@ def _b32(o, w):
             check_keys(o, _K18, _K8, 8)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -745,7 +767,7 @@ def _b34(o, w):
             check_keys(o, _K16, _K8, 8)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -773,7 +795,7 @@ def _b35(o, w):
             check_keys(o, _K18, _K8, 9)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -820,7 +842,7 @@ def _b37(o, w):
             check_keys(o, _K16, _K8, 9)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -845,7 +867,7 @@ def _p38(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -853,27 +875,36 @@ def _p38(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t28(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t28(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p29(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p29(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -894,7 +925,7 @@ def _p39(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -928,7 +959,7 @@ def _b40(o, w):
             check_keys(o, _K18, _K8, 10)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('error_code', 0))
+        w += _P2(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -946,7 +977,7 @@ def _b41(o, w):
             check_keys(o, _K23, _K24, 10)
         g = o.get
         f = 0
-        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P7(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -974,7 +1005,7 @@ def _b42(o, w):
             check_keys(o, _K16, _K8, 10)
         g = o.get
         f = 0
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

@@ -26,7 +26,8 @@ _K5 = frozenset(['name', 'partitions'])
 _K6 = frozenset(['partition_index'])
 _K7 = ((('partition_index', 'i', 0),),)
 _U0 = Struct('>i').unpack_from
-_P1 = Struct('>i').pack
+_I1 = Struct('>i').iter_unpack
+_P2 = Struct('>i').pack
 
 def _p0(b, p):
     f = 0
@@ -50,19 +51,29 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U0(b, p)
-                p += 4
-                c = Container()
-                c['partition_index'] = k0_0
-                a(c)
+            r = p + n * 4
+            if r <= len(b):
+                for k0, in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, = _U0(b, p)
+                    p += 4
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -100,7 +111,7 @@ def _b3(o, w):
             check_keys(o, _K6, _K4, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0))
+        w += _P2(g('partition_index', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 

@@ -28,8 +28,9 @@ _K7 = ((('partition_index', 'i', 0), ('error_code', 'h', 0)),)
 _K8 = ((('error_code', 'h', 0), ('throttle_time_ms', 'i', 0)), 'topics')
 _U0 = Struct('>hi').unpack_from
 _U1 = Struct('>ih').unpack_from
-_P2 = Struct('>hi').pack
-_P3 = Struct('>ih').pack
+_I2 = Struct('>ih').iter_unpack
+_P3 = Struct('>hi').pack
+_P4 = Struct('>ih').pack
 
 def _p0(b, p):
     f = 0
@@ -54,20 +55,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -107,7 +119,7 @@ def _b3(o, w):
             check_keys(o, _K6, _K4, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -140,7 +152,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0), g('throttle_time_ms', 0))
+        w += _P3(g('error_code', 0), g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

@@ -95,9 +95,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -107,10 +107,12 @@ def _p1(b, p):
                 c['partition_indexes'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['group_id'] = v0
@@ -214,9 +216,9 @@ def _p6(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_string(b, p)
                     n, p = read_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
@@ -226,10 +228,12 @@ def _p6(b, p):
                     c['partition_indexes'] = k1
                     a(c)
             except Exception:
-                try:
-                    _p0(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p0(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         o = Container()
         o['group_id'] = v0
@@ -448,29 +452,29 @@ def _p17(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
                     c['partition_indexes'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         nt = b[p]
@@ -553,29 +557,29 @@ def _p20(b, p):
             v1 = []
             a = v1.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
                     c['partition_indexes'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 2
         v2_0, = _U0(b, p)
@@ -781,29 +785,29 @@ def _p27(b, p):
             v3 = []
             a = v3.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['name'] = k0
                     c['partition_indexes'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p16(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p16(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 4
         nt = b[p]
@@ -983,31 +987,31 @@ def _p33(b, p):
             v3 = []
             a = v3.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0_0, = _U4(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['topic_id'] = k0_0
                     c['partition_indexes'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t15(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p32(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p32(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 4
         nt = b[p]

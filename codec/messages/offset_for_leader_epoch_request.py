@@ -51,11 +51,14 @@ _K22 = ((('partition', 'i', 0), ('current_leader_epoch', 'i', -1), ('leader_epoc
 _K23 = ('topic', 'partitions', '_unknown_tags')
 _K24 = ((('replica_id', 'i', -2),), 'topics', '_unknown_tags')
 _U0 = Struct('>ii').unpack_from
-_P1 = Struct('>ii').pack
-_U2 = Struct('>iii').unpack_from
-_P3 = Struct('>iii').pack
-_U4 = Struct('>i').unpack_from
-_P5 = Struct('>i').pack
+_I1 = Struct('>ii').iter_unpack
+_P2 = Struct('>ii').pack
+_U3 = Struct('>iii').unpack_from
+_I4 = Struct('>iii').iter_unpack
+_P5 = Struct('>iii').pack
+_U6 = Struct('>i').unpack_from
+_P7 = Struct('>i').pack
+_I8 = Struct('>iiix').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -80,20 +83,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U0(b, p)
-                p += 8
-                c = Container()
-                c['partition'] = k0_0
-                c['leader_epoch'] = k0_1
-                a(c)
+            r = p + n * 8
+            if r <= len(b):
+                for k0, k1 in _I1(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['leader_epoch'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U0(b, p)
+                    p += 8
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['leader_epoch'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -128,7 +142,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition', 0), g('leader_epoch', 0))
+        w += _P2(g('partition', 0), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -180,7 +194,7 @@ def _b6(o, w):
             check_keys(o, _K7, _K8, 1)
         g = o.get
         f = 0
-        w += _P1(g('partition', 0), g('leader_epoch', 0))
+        w += _P2(g('partition', 0), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -229,7 +243,7 @@ def _p9(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U2(b, p)
+        v0_0, v0_1, v0_2 = _U3(b, p)
         p += 12
         o = Container()
         o['partition'] = v0_0
@@ -249,21 +263,33 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U2(b, p)
-                p += 12
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['leader_epoch'] = k0_2
-                a(c)
+            r = p + n * 12
+            if r <= len(b):
+                for k0, k1, k2 in _I4(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['leader_epoch'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U3(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['leader_epoch'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -298,7 +324,7 @@ def _b12(o, w):
             check_keys(o, _K11, _K6, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
+        w += _P5(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K12, f, o) from None
 
@@ -347,7 +373,7 @@ def _p15(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
@@ -373,7 +399,7 @@ def _b16(o, w):
             check_keys(o, _K11, _K6, 3)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
+        w += _P5(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
     except Exception as x:
         raise encode_failure(x, _K12, f, o) from None
 
@@ -406,7 +432,7 @@ def _b18(o, w):
             check_keys(o, _K14, _K6, 3)
         g = o.get
         f = 0
-        w += _P5(g('replica_id', -2))
+        w += _P7(g('replica_id', -2))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -441,7 +467,7 @@ def _p20(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2 = _U2(b, p)
+        v0_0, v0_1, v0_2 = _U3(b, p)
         p += 12
         f = 1
         nt = b[p]
@@ -469,28 +495,38 @@ def _p21(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U2(b, p)
-                p += 12
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition'] = k0_0
-                c['current_leader_epoch'] = k0_1
-                c['leader_epoch'] = k0_2
-                if nt:
-                    p = _t19(b, p, nt, c)
-                a(c)
+            r = p + n * 13
+            if r <= len(b) and not any(b[p + 12 : r : 13]):
+                for k0, k1, k2 in _I8(b[p:r]):
+                    c = Container()
+                    c['partition'] = k0
+                    c['current_leader_epoch'] = k1
+                    c['leader_epoch'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U3(b, p)
+                    p += 12
+                    c = Container()
+                    c['partition'] = k0_0
+                    c['current_leader_epoch'] = k0_1
+                    c['leader_epoch'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t19(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p20(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p20(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -511,7 +547,7 @@ def _p22(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -545,7 +581,7 @@ def _b23(o, w):
             check_keys(o, _K21, _K6, 4)
         g = o.get
         f = 0
-        w += _P3(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
+        w += _P5(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -592,7 +628,7 @@ def _b25(o, w):
             check_keys(o, _K19, _K6, 4)
         g = o.get
         f = 0
-        w += _P5(g('replica_id', -2))
+        w += _P7(g('replica_id', -2))
         f = 1
         v = g('topics', ())
         if v is None:

@@ -51,11 +51,14 @@ _K22 = ((('error_code', 'h', 0), ('partition', 'i', 0), ('leader_epoch', 'i', -1
 _K23 = ('topic', 'partitions', '_unknown_tags')
 _K24 = ((('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags')
 _U0 = Struct('>hiq').unpack_from
-_P1 = Struct('>hiq').pack
-_U2 = Struct('>hiiq').unpack_from
-_P3 = Struct('>hiiq').pack
-_U4 = Struct('>i').unpack_from
-_P5 = Struct('>i').pack
+_I1 = Struct('>hiq').iter_unpack
+_P2 = Struct('>hiq').pack
+_U3 = Struct('>hiiq').unpack_from
+_I4 = Struct('>hiiq').iter_unpack
+_P5 = Struct('>hiiq').pack
+_U6 = Struct('>i').unpack_from
+_P7 = Struct('>i').pack
+_I8 = Struct('>hiiqx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -81,21 +84,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U0(b, p)
-                p += 14
-                c = Container()
-                c['error_code'] = k0_0
-                c['partition'] = k0_1
-                c['end_offset'] = k0_2
-                a(c)
+            r = p + n * 14
+            if r <= len(b):
+                for k0, k1, k2 in _I1(b[p:r]):
+                    c = Container()
+                    c['error_code'] = k0
+                    c['partition'] = k1
+                    c['end_offset'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U0(b, p)
+                    p += 14
+                    c = Container()
+                    c['error_code'] = k0_0
+                    c['partition'] = k0_1
+                    c['end_offset'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -130,7 +145,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('error_code', 0), g('partition', 0), g('end_offset', -1))
+        w += _P2(g('error_code', 0), g('partition', 0), g('end_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -179,7 +194,7 @@ def _p6(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U2(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U3(b, p)
         p += 18
         o = Container()
         o['error_code'] = v0_0
@@ -200,22 +215,35 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
-                p += 18
-                c = Container()
-                c['error_code'] = k0_0
-                c['partition'] = k0_1
-                c['leader_epoch'] = k0_2
-                c['end_offset'] = k0_3
-                a(c)
+            r = p + n * 18
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I4(b[p:r]):
+                    c = Container()
+                    c['error_code'] = k0
+                    c['partition'] = k1
+                    c['leader_epoch'] = k2
+                    c['end_offset'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
+                    p += 18
+                    c = Container()
+                    c['error_code'] = k0_0
+                    c['partition'] = k0_1
+                    c['leader_epoch'] = k0_2
+                    c['end_offset'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic'] = v0
@@ -250,7 +278,7 @@ def _b9(o, w):
             check_keys(o, _K11, _K6, 1)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
+        w += _P5(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K12, f, o) from None
 
@@ -299,7 +327,7 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
@@ -325,7 +353,7 @@ def _b13(o, w):
             check_keys(o, _K11, _K6, 2)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
+        w += _P5(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K12, f, o) from None
 
@@ -358,7 +386,7 @@ def _b15(o, w):
             check_keys(o, _K14, _K6, 2)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P7(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -379,7 +407,7 @@ def _b16(o, w):
             check_keys(o, _K11, _K6, 3)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
+        w += _P5(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K12, f, o) from None
 
@@ -412,7 +440,7 @@ def _b18(o, w):
             check_keys(o, _K14, _K6, 3)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P7(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -447,7 +475,7 @@ def _p20(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U2(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U3(b, p)
         p += 18
         f = 1
         nt = b[p]
@@ -476,29 +504,40 @@ def _p21(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U2(b, p)
-                p += 18
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['error_code'] = k0_0
-                c['partition'] = k0_1
-                c['leader_epoch'] = k0_2
-                c['end_offset'] = k0_3
-                if nt:
-                    p = _t19(b, p, nt, c)
-                a(c)
+            r = p + n * 19
+            if r <= len(b) and not any(b[p + 18 : r : 19]):
+                for k0, k1, k2, k3 in _I8(b[p:r]):
+                    c = Container()
+                    c['error_code'] = k0
+                    c['partition'] = k1
+                    c['leader_epoch'] = k2
+                    c['end_offset'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
+                    p += 18
+                    c = Container()
+                    c['error_code'] = k0_0
+                    c['partition'] = k0_1
+                    c['leader_epoch'] = k0_2
+                    c['end_offset'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t19(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p20(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p20(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -519,7 +558,7 @@ def _p22(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -553,7 +592,7 @@ def _b23(o, w):
             check_keys(o, _K21, _K6, 4)
         g = o.get
         f = 0
-        w += _P3(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
+        w += _P5(g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -600,7 +639,7 @@ def _b25(o, w):
             check_keys(o, _K19, _K6, 4)
         g = o.get
         f = 0
-        w += _P5(g('throttle_time_ms', 0))
+        w += _P7(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

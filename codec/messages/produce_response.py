@@ -96,17 +96,20 @@ _K60 = frozenset(['_unknown_tags', 'partition_responses', 'topic_id'])
 _K61 = {'name': ('', True)}
 _K63 = ((('topic_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'),), 'partition_responses', '_unknown_tags')
 _U0 = Struct('>ihq').unpack_from
-_P1 = Struct('>ihq').pack
-_U2 = Struct('>i').unpack_from
-_P3 = Struct('>i').pack
-_U4 = Struct('>ihqq').unpack_from
-_P5 = Struct('>ihqq').pack
-_U6 = Struct('>ihqqq').unpack_from
-_P7 = Struct('>ihqqq').pack
-_U8 = Struct('>ii').unpack_from
-_P9 = Struct('>ii').pack
-_U10 = Struct('>16s').unpack_from
-_P11 = Struct('>16s').pack
+_I1 = Struct('>ihq').iter_unpack
+_P2 = Struct('>ihq').pack
+_U3 = Struct('>i').unpack_from
+_P4 = Struct('>i').pack
+_U5 = Struct('>ihqq').unpack_from
+_I6 = Struct('>ihqq').iter_unpack
+_P7 = Struct('>ihqq').pack
+_U8 = Struct('>ihqqq').unpack_from
+_I9 = Struct('>ihqqq').iter_unpack
+_P10 = Struct('>ihqqq').pack
+_U11 = Struct('>ii').unpack_from
+_P12 = Struct('>ii').pack
+_U13 = Struct('>16s').unpack_from
+_P14 = Struct('>16s').pack
 
 def _p0(b, p):
     f = 0
@@ -132,21 +135,33 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U0(b, p)
-                p += 14
-                c = Container()
-                c['index'] = k0_0
-                c['error_code'] = k0_1
-                c['base_offset'] = k0_2
-                a(c)
+            r = p + n * 14
+            if r <= len(b):
+                for k0, k1, k2 in _I1(b[p:r]):
+                    c = Container()
+                    c['index'] = k0
+                    c['error_code'] = k1
+                    c['base_offset'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U0(b, p)
+                    p += 14
+                    c = Container()
+                    c['index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['base_offset'] = k0_2
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -181,7 +196,7 @@ def _b3(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('index', 0), g('error_code', 0), g('base_offset', 0))
+        w += _P2(g('index', 0), g('error_code', 0), g('base_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -240,7 +255,7 @@ def _p6(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         o = Container()
         o['responses'] = v0
@@ -256,7 +271,7 @@ def _b7(o, w):
             check_keys(o, _K7, _K8, 1)
         g = o.get
         f = 0
-        w += _P1(g('index', 0), g('error_code', 0), g('base_offset', 0))
+        w += _P2(g('index', 0), g('error_code', 0), g('base_offset', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -299,7 +314,7 @@ def _b9(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -307,7 +322,7 @@ def _p10(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U4(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U5(b, p)
         p += 22
         o = Container()
         o['index'] = v0_0
@@ -328,22 +343,35 @@ def _p11(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U4(b, p)
-                p += 22
-                c = Container()
-                c['index'] = k0_0
-                c['error_code'] = k0_1
-                c['base_offset'] = k0_2
-                c['log_append_time_ms'] = k0_3
-                a(c)
+            r = p + n * 22
+            if r <= len(b):
+                for k0, k1, k2, k3 in _I6(b[p:r]):
+                    c = Container()
+                    c['index'] = k0
+                    c['error_code'] = k1
+                    c['base_offset'] = k2
+                    c['log_append_time_ms'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U5(b, p)
+                    p += 22
+                    c = Container()
+                    c['index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['base_offset'] = k0_2
+                    c['log_append_time_ms'] = k0_3
+                    a(c)
         except Exception:
-            try:
-                _p10(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p10(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -366,7 +394,7 @@ def _p12(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         o = Container()
         o['responses'] = v0
@@ -382,7 +410,7 @@ def _b13(o, w):
             check_keys(o, _K15, _K16, 2)
         g = o.get
         f = 0
-        w += _P5(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
+        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
     except Exception as x:
         raise encode_failure(x, _K17, f, o) from None
 
@@ -425,7 +453,7 @@ def _b15(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -436,7 +464,7 @@ def _b16(o, w):
             check_keys(o, _K15, _K16, 3)
         g = o.get
         f = 0
-        w += _P5(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
+        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
     except Exception as x:
         raise encode_failure(x, _K17, f, o) from None
 
@@ -479,7 +507,7 @@ def _b18(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -490,7 +518,7 @@ def _b19(o, w):
             check_keys(o, _K15, _K16, 4)
         g = o.get
         f = 0
-        w += _P5(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
+        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1))
     except Exception as x:
         raise encode_failure(x, _K17, f, o) from None
 
@@ -533,7 +561,7 @@ def _b21(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -541,7 +569,7 @@ def _p22(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
         p += 30
         o = Container()
         o['index'] = v0_0
@@ -563,23 +591,37 @@ def _p23(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U6(b, p)
-                p += 30
-                c = Container()
-                c['index'] = k0_0
-                c['error_code'] = k0_1
-                c['base_offset'] = k0_2
-                c['log_append_time_ms'] = k0_3
-                c['log_start_offset'] = k0_4
-                a(c)
+            r = p + n * 30
+            if r <= len(b):
+                for k0, k1, k2, k3, k4 in _I9(b[p:r]):
+                    c = Container()
+                    c['index'] = k0
+                    c['error_code'] = k1
+                    c['base_offset'] = k2
+                    c['log_append_time_ms'] = k3
+                    c['log_start_offset'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U8(b, p)
+                    p += 30
+                    c = Container()
+                    c['index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['base_offset'] = k0_2
+                    c['log_append_time_ms'] = k0_3
+                    c['log_start_offset'] = k0_4
+                    a(c)
         except Exception:
-            try:
-                _p22(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p22(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -602,7 +644,7 @@ def _p24(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         o = Container()
         o['responses'] = v0
@@ -618,7 +660,7 @@ def _b25(o, w):
             check_keys(o, _K19, _K20, 5)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K21, f, o) from None
 
@@ -661,7 +703,7 @@ def _b27(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -672,7 +714,7 @@ def _b28(o, w):
             check_keys(o, _K19, _K20, 6)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K21, f, o) from None
 
@@ -715,7 +757,7 @@ def _b30(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -726,7 +768,7 @@ def _b31(o, w):
             check_keys(o, _K19, _K20, 7)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
     except Exception as x:
         raise encode_failure(x, _K21, f, o) from None
 
@@ -769,7 +811,7 @@ def _b33(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -777,7 +819,7 @@ def _p34(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         v1, p = read_nullable_string(b, p)
@@ -792,17 +834,17 @@ def _p35(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
         p += 30
         f = 1
         n, p = read_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U2(b, p)
+            for _ in range(n):
+                k0_0, = _U3(b, p)
                 p += 4
                 k1, p = read_nullable_string(b, p)
                 c = Container()
@@ -810,10 +852,12 @@ def _p35(b, p):
                 c['batch_index_error_message'] = k1
                 a(c)
         except Exception:
-            try:
-                _p34(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p34(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -865,7 +909,7 @@ def _p37(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         o = Container()
         o['responses'] = v0
@@ -881,7 +925,7 @@ def _b38(o, w):
             check_keys(o, _K26, _K27, 8)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_nullable_string(w, v)
@@ -895,7 +939,7 @@ def _b39(o, w):
             check_keys(o, _K24, _K25, 8)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -951,7 +995,7 @@ def _b41(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _K13, f, o) from None
 
@@ -976,7 +1020,7 @@ def _p43(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         v1, p = read_compact_nullable_string(b, p)
@@ -999,35 +1043,35 @@ def _p44(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
         p += 30
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U2(b, p)
+            for _ in range(n):
+                k0_0, = _U3(b, p)
                 p += 4
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['batch_index'] = k0_0
                 c['batch_index_error_message'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t42(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p43(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p43(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -1095,7 +1139,7 @@ def _p46(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 2
         nt = b[p]
@@ -1119,7 +1163,7 @@ def _b47(o, w):
             check_keys(o, _K37, _K27, 9)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_compact_nullable_string(w, v)
@@ -1140,7 +1184,7 @@ def _b48(o, w):
             check_keys(o, _K36, _K25, 9)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -1210,7 +1254,7 @@ def _b50(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1228,7 +1272,7 @@ def _p52(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1 = _U8(b, p)
+        v0_0, v0_1 = _U11(b, p)
         p += 8
         f = 1
         nt = b[p]
@@ -1271,35 +1315,35 @@ def _p54(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4 = _U8(b, p)
         p += 30
         f = 1
         n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U2(b, p)
+            for _ in range(n):
+                k0_0, = _U3(b, p)
                 p += 4
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['batch_index'] = k0_0
                 c['batch_index_error_message'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t42(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p43(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p43(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -1358,12 +1402,12 @@ def _p56(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U2(b, p)
+        v0_0, = _U3(b, p)
         p += 4
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U2(b, p)
+        v2_0, = _U3(b, p)
         p += 4
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -1398,33 +1442,33 @@ def _t57(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
-                        k0_0, = _U2(b, p)
+                    for _ in range(n):
+                        k0_0, = _U3(b, p)
                         p += 4
                         k1, p = read_compact_string(b, p)
-                        k2_0, = _U2(b, p)
+                        k2_0, = _U3(b, p)
                         p += 4
                         k3, p = read_compact_nullable_string(b, p)
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['node_id'] = k0_0
                         c['host'] = k1
                         c['port'] = k2_0
                         c['rack'] = k3
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t42(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p56(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p56(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -1451,7 +1495,7 @@ def _p58(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 3
         nt = b[p]
@@ -1476,7 +1520,7 @@ def _b59(o, w):
             check_keys(o, _K37, _K27, 10)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_compact_nullable_string(w, v)
@@ -1497,7 +1541,7 @@ def _b60(o, w):
             check_keys(o, _K50, _K27, 10)
         g = o.get
         f = 0
-        w += _P9(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P12(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1515,7 +1559,7 @@ def _b61(o, w):
             check_keys(o, _K49, _K27, 10)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -1585,12 +1629,12 @@ def _b63(o, w):
             check_keys(o, _K54, _K27, 10)
         g = o.get
         f = 0
-        w += _P3(g('node_id', 0))
+        w += _P4(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P3(g('port', 0))
+        w += _P4(g('port', 0))
         f = 3
         v = g('rack', None)
         write_compact_nullable_string(w, v)
@@ -1621,7 +1665,7 @@ def _b64(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         t = None
         f = 2
         v = g('node_endpoints', ())
@@ -1654,7 +1698,7 @@ def _b65(o, w):
             check_keys(o, _K37, _K27, 11)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_compact_nullable_string(w, v)
@@ -1675,7 +1719,7 @@ def _b66(o, w):
             check_keys(o, _K50, _K27, 11)
         g = o.get
         f = 0
-        w += _P9(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P12(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1693,7 +1737,7 @@ def _b67(o, w):
             check_keys(o, _K49, _K27, 11)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -1763,12 +1807,12 @@ def _b69(o, w):
             check_keys(o, _K54, _K27, 11)
         g = o.get
         f = 0
-        w += _P3(g('node_id', 0))
+        w += _P4(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P3(g('port', 0))
+        w += _P4(g('port', 0))
         f = 3
         v = g('rack', None)
         write_compact_nullable_string(w, v)
@@ -1799,7 +1843,7 @@ def _b70(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         t = None
         f = 2
         v = g('node_endpoints', ())
@@ -1832,7 +1876,7 @@ def _b71(o, w):
             check_keys(o, _K37, _K27, 12)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_compact_nullable_string(w, v)
@@ -1853,7 +1897,7 @@ def _b72(o, w):
             check_keys(o, _K50, _K27, 12)
         g = o.get
         f = 0
-        w += _P9(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P12(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -1871,7 +1915,7 @@ def _b73(o, w):
             check_keys(o, _K49, _K27, 12)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -1941,12 +1985,12 @@ def _b75(o, w):
             check_keys(o, _K54, _K27, 12)
         g = o.get
         f = 0
-        w += _P3(g('node_id', 0))
+        w += _P4(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P3(g('port', 0))
+        w += _P4(g('port', 0))
         f = 3
         v = g('rack', None)
         write_compact_nullable_string(w, v)
@@ -1977,7 +2021,7 @@ def _b76(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         t = None
         f = 2
         v = g('node_endpoints', ())
@@ -2007,7 +2051,7 @@ def _p77(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U10(b, p)
+        v0_0, = _U13(b, p)
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
@@ -2049,7 +2093,7 @@ def _p78(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 3
         nt = b[p]
@@ -2074,7 +2118,7 @@ def _b79(o, w):
             check_keys(o, _K37, _K27, 13)
         g = o.get
         f = 0
-        w += _P3(g('batch_index', 0))
+        w += _P4(g('batch_index', 0))
         f = 1
         v = g('batch_index_error_message', None)
         write_compact_nullable_string(w, v)
@@ -2095,7 +2139,7 @@ def _b80(o, w):
             check_keys(o, _K50, _K27, 13)
         g = o.get
         f = 0
-        w += _P9(g('leader_id', -1), g('leader_epoch', -1))
+        w += _P12(g('leader_id', -1), g('leader_epoch', -1))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -2113,7 +2157,7 @@ def _b81(o, w):
             check_keys(o, _K49, _K27, 13)
         g = o.get
         f = 0
-        w += _P7(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
+        w += _P10(g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1), g('log_start_offset', -1))
         f = 1
         v = g('record_errors', ())
         if v is None:
@@ -2154,7 +2198,7 @@ def _b82(o, w):
             check_keys(o, _K60, _K61, 13)
         g = o.get
         f = 0
-        w += _P11(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P14(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_responses', ())
         if v is None:
@@ -2182,12 +2226,12 @@ def _b83(o, w):
             check_keys(o, _K54, _K27, 13)
         g = o.get
         f = 0
-        w += _P3(g('node_id', 0))
+        w += _P4(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P3(g('port', 0))
+        w += _P4(g('port', 0))
         f = 3
         v = g('rack', None)
         write_compact_nullable_string(w, v)
@@ -2218,7 +2262,7 @@ def _b84(o, w):
             except EncodeError as y:
                 raise at_index(y, i) from None
         f = 1
-        w += _P3(g('throttle_time_ms', 0))
+        w += _P4(g('throttle_time_ms', 0))
         t = None
         f = 2
         v = g('node_endpoints', ())

@@ -43,10 +43,11 @@ _U0 = Struct('>16s').unpack_from
 _U1 = Struct('>ih').unpack_from
 _U2 = Struct('>iq').unpack_from
 _U3 = Struct('>qqbh').unpack_from
-_P4 = Struct('>16s').pack
-_P5 = Struct('>ih').pack
-_P6 = Struct('>iq').pack
-_P7 = Struct('>qqbh').pack
+_I4 = Struct('>qqbhx').iter_unpack
+_P5 = Struct('>16s').pack
+_P6 = Struct('>ih').pack
+_P7 = Struct('>iq').pack
+_P8 = Struct('>qqbh').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -104,29 +105,40 @@ def _p2(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
-                p += 19
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['first_offset'] = k0_0
-                c['last_offset'] = k0_1
-                c['delivery_state'] = k0_2
-                c['delivery_count'] = k0_3
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 20
+            if r <= len(b) and not any(b[p + 19 : r : 20]):
+                for k0, k1, k2, k3 in _I4(b[p:r]):
+                    c = Container()
+                    c['first_offset'] = k0
+                    c['last_offset'] = k1
+                    c['delivery_state'] = k2
+                    c['delivery_count'] = k3
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
+                    p += 19
+                    c = Container()
+                    c['first_offset'] = k0_0
+                    c['last_offset'] = k0_1
+                    c['delivery_state'] = k0_2
+                    c['delivery_count'] = k0_3
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]
@@ -213,7 +225,7 @@ def _b5(o, w):
             check_keys(o, _K8, _K0, 0)
         g = o.get
         f = 0
-        w += _P7(g('first_offset', 0), g('last_offset', 0), g('delivery_state', 0), g('delivery_count', 0))
+        w += _P8(g('first_offset', 0), g('last_offset', 0), g('delivery_state', 0), g('delivery_count', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -231,12 +243,12 @@ def _b6(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P5(g('partition', 0), g('error_code', 0))
+        w += _P6(g('partition', 0), g('error_code', 0))
         f = 1
         v = g('error_message', None)
         write_compact_nullable_string(w, v)
         f = 2
-        w += _P6(g('state_epoch', 0), g('start_offset', 0))
+        w += _P7(g('state_epoch', 0), g('start_offset', 0))
         f = 3
         v = g('state_batches', ())
         if v is None:
@@ -264,7 +276,7 @@ def _b7(o, w):
             check_keys(o, _K6, _K0, 0)
         g = o.get
         f = 0
-        w += _P4(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P5(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:

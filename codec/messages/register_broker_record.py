@@ -145,60 +145,60 @@ def _p3(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
                 k2_0, k2_1 = _U1(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['security_protocol'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['min_supported_version'] = k1_0
                 c['max_supported_version'] = k1_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -325,60 +325,60 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
                 k2_0, k2_1 = _U1(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['security_protocol'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['min_supported_version'] = k1_0
                 c['max_supported_version'] = k1_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -506,60 +506,60 @@ def _p11(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
                 k2_0, k2_1 = _U1(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['security_protocol'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['min_supported_version'] = k1_0
                 c['max_supported_version'] = k1_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -714,60 +714,60 @@ def _p16(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
                 k2_0, k2_1 = _U1(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['security_protocol'] = k2_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1_0, k1_1 = _U2(b, p)
                 p += 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['min_supported_version'] = k1_0
                 c['max_supported_version'] = k1_1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)

@@ -54,13 +54,14 @@ _U1 = Struct('>16s').unpack_from
 _U2 = Struct('>h').unpack_from
 _U3 = Struct('>ii').unpack_from
 _U4 = Struct('>qqh').unpack_from
-_U5 = Struct('>i').unpack_from
-_P6 = Struct('>ih').pack
-_P7 = Struct('>16s').pack
-_P8 = Struct('>h').pack
-_P9 = Struct('>ii').pack
-_P10 = Struct('>qqh').pack
-_P11 = Struct('>i').pack
+_I5 = Struct('>qqhx').iter_unpack
+_U6 = Struct('>i').unpack_from
+_P7 = Struct('>ih').pack
+_P8 = Struct('>16s').pack
+_P9 = Struct('>h').pack
+_P10 = Struct('>ii').pack
+_P11 = Struct('>qqh').pack
+_P12 = Struct('>i').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -144,28 +145,38 @@ def _p3(b, p):
         v6 = []
         a = v6.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U4(b, p)
-                p += 18
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['first_offset'] = k0_0
-                c['last_offset'] = k0_1
-                c['delivery_count'] = k0_2
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 19
+            if r <= len(b) and not any(b[p + 18 : r : 19]):
+                for k0, k1, k2 in _I5(b[p:r]):
+                    c = Container()
+                    c['first_offset'] = k0
+                    c['last_offset'] = k1
+                    c['delivery_count'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U4(b, p)
+                    p += 18
+                    c = Container()
+                    c['first_offset'] = k0_0
+                    c['last_offset'] = k0_1
+                    c['delivery_count'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p2(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p2(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 7
         nt = b[p]
@@ -224,12 +235,12 @@ def _p5(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U5(b, p)
+        v0_0, = _U6(b, p)
         p += 4
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U5(b, p)
+        v2_0, = _U6(b, p)
         p += 4
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -273,33 +284,33 @@ def _p6(b, p):
         v3 = []
         a = v3.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, = _U5(b, p)
+            for _ in range(n):
+                k0_0, = _U6(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
-                k2_0, = _U5(b, p)
+                k2_0, = _U6(b, p)
                 p += 4
                 k3, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['node_id'] = k0_0
                 c['host'] = k1
                 c['port'] = k2_0
                 c['rack'] = k3
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p5(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p5(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 4
         nt = b[p]
@@ -326,7 +337,7 @@ def _b7(o, w):
             check_keys(o, _K10, _K0, 0)
         g = o.get
         f = 0
-        w += _P9(g('leader_id', 0), g('leader_epoch', 0))
+        w += _P10(g('leader_id', 0), g('leader_epoch', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -344,7 +355,7 @@ def _b8(o, w):
             check_keys(o, _K12, _K0, 0)
         g = o.get
         f = 0
-        w += _P10(g('first_offset', 0), g('last_offset', 0), g('delivery_count', 0))
+        w += _P11(g('first_offset', 0), g('last_offset', 0), g('delivery_count', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -362,12 +373,12 @@ def _b9(o, w):
             check_keys(o, _K9, _K0, 0)
         g = o.get
         f = 0
-        w += _P6(g('partition_index', 0), g('error_code', 0))
+        w += _P7(g('partition_index', 0), g('error_code', 0))
         f = 1
         v = g('error_message', None)
         write_compact_nullable_string(w, v)
         f = 2
-        w += _P8(g('acknowledge_error_code', 0))
+        w += _P9(g('acknowledge_error_code', 0))
         f = 3
         v = g('acknowledge_error_message', None)
         write_compact_nullable_string(w, v)
@@ -406,7 +417,7 @@ def _b10(o, w):
             check_keys(o, _K8, _K0, 0)
         g = o.get
         f = 0
-        w += _P7(uuid_bytes(g('topic_id', ZERO_UUID)))
+        w += _P8(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
@@ -434,12 +445,12 @@ def _b11(o, w):
             check_keys(o, _K16, _K0, 0)
         g = o.get
         f = 0
-        w += _P11(g('node_id', 0))
+        w += _P12(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P11(g('port', 0))
+        w += _P12(g('port', 0))
         f = 3
         v = g('rack', None)
         write_compact_nullable_string(w, v)
@@ -460,7 +471,7 @@ def _b12(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P6(g('throttle_time_ms', 0), g('error_code', 0))
+        w += _P7(g('throttle_time_ms', 0), g('error_code', 0))
         f = 1
         v = g('error_message', None)
         write_compact_nullable_string(w, v)

@@ -68,9 +68,10 @@ _P3 = Struct('>i').pack
 _U4 = Struct('>iiq?').unpack_from
 _P5 = Struct('>iiq?').pack
 _U6 = Struct('>iiq').unpack_from
-_P7 = Struct('>iiq').pack
-_U8 = Struct('>i?iq').unpack_from
-_P9 = Struct('>i?iq').pack
+_I7 = Struct('>ii?x').iter_unpack
+_P8 = Struct('>iiq').pack
+_U9 = Struct('>i?iq').unpack_from
+_P10 = Struct('>i?iq').pack
 
 def _p0(b, p):
     f = 0
@@ -98,9 +99,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, = _U1(b, p)
                 p += 4
@@ -109,10 +110,12 @@ def _p1(b, p):
                 c['partition_index'] = k1_0
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -185,9 +188,9 @@ def _p5(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 n, p = read_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
@@ -197,10 +200,12 @@ def _p5(b, p):
                 c['partition_indexes'] = k1
                 a(c)
         except Exception:
-            try:
-                _p4(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p4(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -304,29 +309,29 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['name'] = k0
                 c['partition_indexes'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t8(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -432,28 +437,38 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2 = _U0(b, p)
-                p += 9
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['leader_epoch'] = k0_1
-                c['delete_partition'] = k0_2
-                if nt:
-                    p = _t8(b, p, nt, c)
-                a(c)
+            r = p + n * 10
+            if r <= len(b) and not any(b[p + 9 : r : 10]):
+                for k0, k1, k2 in _I7(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['leader_epoch'] = k1
+                    c['delete_partition'] = k2
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2 = _U0(b, p)
+                    p += 9
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['leader_epoch'] = k0_1
+                    c['delete_partition'] = k0_2
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t8(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -557,7 +572,7 @@ def _b18(o, w):
             check_keys(o, _K23, _K24, 3)
         g = o.get
         f = 0
-        w += _P7(g('controller_id', 0), g('controller_epoch', 0), g('broker_epoch', -1))
+        w += _P8(g('controller_id', 0), g('controller_epoch', 0), g('broker_epoch', -1))
         f = 1
         v = g('topic_states', ())
         if v is None:
@@ -582,7 +597,7 @@ def _p19(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3 = _U8(b, p)
+        v0_0, v0_1, v0_2, v0_3 = _U9(b, p)
         p += 17
         f = 1
         n, p = read_compact_array_length(b, p, False)
@@ -666,7 +681,7 @@ def _b22(o, w):
             check_keys(o, _K31, _K32, 4)
         g = o.get
         f = 0
-        w += _P9(g('controller_id', 0), g('is_k_raft_controller', False), g('controller_epoch', 0), g('broker_epoch', -1))
+        w += _P10(g('controller_id', 0), g('is_k_raft_controller', False), g('controller_epoch', 0), g('broker_epoch', -1))
         f = 1
         v = g('topic_states', ())
         if v is None:

@@ -118,27 +118,27 @@ def _p2(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_compact_string(b, p)
                 k1, p = read_compact_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['key'] = k0
                 c['value'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]
@@ -236,9 +236,9 @@ def _p4(b, p):
         v6 = []
         a = v6.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 n, p = read_compact_array_length(b, p, False)
                 k0 = list(UNPACK_INT16S[n](b, p))
                 p += n * 2
@@ -248,23 +248,23 @@ def _p4(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT16S[n](b, p))
                 p += n * 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['source_topics'] = k0
                 c['source_topic_regex'] = k1
                 c['repartition_source_topics'] = k2
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t0(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p3(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p3(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 7
         nt = b[p]
@@ -419,29 +419,29 @@ def _p9(b, p):
             v7 = []
             a = v7.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['subtopology_id'] = k0
                     c['partitions'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p6(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p6(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 8
         n, p = read_compact_array_length(b, p, True)
@@ -451,29 +451,29 @@ def _p9(b, p):
             v8 = []
             a = v8.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['subtopology_id'] = k0
                     c['partitions'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p6(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p6(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 9
         n, p = read_compact_array_length(b, p, True)
@@ -483,29 +483,29 @@ def _p9(b, p):
             v9 = []
             a = v9.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['subtopology_id'] = k0
                     c['partitions'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p6(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p6(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 10
         v10, p = read_compact_nullable_string(b, p)
@@ -523,27 +523,27 @@ def _p9(b, p):
             v12 = []
             a = v12.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     k1, p = read_compact_string(b, p)
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['key'] = k0
                     c['value'] = k1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p1(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p1(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 13
         n, p = read_compact_array_length(b, p, True)
@@ -553,29 +553,29 @@ def _p9(b, p):
             v13 = []
             a = v13.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     k1_0, k1_1 = _U3(b, p)
                     p += 12
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['subtopology_id'] = k0
                     c['partition'] = k1_0
                     c['offset'] = k1_1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p8(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p8(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 14
         n, p = read_compact_array_length(b, p, True)
@@ -585,29 +585,29 @@ def _p9(b, p):
             v14 = []
             a = v14.append
             q = p
+            z = n
             try:
-                for i in range(n):
-                    q = p
+                for _ in range(n):
                     k0, p = read_compact_string(b, p)
                     k1_0, k1_1 = _U3(b, p)
                     p += 12
-                    nt = b[p]
-                    if nt < 0x80:
-                        p += 1
-                    else:
-                        nt, p = read_uvarint(b, p)
                     c = Container()
                     c['subtopology_id'] = k0
                     c['partition'] = k1_0
                     c['offset'] = k1_1
-                    if nt:
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
                         p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
                     a(c)
             except Exception:
-                try:
-                    _p8(b, q)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+                p = q
+                for i in range(z):
+                    try:
+                        x, p = _p8(b, p)
+                    except DecodeError as y:
+                        raise at_index(y, i) from None
                 raise
         f = 15
         v15_0, = _U4(b, p)

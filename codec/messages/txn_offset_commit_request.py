@@ -87,9 +87,9 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1 = _U1(b, p)
                 p += 12
                 k1, p = read_nullable_string(b, p)
@@ -99,10 +99,12 @@ def _p1(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -294,9 +296,9 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U4(b, p)
                 p += 16
                 k1, p = read_nullable_string(b, p)
@@ -307,10 +309,12 @@ def _p10(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -464,30 +468,30 @@ def _p17(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2 = _U4(b, p)
                 p += 16
                 k1, p = read_compact_nullable_string(b, p)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['committed_offset'] = k0_1
                 c['committed_leader_epoch'] = k0_2
                 c['committed_metadata'] = k1
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t15(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p16(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p16(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]

@@ -45,8 +45,10 @@ _K16 = ('name', 'partitions', '_unknown_tags')
 _K17 = ((('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags')
 _U0 = Struct('>i').unpack_from
 _U1 = Struct('>ih').unpack_from
-_P2 = Struct('>i').pack
-_P3 = Struct('>ih').pack
+_I2 = Struct('>ih').iter_unpack
+_P3 = Struct('>i').pack
+_P4 = Struct('>ih').pack
+_I5 = Struct('>ihx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -71,20 +73,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -123,7 +136,7 @@ def _b3(o, w):
             check_keys(o, _K6, _K4, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -156,7 +169,7 @@ def _b5(o, w):
             check_keys(o, _K3, _K4, 0)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -177,7 +190,7 @@ def _b6(o, w):
             check_keys(o, _K6, _K4, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -210,7 +223,7 @@ def _b8(o, w):
             check_keys(o, _K3, _K4, 1)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -231,7 +244,7 @@ def _b9(o, w):
             check_keys(o, _K6, _K4, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K7, f, o) from None
 
@@ -264,7 +277,7 @@ def _b11(o, w):
             check_keys(o, _K3, _K4, 2)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -326,27 +339,36 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t12(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t12(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -401,7 +423,7 @@ def _b16(o, w):
             check_keys(o, _K14, _K4, 3)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -448,7 +470,7 @@ def _b18(o, w):
             check_keys(o, _K12, _K4, 3)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -476,7 +498,7 @@ def _b19(o, w):
             check_keys(o, _K14, _K4, 4)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -523,7 +545,7 @@ def _b21(o, w):
             check_keys(o, _K12, _K4, 4)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -551,7 +573,7 @@ def _b22(o, w):
             check_keys(o, _K14, _K4, 5)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -598,7 +620,7 @@ def _b24(o, w):
             check_keys(o, _K12, _K4, 5)
         g = o.get
         f = 0
-        w += _P2(g('throttle_time_ms', 0))
+        w += _P3(g('throttle_time_ms', 0))
         f = 1
         v = g('topics', ())
         if v is None:

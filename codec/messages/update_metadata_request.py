@@ -179,9 +179,9 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -204,19 +204,21 @@ def _p2(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -228,10 +230,12 @@ def _p2(b, p):
                 c['v0_port'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -349,9 +353,9 @@ def _p7(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -363,10 +367,12 @@ def _p7(b, p):
                 c['security_protocol'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['id'] = v0_0
@@ -386,9 +392,9 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -411,10 +417,12 @@ def _p8(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -544,9 +552,9 @@ def _p13(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -558,10 +566,12 @@ def _p13(b, p):
                 c['security_protocol'] = k2_0
                 a(c)
         except Exception:
-            try:
-                _p6(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p6(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -584,9 +594,9 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -609,10 +619,12 @@ def _p14(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -767,9 +779,9 @@ def _p20(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_string(b, p)
@@ -783,10 +795,12 @@ def _p20(b, p):
                 c['security_protocol'] = k3_0
                 a(c)
         except Exception:
-            try:
-                _p19(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p19(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -809,9 +823,9 @@ def _p21(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -834,10 +848,12 @@ def _p21(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -1010,9 +1026,9 @@ def _p27(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0, p = read_string(b, p)
                 k1_0, k1_1, k1_2, k1_3 = _U1(b, p)
                 p += 16
@@ -1039,10 +1055,12 @@ def _p27(b, p):
                 c['offline_replicas'] = k5
                 a(c)
         except Exception:
-            try:
-                _p26(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p26(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -1218,9 +1236,9 @@ def _p33(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_array_length(b, p, False)
@@ -1245,10 +1263,12 @@ def _p33(b, p):
                 c['offline_replicas'] = k4
                 a(c)
         except Exception:
-            try:
-                _p32(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p32(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['topic_name'] = v0
@@ -1492,9 +1512,9 @@ def _p42(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_compact_array_length(b, p, False)
@@ -1508,11 +1528,6 @@ def _p42(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['controller_epoch'] = k0_1
@@ -1522,14 +1537,19 @@ def _p42(b, p):
                 c['zk_version'] = k2_0
                 c['replicas'] = k3
                 c['offline_replicas'] = k4
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t40(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p41(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p41(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -1587,33 +1607,33 @@ def _p44(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, = _U2(b, p)
                 p += 4
                 k1, p = read_compact_string(b, p)
                 k2, p = read_compact_string(b, p)
                 k3_0, = _U6(b, p)
                 p += 2
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['port'] = k0_0
                 c['host'] = k1
                 c['listener'] = k2
                 c['security_protocol'] = k3_0
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t40(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p43(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p43(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -1856,9 +1876,9 @@ def _p51(b, p):
         v2 = []
         a = v2.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
+            for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
                 n, p = read_compact_array_length(b, p, False)
@@ -1872,11 +1892,6 @@ def _p51(b, p):
                 n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
                 c = Container()
                 c['partition_index'] = k0_0
                 c['controller_epoch'] = k0_1
@@ -1886,14 +1901,19 @@ def _p51(b, p):
                 c['zk_version'] = k2_0
                 c['replicas'] = k3
                 c['offline_replicas'] = k4
-                if nt:
+                if b[p]:
+                    nt, p = read_uvarint(b, p)
                     p = _t40(b, p, nt, c)
+                else:
+                    p += 1
                 a(c)
         except Exception:
-            try:
-                _p41(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p41(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 3
         nt = b[p]

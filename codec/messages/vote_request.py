@@ -51,13 +51,16 @@ _K19 = ((('partition_index', 'i', None), ('replica_epoch', 'i', None), ('replica
 _K20 = frozenset(['_unknown_tags', 'last_offset', 'last_offset_epoch', 'partition_index', 'pre_vote', 'replica_directory_id', 'replica_epoch', 'replica_id', 'voter_directory_id'])
 _K21 = ((('partition_index', 'i', 0), ('replica_epoch', 'i', 0), ('replica_id', 'i', 0), ('replica_directory_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'), ('voter_directory_id', '16s', b'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'), ('last_offset_epoch', 'i', 0), ('last_offset', 'q', 0), ('pre_vote', '?', False)), '_unknown_tags')
 _U0 = Struct('>iiiiq').unpack_from
-_P1 = Struct('>iiiiq').pack
-_U2 = Struct('>i').unpack_from
-_U3 = Struct('>iii16s16siq').unpack_from
-_P4 = Struct('>i').pack
-_P5 = Struct('>iii16s16siq').pack
-_U6 = Struct('>iii16s16siq?').unpack_from
-_P7 = Struct('>iii16s16siq?').pack
+_I1 = Struct('>iiiiqx').iter_unpack
+_P2 = Struct('>iiiiq').pack
+_U3 = Struct('>i').unpack_from
+_U4 = Struct('>iii16s16siq').unpack_from
+_I5 = Struct('>iii16s16siqx').iter_unpack
+_P6 = Struct('>i').pack
+_P7 = Struct('>iii16s16siq').pack
+_U8 = Struct('>iii16s16siq?').unpack_from
+_I9 = Struct('>iii16s16siq?x').iter_unpack
+_P10 = Struct('>iii16s16siq?').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -110,30 +113,42 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U0(b, p)
-                p += 24
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['replica_epoch'] = k0_1
-                c['replica_id'] = k0_2
-                c['last_offset_epoch'] = k0_3
-                c['last_offset'] = k0_4
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 25
+            if r <= len(b) and not any(b[p + 24 : r : 25]):
+                for k0, k1, k2, k3, k4 in _I1(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['replica_epoch'] = k1
+                    c['replica_id'] = k2
+                    c['last_offset_epoch'] = k3
+                    c['last_offset'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U0(b, p)
+                    p += 24
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['replica_epoch'] = k0_1
+                    c['replica_id'] = k0_2
+                    c['last_offset_epoch'] = k0_3
+                    c['last_offset'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -187,7 +202,7 @@ def _b4(o, w):
             check_keys(o, _K7, _K8, 0)
         g = o.get
         f = 0
-        w += _P1(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), g('last_offset_epoch', 0), g('last_offset', 0))
+        w += _P2(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), g('last_offset_epoch', 0), g('last_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -260,7 +275,7 @@ def _p7(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U3(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6 = _U4(b, p)
         p += 56
         v0_3 = uuid_from_bytes(v0_3)
         v0_4 = uuid_from_bytes(v0_4)
@@ -294,34 +309,50 @@ def _p8(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6 = _U3(b, p)
-                p += 56
-                k0_3 = uuid_from_bytes(k0_3)
-                k0_4 = uuid_from_bytes(k0_4)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['replica_epoch'] = k0_1
-                c['replica_id'] = k0_2
-                c['replica_directory_id'] = k0_3
-                c['voter_directory_id'] = k0_4
-                c['last_offset_epoch'] = k0_5
-                c['last_offset'] = k0_6
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 57
+            if r <= len(b) and not any(b[p + 56 : r : 57]):
+                for k0, k1, k2, k3, k4, k5, k6 in _I5(b[p:r]):
+                    k3 = uuid_from_bytes(k3)
+                    k4 = uuid_from_bytes(k4)
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['replica_epoch'] = k1
+                    c['replica_id'] = k2
+                    c['replica_directory_id'] = k3
+                    c['voter_directory_id'] = k4
+                    c['last_offset_epoch'] = k5
+                    c['last_offset'] = k6
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6 = _U4(b, p)
+                    p += 56
+                    k0_3 = uuid_from_bytes(k0_3)
+                    k0_4 = uuid_from_bytes(k0_4)
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['replica_epoch'] = k0_1
+                    c['replica_id'] = k0_2
+                    c['replica_directory_id'] = k0_3
+                    c['voter_directory_id'] = k0_4
+                    c['last_offset_epoch'] = k0_5
+                    c['last_offset'] = k0_6
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p7(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p7(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -344,7 +375,7 @@ def _p9(b, p):
         f = 0
         v0, p = read_compact_nullable_string(b, p)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
@@ -379,7 +410,7 @@ def _b10(o, w):
             check_keys(o, _K15, _K16, 1)
         g = o.get
         f = 0
-        w += _P5(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('last_offset_epoch', 0), g('last_offset', 0))
+        w += _P7(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('last_offset_epoch', 0), g('last_offset', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -429,7 +460,7 @@ def _b12(o, w):
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
         f = 1
-        w += _P4(g('voter_id', -1))
+        w += _P6(g('voter_id', -1))
         f = 2
         v = g('topics', ())
         if v is None:
@@ -454,7 +485,7 @@ def _p13(b, p):
     f = 0
     try:
         f = 0
-        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7 = _U6(b, p)
+        v0_0, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7 = _U8(b, p)
         p += 57
         v0_3 = uuid_from_bytes(v0_3)
         v0_4 = uuid_from_bytes(v0_4)
@@ -489,35 +520,52 @@ def _p14(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6, k0_7 = _U6(b, p)
-                p += 57
-                k0_3 = uuid_from_bytes(k0_3)
-                k0_4 = uuid_from_bytes(k0_4)
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['replica_epoch'] = k0_1
-                c['replica_id'] = k0_2
-                c['replica_directory_id'] = k0_3
-                c['voter_directory_id'] = k0_4
-                c['last_offset_epoch'] = k0_5
-                c['last_offset'] = k0_6
-                c['pre_vote'] = k0_7
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 58
+            if r <= len(b) and not any(b[p + 57 : r : 58]):
+                for k0, k1, k2, k3, k4, k5, k6, k7 in _I9(b[p:r]):
+                    k3 = uuid_from_bytes(k3)
+                    k4 = uuid_from_bytes(k4)
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['replica_epoch'] = k1
+                    c['replica_id'] = k2
+                    c['replica_directory_id'] = k3
+                    c['voter_directory_id'] = k4
+                    c['last_offset_epoch'] = k5
+                    c['last_offset'] = k6
+                    c['pre_vote'] = k7
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4, k0_5, k0_6, k0_7 = _U8(b, p)
+                    p += 57
+                    k0_3 = uuid_from_bytes(k0_3)
+                    k0_4 = uuid_from_bytes(k0_4)
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['replica_epoch'] = k0_1
+                    c['replica_id'] = k0_2
+                    c['replica_directory_id'] = k0_3
+                    c['voter_directory_id'] = k0_4
+                    c['last_offset_epoch'] = k0_5
+                    c['last_offset'] = k0_6
+                    c['pre_vote'] = k0_7
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p13(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p13(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -540,7 +588,7 @@ def _p15(b, p):
         f = 0
         v0, p = read_compact_nullable_string(b, p)
         f = 1
-        v1_0, = _U2(b, p)
+        v1_0, = _U3(b, p)
         p += 4
         f = 2
         n, p = read_compact_array_length(b, p, False)
@@ -575,7 +623,7 @@ def _b16(o, w):
             check_keys(o, _K20, _K0, 2)
         g = o.get
         f = 0
-        w += _P7(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('last_offset_epoch', 0), g('last_offset', 0), g('pre_vote', False))
+        w += _P10(g('partition_index', 0), g('replica_epoch', 0), g('replica_id', 0), uuid_bytes(g('replica_directory_id', ZERO_UUID)), uuid_bytes(g('voter_directory_id', ZERO_UUID)), g('last_offset_epoch', 0), g('last_offset', 0), g('pre_vote', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -625,7 +673,7 @@ def _b18(o, w):
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
         f = 1
-        w += _P4(g('voter_id', -1))
+        w += _P6(g('voter_id', -1))
         f = 2
         v = g('topics', ())
         if v is None:

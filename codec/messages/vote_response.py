@@ -42,12 +42,13 @@ _K16 = ((('node_id', 'i', 0),), 'host', (('port', 'H', 0),), '_unknown_tags')
 _K17 = ((('error_code', 'h', 0),), 'topics', 'node_endpoints', '_unknown_tags')
 _U0 = Struct('>h').unpack_from
 _U1 = Struct('>ihii?').unpack_from
-_P2 = Struct('>h').pack
-_P3 = Struct('>ihii?').pack
-_U4 = Struct('>i').unpack_from
-_U5 = Struct('>H').unpack_from
-_P6 = Struct('>i').pack
-_P7 = Struct('>H').pack
+_I2 = Struct('>ihii?x').iter_unpack
+_P3 = Struct('>h').pack
+_P4 = Struct('>ihii?').pack
+_U5 = Struct('>i').unpack_from
+_U6 = Struct('>H').unpack_from
+_P7 = Struct('>i').pack
+_P8 = Struct('>H').pack
 
 def _t0(b, p, nt, o):
     t = -1
@@ -100,30 +101,42 @@ def _p2(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1, k0_2, k0_3, k0_4 = _U1(b, p)
-                p += 15
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                c['leader_id'] = k0_2
-                c['leader_epoch'] = k0_3
-                c['vote_granted'] = k0_4
-                if nt:
-                    p = _t0(b, p, nt, c)
-                a(c)
+            r = p + n * 16
+            if r <= len(b) and not any(b[p + 15 : r : 16]):
+                for k0, k1, k2, k3, k4 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    c['leader_id'] = k2
+                    c['leader_epoch'] = k3
+                    c['vote_granted'] = k4
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1, k0_2, k0_3, k0_4 = _U1(b, p)
+                    p += 15
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    c['leader_id'] = k0_2
+                    c['leader_epoch'] = k0_3
+                    c['vote_granted'] = k0_4
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t0(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p1(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p1(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -178,7 +191,7 @@ def _b4(o, w):
             check_keys(o, _K7, _K0, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -225,7 +238,7 @@ def _b6(o, w):
             check_keys(o, _K4, _K5, 0)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -250,12 +263,12 @@ def _p7(b, p):
     f = 0
     try:
         f = 0
-        v0_0, = _U4(b, p)
+        v0_0, = _U5(b, p)
         p += 4
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        v2_0, = _U5(b, p)
+        v2_0, = _U6(b, p)
         p += 2
         f = 3
         nt = b[p]
@@ -287,31 +300,31 @@ def _t8(b, p, nt, o):
                 v = []
                 a = v.append
                 q = p
+                z = n
                 try:
-                    for i in range(n):
-                        q = p
-                        k0_0, = _U4(b, p)
+                    for _ in range(n):
+                        k0_0, = _U5(b, p)
                         p += 4
                         k1, p = read_compact_string(b, p)
-                        k2_0, = _U5(b, p)
+                        k2_0, = _U6(b, p)
                         p += 2
-                        nt = b[p]
-                        if nt < 0x80:
-                            p += 1
-                        else:
-                            nt, p = read_uvarint(b, p)
                         c = Container()
                         c['node_id'] = k0_0
                         c['host'] = k1
                         c['port'] = k2_0
-                        if nt:
+                        if b[p]:
+                            nt, p = read_uvarint(b, p)
                             p = _t0(b, p, nt, c)
+                        else:
+                            p += 1
                         a(c)
                 except Exception:
-                    try:
-                        _p7(b, q)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                    p = q
+                    for i in range(z):
+                        try:
+                            x, p = _p7(b, p)
+                        except DecodeError as y:
+                            raise at_index(y, i) from None
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -363,7 +376,7 @@ def _b10(o, w):
             check_keys(o, _K7, _K0, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -410,12 +423,12 @@ def _b12(o, w):
             check_keys(o, _K15, _K0, 1)
         g = o.get
         f = 0
-        w += _P6(g('node_id', 0))
+        w += _P7(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P7(g('port', 0))
+        w += _P8(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -433,7 +446,7 @@ def _b13(o, w):
             check_keys(o, _K14, _K0, 1)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -476,7 +489,7 @@ def _b14(o, w):
             check_keys(o, _K7, _K0, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
+        w += _P4(g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0), g('vote_granted', False))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -523,12 +536,12 @@ def _b16(o, w):
             check_keys(o, _K15, _K0, 2)
         g = o.get
         f = 0
-        w += _P6(g('node_id', 0))
+        w += _P7(g('node_id', 0))
         f = 1
         v = g('host', '')
         write_compact_string(w, v)
         f = 2
-        w += _P7(g('port', 0))
+        w += _P8(g('port', 0))
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -546,7 +559,7 @@ def _b17(o, w):
             check_keys(o, _K14, _K0, 2)
         g = o.get
         f = 0
-        w += _P2(g('error_code', 0))
+        w += _P3(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:

@@ -50,8 +50,10 @@ _K21 = ((('producer_id', 'q', 0),), 'topics', '_unknown_tags')
 _K22 = ('markers', '_unknown_tags')
 _U0 = Struct('>q').unpack_from
 _U1 = Struct('>ih').unpack_from
-_P2 = Struct('>q').pack
-_P3 = Struct('>ih').pack
+_I2 = Struct('>ih').iter_unpack
+_P3 = Struct('>q').pack
+_P4 = Struct('>ih').pack
+_I5 = Struct('>ihx').iter_unpack
 
 def _p0(b, p):
     f = 0
@@ -76,20 +78,31 @@ def _p1(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                a(c)
+            r = p + n * 6
+            if r <= len(b):
+                for k0, k1 in _I2(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    a(c)
         except Exception:
-            try:
-                _p0(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p0(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         o = Container()
         o['name'] = v0
@@ -147,7 +160,7 @@ def _b4(o, w):
             check_keys(o, _K8, _K5, 0)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _K9, f, o) from None
 
@@ -180,7 +193,7 @@ def _b6(o, w):
             check_keys(o, _K6, _K5, 0)
         g = o.get
         f = 0
-        w += _P2(g('producer_id', 0))
+        w += _P3(g('producer_id', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -261,27 +274,36 @@ def _p10(b, p):
         v1 = []
         a = v1.append
         q = p
+        z = n
         try:
-            for i in range(n):
-                q = p
-                k0_0, k0_1 = _U1(b, p)
-                p += 6
-                nt = b[p]
-                if nt < 0x80:
-                    p += 1
-                else:
-                    nt, p = read_uvarint(b, p)
-                c = Container()
-                c['partition_index'] = k0_0
-                c['error_code'] = k0_1
-                if nt:
-                    p = _t8(b, p, nt, c)
-                a(c)
+            r = p + n * 7
+            if r <= len(b) and not any(b[p + 6 : r : 7]):
+                for k0, k1 in _I5(b[p:r]):
+                    c = Container()
+                    c['partition_index'] = k0
+                    c['error_code'] = k1
+                    a(c)
+                p = r
+            else:
+                for _ in range(n):
+                    k0_0, k0_1 = _U1(b, p)
+                    p += 6
+                    c = Container()
+                    c['partition_index'] = k0_0
+                    c['error_code'] = k0_1
+                    if b[p]:
+                        nt, p = read_uvarint(b, p)
+                        p = _t8(b, p, nt, c)
+                    else:
+                        p += 1
+                    a(c)
         except Exception:
-            try:
-                _p9(b, q)
-            except DecodeError as y:
-                raise at_index(y, i) from None
+            p = q
+            for i in range(z):
+                try:
+                    x, p = _p9(b, p)
+                except DecodeError as y:
+                    raise at_index(y, i) from None
             raise
         f = 2
         nt = b[p]
@@ -363,7 +385,7 @@ def _b13(o, w):
             check_keys(o, _K18, _K5, 1)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -410,7 +432,7 @@ def _b15(o, w):
             check_keys(o, _K16, _K5, 1)
         g = o.get
         f = 0
-        w += _P2(g('producer_id', 0))
+        w += _P3(g('producer_id', 0))
         f = 1
         v = g('topics', ())
         if v is None:
@@ -464,7 +486,7 @@ def _b17(o, w):
             check_keys(o, _K18, _K5, 2)
         g = o.get
         f = 0
-        w += _P3(g('partition_index', 0), g('error_code', 0))
+        w += _P4(g('partition_index', 0), g('error_code', 0))
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -511,7 +533,7 @@ def _b19(o, w):
             check_keys(o, _K16, _K5, 2)
         g = o.get
         f = 0
-        w += _P2(g('producer_id', 0))
+        w += _P3(g('producer_id', 0))
         f = 1
         v = g('topics', ())
         if v is None:
