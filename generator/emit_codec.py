@@ -268,7 +268,18 @@ class ModuleEmitter:
         # array
         length = "read_compact_array_length" if ver.flexible else "read_array_length"
         self.use(length)
-        lines = [f"n, p = {length}(b, p, {nullable})"]
+        if ver.flexible:
+            # One-byte count that fits in what is left: no call. Anything else (longer varint,
+            # null, a count past the end) goes through the reader, which also raises.
+            lines = [
+                "n = b[p] - 1",
+                "if 0 <= n < 0x7F and n < len(b) - p:",
+                "    p += 1",
+                "else:",
+                f"    n, p = {length}(b, p, {nullable})",
+            ]
+        else:
+            lines = [f"n, p = {length}(b, p, {nullable})"]
         elem = f.type.name
         if nullable:
             lines += ["if n < 0:", f"    {target} = None", "else:"]

@@ -93,7 +93,11 @@ def _p2(b, p):
         p += 24
         v1_2 = uuid_from_bytes(v1_2)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p

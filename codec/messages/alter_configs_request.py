@@ -295,7 +295,11 @@ def _p11(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -341,7 +345,11 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):

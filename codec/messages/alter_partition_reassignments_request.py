@@ -67,7 +67,11 @@ def _p1(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -94,7 +98,11 @@ def _p2(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -103,7 +111,11 @@ def _p2(b, p):
             for _ in range(n):
                 k0_0, = _U0(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     k1 = None
                 else:
@@ -148,7 +160,11 @@ def _p3(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -259,7 +275,11 @@ def _p7(b, p):
         v0_0, v0_1 = _U2(b, p)
         p += 5
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

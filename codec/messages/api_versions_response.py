@@ -370,7 +370,11 @@ def _t13(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 a = v.append
                 q = p
@@ -406,7 +410,11 @@ def _t13(b, p, nt, o):
                 o['finalized_features_epoch'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 a = v.append
                 q = p
@@ -457,7 +465,11 @@ def _p14(b, p):
         v0_0, = _U0(b, p)
         p += 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p

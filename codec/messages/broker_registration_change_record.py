@@ -216,7 +216,11 @@ def _t6(b, p, nt, o):
                 o['in_controlled_shutdown'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 for _ in range(n):
                     x, p = read_uuid(b, p)

@@ -145,7 +145,11 @@ def _p3(b, p):
         p += 16
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -176,7 +180,11 @@ def _p3(b, p):
                     raise at_index(y, i) from None
             raise
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -329,7 +337,11 @@ def _p7(b, p):
         p += 16
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -360,7 +372,11 @@ def _p7(b, p):
                     raise at_index(y, i) from None
             raise
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -519,7 +535,11 @@ def _p11(b, p):
         p += 16
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -550,7 +570,11 @@ def _p11(b, p):
                     raise at_index(y, i) from None
             raise
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -584,7 +608,11 @@ def _p11(b, p):
         v6_0, = _U8(b, p)
         p += 1
         f = 7
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v7 = []
         for _ in range(n):
             x, p = read_uuid(b, p)
@@ -723,7 +751,11 @@ def _p15(b, p):
         p += 16
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -754,7 +786,11 @@ def _p15(b, p):
                     raise at_index(y, i) from None
             raise
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -788,7 +824,11 @@ def _p15(b, p):
         v6_0, = _U8(b, p)
         p += 1
         f = 7
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v7 = []
         for _ in range(n):
             x, p = read_uuid(b, p)

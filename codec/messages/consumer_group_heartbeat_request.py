@@ -71,7 +71,11 @@ def _p1(b, p):
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -107,7 +111,11 @@ def _p2(b, p):
         v5_0, = _U0(b, p)
         p += 4
         f = 6
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v6 = None
         else:
@@ -118,7 +126,11 @@ def _p2(b, p):
         f = 7
         v7, p = read_compact_nullable_string(b, p)
         f = 8
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v8 = None
         else:
@@ -131,7 +143,11 @@ def _p2(b, p):
                     k0_0, = _U1(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -264,7 +280,11 @@ def _p5(b, p):
         v5_0, = _U0(b, p)
         p += 4
         f = 6
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v6 = None
         else:
@@ -277,7 +297,11 @@ def _p5(b, p):
         f = 8
         v8, p = read_compact_nullable_string(b, p)
         f = 9
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v9 = None
         else:
@@ -290,7 +314,11 @@ def _p5(b, p):
                     k0_0, = _U1(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()

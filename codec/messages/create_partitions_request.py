@@ -267,7 +267,11 @@ def _p10(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 1
@@ -293,7 +297,11 @@ def _p11(b, p):
         v1_0, = _U0(b, p)
         p += 4
         f = 2
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v2 = None
         else:
@@ -303,7 +311,11 @@ def _p11(b, p):
             z = n
             try:
                 for _ in range(n):
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k0 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -342,7 +354,11 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):

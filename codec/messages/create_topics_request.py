@@ -673,7 +673,11 @@ def _p26(b, p):
         v0_0, = _U1(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -722,7 +726,11 @@ def _p28(b, p):
         v1_0, v1_1 = _U0(b, p)
         p += 6
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -731,7 +739,11 @@ def _p28(b, p):
             for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -752,7 +764,11 @@ def _p28(b, p):
                     raise at_index(y, i) from None
             raise
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -800,7 +816,11 @@ def _p29(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):

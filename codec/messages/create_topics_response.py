@@ -475,7 +475,11 @@ def _p18(b, p):
         v3_0, v3_1 = _U4(b, p)
         p += 6
         f = 4
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v4 = None
         else:
@@ -536,7 +540,11 @@ def _p19(b, p):
         v0_0, = _U2(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -763,7 +771,11 @@ def _p26(b, p):
         v3_0, v3_1 = _U4(b, p)
         p += 6
         f = 4
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v4 = None
         else:
@@ -825,7 +837,11 @@ def _p27(b, p):
         v0_0, = _U2(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -52,7 +52,11 @@ def _p1(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)

@@ -109,7 +109,11 @@ def _p2(b, p):
         v3_0, = _U1(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -245,7 +249,11 @@ def _p5(b, p):
         v4_0, = _U1(b, p)
         p += 4
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p
@@ -418,7 +426,11 @@ def _p9(b, p):
         v4_0, = _U1(b, p)
         p += 4
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p

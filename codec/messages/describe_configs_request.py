@@ -393,7 +393,11 @@ def _p13(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v2 = None
         else:
@@ -421,7 +425,11 @@ def _p14(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         q = p
@@ -431,7 +439,11 @@ def _p14(b, p):
                 k0_0, = _U0(b, p)
                 p += 1
                 k1, p = read_compact_string(b, p)
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     k2 = None
                 else:

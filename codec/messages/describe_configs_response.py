@@ -804,7 +804,11 @@ def _p27(b, p):
         v2_0, v2_1, v2_2 = _U8(b, p)
         p += 3
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -873,7 +877,11 @@ def _p28(b, p):
         f = 3
         v3, p = read_compact_string(b, p)
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):
@@ -907,7 +915,11 @@ def _p29(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -190,7 +190,11 @@ def _p8(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v0 = None
         else:

@@ -344,7 +344,11 @@ def _p11(b, p):
         f = 4
         v4, p = read_compact_bytes(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p
@@ -398,7 +402,11 @@ def _p12(b, p):
         v0_0, = _U0(b, p)
         p += 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -537,7 +545,11 @@ def _p16(b, p):
         f = 6
         v6, p = read_compact_bytes(b, p)
         f = 7
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v7 = []
         a = v7.append
         q = p
@@ -593,7 +605,11 @@ def _p17(b, p):
         v0_0, = _U0(b, p)
         p += 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -837,7 +837,11 @@ def _p26(b, p):
         f = 4
         v4, p = read_compact_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p
@@ -901,7 +905,11 @@ def _p27(b, p):
         v0_0, = _U2(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1046,7 +1054,11 @@ def _p31(b, p):
         f = 5
         v5, p = read_compact_string(b, p)
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         a = v6.append
         q = p
@@ -1111,7 +1123,11 @@ def _p32(b, p):
         v0_0, = _U2(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -76,29 +76,49 @@ def _p1(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U3(b, p)
         p += 14
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v3 = None
         else:
             v3 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v4 = None
         else:
             v4 = list(UNPACK_INT32S[n](b, p))
             p += n * 4
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
@@ -136,7 +156,11 @@ def _p2(b, p):
         p += 17
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -145,25 +169,45 @@ def _p2(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U3(b, p)
                 p += 14
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     k3 = None
                 else:
                     k3 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     k4 = None
                 else:
                     k4 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k5 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -242,7 +286,11 @@ def _p4(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -91,7 +91,11 @@ def _p2(b, p):
         f = 2
         v2, p = read_compact_nullable_string(b, p)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -152,7 +156,11 @@ def _p3(b, p):
         f = 1
         v1, p = read_compact_nullable_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         for i in range(n):

@@ -253,7 +253,11 @@ def _p8(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -278,7 +282,11 @@ def _p9(b, p):
         v0_0, = _U2(b, p)
         p += 1
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -289,7 +297,11 @@ def _p9(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -388,11 +400,19 @@ def _p12(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v2 = None
         else:
@@ -421,7 +441,11 @@ def _p13(b, p):
         v0_0, = _U2(b, p)
         p += 1
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -432,10 +456,18 @@ def _p13(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
-                    n, p = read_compact_array_length(b, p, True)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, True)
                     if n < 0:
                         k2 = None
                     else:

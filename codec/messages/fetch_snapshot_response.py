@@ -186,7 +186,11 @@ def _p6(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -217,7 +221,11 @@ def _p7(b, p):
         v0_0, v0_1 = _U0(b, p)
         p += 6
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -410,7 +418,11 @@ def _t14(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 a = v.append
                 q = p
@@ -458,7 +470,11 @@ def _p15(b, p):
         v0_0, v0_1 = _U0(b, p)
         p += 6
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

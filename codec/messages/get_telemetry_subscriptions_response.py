@@ -60,14 +60,22 @@ def _p1(b, p):
         p += 26
         v0_2 = uuid_from_bytes(v0_2)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 2
         v2_0, v2_1, v2_2 = _U1(b, p)
         p += 9
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)

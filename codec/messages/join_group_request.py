@@ -540,7 +540,11 @@ def _p18(b, p):
         f = 4
         v4, p = read_compact_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p
@@ -725,7 +729,11 @@ def _p23(b, p):
         f = 4
         v4, p = read_compact_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p

@@ -565,7 +565,11 @@ def _p19(b, p):
         f = 3
         v3, p = read_compact_string(b, p)
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -690,7 +694,11 @@ def _p22(b, p):
         f = 4
         v4, p = read_compact_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         q = p
@@ -887,7 +895,11 @@ def _p27(b, p):
         f = 5
         v5, p = read_compact_string(b, p)
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         a = v6.append
         q = p

@@ -1032,22 +1032,38 @@ def _p26(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U1(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
@@ -1082,7 +1098,11 @@ def _p27(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -1091,18 +1111,34 @@ def _p27(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k5 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k6_0, = _U6(b, p)
@@ -1181,7 +1217,11 @@ def _p29(b, p):
         v0_0, v0_1, v0_2 = _U8(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1191,7 +1231,11 @@ def _p29(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -1389,7 +1433,11 @@ def _p34(b, p):
         p += 16
         v1_0 = uuid_from_bytes(v1_0)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -1398,18 +1446,34 @@ def _p34(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k5 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k6_0, = _U6(b, p)
@@ -1462,7 +1526,11 @@ def _p35(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U10(b, p)
         p += 17
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1472,7 +1540,11 @@ def _p35(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -1670,22 +1742,38 @@ def _p40(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U1(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 6
@@ -1725,7 +1813,11 @@ def _p41(b, p):
         p += 16
         v1_0 = uuid_from_bytes(v1_0)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -1734,18 +1826,34 @@ def _p41(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k5 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k6_0, k6_1 = _U14(b, p)
@@ -1799,7 +1907,11 @@ def _p42(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U10(b, p)
         p += 17
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1809,7 +1921,11 @@ def _p42(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -2007,7 +2123,11 @@ def _p47(b, p):
         v0_0, v0_1, v0_2, v0_3, v0_4 = _U16(b, p)
         p += 18
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -2017,7 +2137,11 @@ def _p47(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p

@@ -57,7 +57,11 @@ def _p1(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -82,7 +86,11 @@ def _p2(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -93,7 +101,11 @@ def _p2(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()

@@ -65,15 +65,27 @@ def _p1(b, p):
         v0_0, = _U1(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
@@ -99,7 +111,11 @@ def _p2(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -108,13 +124,25 @@ def _p2(b, p):
             for _ in range(n):
                 k0_0, = _U1(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -160,7 +188,11 @@ def _p3(b, p):
         f = 1
         v1, p = read_compact_nullable_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         for i in range(n):

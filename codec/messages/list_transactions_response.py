@@ -84,13 +84,21 @@ def _p2(b, p):
         v0_0, v0_1 = _U0(b, p)
         p += 6
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)
             v1.append(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p

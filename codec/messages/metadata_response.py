@@ -1927,15 +1927,27 @@ def _p55(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U8(b, p)
         p += 14
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
@@ -1970,7 +1982,11 @@ def _p56(b, p):
         v2_0, = _U6(b, p)
         p += 1
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -1979,13 +1995,25 @@ def _p56(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -2038,7 +2066,11 @@ def _p57(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -2076,7 +2108,11 @@ def _p57(b, p):
         v3_0, = _U0(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):
@@ -2265,7 +2301,11 @@ def _p62(b, p):
         p += 17
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -2274,13 +2314,25 @@ def _p62(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -2334,7 +2386,11 @@ def _p63(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -2372,7 +2428,11 @@ def _p63(b, p):
         v3_0, = _U0(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):
@@ -2555,7 +2615,11 @@ def _p68(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -2593,7 +2657,11 @@ def _p68(b, p):
         v3_0, = _U0(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):
@@ -2776,7 +2844,11 @@ def _p73(b, p):
         p += 17
         v2_0 = uuid_from_bytes(v2_0)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         q = p
@@ -2785,13 +2857,25 @@ def _p73(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U8(b, p)
                 p += 14
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -2845,7 +2929,11 @@ def _p74(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -2883,7 +2971,11 @@ def _p74(b, p):
         v3_0, = _U0(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):
@@ -3060,7 +3152,11 @@ def _p79(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -3098,7 +3194,11 @@ def _p79(b, p):
         v3_0, = _U0(b, p)
         p += 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         for i in range(n):

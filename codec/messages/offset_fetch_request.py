@@ -421,7 +421,11 @@ def _p16(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -445,7 +449,11 @@ def _p17(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -456,7 +464,11 @@ def _p17(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -550,7 +562,11 @@ def _p20(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v1 = None
         else:
@@ -561,7 +577,11 @@ def _p20(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -659,7 +679,11 @@ def _p23(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):
@@ -778,7 +802,11 @@ def _p27(b, p):
         v2_0, = _U2(b, p)
         p += 4
         f = 3
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v3 = None
         else:
@@ -789,7 +817,11 @@ def _p27(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -830,7 +862,11 @@ def _p28(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):
@@ -951,7 +987,11 @@ def _p32(b, p):
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -980,7 +1020,11 @@ def _p33(b, p):
         v2_0, = _U2(b, p)
         p += 4
         f = 3
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v3 = None
         else:
@@ -993,7 +1037,11 @@ def _p33(b, p):
                     k0_0, = _U4(b, p)
                     p += 16
                     k0_0 = uuid_from_bytes(k0_0)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -1034,7 +1082,11 @@ def _p34(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):

@@ -56,7 +56,11 @@ def _t0(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -70,7 +74,11 @@ def _t0(b, p, nt, o):
                 o['leader'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -79,7 +87,11 @@ def _t0(b, p, nt, o):
                 o['replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 3:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -88,7 +100,11 @@ def _t0(b, p, nt, o):
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 4:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -222,7 +238,11 @@ def _t3(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -236,7 +256,11 @@ def _t3(b, p, nt, o):
                 o['leader'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -245,7 +269,11 @@ def _t3(b, p, nt, o):
                 o['replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 3:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -254,7 +282,11 @@ def _t3(b, p, nt, o):
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 4:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -268,7 +300,11 @@ def _t3(b, p, nt, o):
                 o['leader_recovery_state'] = v
                 check_tag_end(p, e, t)
             elif t == 8:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -410,7 +446,11 @@ def _t6(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -424,7 +464,11 @@ def _t6(b, p, nt, o):
                 o['leader'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -433,7 +477,11 @@ def _t6(b, p, nt, o):
                 o['replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 3:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -442,7 +490,11 @@ def _t6(b, p, nt, o):
                 o['removing_replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 4:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -456,7 +508,11 @@ def _t6(b, p, nt, o):
                 o['leader_recovery_state'] = v
                 check_tag_end(p, e, t)
             elif t == 6:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -465,7 +521,11 @@ def _t6(b, p, nt, o):
                 o['eligible_leader_replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 7:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -474,7 +534,11 @@ def _t6(b, p, nt, o):
                 o['last_known_elr'] = v
                 check_tag_end(p, e, t)
             elif t == 8:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:

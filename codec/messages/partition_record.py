@@ -77,19 +77,35 @@ def _p1(b, p):
         p += 20
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
@@ -182,26 +198,46 @@ def _p3(b, p):
         p += 20
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, v5_1, v5_2 = _U1(b, p)
         p += 12
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         for _ in range(n):
             x, p = read_uuid(b, p)
@@ -308,7 +344,11 @@ def _t5(b, p, nt, o):
                 o['leader_recovery_state'] = v
                 check_tag_end(p, e, t)
             elif t == 1:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -317,7 +357,11 @@ def _t5(b, p, nt, o):
                 o['eligible_leader_replicas'] = v
                 check_tag_end(p, e, t)
             elif t == 2:
-                n, p = read_compact_array_length(b, p, True)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, True)
                 if n < 0:
                     v = None
                 else:
@@ -342,26 +386,46 @@ def _p6(b, p):
         p += 20
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
         v5_0, v5_1, v5_2 = _U1(b, p)
         p += 12
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         for _ in range(n):
             x, p = read_uuid(b, p)

@@ -141,7 +141,11 @@ def _p3(b, p):
         p += 28
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -172,7 +176,11 @@ def _p3(b, p):
                     raise at_index(y, i) from None
             raise
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -321,7 +329,11 @@ def _p7(b, p):
         p += 28
         v0_1 = uuid_from_bytes(v0_1)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -352,7 +364,11 @@ def _p7(b, p):
                     raise at_index(y, i) from None
             raise
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -502,7 +518,11 @@ def _p11(b, p):
         p += 29
         v0_2 = uuid_from_bytes(v0_2)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -533,7 +553,11 @@ def _p11(b, p):
                     raise at_index(y, i) from None
             raise
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -686,7 +710,11 @@ def _t15(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 for _ in range(n):
                     x, p = read_uuid(b, p)
@@ -710,7 +738,11 @@ def _p16(b, p):
         p += 29
         v0_2 = uuid_from_bytes(v0_2)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -741,7 +773,11 @@ def _p16(b, p):
                     raise at_index(y, i) from None
             raise
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p

@@ -75,7 +75,11 @@ def _p1(b, p):
         v0_0, v0_1 = _U3(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT8S[n](b, p))
         p += n * 1
         f = 2
@@ -101,7 +105,11 @@ def _p2(b, p):
         v0_0, v0_1 = _U2(b, p)
         p += 8
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -110,7 +118,11 @@ def _p2(b, p):
             for _ in range(n):
                 k0_0, k0_1 = _U3(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT8S[n](b, p))
                 p += n * 1
                 c = Container()
@@ -155,7 +167,11 @@ def _p3(b, p):
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -187,7 +203,11 @@ def _p4(b, p):
         p += 16
         v0_0 = uuid_from_bytes(v0_0)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -216,7 +236,11 @@ def _p5(b, p):
         v2_0, v2_1, v2_2, v2_3, v2_4 = _U0(b, p)
         p += 20
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         for i in range(n):
@@ -226,7 +250,11 @@ def _p5(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         a = v4.append
         q = p
@@ -236,7 +264,11 @@ def _p5(b, p):
                 k0_0, = _U1(b, p)
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()

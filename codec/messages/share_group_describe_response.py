@@ -82,7 +82,11 @@ def _p1(b, p):
         f = 1
         v1, p = read_compact_string(b, p)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 3
@@ -105,7 +109,11 @@ def _p2(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         q = p
@@ -116,7 +124,11 @@ def _p2(b, p):
                 p += 16
                 k0_0 = uuid_from_bytes(k0_0)
                 k1, p = read_compact_string(b, p)
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -166,7 +178,11 @@ def _p3(b, p):
         f = 4
         v4, p = read_compact_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)
@@ -211,7 +227,11 @@ def _p4(b, p):
         f = 5
         v5, p = read_compact_string(b, p)
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         a = v6.append
         for i in range(n):
@@ -252,7 +272,11 @@ def _p5(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -58,7 +58,11 @@ def _p1(b, p):
         f = 3
         v3, p = read_compact_nullable_string(b, p)
         f = 4
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v4 = None
         else:

@@ -114,7 +114,11 @@ def _p2(b, p):
         v1_0, v1_1 = _U1(b, p)
         p += 6
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -161,15 +165,27 @@ def _p3(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = list(UNPACK_INT16S[n](b, p))
         p += n * 2
         f = 3
@@ -194,19 +210,31 @@ def _p4(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)
             v1.append(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)
             v2.append(x)
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = []
         a = v3.append
         for i in range(n):
@@ -216,13 +244,21 @@ def _p4(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = []
         for _ in range(n):
             x, p = read_compact_string(b, p)
             v4.append(x)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         for i in range(n):
@@ -232,20 +268,36 @@ def _p4(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 6
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v6 = []
         a = v6.append
         q = p
         z = n
         try:
             for _ in range(n):
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k0 = list(UNPACK_INT16S[n](b, p))
                 p += n * 2
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT16S[n](b, p))
                 p += n * 2
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k2 = list(UNPACK_INT16S[n](b, p))
                 p += n * 2
                 c = Container()
@@ -293,7 +345,11 @@ def _p5(b, p):
         v0_0, = _U0(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -323,7 +379,11 @@ def _p6(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
@@ -412,7 +472,11 @@ def _p9(b, p):
         else:
             v6, p = _p5(b, p + 1)
         f = 7
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v7 = None
         else:
@@ -423,7 +487,11 @@ def _p9(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -444,7 +512,11 @@ def _p9(b, p):
                         raise at_index(y, i) from None
                 raise
         f = 8
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v8 = None
         else:
@@ -455,7 +527,11 @@ def _p9(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -476,7 +552,11 @@ def _p9(b, p):
                         raise at_index(y, i) from None
                 raise
         f = 9
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v9 = None
         else:
@@ -487,7 +567,11 @@ def _p9(b, p):
             try:
                 for _ in range(n):
                     k0, p = read_compact_string(b, p)
-                    n, p = read_compact_array_length(b, p, False)
+                    n = b[p] - 1
+                    if 0 <= n < 0x7F and n < len(b) - p:
+                        p += 1
+                    else:
+                        n, p = read_compact_array_length(b, p, False)
                     k1 = list(UNPACK_INT32S[n](b, p))
                     p += n * 4
                     c = Container()
@@ -516,7 +600,11 @@ def _p9(b, p):
         else:
             v11, p = _p7(b, p + 1)
         f = 12
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v12 = None
         else:
@@ -546,7 +634,11 @@ def _p9(b, p):
                         raise at_index(y, i) from None
                 raise
         f = 13
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v13 = None
         else:
@@ -578,7 +670,11 @@ def _p9(b, p):
                         raise at_index(y, i) from None
                 raise
         f = 14
-        n, p = read_compact_array_length(b, p, True)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, True)
         if n < 0:
             v14 = None
         else:

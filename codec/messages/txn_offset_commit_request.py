@@ -464,7 +464,11 @@ def _p17(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -523,7 +527,11 @@ def _p18(b, p):
         f = 4
         v4, p = read_compact_nullable_string(b, p)
         f = 5
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v5 = []
         a = v5.append
         for i in range(n):

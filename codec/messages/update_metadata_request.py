@@ -1467,18 +1467,30 @@ def _p41(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U1(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 2
         v2_0, = _U2(b, p)
         p += 4
         f = 3
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v3 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 4
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v4 = list(UNPACK_INT32S[n](b, p))
         p += n * 4
         f = 5
@@ -1508,7 +1520,11 @@ def _p42(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -1517,15 +1533,27 @@ def _p42(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -1603,7 +1631,11 @@ def _p44(b, p):
         v0_0, = _U2(b, p)
         p += 4
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -1660,7 +1692,11 @@ def _p45(b, p):
         v0_0, v0_1, v0_2 = _U8(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1670,7 +1706,11 @@ def _p45(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         for i in range(n):
@@ -1872,7 +1912,11 @@ def _p51(b, p):
         p += 16
         v1_0 = uuid_from_bytes(v1_0)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         q = p
@@ -1881,15 +1925,27 @@ def _p51(b, p):
             for _ in range(n):
                 k0_0, k0_1, k0_2, k0_3 = _U1(b, p)
                 p += 16
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k1 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 k2_0, = _U2(b, p)
                 p += 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k3 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 k4 = list(UNPACK_INT32S[n](b, p))
                 p += n * 4
                 c = Container()
@@ -1938,7 +1994,11 @@ def _p52(b, p):
         v0_0, v0_1, v0_2 = _U8(b, p)
         p += 16
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -1948,7 +2008,11 @@ def _p52(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         for i in range(n):
@@ -2172,7 +2236,11 @@ def _p59(b, p):
         v0_0, v0_1, v0_2, v0_3 = _U12(b, p)
         p += 17
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -2182,7 +2250,11 @@ def _p59(b, p):
                 raise at_index(y, i) from None
             a(x)
         f = 2
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v2 = []
         a = v2.append
         for i in range(n):

@@ -97,7 +97,11 @@ def _p2(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -160,7 +164,11 @@ def _p3(b, p):
         v0_0, = _U0(b, p)
         p += 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -296,7 +304,11 @@ def _t8(b, p, nt, o):
             if e > len(b):
                 raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end', offset=p)
             if t == 0:
-                n, p = read_compact_array_length(b, p, False)
+                n = b[p] - 1
+                if 0 <= n < 0x7F and n < len(b) - p:
+                    p += 1
+                else:
+                    n, p = read_compact_array_length(b, p, False)
                 v = []
                 a = v.append
                 q = p
@@ -344,7 +356,11 @@ def _p9(b, p):
         v0_0, = _U0(b, p)
         p += 2
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):

@@ -270,7 +270,11 @@ def _p10(b, p):
         f = 0
         v0, p = read_compact_string(b, p)
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         q = p
@@ -327,7 +331,11 @@ def _p11(b, p):
         v0_0, = _U0(b, p)
         p += 8
         f = 1
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v1 = []
         a = v1.append
         for i in range(n):
@@ -355,7 +363,11 @@ def _p12(b, p):
     f = 0
     try:
         f = 0
-        n, p = read_compact_array_length(b, p, False)
+        n = b[p] - 1
+        if 0 <= n < 0x7F and n < len(b) - p:
+            p += 1
+        else:
+            n, p = read_compact_array_length(b, p, False)
         v0 = []
         a = v0.append
         for i in range(n):
