@@ -133,18 +133,27 @@ class ModuleEmitter:
             self.struct_consts[key] = name
         return self.struct_consts[key]
 
+    def guarded(self, prefix: str, signature: str, init: str, body: list[str], failure: str) -> str:
+        """A function whose body runs in one try block; any failure becomes `failure`."""
+        src = [signature, f"    {init}", "    try:"]
+        src += ["        " + line for line in body]
+        src += ["    except Exception as x:", f"        raise {failure} from None"]
+        return self.func(prefix, "\n".join(src))
+
     # -- parse ------------------------------------------------------------------------------
 
-    def parser(self, struct: StructSpec, version: int) -> str:
-        key = ("p", struct.name, version)
+    def _once(self, kind: str, struct: StructSpec, version: int, emit: Any) -> str:
+        """Emit the `kind` function of `struct` at `version` once; later calls reuse its name."""
+        key = (kind, struct.name, version)
         if key not in self.memo:
-            self.memo[key] = self._parser(struct, _Version(self.spec, version))
+            self.memo[key] = emit(struct, _Version(self.spec, version))
         return self.memo[key]
 
+    def parser(self, struct: StructSpec, version: int) -> str:
+        return self._once("p", struct, version, self._parser)
+
     def _parser(self, struct: StructSpec, ver: _Version) -> str:
-        fields = struct.fields_in(ver.version)
-        plain = [f for f in fields if not ver.tagged(f)]
-        tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+        fields, plain, tagged = _split(struct, ver)
         names: list[Any] = []
         body: list[str] = []
         values: list[tuple[str, str]] = []
@@ -193,14 +202,8 @@ class ModuleEmitter:
             body += fill
         body.append("return o, p")
         self.use("decode_failure")
-        names_const = self.const(repr(tuple(names)))
-        src = ["def NAME(b, p):", "    f = 0", "    try:"]
-        src += ["        " + line for line in body]
-        src += [
-            "    except Exception as x:",
-            f"        raise decode_failure(x, p, {names_const}, f) from None",
-        ]
-        return self.func("p", "\n".join(src))
+        failure = f"decode_failure(x, p, {self.const(repr(tuple(names)))}, f)"
+        return self.guarded("p", "def NAME(b, p):", "f = 0", body, failure)
 
     def tag_parser(self, tagged: list[FieldSpec], ver: _Version) -> str:
         self.use("read_uvarint", "read_unknown_tag", "check_tag_end", "DecodeError", "tag_failure")
@@ -232,13 +235,8 @@ class ModuleEmitter:
             body += ["    " + line for line in unknown]
         body.append("return p")
         names = self.const(repr({f.tag: f.py_name for f in tagged}))
-        src = ["def NAME(b, p, nt, o):", "    t = -1", "    try:"]
-        src += ["        " + line for line in body]
-        src += [
-            "    except Exception as x:",
-            f"        raise tag_failure(x, p, {names}, t) from None",
-        ]
-        return self.func("t", "\n".join(src))
+        failure = f"tag_failure(x, p, {names}, t)"
+        return self.guarded("t", "def NAME(b, p, nt, o):", "t = -1", body, failure)
 
     def read_field(self, f: FieldSpec, ver: _Version, target: str) -> list[str]:
         kind = _kind(f)
@@ -465,15 +463,10 @@ class ModuleEmitter:
     # -- build ------------------------------------------------------------------------------
 
     def builder(self, struct: StructSpec, version: int) -> str:
-        key = ("b", struct.name, version)
-        if key not in self.memo:
-            self.memo[key] = self._builder(struct, _Version(self.spec, version))
-        return self.memo[key]
+        return self._once("b", struct, version, self._builder)
 
     def _builder(self, struct: StructSpec, ver: _Version) -> str:
-        fields = struct.fields_in(ver.version)
-        plain = [f for f in fields if not ver.tagged(f)]
-        tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+        fields, plain, tagged = _split(struct, ver)
         allowed = [f.py_name for f in fields] + (["_unknown_tags"] if ver.flexible else [])
         absent = {
             f.py_name: (self.absent_default(f), f.ignorable)
@@ -527,14 +520,8 @@ class ModuleEmitter:
                 "else:",
                 "    write_tags(w, t, u)",
             ]
-        names_const = self.const(repr(tuple(names)))
-        src = ["def NAME(o, w):", "    f = -1", "    try:"]
-        src += ["        " + line for line in body]
-        src += [
-            "    except Exception as x:",
-            f"        raise encode_failure(x, {names_const}, f, o) from None",
-        ]
-        return self.func("b", "\n".join(src))
+        failure = f"encode_failure(x, {self.const(repr(tuple(names)))}, f, o)"
+        return self.guarded("b", "def NAME(o, w):", "f = -1", body, failure)
 
     def build_default(self, f: FieldSpec) -> str:
         kind = f.type.kind
@@ -645,6 +632,16 @@ class ModuleEmitter:
 
 def _plain_default(f: FieldSpec) -> Any:
     return f.default.bytes if isinstance(f.default, uuid.UUID) else f.default
+
+
+def _split(
+    struct: StructSpec, ver: _Version
+) -> tuple[list[FieldSpec], list[FieldSpec], list[FieldSpec]]:
+    """The fields of a version: all, the untagged in order, the tagged by ascending tag."""
+    fields = struct.fields_in(ver.version)
+    plain = [f for f in fields if not ver.tagged(f)]
+    tagged = sorted((f for f in fields if ver.tagged(f)), key=lambda f: f.tag)
+    return fields, plain, tagged
 
 
 def _runs(fields: list[FieldSpec]) -> list[FieldSpec | list[FieldSpec]]:
