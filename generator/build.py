@@ -30,6 +30,28 @@ def _api_name(request_name: str) -> str:
     return request_name.removesuffix("Request")
 
 
+def api_table(specs: list[MessageSpec]) -> dict[int, tuple[str, str | None, str | None]]:
+    """API key -> (api name, request message, response message).
+
+    When a key has two names (Kafka renamed ListClientMetricsResources to ListConfigResources),
+    the pair with the most versions wins; the other stays reachable through `message()`.
+    """
+    best: dict[int, MessageSpec] = {}
+    for s in specs:
+        if s.type == "request" and s.api_key is not None:
+            rank = (s.valid_versions.hi, s.name)
+            held = best.get(s.api_key)
+            if held is None or rank > (held.valid_versions.hi, held.name):
+                best[s.api_key] = s
+    names = {s.name for s in specs if s.type == "response"}
+    table = {}
+    for key, req in sorted(best.items()):
+        api = _api_name(req.name)
+        resp = f"{api}Response"
+        table[key] = (api, req.name, resp if resp in names else None)
+    return table
+
+
 def _index_module(specs: list[MessageSpec]) -> str:
     lines = [
         HEADER + '"""Which messages the package holds, and which API key each belongs to."""',
@@ -42,16 +64,10 @@ def _index_module(specs: list[MessageSpec]) -> str:
             f"    {s.name!r}: ({module_name(s.name)!r}, {s.type!r}, {s.api_key!r}, {span!r}),"
         )
     lines.append("}")
-    apis: dict[int, list] = {}
-    for s in specs:
-        if s.type in ("request", "response") and s.api_key is not None:
-            entry = apis.setdefault(s.api_key, [None, None])
-            entry[0 if s.type == "request" else 1] = s.name
     lines.append("# api key -> (api name, request message, response message)")
     lines.append("APIS = {")
-    for key in sorted(apis):
-        req, resp = apis[key]
-        lines.append(f"    {key}: ({_api_name(req or resp or '')!r}, {req!r}, {resp!r}),")
+    for key, entry in api_table(specs).items():
+        lines.append(f"    {key}: {entry!r},")
     lines.append("}")
     lines.append("# metadata record api key -> record message")
     lines.append("RECORDS = {")
@@ -77,10 +93,12 @@ def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None) -> str:
         '    """Kafka API keys, named after their request (FETCH = 1)."""',
         "",
     ]
-    seen = set()
-    for s in sorted(specs, key=lambda s: s.api_key or 0):
-        if s.type == "request" and s.api_key not in seen:
-            seen.add(s.api_key)
+    table = api_table(specs)
+    for key, (api, _req, _resp) in table.items():
+        lines.append(f"    {_enum_name(api)} = {key}")
+    # Older names of a renamed API stay as enum aliases.
+    for s in specs:
+        if s.type == "request" and s.api_key is not None and table[s.api_key][1] != s.name:
             lines.append(f"    {_enum_name(_api_name(s.name))} = {s.api_key}")
     lines += [
         "",
@@ -92,9 +110,8 @@ def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None) -> str:
         "",
         "_API_NAMES = {",
     ]
-    for s in sorted(specs, key=lambda s: s.api_key or 0):
-        if s.type == "request":
-            lines.append(f"    {s.api_key}: {_api_name(s.name)!r},")
+    for key, (api, _req, _resp) in table.items():
+        lines.append(f"    {key}: {api!r},")
     lines += ["}", ""]
     if errors_tsv is not None:
         rows = [

@@ -81,7 +81,7 @@ class ApiKey(IntEnum):
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
     ASSIGN_REPLICAS_TO_DIRS = 73
-    LIST_CLIENT_METRICS_RESOURCES = 74
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
@@ -99,6 +99,7 @@ class ApiKey(IntEnum):
     STREAMS_GROUP_DESCRIBE = 89
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     GET_REPLICA_LOG_INFO = 93
+    LIST_CLIENT_METRICS_RESOURCES = 74
 
     @property
     def api_name(self) -> str:
@@ -181,7 +182,6 @@ _API_NAMES = {
     71: 'GetTelemetrySubscriptions',
     72: 'PushTelemetry',
     73: 'AssignReplicasToDirs',
-    74: 'ListClientMetricsResources',
     74: 'ListConfigResources',
     75: 'DescribeTopicPartitions',
     76: 'ShareGroupHeartbeat',

@@ -111,3 +111,20 @@ def test_bad_schema_folder_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "Broken.json" in result.stderr and "validVersions" in result.stderr
+
+
+def test_a_renamed_api_key_maps_to_its_newer_name_and_keeps_an_alias() -> None:
+    import codec
+    from generator.build import api_table
+
+    table = api_table(load_schemas([ROOT / "jsonschemas"]))
+    assert table[74] == (
+        "ListConfigResources",
+        "ListConfigResourcesRequest",
+        "ListConfigResourcesResponse",
+    )
+    assert codec.ApiKey.LIST_CLIENT_METRICS_RESOURCES is codec.ApiKey.LIST_CONFIG_RESOURCES
+    assert codec.ApiKey(74).api_name == "ListConfigResources"
+    assert codec.message("ListClientMetricsResourcesRequest", 0).build({}) == codec.message(
+        "ListConfigResourcesRequest", 0
+    ).build({})
