@@ -22,12 +22,14 @@ import os
 import re
 import struct
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from captures.packets import TcpSegment, parse_tcp
@@ -35,16 +37,19 @@ from captures.pairing import PDU_COLUMNS
 from captures.pcap import CaptureFormatError, FileIssue, PacketRange, PacketReader, scan_index
 from captures.pipeline import rows_for_connections
 from captures.reassembly import TcpReassembler
-from captures.schema import TABLES
+from captures.schema import TABLES, to_table
 
 __all__ = [
     "DEFAULT_SPLIT_BYTES",
     "FRAGMENTS",
     "FRAGMENT_DDL",
+    "STATS",
     "UNION",
     "CaptureFile",
     "CapturePartition",
     "KafkaCaptureDataSource",
+    "ParquetSink",
+    "decode_file",
     "decode_fragments",
     "expand_inputs",
     "fragments_of",
@@ -125,18 +130,27 @@ class CaptureFile:
 
 
 class CapturePartition(InputPartition):
-    """A whole file, or one packet range of a large file (with the scan's leftover issues)."""
+    """A whole file, or one packet range of a large file (with the scan's leftover issues).
+
+    `whole` marks a partition that holds every packet of its connections (a whole file that is
+    not part of a rotation set): it can be decoded where it is read, with no shuffle.
+    """
 
     def __init__(
         self,
         file: CaptureFile,
         packet_range: PacketRange | None = None,
         issues: Sequence[FileIssue] = (),
+        *,
+        index: int = 0,
+        whole: bool = False,
     ) -> None:
         super().__init__(file.name)
         self.file = file
         self.packet_range = packet_range
         self.issues = tuple(issues)
+        self.index = index
+        self.whole = whole
 
 
 def natural_key(path: str) -> tuple:
@@ -311,11 +325,20 @@ def _size(path: str) -> int:
 
 
 class KafkaCaptureReader(DataSourceReader):
-    """Plans partitions (files and packet ranges) and reads them into segment fragments."""
+    """Plans partitions (files and packet ranges) and reads them into segment fragments.
+
+    With the `out` option (a local folder) a partition that holds whole connections is decoded
+    right here and written as Parquet part files under `out`: it yields no fragments at all, so
+    only connections that may continue in another partition cross the JVM and the shuffle.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        self.out = options.get("out") or None
+        self.capture = options.get("capture", "")
+        self.broker_ports = tuple(json.loads(options.get("brokerPorts", "[]")))
+        self.with_body_json = options.get("bodyJson", "true") == "true"
         if "files" in options:
             # the job passes names, paths and rotation order already resolved
             self.files = [CaptureFile(*f) for f in json.loads(options["files"])]
@@ -330,8 +353,19 @@ class KafkaCaptureReader(DataSourceReader):
         return plan_partitions(self.files, self.split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Yield Arrow batches of segment fragments for one partition."""
+        """Yield Arrow batches of segment fragments for one partition (none if decoded here)."""
         assert isinstance(partition, CapturePartition)
+        if self.out is not None and partition.whole:
+            sink = ParquetSink(self.out, f"r{partition.index:05d}")
+            decode_file(
+                partition.file,
+                sink,
+                capture=self.capture,
+                broker_ports=self.broker_ports,
+                with_body_json=self.with_body_json,
+            )
+            sink.close()
+            return iter(())
         return fragments_of(
             partition.file.path, partition.file, partition.packet_range, partition.issues
         )
@@ -339,25 +373,31 @@ class KafkaCaptureReader(DataSourceReader):
 
 def plan_partitions(files: Sequence[CaptureFile], split_bytes: int) -> list[CapturePartition]:
     """Partitions for `files`: whole small files, packet ranges of big ones."""
+    members = Counter(f.group for f in files)
     parts: list[CapturePartition] = []
+
+    def add(f: CaptureFile, rng: PacketRange | None = None, issues: Sequence = ()) -> None:
+        # a file alone in its rotation set, read whole, holds all of its connections
+        whole = rng is None and members[f.group] == 1
+        parts.append(CapturePartition(f, rng, issues, index=len(parts), whole=whole))
+
     for f in files:
         if _size(f.path) <= split_bytes:
-            parts.append(CapturePartition(f))
+            add(f)
             continue
         try:
             index = scan_index(f.path)
         except (CaptureFormatError, OSError):
-            parts.append(CapturePartition(f))  # the reader reports it as a malformed file
+            add(f)  # the reader reports it as a malformed file
             continue
         ranges = index.split(split_bytes)
         # issues past the last whole packet are seen by no range reader: report them once
         leftover = [i for i in index.issues if i.offset >= index.data_end]
         if not ranges:
-            parts.append(CapturePartition(f))
+            add(f)
             continue
         for i, rng in enumerate(ranges):
-            last = i == len(ranges) - 1
-            parts.append(CapturePartition(f, rng, leftover if last else ()))
+            add(f, rng, leftover if i == len(ranges) - 1 else ())
     return parts
 
 
@@ -435,6 +475,102 @@ class _Out:
         return pa.concat_tables(parts).combine_chunks().to_batches()[0]
 
 
+STATS = pa.schema([("table", pa.string()), ("rows", pa.int64())])
+STATS_DDL = "table string, rows bigint"
+
+
+class ParquetSink:
+    """Writes rows of the three tables straight to Parquet part files under `out/<table>/`.
+
+    Decoded rows never cross into the JVM: that conversion, a cache and three filtered writes
+    cost more than the decode itself. A part file is written under a dot name (which Spark and
+    pyarrow skip) and renamed when complete, and its name depends only on `tag` (the partition),
+    so a retried or speculative task attempt replaces it instead of adding a duplicate.
+    """
+
+    def __init__(self, out: str, tag: str) -> None:
+        self.out = out
+        self.tag = tag
+        self.rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.count = 0
+        self.written = dict.fromkeys(TABLES, 0)
+        self.writers: dict[str, tuple[pq.ParquetWriter, str, str]] = {}
+
+    def add(self, table: str, rows: list[dict]) -> None:
+        """Buffer rows of `table`; written once `_OUT_ROWS` rows are waiting."""
+        self.rows[table].extend(rows)
+        self.count += len(rows)
+        if self.count >= _OUT_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows as one row group per table."""
+        for name, rows in self.rows.items():
+            if not rows:
+                continue
+            if name not in self.writers:
+                folder = os.path.join(self.out, name)
+                os.makedirs(folder, exist_ok=True)
+                final = os.path.join(folder, f"part-{self.tag}.parquet")
+                tmp = os.path.join(folder, f".tmp-part-{self.tag}-{os.getpid()}.parquet")
+                self.writers[name] = (pq.ParquetWriter(tmp, TABLES[name]), tmp, final)
+            self.writers[name][0].write_table(to_table(rows, TABLES[name]))
+            self.written[name] += len(rows)
+        self.rows = {name: [] for name in TABLES}
+        self.count = 0
+
+    def close(self) -> dict[str, int]:
+        """Write what is left, publish the part files; rows written per table."""
+        self.flush()
+        for writer, tmp, final in self.writers.values():
+            writer.close()
+            os.replace(tmp, final)
+        self.writers = {}
+        return self.written
+
+    def stats(self) -> pa.RecordBatch:
+        """Rows written per table, as a `STATS` batch."""
+        return pa.RecordBatch.from_pydict(
+            {"table": list(self.written), "rows": list(self.written.values())}, schema=STATS
+        )
+
+
+def decode_file(
+    file: CaptureFile,
+    sink: Any,
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    with_body_json: bool = True,
+) -> None:
+    """Decode one whole capture file into `sink`, one connection at a time."""
+    from captures.pairing import decode_connection, load_codec
+    from captures.pipeline import segments
+
+    try:
+        reader = PacketReader(file.path)
+    except (CaptureFormatError, OSError) as exc:
+        msg = f"not readable: {exc}"
+        sink.add("pdus", [_issue_row(capture, file.name, "malformed", 0, _size(file.path), msg)])
+        return
+    codec = load_codec()
+    reasm = TcpReassembler(broker_ports)
+    reasm.add_many(segments(reader))
+    for conn in reasm.finish():
+        r = decode_connection(
+            conn, capture=capture, file=file.name, decoder=codec, with_body_json=with_body_json
+        )
+        sink.add("pdus", r.pdus)
+        sink.add("pairs", r.pairs)
+        sink.add("connections", [r.connection])
+    issues = [
+        _issue_row(capture, file.name, i.status, i.offset, i.length, i.message)
+        for i in reader.issues
+    ]
+    if issues:
+        sink.add("pdus", issues)
+
+
 _TS_COLUMNS = frozenset(f.name for s in TABLES.values() for f in s if pa.types.is_timestamp(f.type))
 
 
@@ -471,7 +607,7 @@ class _Decoder:
             src, dst = (a, b) if fa else (b, a)
             add(t, TcpSegment(src[0], src[1], dst[0], dst[1], seq, ack, flags, pay, wire))
 
-    def flush(self, out: _Out, decoder: Any) -> None:
+    def flush(self, out: Any, decoder: Any) -> None:
         conns = self.reasm.finish()
         for conn in conns:
             ends = sorted((conn.client, conn.server))
@@ -507,17 +643,26 @@ def decode_fragments(
     broker_ports: Iterable[int] = (),
     with_body_json: bool = True,
     keys_sorted: bool = True,
+    out_dir: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: fragments to union rows of the three tables.
 
     With `keys_sorted` (after the shuffle and sort) each connection is decoded as soon as its
-    key ends, so memory holds one connection at a time; otherwise all at the end.
+    key ends, so memory holds one connection at a time; otherwise all at the end. With
+    `out_dir` the rows go to Parquet part files there (`ParquetSink`) and the only batch
+    yielded is the `STATS` of what was written.
     """
     from captures.pairing import load_codec
 
     codec = load_codec()
     state = _Decoder(capture, broker_ports, with_body_json)
-    out = _Out()
+    sink = None
+    if out_dir is not None:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        sink = ParquetSink(out_dir, f"s{ctx.partitionId() if ctx else 0:05d}")
+    out: Any = sink if sink is not None else _Out()
     current: tuple | None = None
     for batch in batches:
         cols = batch.to_pydict()
@@ -549,8 +694,11 @@ def decode_fragments(
             row = {k: cols[k][i] for k in ("ts", "seq", "ack", "flags", "wire_len", "from_a")}
             row["payload"] = cols["payload"][i]
             state.feed(a, b, cols["file"][i], row)
-            if out.count >= _OUT_ROWS:
+            if sink is None and out.count >= _OUT_ROWS:
                 yield out.batch()
     state.flush(out, codec)
-    if out.count:
+    if sink is not None:
+        sink.close()
+        yield sink.stats()
+    elif out.count:
         yield out.batch()

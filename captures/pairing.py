@@ -187,28 +187,64 @@ def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None, bool]:
     """error_code, topic names, record count of a decoded body, and whether it has records."""
     if not isinstance(body, dict):
         return None, None, None, False
+    acc = _Acc()
+    _scan(body, 0, acc)
     top = body.get("error_code")
-    first_err: int | None = None
-    topics: list[str] = []
-    records: int | None = None
-    seen_records = False
-    for k, v in _walk(body):
-        if k == "error_code" and isinstance(v, int):
-            if first_err is None or (first_err == 0 and v != 0):
-                first_err = v
-        elif isinstance(v, list) and ("topic" in k or k == "responses"):
-            for item in v:
-                if isinstance(item, dict):
-                    name = item.get("name", item.get("topic", item.get("topic_name")))
-                    if isinstance(name, str) and name not in topics:
-                        topics.append(name)
-        elif k == "records" and isinstance(v, (bytes, bytearray, memoryview)):
-            seen_records = True
-            c = count_records(v)
-            if c is not None:
-                records = (records or 0) + c
-    err = top if isinstance(top, int) else first_err
-    return err, (topics or None), records, seen_records
+    err = top if isinstance(top, int) else acc.first_err
+    return err, (acc.topics or None), acc.records, acc.seen_records
+
+
+class _Acc:
+    """What `_scan` has found so far."""
+
+    __slots__ = ("first_err", "topics", "seen", "records", "seen_records")
+
+    def __init__(self) -> None:
+        self.first_err: int | None = None
+        self.topics: list[str] = []
+        self.seen: set[str] = set()  # the topics, for a quick membership test
+        self.records: int | None = None
+        self.seen_records = False
+
+
+_BLOB = (bytes, bytearray, memoryview)
+
+
+def _scan(value: Any, depth: int, acc: _Acc) -> None:
+    """`_walk` and the per-field tests of `_facts` in one pass, without generators.
+
+    Same visiting order and depth limit as `_walk`: every decoded field passes here, so the
+    generator frames and tuples of `_walk` were a top cost of the decode.
+    """
+    if depth > 6:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict):
+                _scan(v, depth + 1, acc)
+            elif isinstance(v, list):
+                if "topic" in k or k == "responses":
+                    for item in v:
+                        if isinstance(item, dict):
+                            name = item.get("name", item.get("topic", item.get("topic_name")))
+                            if isinstance(name, str) and name not in acc.seen:
+                                acc.seen.add(name)
+                                acc.topics.append(name)
+                _scan(v, depth + 1, acc)
+            elif k == "error_code":
+                if isinstance(v, int) and (
+                    acc.first_err is None or (acc.first_err == 0 and v != 0)
+                ):
+                    acc.first_err = v
+            elif k == "records" and isinstance(v, _BLOB):
+                acc.seen_records = True
+                c = count_records(v)
+                if c is not None:
+                    acc.records = (acc.records or 0) + c
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (dict, list)):
+                _scan(v, depth + 1, acc)
 
 
 def _client_id(frame: bytes | memoryview) -> str | None:
@@ -286,12 +322,16 @@ def _records_expander(decoder: Any) -> Any:
     return getattr(records, "expand_records", None)
 
 
+# json.dumps with non-default options builds a new encoder per call; one is enough
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _body_json(decoder: Any, body: Any, has_records: bool) -> str:
     tree = decoder.to_json(body)
     expand = _records_expander(decoder) if has_records else None
     if expand is not None and isinstance(tree, (dict, list)):
         _expand(tree, expand)
-    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(tree)
 
 
 def _decode(

@@ -2,8 +2,9 @@
 
 One local[2] session serves the module (Spark start-up is slow); one run of the job decodes a
 workspace holding every file of ../shared/captures, a big synthetic file split into many packet
-ranges, a connection cut across two rotated files, and damaged files. A second test runs the CLI
-in local-cluster mode (separate executor processes).
+ranges, a connection cut across two rotated files, and damaged files. One test checks Spark's own
+writer (used for hdfs:// or s3a:// outputs) against the default, where the Python workers write
+the Parquet files. A last test runs the CLI in local-cluster mode (separate executor processes).
 """
 
 from __future__ import annotations
@@ -245,6 +246,28 @@ def test_damaged_files_give_error_rows(decoded, workspace: Path) -> None:
     trunc = _rows_of(tables["pdus"], str(workspace / "broken" / "truncated.pcapng"))
     statuses = {r["decode_status"] for r in trunc}
     assert "truncated" in statuses and "ok" in statuses
+
+
+def test_spark_writer_matches_arrow_writer(spark, decoded, workspace: Path, tmp_path: Path) -> None:
+    """The fallback for outputs only Spark can write (hdfs://, s3a://) writes the same rows."""
+    from captures.job import run_decode
+
+    inputs = [str(workspace / "rotated"), str(workspace / "broken")]
+    summary = run_decode(inputs, tmp_path, spark=spark, name="spark-test", writer="spark")
+    arrow = run_decode(inputs, tmp_path / "arrow", spark=spark, name="spark-test")
+    for table in ("pdus", "pairs", "connections"):
+        via_spark = pq.read_table(tmp_path / table)
+        via_arrow = pq.read_table(tmp_path / "arrow" / table)
+        assert via_spark.schema.names == via_arrow.schema.names, table
+
+        def key(r: dict) -> tuple:
+            return tuple(str(v) for v in r.values())
+
+        assert sorted(map(key, via_spark.to_pylist())) == sorted(map(key, via_arrow.to_pylist())), (
+            table
+        )
+    for k in ("pdus", "by_status", "by_api", "pairs", "connections", "missed_bytes"):
+        assert summary[k] == arrow[k], k
 
 
 def test_cli_in_local_cluster_mode(tmp_path: Path, workspace: Path) -> None:
