@@ -47,8 +47,8 @@ UNPACK_FLOAT64S = _ArrayUnpackers("d")
 UNPACK_BOOLS = _ArrayUnpackers("?")
 
 
-def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint of at most 5 bytes (Kafka's unsigned varint)."""
+def read_uvarint(buf: Any, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Read an unsigned varint: at most 5 bytes for an int32 value, 10 for an int64 (varlong)."""
     value = shift = 0
     start = pos
     while True:
@@ -59,28 +59,15 @@ def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
         pos += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return value, pos
+            break
         shift += 7
-        if shift >= 35:
-            raise DecodeError("varint is longer than 5 bytes", offset=start)
-
-
-def read_uvarlong(buf: Any, pos: int) -> tuple[int, int]:
-    """Read an unsigned varlong of at most 10 bytes."""
-    value = shift = 0
-    start = pos
-    while True:
-        try:
-            byte = buf[pos]
-        except IndexError:
-            raise DecodeError("data ends inside a varlong", offset=start) from None
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift >= 70:
-            raise DecodeError("varlong is longer than 10 bytes", offset=start)
+        if shift >= 7 * max_bytes:
+            raise DecodeError(f"varint is longer than {max_bytes} bytes", offset=start)
+    bits = 32 if max_bytes == 5 else 64
+    if value >> bits:
+        # 5 bytes carry 35 bits but an int32 has 32 (10 bytes carry 70, an int64 has 64).
+        raise DecodeError(f"varint overflows {bits} bits", offset=start)
+    return value, pos
 
 
 def uvarint_bytes(value: int) -> bytes:
