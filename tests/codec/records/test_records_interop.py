@@ -149,7 +149,7 @@ def test_we_read_a_kafka_python_built_control_batch() -> None:
 @pytest.mark.parametrize("magic", [0, 1])
 def test_kafka_python_reads_our_legacy_sets(codec, magic) -> None:
     if codec is Compression.LZ4 and magic == 0:
-        pytest.skip("kafka-python needs the xxhash package to read magic-0 lz4")
+        pytest.importorskip("xxhash", reason="kafka-python needs xxhash to read magic-0 lz4")
     records = [dict(r, headers=[]) for r in sample(True, False)]
     data = build_batch(records, compression=codec, magic=magic, base_offset=1000)
     batches, decoded = kafka_python_records(data)
@@ -161,7 +161,7 @@ def test_kafka_python_reads_our_legacy_sets(codec, magic) -> None:
 @pytest.mark.parametrize("magic", [0, 1])
 def test_we_read_kafka_python_legacy_sets(codec, magic) -> None:
     if codec is Compression.LZ4 and magic == 0:
-        pytest.skip("kafka-python needs the xxhash package to write magic-0 lz4")
+        pytest.importorskip("xxhash", reason="kafka-python needs xxhash to write magic-0 lz4")
     records = [dict(r, headers=[]) for r in sample(True, False)]
     builder = LegacyRecordBatchBuilder(magic, codec.value, 1 << 20)
     for i, r in enumerate(records):
