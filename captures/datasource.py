@@ -8,8 +8,13 @@ direction-independent order), the file's rotation ordinal and the first packet's
 a shuffle by connection key and a sort by (key, file_ord, first_index) every connection's segments
 arrive at one task in capture order, whichever ranges or rotated files (tcpdump -C) they came
 from. `decode_fragments` (run by `mapInArrow`) then reassembles, frames, decodes and pairs each
-connection and emits the rows of all three tables in one union schema (`table` column).
+connection and emits the rows of all three tables in one union schema (`table` column), or,
+given an output folder, writes them as Parquet part files itself (`ParquetSink`).
 Problems with the file itself travel as fragment rows with `issue_*` set.
+
+Most inputs need no shuffle at all: a whole file that is not part of a rotation set holds every
+packet of its connections, so with the `out` option the reader decodes it where it reads it
+(`decode_file`) and yields no fragments.
 
     spark.dataSource.register(KafkaCaptureDataSource)
     frags = spark.read.format("kafkacapture").load(["/caps/2024-05-01"])
@@ -406,7 +411,9 @@ class KafkaCaptureDataSource(DataSource):
 
     Options: `splitBytes` (default 64 MiB), or `files` (JSON [[name, path, ord], ...]) instead of
     paths. Decode the result with `decode_fragments` after a shuffle by connection key
-    (`captures.job.decode_dataframe` does it).
+    (`captures.job.decode_dataframe` does it). With `out` (a local folder; and `capture`,
+    `brokerPorts` as JSON, `bodyJson` "true"/"false") partitions of whole connections are
+    decoded by the reader into Parquet under `out` and yield no rows.
     """
 
     @classmethod

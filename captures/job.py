@@ -4,6 +4,13 @@ Local inputs are read by the `kafkacapture` data source (split by file and packe
 such as hdfs:// or s3a:// through Spark's `binaryFile` source, so the same job runs on a cluster.
 Both give segment fragments, which are shuffled by connection key, sorted into capture order,
 and decoded per connection by `captures.datasource.decode_fragments` in `mapInArrow`.
+
+For a local output folder (the default writer, "arrow") the job is one Spark pass: the reader
+decodes whole files itself, the decode tasks write their rows as Parquet part files, and
+only a few counts come back to the JVM; the summary is read from the written files. Moving
+every decoded row into the JVM (Arrow to rows), caching it and filtering it three times for
+three writes cost several times the decode itself. Outputs only Spark can write (hdfs://,
+s3a://) take that path still (writer "spark").
 """
 
 from __future__ import annotations
