@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from codec.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
 from codec.messages import APIS, message, registry
+from codec.registry import MessageCodec
 
 API_VERSIONS = 18
 CONTROLLED_SHUTDOWN = 7
@@ -68,6 +69,43 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if _flexible(_api(api_key, "response")[2], api_version) else 0
 
 
+class _Plan(NamedTuple):
+    """Everything needed to en/decode one (API key, version) frame, looked up once."""
+
+    name: str
+    body: MessageCodec
+    header: MessageCodec
+    header_version: int
+
+
+_REQUEST_PLANS: dict[tuple[int, int], _Plan] = {}
+_RESPONSE_PLANS: dict[tuple[int, int], _Plan] = {}
+
+
+def _request_plan(api_key: int, api_version: int) -> _Plan:
+    plan = _REQUEST_PLANS.get((api_key, api_version))
+    if plan is None:
+        name = _api(api_key, "request")[1]
+        body = message(name, api_version)
+        hv = request_header_version(api_key, api_version)
+        plan = _REQUEST_PLANS[api_key, api_version] = _Plan(
+            name, body, message("RequestHeader", hv), hv
+        )
+    return plan
+
+
+def _response_plan(api_key: int, api_version: int) -> _Plan:
+    plan = _RESPONSE_PLANS.get((api_key, api_version))
+    if plan is None:
+        name = _api(api_key, "response")[2]
+        body = message(name, api_version)
+        hv = response_header_version(api_key, api_version)
+        plan = _RESPONSE_PLANS[api_key, api_version] = _Plan(
+            name, body, message("ResponseHeader", hv), hv
+        )
+    return plan
+
+
 def encode_request(
     api_key: int,
     api_version: int,
@@ -78,8 +116,7 @@ def encode_request(
 ) -> bytes:
     """Header + body of a request, without the 4-byte size prefix."""
     try:
-        name = _api(api_key, "request")[1]
-        body_codec = message(name, api_version)
+        plan = _request_plan(api_key, api_version)
     except (UnknownApiError, UnsupportedVersionError) as e:
         raise EncodeError(e.reason) from None
     header = {
@@ -87,12 +124,11 @@ def encode_request(
         "request_api_version": api_version,
         "correlation_id": correlation_id,
     }
-    hv = request_header_version(api_key, api_version)
-    if hv >= 1:
+    if plan.header_version >= 1:
         header["client_id"] = client_id
     w = bytearray()
-    message("RequestHeader", hv).build_into(header, w)
-    body_codec.build_into(body, w)
+    plan.header.build_into(header, w)
+    plan.body.build_into(body, w)
     return bytes(w)
 
 
@@ -102,17 +138,15 @@ def decode_request(data: bytes | bytearray | memoryview) -> Request:
         api_key, api_version = _KEY_VERSION(data, 0)
     except struct.error:
         raise DecodeError(f"a request header needs 8 bytes, got {len(data)}", offset=0) from None
-    name = _api(api_key, "request")[1]
     try:
-        body_codec = message(name, api_version)
+        plan = _request_plan(api_key, api_version)
     except UnsupportedVersionError as e:
         err = UnsupportedVersionError(e.reason, offset=2, path="request_api_version")
         raise err from None
-    hv = request_header_version(api_key, api_version)
-    header, pos = message("RequestHeader", hv).parse_at(data, 0)
-    body, end = body_codec.parse_at(data, pos)
+    header, pos = plan.header.parse_at(data, 0)
+    body, end = plan.body.parse_at(data, pos)
     if end != len(data):
-        raise DecodeError(f"{len(data) - end} bytes follow the {name} body", offset=end)
+        raise DecodeError(f"{len(data) - end} bytes follow the {plan.name} body", offset=end)
     return Request(
         api_key,
         api_version,
@@ -120,21 +154,19 @@ def decode_request(data: bytes | bytearray | memoryview) -> Request:
         header.get("client_id"),
         header,
         body,
-        hv,
+        plan.header_version,
     )
 
 
 def encode_response(api_key: int, api_version: int, body: dict, *, correlation_id: int) -> bytes:
     """Header + body of a response, without the 4-byte size prefix."""
     try:
-        name = _api(api_key, "response")[2]
-        body_codec = message(name, api_version)
+        plan = _response_plan(api_key, api_version)
     except (UnknownApiError, UnsupportedVersionError) as e:
         raise EncodeError(e.reason) from None
     w = bytearray()
-    hv = response_header_version(api_key, api_version)
-    message("ResponseHeader", hv).build_into({"correlation_id": correlation_id}, w)
-    body_codec.build_into(body, w)
+    plan.header.build_into({"correlation_id": correlation_id}, w)
+    plan.body.build_into(body, w)
     return bytes(w)
 
 
@@ -142,11 +174,16 @@ def decode_response(
     data: bytes | bytearray | memoryview, api_key: int, api_version: int
 ) -> Response:
     """Decode a response frame given the API key and version of its request."""
-    name = _api(api_key, "response")[2]
-    hv = response_header_version(api_key, api_version)
-    header, pos = message("ResponseHeader", hv).parse_at(data, 0)
     versions = [api_version]
-    if api_key == API_VERSIONS and api_version > 0:
+    try:
+        plan = _response_plan(api_key, api_version)
+    except UnsupportedVersionError:
+        if api_key != API_VERSIONS:
+            raise
+        # KIP-511: a version newer than the schemas can only be answered in v0.
+        plan, versions = _response_plan(api_key, 0), [0]
+    header, pos = plan.header.parse_at(data, 0)
+    if api_key == API_VERSIONS and versions[0] > 0:
         # KIP-511: a broker that does not support the requested version answers in v0.
         try:
             if _RESPONSE_ERROR(data, pos)[0] == UNSUPPORTED_VERSION:
@@ -156,12 +193,17 @@ def decode_response(
     failure: DecodeError | None = None
     for version in versions:
         try:
-            body, end = message(name, version).parse_at(data, pos)
+            codec = plan.body if version == api_version else message(plan.name, version)
+            body, end = codec.parse_at(data, pos)
             if end != len(data):
-                raise DecodeError(f"{len(data) - end} bytes follow the {name} body", offset=end)
+                raise DecodeError(
+                    f"{len(data) - end} bytes follow the {plan.name} body", offset=end
+                )
         except DecodeError as e:
             failure = failure or e
             continue
-        return Response(api_key, version, header["correlation_id"], header, body, hv)
+        return Response(
+            api_key, version, header["correlation_id"], header, body, plan.header_version
+        )
     assert failure is not None
     raise failure

@@ -99,14 +99,18 @@ class Registry:
         self.package = package
         self.messages = messages
         self._codecs: dict[tuple[str, int], MessageCodec] = {}
+        self._modules: dict[str, ModuleType] = {}
 
     def module(self, name: str) -> ModuleType:
         """The generated module of a message, imported on first use."""
-        try:
-            entry = self.messages[name]
-        except KeyError:
-            raise KeyError(f"unknown message {name!r}") from None
-        return importlib.import_module(f"{self.package}.{entry[0]}")
+        module = self._modules.get(name)
+        if module is None:
+            try:
+                entry = self.messages[name]
+            except KeyError:
+                raise KeyError(f"unknown message {name!r}") from None
+            module = self._modules[name] = importlib.import_module(f"{self.package}.{entry[0]}")
+        return module
 
     def message(self, name: str, version: int) -> MessageCodec:
         """The codec of message `name` at `version`."""

@@ -65,3 +65,18 @@ def test_build_into_appends_without_an_intermediate_copy() -> None:
     assert bytes(out[4:]) == codec.message("ApiVersionsRequest", 3).build(
         {"client_software_name": "a", "client_software_version": "b"}
     )
+
+
+def test_api_versions_answer_to_a_version_newer_than_the_schemas_is_read_as_v0() -> None:
+    # KIP-511: the broker cannot speak the client's version, so it answers in v0.
+    v0 = codec.encode_response(
+        18,
+        0,
+        {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]},
+        correlation_id=7,
+    )
+    resp = codec.decode_response(v0, 18, 99)
+    assert (resp.api_version, resp.correlation_id) == (0, 7)
+    assert resp.body["api_keys"][0]["max_version"] == 4
+    with pytest.raises(codec.UnsupportedVersionError):
+        codec.decode_response(v0, codec.ApiKey.METADATA, 99)
