@@ -36,6 +36,10 @@ PCAP_MAGIC_NS = 0xA1B23C4D
 PCAPNG_SHB = 0x0A0D0D0A
 PCAPNG_BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _IDB, _OPB, _SPB, _EPB = 1, 2, 3, 6
+# Block length with the fixed fields of each block type: 12 bytes of type, length and trailing
+# length, plus 8 (IDB: link type, reserved, snap length), 20 (EPB/OPB: interface, timestamp,
+# lengths) or 4 (SPB: original length).
+_MIN_BLOCK = {_IDB: 20, _OPB: 32, _SPB: 16, _EPB: 32}
 
 # A record claiming more than this is corruption, not a packet (pcap's own limit is 256 KiB;
 # some tools write jumbo reassembled frames, so allow more before declaring the file broken).
@@ -329,6 +333,12 @@ class PacketReader:
                         yield partial
                 self._issue(pos, "truncated", pos + blen - end, "pcapng block cut short")
                 return
+            if blen < _MIN_BLOCK.get(btype, 12):
+                self._issue(pos, "malformed", blen, _short_block_message(btype, blen))
+                if btype != _IDB:
+                    index += 1  # a packet block all the same: `scan_index` counts it
+                pos += blen
+                continue
             if btype in (_EPB, _OPB):
                 if btype == _EPB:
                     if_id, ts_hi, ts_lo, caplen, orig = epb(buf, pos + 8)
@@ -395,6 +405,13 @@ class PacketReader:
         )
 
 
+def _short_block_message(btype: int, blen: int) -> str:
+    return (
+        f"pcapng block of type {btype} is {blen} bytes long, shorter than its fixed fields "
+        f"({_MIN_BLOCK[btype]} bytes)"
+    )
+
+
 def read_packets(source: str | os.PathLike | bytes | bytearray | memoryview) -> PacketReader:
     """Open a pcap or pcapng file (path or bytes) for iteration over its packets."""
     return PacketReader(source)
@@ -446,7 +463,7 @@ def scan_index(source: str | os.PathLike | bytes | bytearray | memoryview) -> Pa
         if blen < 12 or blen % 4 or blen > _MAX_RECORD:
             index.issues.append(FileIssue(pos, "malformed", end - pos, f"block length {blen}"))
             break
-        if btype == _IDB and pos + blen <= end:
+        if btype == _IDB and pos + blen <= end and blen >= _MIN_BLOCK[_IDB]:
             interfaces.append(_parse_idb(buf, pos, blen, endian))
             ctx_dirty = True
         elif btype in (_EPB, _SPB, _OPB):

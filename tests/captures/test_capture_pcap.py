@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 
@@ -113,6 +114,32 @@ def test_pcapng_bad_interface_and_cut_block():
     assert len(pkts) == 1 and pkts[0].ts_ns == 5000
     # 12 bytes cut: the block trailer, one pad byte and the frame's last 7 bytes
     assert bytes(pkts[0].data) == FRAME[: len(FRAME) - 7]
+
+
+@pytest.mark.parametrize(
+    ("btype", "body"),
+    [(1, b""), (1, b"\x01\x00\x00\x00"), (6, b""), (6, b"\x00" * 12), (2, b"\x00" * 8), (3, b"")],
+)
+@pytest.mark.parametrize("last", [True, False])
+def test_pcapng_block_shorter_than_its_fixed_fields(btype, body, last):
+    # an IDB, EPB, OPB or SPB whose length leaves no room for its fixed fields is malformed:
+    # reported, never a struct.error (at the end of the file) or fields read from the next block
+    e = "<"
+    short = (
+        struct.pack(e + "II", btype, 12 + len(body)) + body + struct.pack(e + "I", 12 + len(body))
+    )
+    good = epb(e, 0, 5, FRAME)
+    data = shb(e) + idb(e, 1) + short + (b"" if last else good)
+    reader = read_packets(data)
+    pkts = list(reader)
+    assert [i.status for i in reader.issues] == ["malformed"]
+    assert "shorter than" in reader.issues[0].message
+    assert [bytes(p.data) for p in pkts] == ([] if last else [FRAME])
+    idx = scan_index(data)
+    assert idx.data_end == len(data)
+    if btype != 1:  # the scan counts every packet block, as the reader numbers them
+        assert len(idx.offsets) == (1 if last else 2)
+        assert pkts == [] or pkts[0].index == 1
 
 
 def test_index_ranges_read_the_same_packets():
