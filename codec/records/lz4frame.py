@@ -98,6 +98,8 @@ def decompress(data: bytes, limit: int, fallback: Callable[[bytes, int], bytes])
         if block_max is None:
             raise DecodeError(f"lz4: invalid block size code in {bd:#04x}", offset=pos + 5)
         header_len = 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        if end - pos < header_len:
+            raise DecodeError("lz4: frame header truncated", offset=pos)
         if flg & 0x08:
             (content_size,) = struct.unpack_from("<Q", data, pos + 6)
             if len(out) + content_size > limit:

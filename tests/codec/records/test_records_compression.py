@@ -141,6 +141,8 @@ def test_gzip_multiple_members() -> None:
         (Compression.SNAPPY, b"\xff\xff\xff\xff\xff\xff", "corrupt"),
         (Compression.LZ4, b"\x04\x22\x4d", "not an LZ4 frame"),
         (Compression.LZ4, MAGIC + b"\x60\x40", "truncated"),
+        (Compression.LZ4, MAGIC + b"\x68\x40\x00", "header truncated"),  # content size cut
+        (Compression.LZ4, MAGIC + b"\x68\x40" + bytes(5), "header truncated"),
         (Compression.LZ4, MAGIC + b"\xa0\x40\x00", "version"),
         (Compression.LZ4, MAGIC + b"\x60\x00\x00", "block size"),
         (Compression.LZ4, MAGIC + b"\x60\x40\x00" + b"\x05\x00\x00\x00ab", "does not fit"),
