@@ -122,8 +122,7 @@ def guess_request_direction(a: bytes | memoryview, b: bytes | memoryview) -> int
 class _Splitter:
     """State of one direction's framing."""
 
-    def __init__(self, stream: Stream, requests: bool, expected: Collection[int] | None) -> None:
-        self.stream = stream
+    def __init__(self, requests: bool, expected: Collection[int] | None) -> None:
         self.requests = requests
         self.expected = set(expected) if expected is not None else None
         self.last_corr: int | None = None
@@ -218,7 +217,7 @@ def split_frames(
     `requests` says which side this is (it decides the header checks); `expected_corr` are the
     correlation ids of the connection's requests, used to recognise responses after a gap.
     """
-    sp = _Splitter(stream, requests, expected_corr)
+    sp = _Splitter(requests, expected_corr)
     items = sp.items
     min_size = _MIN_REQUEST if requests else _MIN_RESPONSE
     runs = stream.runs

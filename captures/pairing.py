@@ -12,7 +12,6 @@ import base64
 import json
 import struct
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -119,7 +118,6 @@ class _Api:
     """API names of the decoder, and its error classes for each decode status."""
 
     def __init__(self, decoder: Any) -> None:
-        self.decoder = decoder
         apis = getattr(decoder, "APIS", None)
         if apis:
             self.names = {int(k): v[0] for k, v in apis.items()}
@@ -168,21 +166,6 @@ def count_records(blob: bytes | memoryview | None) -> int | None:
     return total
 
 
-def _walk(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
-    """(key, value) of every field in nested containers, depth-first."""
-    if depth > 6:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k, v
-            if isinstance(v, (dict, list)):
-                yield from _walk(v, depth + 1)
-    elif isinstance(value, list):
-        for v in value:
-            if isinstance(v, (dict, list)):
-                yield from _walk(v, depth + 1)
-
-
 def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None, bool]:
     """error_code, topic names, record count of a decoded body, and whether it has records."""
     if not isinstance(body, dict):
@@ -211,10 +194,10 @@ _BLOB = (bytes, bytearray, memoryview)
 
 
 def _scan(value: Any, depth: int, acc: _Acc) -> None:
-    """`_walk` and the per-field tests of `_facts` in one pass, without generators.
+    """Visit every field of a decoded body depth-first (to depth 6), noting what `_facts` needs.
 
-    Same visiting order and depth limit as `_walk`: every decoded field passes here, so the
-    generator frames and tuples of `_walk` were a top cost of the decode.
+    A plain recursion, without generators: every decoded field passes here, so generator frames
+    and tuples per field were a top cost of the decode.
     """
     if depth > 6:
         return
@@ -261,10 +244,9 @@ def _client_id(frame: bytes | memoryview) -> str | None:
 
 
 def _header_version(msg: Any) -> int | None:
-    for attr in ("header_version",):
-        v = getattr(msg, attr, None)
-        if isinstance(v, int):
-            return v
+    v = getattr(msg, "header_version", None)
+    if isinstance(v, int):
+        return v
     header = getattr(msg, "header", None)
     if isinstance(header, dict):
         v = header.get("header_version", header.get("version"))

@@ -11,7 +11,7 @@ import struct
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 from captures.writer import PcapngWriter, TcpConversation
 
@@ -480,16 +480,3 @@ def scan_index(source: str | os.PathLike | bytes | bytearray | memoryview) -> Pa
         pos += blen
     index.data_end = min(pos, end)
     return index
-
-
-def write_raw_pcap(
-    dest: IO[bytes], packets: list[tuple[int, bytes]], linktype: int = 1, *, nanos: bool = False
-) -> None:
-    """Write (ts_ns, frame) pairs as a little-endian classic pcap file (used by tests and tools)."""
-    magic = PCAP_MAGIC_NS if nanos else PCAP_MAGIC_US
-    dest.write(struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 262144, linktype))
-    for ts_ns, frame in packets:
-        sec, rem = divmod(ts_ns, 1_000_000_000)
-        frac = rem if nanos else rem // 1000
-        dest.write(struct.pack("<IIII", sec, frac, len(frame), len(frame)))
-        dest.write(frame)
