@@ -38,11 +38,19 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from captures.packets import TcpSegment, parse_tcp
-from captures.pairing import PDU_COLUMNS
-from captures.pcap import CaptureFormatError, FileIssue, PacketRange, PacketReader, scan_index
-from captures.pipeline import rows_for_connections
+from captures.pcap import (
+    PCAP_MAGIC_NS,
+    PCAP_MAGIC_US,
+    PCAPNG_SHB,
+    CaptureFormatError,
+    FileIssue,
+    PacketRange,
+    PacketReader,
+    scan_index,
+)
+from captures.pipeline import issue_row, rows_for_connections
 from captures.reassembly import TcpReassembler
-from captures.schema import TABLES, to_table
+from captures.schema import TABLES, TIMESTAMP_COLUMNS, to_table
 
 __all__ = [
     "DEFAULT_SPLIT_BYTES",
@@ -70,11 +78,9 @@ _OUT_ROWS = 4096  # rows per output batch of the decode step
 
 _CAPTURE_SUFFIX = re.compile(r"\.(pcap|pcapng|cap|dmp)\d*$", re.IGNORECASE)
 _MAGICS = {
-    struct.pack("<I", 0xA1B2C3D4),
-    struct.pack(">I", 0xA1B2C3D4),
-    struct.pack("<I", 0xA1B23C4D),
-    struct.pack(">I", 0xA1B23C4D),
-    struct.pack("<I", 0x0A0D0D0A),
+    struct.pack(endian + "I", magic)
+    for endian in "<>"
+    for magic in (PCAP_MAGIC_US, PCAP_MAGIC_NS, PCAPNG_SHB)
 }
 
 FRAGMENTS = pa.schema(
@@ -433,20 +439,6 @@ class KafkaCaptureDataSource(DataSource):
 # --- decoding: fragments (sorted by key) to table rows --------------------------------------
 
 
-def _issue_row(capture: str, file: str, status: str, offset: int, length: int, msg: str) -> dict:
-    row = dict.fromkeys(PDU_COLUMNS)
-    row.update(
-        capture=capture,
-        file=file,
-        length=length,
-        decode_status=status,
-        decode_error=f"file offset {offset}: {msg}",
-        stream_offset=offset,
-        captured_bytes=length if status == "malformed" else 0,
-    )
-    return row
-
-
 class _Out:
     """Buffers rows of the three tables and turns them into union-schema Arrow batches."""
 
@@ -470,7 +462,7 @@ class _Out:
                     continue
                 if f.name not in names:
                     cols[f.name] = [None] * len(rows)
-                elif f.name in _TS_COLUMNS:
+                elif f.name in TIMESTAMP_COLUMNS:
                     cols[f.name] = [
                         None if r.get(f.name) is None else r[f.name] // 1000 for r in rows
                     ]
@@ -557,8 +549,8 @@ def decode_file(
     try:
         reader = PacketReader(file.path)
     except (CaptureFormatError, OSError) as exc:
-        msg = f"not readable: {exc}"
-        sink.add("pdus", [_issue_row(capture, file.name, "malformed", 0, _size(file.path), msg)])
+        issue = FileIssue(0, "malformed", _size(file.path), f"not readable: {exc}")
+        sink.add("pdus", [issue_row(capture, file.name, issue)])
         return
     codec = load_codec()
     reasm = TcpReassembler(broker_ports)
@@ -570,15 +562,9 @@ def decode_file(
         sink.add("pdus", r.pdus)
         sink.add("pairs", r.pairs)
         sink.add("connections", [r.connection])
-    issues = [
-        _issue_row(capture, file.name, i.status, i.offset, i.length, i.message)
-        for i in reader.issues
-    ]
+    issues = [issue_row(capture, file.name, i) for i in reader.issues]
     if issues:
         sink.add("pdus", issues)
-
-
-_TS_COLUMNS = frozenset(f.name for s in TABLES.values() for f in s if pa.types.is_timestamp(f.type))
 
 
 class _Decoder:
@@ -676,19 +662,13 @@ def decode_fragments(
         for i in range(batch.num_rows):
             status = cols["issue_status"][i]
             if status is not None:
-                out.add(
-                    "pdus",
-                    [
-                        _issue_row(
-                            capture,
-                            cols["file"][i],
-                            status,
-                            cols["issue_offset"][i],
-                            cols["issue_length"][i],
-                            cols["issue_message"][i],
-                        )
-                    ],
+                issue = FileIssue(
+                    cols["issue_offset"][i],
+                    status,
+                    cols["issue_length"][i],
+                    cols["issue_message"][i],
                 )
+                out.add("pdus", [issue_row(capture, cols["file"][i], issue)])
                 continue
             a = (cols["a_ip"][i], cols["a_port"][i])
             b = (cols["b_ip"][i], cols["b_port"][i])

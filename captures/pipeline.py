@@ -17,7 +17,14 @@ from captures.pairing import PDU_COLUMNS, decode_connection
 from captures.pcap import FileIssue, PacketRange, PacketReader
 from captures.reassembly import Connection, TcpReassembler
 
-__all__ = ["CaptureRows", "PacketStats", "decode_capture", "rows_for_connections", "segments"]
+__all__ = [
+    "CaptureRows",
+    "PacketStats",
+    "decode_capture",
+    "issue_row",
+    "rows_for_connections",
+    "segments",
+]
 
 
 @dataclass(slots=True)
@@ -88,7 +95,8 @@ def rows_for_connections(
     return rows
 
 
-def _issue_row(capture: str, file: str, issue: FileIssue) -> dict[str, Any]:
+def issue_row(capture: str, file: str, issue: FileIssue) -> dict[str, Any]:
+    """The `pdus` row that reports a problem with the capture file itself."""
     row = dict.fromkeys(PDU_COLUMNS)
     row.update(
         capture=capture,
@@ -133,5 +141,5 @@ def decode_capture(
         out=rows,
     )
     rows.issues = list(reader.issues)
-    rows.pdus.extend(_issue_row(capture, file, i) for i in reader.issues)
+    rows.pdus.extend(issue_row(capture, file, i) for i in reader.issues)
     return rows
