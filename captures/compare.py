@@ -106,8 +106,9 @@ _ID_KEYS = (
     "node_id",
     "broker_id",
 )
-_TOPIC_KEYS = ("name", "topic", "topic_name", "topic_id")
-_PARTITION_KEYS = ("partition_index", "partition", "index")
+# where a body names its topic and partition (normalise's record digests, request identity)
+_TOPIC_KEYS = ("name", "topic", "topic_id")
+_PARTITION_KEYS = ("partition", "partition_index", "index")
 _WINDOW = 1000  # requests aligned at once once a connection's changed middle is longer
 _PAIR_MATRIX_LIMIT = 400  # connection pairs scored per client id before falling back to order
 _VALUE_TEXT_LIMIT = 300
@@ -796,10 +797,6 @@ def opcodes(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[str, int, int, int
     if suf:
         ops.append(("equal", len(a) - suf, len(a), len(b) - suf, len(b)))
     return ops
-
-
-_PARTITION_KEYS = ("partition", "partition_index", "index")
-_TOPIC_KEYS = ("name", "topic", "topic_id")
 
 
 def _partitions(value: Any, topic: Any = None, out: set | None = None) -> set:
