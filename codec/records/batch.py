@@ -109,8 +109,7 @@ class RecordBatch(Batch):
             with contextlib.suppress(DecodeError):  # a cut batch is never an error
                 batch = cls(raw, position, verify_crc=False, max_decompressed=0)
         if batch is None:
-            batch = Batch(raw, position, struct.unpack_from(">q", raw)[0], 2)
-            batch.batch_length = struct.unpack_from(">i", raw, 8)[0]
+            return Batch.cut(raw, position, 2)
         batch.truncated = True
         return batch
 

@@ -231,14 +231,6 @@ def _summarize(batch: Batch) -> None:
         batch.max_timestamp = max(r.timestamp for r in records)
 
 
-def truncated_at(raw: memoryview, position: int, magic: int) -> Batch:
-    """A legacy message cut short by the end of the buffer."""
-    batch = Batch(raw, position, struct.unpack_from(">q", raw)[0], magic)
-    batch.batch_length = struct.unpack_from(">i", raw, 8)[0]
-    batch.truncated = True
-    return batch
-
-
 def build(
     records: Iterable[Mapping | Record],
     *,

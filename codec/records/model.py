@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import dataclass
 
 Header = tuple[str, bytes | None]
@@ -53,6 +54,9 @@ TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 DELETE_HORIZON_BIT = 0x40
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
 
 
 class Batch:
@@ -131,6 +135,15 @@ class Batch:
         self.record_count = 0
         self.max_decompressed = 0
         self._records = None
+
+    @staticmethod
+    def cut(raw: memoryview, position: int, magic: int) -> Batch:
+        """A batch cut short by the end of the buffer: base offset and length when present."""
+        batch = Batch(raw, position, _INT64.unpack_from(raw)[0] if len(raw) >= 8 else -1, magic)
+        if len(raw) >= 12:
+            batch.batch_length = _INT32.unpack_from(raw, 8)[0]
+        batch.truncated = True
+        return batch
 
     @property
     def records(self) -> list[Record]:

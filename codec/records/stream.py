@@ -40,7 +40,7 @@ def iter_batches(
     end = len(view)
     while pos < end:
         if end - pos < _MAGIC_AT + 1:  # not even the magic byte: nothing but the offsets to tell
-            yield _truncated_prefix(view[pos:], pos)
+            yield Batch.cut(view[pos:], pos, -1)
             return
         base_offset, length = _OFFSET_LENGTH.unpack_from(view, pos)
         magic = view[pos + _MAGIC_AT]
@@ -62,7 +62,7 @@ def iter_batches(
             if magic == 2:
                 yield v2.RecordBatch.truncated_at(raw, pos)
             else:
-                yield legacy.truncated_at(raw, pos, magic)
+                yield Batch.cut(raw, pos, magic)
             return
         if magic == 2:
             yield v2.RecordBatch(
@@ -74,15 +74,6 @@ def iter_batches(
                 view, pos, verify_crc=verify_crc, max_decompressed=max_decompressed
             )
             yield batch
-
-
-def _truncated_prefix(raw: memoryview, pos: int) -> Batch:
-    base_offset = _INT64.unpack_from(raw)[0] if len(raw) >= 8 else -1
-    batch = Batch(raw, pos, base_offset, -1)
-    if len(raw) >= 12:
-        batch.batch_length = _INT32.unpack_from(raw, 8)[0]
-    batch.truncated = True
-    return batch
 
 
 def build_batch(
