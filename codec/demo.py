@@ -14,7 +14,8 @@ def _show(title: str, data: bytes, decoded: object) -> None:
     print(f"== {title}: {len(data)} bytes")
     for i in range(0, len(data), 32):
         print("   " + data[i : i + 32].hex(" "))
-    print(json.dumps(codec.to_json(decoded), indent=2))
+    for key, value in codec.to_json(decoded).items():
+        print(f"   {key}: {json.dumps(value)}")
     print()
 
 
