@@ -344,6 +344,7 @@ def _encode_records(records: list, now: int) -> tuple[bytes, int, int]:
     i = 0
     try:
         for i, record in enumerate(records):
+            # `model.record_fields`, inlined: a call per record costs a fifth of the encode time
             if isinstance(record, Record):
                 key, value, headers, timestamp = (
                     record.key,

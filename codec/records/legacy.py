@@ -22,6 +22,7 @@ from codec.records.model import (
     Compression,
     Record,
     TimestampType,
+    record_fields,
 )
 
 _HEADER = {0: struct.Struct(">qiIbb"), 1: struct.Struct(">qiIbbq")}
@@ -251,16 +252,7 @@ def build(
     timestamps = []
     relative = compression is not Compression.NONE and magic == 1
     for i, record in enumerate(records):
-        if isinstance(record, Record):
-            key, value, headers, timestamp = (
-                record.key,
-                record.value,
-                record.headers,
-                record.timestamp,
-            )
-        else:
-            key, value = record.get("key"), record.get("value")
-            headers, timestamp = record.get("headers"), record.get("timestamp")
+        key, value, headers, timestamp = record_fields(record)
         if headers:
             raise EncodeError("record headers need magic 2", path=f"records[{i}].headers")
         timestamp = now if timestamp is None else timestamp

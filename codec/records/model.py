@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 Header = tuple[str, bytes | None]
 
@@ -46,6 +48,15 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[Header]
+
+
+def record_fields(
+    record: Mapping[str, Any] | Record,
+) -> tuple[bytes | None, bytes | None, list[Header] | None, int | None]:
+    """(key, value, headers, timestamp) of a `Record`, or of a dict that may leave any out."""
+    if isinstance(record, Record):
+        return record.key, record.value, record.headers, record.timestamp
+    return record.get("key"), record.get("value"), record.get("headers"), record.get("timestamp")
 
 
 # Attribute bits shared by both formats (legacy messages only use the first four).
