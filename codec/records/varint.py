@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
+from codec._wire import uvarint_bytes
 from codec.errors import DecodeError
 
 # Most varints in a batch (lengths, small deltas) zigzag to less than 2**14, i.e. one or two bytes:
 # encoding those is a list lookup instead of a loop.
 _TABLE_LIMIT = 1 << 14
-
-
-def _encode_unsigned(z: int) -> bytes:
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-_SMALL = [_encode_unsigned(z) for z in range(_TABLE_LIMIT)]
+_SMALL = [uvarint_bytes(z) for z in range(_TABLE_LIMIT)]
 
 
 def encode_varint(value: int) -> bytes:
@@ -26,7 +16,7 @@ def encode_varint(value: int) -> bytes:
     z = (value << 1) ^ (value >> 63)
     if z < _TABLE_LIMIT:
         return _SMALL[z]
-    return _encode_unsigned(z)
+    return uvarint_bytes(z)
 
 
 def read_varint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
@@ -40,7 +30,11 @@ def read_varint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
 
 
 def read_unsigned(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """Decode the varint at ``pos`` without undoing the zigzag; return ``(raw, next_pos)``."""
+    """Decode the varint at ``pos`` without undoing the zigzag; return ``(raw, next_pos)``.
+
+    Unlike `codec._wire.read_uvarint` it raises IndexError at the end of ``buf``: record decoding
+    catches that once around its whole loop, as it does for its inlined one- and two-byte reads.
+    """
     start = pos
     result = 0
     shift = 0
