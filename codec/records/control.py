@@ -63,9 +63,7 @@ def _codec(name: str, version: int) -> Any | None:
 
     try:
         return codec.message(name, version)
-    except LookupError:
-        return None
-    except DecodeError:
+    except (LookupError, DecodeError):
         return None
 
 
