@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import struct
+import sys
 import threading
 import time
 from array import array
@@ -19,6 +20,7 @@ __all__ = ["PcapngWriter", "TcpConversation"]
 
 _FIN, _SYN, _PSH, _ACK = 0x01, 0x02, 0x08, 0x10
 _SHB_MAGIC = 0x1A2B3C4D
+_LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
 
 def _checksum(*parts: bytes) -> int:
@@ -27,7 +29,7 @@ def _checksum(*parts: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
     words = array("H", data)
-    if struct.pack("=H", 1) == b"\x01\x00":  # little-endian host: the sum is byte-swapped
+    if _LITTLE_ENDIAN_HOST:  # the words were read in host order: make them network order
         words.byteswap()
     total = sum(words)
     while total >> 16:
