@@ -239,7 +239,7 @@ def ck_produce(
     msgs: Sequence[tuple[bytes, bytes, list]],
     *,
     client_id: str,
-    timeout: float = 20.0,
+    timeout: float = 60.0,
     **conf: Any,
 ) -> int:
     """confluent-kafka producer: produce all, flush, close; returns messages delivered."""
@@ -262,7 +262,7 @@ def ck_produce(
 
 
 def ck_consume(
-    bootstrap: str, topic: str, n: int, *, client_id: str, group: str, timeout: float = 30.0
+    bootstrap: str, topic: str, n: int, *, client_id: str, group: str, timeout: float = 90.0
 ) -> list[tuple[bytes, bytes]]:
     """confluent-kafka consumer in a group: poll until `n` messages or `timeout`, then close."""
     from confluent_kafka import Consumer
@@ -304,7 +304,7 @@ def kp_produce(
     *,
     client_id: str,
     api_version: tuple[int, int] | None = (2, 3),
-    timeout: float = 20.0,
+    timeout: float = 60.0,
     **conf: Any,
 ) -> int:
     """kafka-python producer (pinned to `api_version`), every send confirmed; returns the count."""
@@ -335,7 +335,7 @@ def kp_consume(
     *,
     client_id: str,
     api_version: tuple[int, int] | None = (2, 3),
-    timeout: float = 20.0,
+    timeout: float = 60.0,
 ) -> list[tuple[bytes, bytes]]:
     """kafka-python consumer without a group, from the earliest offset, until `n` or timeout."""
     from kafka import KafkaConsumer

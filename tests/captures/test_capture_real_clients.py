@@ -233,7 +233,9 @@ def test_every_response_is_paired(mixed):
         assert all(p["rtt_ms"] >= 0 for p in pairs[: len(pairs) - k])
         if k:
             first = pairs[len(pairs) - k]
-            assert (first["api_key"], first["client_id"]) == (FETCH, "ck-cons"), pairs[-k:]
+            # either consumer may close with its long poll in flight
+            assert first["api_key"] == FETCH, pairs[-k:]
+            assert first["client_id"] in ("ck-cons", "kp-cons"), pairs[-k:]
 
 
 def test_produced_records_in_produce_and_fetch_bodies(mixed):
