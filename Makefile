@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint generate check bench clean
+.PHONY: test demo lint generate check bench bench-capture clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,6 +31,10 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/codec_bench.py
+	$(PY) benchmarks/records_bench.py
+
+bench-capture: $(STAMP)
+	$(PY) benchmarks/capture_bench.py
 
 clean:
 	rm -rf $(VENV)
