@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from captures.png import bar_chart, histogram
 
 if TYPE_CHECKING:
-    from captures.compare import Difference, Report
+    from captures.compare_model import Difference, Report
 
 __all__ = ["render"]
 
@@ -118,7 +118,7 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
 
 
 def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
-    from captures.compare import VOLATILE
+    from captures.normalise import VOLATILE
 
     b: list[Block] = []
     base, cand = report.baseline, report.candidate
