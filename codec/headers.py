@@ -14,7 +14,6 @@ API_VERSIONS = 18
 CONTROLLED_SHUTDOWN = 7
 UNSUPPORTED_VERSION = 35
 _KEY_VERSION = struct.Struct(">hh").unpack_from
-_CORRELATION = struct.Struct(">i").unpack_from
 _RESPONSE_ERROR = struct.Struct(">h").unpack_from
 
 
