@@ -542,29 +542,26 @@ def decode_file(
     broker_ports: Iterable[int] = (),
     with_body_json: bool = True,
 ) -> None:
-    """Decode one whole capture file into `sink`, one connection at a time."""
-    from captures.pairing import decode_connection, load_codec
-    from captures.pipeline import segments
+    """Decode one whole capture file into `sink`, the same rows as `pipeline.decode_capture`."""
+    from captures.pairing import load_codec
+    from captures.pipeline import decode_capture
 
     try:
-        reader = PacketReader(file.path)
+        rows = decode_capture(
+            file.path,
+            capture=capture,
+            file=file.name,
+            broker_ports=broker_ports,
+            decoder=load_codec(),
+            with_body_json=with_body_json,
+        )
     except (CaptureFormatError, OSError) as exc:
         issue = FileIssue(0, "malformed", _size(file.path), f"not readable: {exc}")
         sink.add("pdus", [issue_row(capture, file.name, issue)])
         return
-    codec = load_codec()
-    reasm = TcpReassembler(broker_ports)
-    reasm.add_many(segments(reader))
-    for conn in reasm.finish():
-        r = decode_connection(
-            conn, capture=capture, file=file.name, decoder=codec, with_body_json=with_body_json
-        )
-        sink.add("pdus", r.pdus)
-        sink.add("pairs", r.pairs)
-        sink.add("connections", [r.connection])
-    issues = [issue_row(capture, file.name, i) for i in reader.issues]
-    if issues:
-        sink.add("pdus", issues)
+    sink.add("pdus", rows.pdus)
+    sink.add("pairs", rows.pairs)
+    sink.add("connections", rows.connections)
 
 
 class _Decoder:
