@@ -11,23 +11,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m generator check
+	$(PY) -m kipwire.generator check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	$(PY) -m codec.demo
+	$(PY) -m kipwire.codec.demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 generate: $(STAMP)
-	$(PY) -m generator build
+	$(PY) -m kipwire.generator build
 
 check: $(STAMP)
-	$(PY) -m generator check
+	$(PY) -m kipwire.generator check
 
 bench: $(STAMP)
 	$(PY) benchmarks/codec_bench.py

@@ -24,11 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import codec  # noqa: E402
-from captures.pcap import PcapngWriter, scan_index  # noqa: E402
-from codec.records import build_batch  # noqa: E402
+from kipwire import codec
+from kipwire.captures.pcap import PcapngWriter, scan_index
+from kipwire.codec.records import build_batch
 
 PORT = 9092
 _T0 = 1_700_000_000_000_000_000
@@ -186,7 +184,7 @@ def run_spark(folder: Path, warm: Path, master: str, out: Path, runs: int = 1) -
     """
     code = (
         "import json,sys,time;t=time.perf_counter();"
-        "from captures.job import run_decode, session;"
+        "from kipwire.captures.job import run_decode, session;"
         f"s=session({master!r});t1=time.perf_counter();"
         f"run_decode([{str(warm)!r}], {str(out) + '-warm'!r}, spark=s);t2=time.perf_counter();"
         "times=[]\n"

@@ -17,12 +17,9 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import codec  # noqa: E402
+from kipwire import codec
 
 # -- workloads ------------------------------------------------------------------------------------
 

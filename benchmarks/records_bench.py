@@ -15,7 +15,7 @@ from collections.abc import Callable
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from codec.records import Compression, build_batch, iter_batches
+from kipwire.codec.records import Compression, build_batch, iter_batches
 
 RECORDS = 10_000
 VALUE_SIZE = 100

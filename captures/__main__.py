@@ -1,7 +1,7 @@
-"""`python -m captures`: the `kipwire-capture` command line."""
+"""`python -m kipwire.captures`: the `kipwire-capture` command line."""
 
 import sys
 
-from captures.cli import main
+from .cli import main
 
 sys.exit(main())

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
-from captures.compare_model import Conn, Exchange
-from captures.normalise import _PARTITION_KEYS, _TOPIC_KEYS
+from .compare_model import Conn, Exchange
+from .normalise import _PARTITION_KEYS, _TOPIC_KEYS
 
 __all__ = ["match_connections", "opcodes"]
 

@@ -1,4 +1,4 @@
-"""`kipwire-capture` / `python -m captures`: decode captures with Spark, compare two decodes."""
+"""`kipwire-capture` (`python -m kipwire.captures`): decode captures with Spark, compare decodes."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def format_summary(s: dict[str, Any]) -> str:
 def decode_main(argv: Sequence[str]) -> int:
     """The `decode` subcommand."""
     args = _decode_parser().parse_args(list(argv))
-    from captures.job import run_decode  # pyspark only when decoding
+    from .job import run_decode  # pyspark only when decoding
 
     t0 = time.perf_counter()
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd == "decode":
         return decode_main(rest)
     if cmd == "compare":
-        from captures.compare import main_compare  # written separately; imported only when used
+        from .compare import main_compare  # written separately; imported only when used
 
         return main_compare(rest)
     print(f"unknown command {cmd!r}\n{usage}", file=sys.stderr)

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from captures.align import _align, match_connections, opcodes
-from captures.compare_model import (
+from .align import _align, match_connections, opcodes
+from .compare_model import (
     FUNCTIONAL_KINDS,
     INFORMATIONAL_KINDS,
     Capture,
@@ -34,8 +34,8 @@ from captures.compare_model import (
     Exchange,
     Report,
 )
-from captures.diffs import _Collector, _error_codes, diff_values
-from captures.normalise import _ZERO_UUID, VOLATILE, _Ctx, normalise
+from .diffs import _Collector, _error_codes, diff_values
+from .normalise import _ZERO_UUID, VOLATILE, _Ctx, normalise
 
 __all__ = [
     "FUNCTIONAL_KINDS",
@@ -574,7 +574,7 @@ def parse_fail_on(text: str | None) -> set[str]:
 
 def write_report(report: Report, out_dir: str | os.PathLike) -> dict[str, Path]:
     """Write report.md, report.html, the PNG plots and diff.json; returns their paths."""
-    from captures.report import render
+    from .report import render
 
     return render(report, Path(out_dir))
 

@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from captures.packets import TcpSegment, parse_tcp
-from captures.pcap import (
+from .packets import TcpSegment, parse_tcp
+from .pcap import (
     PCAP_MAGIC_NS,
     PCAP_MAGIC_US,
     PCAPNG_SHB,
@@ -48,9 +48,9 @@ from captures.pcap import (
     PacketReader,
     scan_index,
 )
-from captures.pipeline import issue_row, rows_for_connections
-from captures.reassembly import TcpReassembler
-from captures.schema import TABLES, TIMESTAMP_COLUMNS, to_table
+from .pipeline import issue_row, rows_for_connections
+from .reassembly import TcpReassembler
+from .schema import TABLES, TIMESTAMP_COLUMNS, to_table
 
 __all__ = [
     "DEFAULT_SPLIT_BYTES",
@@ -543,8 +543,8 @@ def decode_file(
     with_body_json: bool = True,
 ) -> None:
     """Decode one whole capture file into `sink`, the same rows as `pipeline.decode_capture`."""
-    from captures.pairing import load_codec
-    from captures.pipeline import decode_capture
+    from .pairing import load_codec
+    from .pipeline import decode_capture
 
     try:
         rows = decode_capture(
@@ -642,7 +642,7 @@ def decode_fragments(
     `out_dir` the rows go to Parquet part files there (`ParquetSink`) and the only batch
     yielded is the `STATS` of what was written.
     """
-    from captures.pairing import load_codec
+    from .pairing import load_codec
 
     codec = load_codec()
     state = _Decoder(capture, broker_ports, with_body_json)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from captures.compare_model import FUNCTIONAL_KINDS, INFORMATIONAL_KINDS, Difference
+from .compare_model import FUNCTIONAL_KINDS, INFORMATIONAL_KINDS, Difference
 
 __all__ = ["diff_values"]
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from captures.reassembly import Stream
+    from .reassembly import Stream
 
 __all__ = [
     "FrameItem",
@@ -64,7 +64,7 @@ class FrameItem(NamedTuple):
 def known_api_keys() -> frozenset[int]:
     """API keys the codec knows; without the codec, every key below 128."""
     try:
-        import codec
+        from kipwire import codec
 
         return frozenset(int(k) for k in codec.ApiKey)
     except (ImportError, AttributeError):

@@ -31,8 +31,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from captures import datasource as ds
-from captures.schema import TABLES
+from . import datasource as ds
+from .schema import TABLES
 
 __all__ = [
     "Fragments",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from captures.compare_model import Capture
+from .compare_model import Capture
 
 __all__ = ["VOLATILE", "normalise"]
 
@@ -141,7 +141,7 @@ def _records(value: str | list, ctx: _Ctx) -> Any:
         if not raw:
             return []
         try:
-            from codec.records import iter_batches
+            from kipwire.codec.records import iter_batches
 
             for b in iter_batches(raw, verify_crc=False):
                 batches.append(

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from captures.framing import FrameItem, split_frames
-from captures.reassembly import Connection
+from .framing import FrameItem, split_frames
+from .reassembly import Connection
 
 __all__ = [
     "ConnectionRows",
@@ -109,7 +109,7 @@ class ConnectionRows:
 
 def load_codec() -> ModuleType:
     """Import the codec lazily: reading and reassembly work without it."""
-    import codec
+    from kipwire import codec
 
     return codec
 
@@ -296,9 +296,9 @@ def _expand(tree: Any, expand: Any) -> None:
 def _records_expander(decoder: Any) -> Any:
     """codec.records.expand_records when the codec has it (only the real codec does)."""
     records = getattr(decoder, "records", None)
-    if records is None and getattr(decoder, "__name__", "") == "codec":
+    if records is None and getattr(decoder, "__name__", "") == "kipwire.codec":
         try:
-            import codec.records as records
+            from kipwire.codec import records
         except ImportError:
             return None
     return getattr(records, "expand_records", None)

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from captures.packets import TcpSegment, parse_tcp
-from captures.pairing import PDU_COLUMNS, decode_connection
-from captures.pcap import FileIssue, PacketRange, PacketReader
-from captures.reassembly import Connection, TcpReassembler
+from .packets import TcpSegment, parse_tcp
+from .pairing import PDU_COLUMNS, decode_connection
+from .pcap import FileIssue, PacketRange, PacketReader
+from .reassembly import Connection, TcpReassembler
 
 __all__ = [
     "CaptureRows",

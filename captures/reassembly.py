@@ -14,8 +14,8 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from captures.framing import guess_request_direction
-from captures.packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
+from .framing import guess_request_direction
+from .packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
 
 __all__ = [
     "Connection",

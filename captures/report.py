@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from captures.png import bar_chart, histogram
+from .png import bar_chart, histogram
 
 if TYPE_CHECKING:
-    from captures.compare_model import Difference, Report
+    from .compare_model import Difference, Report
 
 __all__ = ["render"]
 
@@ -31,7 +31,7 @@ def _error_name(code: Any) -> Any:
     if not isinstance(code, int) or isinstance(code, bool):
         return code
     try:
-        from codec import ErrorCode
+        from kipwire.codec import ErrorCode
 
         return f"{code} {ErrorCode(code).name}"
     except (ImportError, ValueError):
@@ -118,7 +118,7 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
 
 
 def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
-    from captures.normalise import VOLATILE
+    from .normalise import VOLATILE
 
     b: list[Block] = []
     base, cand = report.baseline, report.candidate

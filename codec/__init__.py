@@ -4,8 +4,8 @@ Sans-I/O: bytes in, values out (and back). Message codecs are generated from `js
 `codec.messages`; `message(name, version)` returns one as a construct.
 """
 
-from codec.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
-from codec.headers import (
+from .errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
+from .headers import (
     Request,
     Response,
     decode_request,
@@ -15,10 +15,10 @@ from codec.headers import (
     request_header_version,
     response_header_version,
 )
-from codec.jsonify import to_json
-from codec.messages import APIS, MESSAGES, RECORDS, message
-from codec.messages._enums import ApiKey, ErrorCode
-from codec.metadata_records import decode_record, encode_record
+from .jsonify import to_json
+from .messages import APIS, MESSAGES, RECORDS, message
+from .messages._enums import ApiKey, ErrorCode
+from .metadata_records import decode_record, encode_record
 
 __all__ = [
     "APIS",

@@ -1,4 +1,4 @@
-"""`python -m codec decode|describe`: look at Kafka frames and message schemas from a shell."""
+"""`python -m kipwire.codec decode|describe`: Kafka frames and message schemas from a shell."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-import codec
-from codec.messages import MESSAGES, registry
+from .. import codec
+from .messages import MESSAGES, registry
 
 _SIZE = struct.Struct(">i")
 
@@ -32,7 +32,7 @@ def iter_frames(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None, str | No
 
 
 def _expand(body: Any) -> Any:
-    from codec.records import expand_records
+    from .records import expand_records
 
     def walk(value: Any, key: str = "") -> Any:
         if isinstance(value, dict):
@@ -132,7 +132,7 @@ def describe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the codec's command line."""
-    parser = argparse.ArgumentParser(prog="python -m codec", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kipwire.codec", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     dec = sub.add_parser("decode", help="decode size-prefixed frames to JSON lines")
     dec.add_argument("file", nargs="?", default="-", help="frame file (default: stdin)")

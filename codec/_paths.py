@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from codec.errors import DecodeError, EncodeError
+from .errors import DecodeError, EncodeError
 
 
 def _join(name: str, path: str) -> str:

@@ -7,8 +7,8 @@ from typing import Any
 
 from construct import Container
 
-from codec._paths import at_index, decode_failure, encode_failure, tag_failure
-from codec._wire import (
+from ._paths import at_index, decode_failure, encode_failure, tag_failure
+from ._wire import (
     UUID,
     ZERO_UUID,
     check_tag_end,
@@ -38,7 +38,7 @@ from codec._wire import (
     write_string,
     write_tags,
 )
-from codec.errors import DecodeError, EncodeError
+from .errors import DecodeError, EncodeError
 
 __all__ = [
     "Container", "DecodeError", "EncodeError", "Struct", "StructDefault", "UUID", "ZERO_UUID",

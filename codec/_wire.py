@@ -10,7 +10,7 @@ import struct
 import uuid
 from typing import Any
 
-from codec.errors import DecodeError, EncodeError
+from .errors import DecodeError, EncodeError
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
-import codec
+from .. import codec
 
 TOPIC = uuid.UUID("5f8a3c1e-2b4d-4e6f-9a0b-1c2d3e4f5a6b")
 

@@ -6,9 +6,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from codec.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
-from codec.messages import APIS, message, registry
-from codec.registry import MessageCodec
+from .errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
+from .messages import APIS, message, registry
+from .registry import MessageCodec
 
 API_VERSIONS = 18
 CONTROLLED_SHUTDOWN = 7

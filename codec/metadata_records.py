@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from codec._wire import read_uvarint, write_uvarint
-from codec.errors import DecodeError, EncodeError, UnsupportedVersionError
-from codec.messages import MESSAGES, RECORDS, message
+from ._wire import read_uvarint, write_uvarint
+from .errors import DecodeError, EncodeError, UnsupportedVersionError
+from .messages import MESSAGES, RECORDS, message
 
 FRAME_VERSION = 1
 

@@ -4,7 +4,7 @@ The generated message codecs do not need these (they inline the same logic); the
 who describe other Kafka-framed data with construct, e.g. a custom frame around a message::
 
     from construct import Int32sb, Struct
-    from codec import primitives as kp
+    from kipwire.codec import primitives as kp
 
     Frame = Struct("id" / kp.UNSIGNED_VARINT, "name" / kp.COMPACT_STRING,
                    "ids" / kp.CompactArrayOf(Int32sb), "_tags" / kp.TaggedFields({}))
@@ -27,8 +27,8 @@ from typing import Any
 
 from construct import Construct, Container, FormatField, ListContainer, SizeofError, Subconstruct
 
-from codec import _wire
-from codec.errors import DecodeError, EncodeError
+from . import _wire
+from .errors import DecodeError, EncodeError
 
 __all__ = [
     "BYTES",
@@ -435,7 +435,7 @@ def build_tags(obj: Any, stream: Any, this: Any, known: Mapping[str, tuple[int, 
 def _import(code: Any, name: str) -> str:
     """Make a helper of this module available to compiled code; return its local name."""
     alias = f"_kipwire_{name}"
-    code.append(f"from codec.primitives import {name} as {alias}")
+    code.append(f"from {__name__} import {name} as {alias}")
     return alias
 
 

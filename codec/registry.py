@@ -9,7 +9,7 @@ from typing import Any
 
 from construct import Construct, SizeofError
 
-from codec.errors import DecodeError, UnsupportedVersionError
+from .errors import DecodeError, UnsupportedVersionError
 
 
 class MessageCodec(Construct):
@@ -73,11 +73,11 @@ class MessageCodec(Construct):
         raise SizeofError("a Kafka message has no fixed size", path=path)
 
     def _emitparse(self, code: Any) -> str:
-        code.append("from codec.registry import parse_stream as _kipwire_parse_stream")
+        code.append(f"from {__name__} import parse_stream as _kipwire_parse_stream")
         return f"_kipwire_parse_stream(io, {self.module.__name__!r}, {self.version})"
 
     def _emitbuild(self, code: Any) -> str:
-        code.append("from codec.registry import build_stream as _kipwire_build_stream")
+        code.append(f"from {__name__} import build_stream as _kipwire_build_stream")
         return f"_kipwire_build_stream(obj, io, {self.module.__name__!r}, {self.version})"
 
 

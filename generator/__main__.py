@@ -1,4 +1,4 @@
-"""`python -m generator build|check|compile|import-upstream`."""
+"""`python -m kipwire.generator build|check|compile|import-upstream`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from generator.build import generate, stale_files, write
-from generator.spec import SchemaError
+from .build import generate, stale_files, write
+from .spec import SchemaError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "jsonschemas"
@@ -17,7 +17,7 @@ ERRORS = SCHEMAS / "errors.tsv"
 
 def main(argv: list[str] | None = None) -> int:
     """Run the generator's command line."""
-    parser = argparse.ArgumentParser(prog="python -m generator", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kipwire.generator", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="regenerate codec/messages from jsonschemas/")
     sub.add_parser("check", help="fail when codec/messages differs from what build would write")
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "import-upstream":
-            from generator.upstream import main as import_main
+            from .upstream import main as import_main
 
             return import_main(args.args) or 0
         if args.command == "compile":
@@ -45,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         stale = stale_files(files, OUTPUT)
         if stale:
-            print("codec/messages is stale; run `python -m generator build`:", file=sys.stderr)
+            print(
+                "codec/messages is stale; run `python -m kipwire.generator build`:", file=sys.stderr
+            )
             for name in stale:
                 print(f"  {OUTPUT.relative_to(ROOT) / name}", file=sys.stderr)
             return 1

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.jsonc import loads
-from generator.versions import NONE, OPEN, Versions
+from .jsonc import loads
+from .versions import NONE, OPEN, Versions
 
 INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.jsonc import loads
-from generator.spec import FieldSpec, MessageSpec, SchemaError, parse_message
-from generator.versions import NONE, OPEN, Versions
-from generator.wire import describe_difference, renames, signature
+from .jsonc import loads
+from .spec import FieldSpec, MessageSpec, SchemaError, parse_message
+from .versions import NONE, OPEN, Versions
+from .wire import describe_difference, renames, signature
 
 
 class UpstreamError(ValueError):
@@ -345,7 +345,7 @@ def import_errors(tsv: Path, out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     """CLI: `import-upstream DIR... [--out DIR] [--extensions DIR] [--errors TSV]`."""
     parser = argparse.ArgumentParser(
-        prog="python -m generator import-upstream",
+        prog="python -m kipwire.generator import-upstream",
         description="Write the version union of Kafka schema folders as the project's schemas.",
     )
     parser.add_argument("dirs", nargs="+", type=Path, help="schema folders, oldest first")

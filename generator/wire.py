@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from generator.spec import FieldSpec, MessageSpec, StructSpec
+from .spec import FieldSpec, MessageSpec, StructSpec
 
 
 class FieldSig(NamedTuple):

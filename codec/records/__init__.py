@@ -5,11 +5,11 @@ and stamp offsets like a broker with `assign_offsets`. Control batches' records 
 `decode_control`; `expand_records` renders a whole ``records`` field as JSON-ready dicts.
 """
 
-from codec.records.compression import DEFAULT_MAX_DECOMPRESSED
-from codec.records.control import ControlRecord, ControlType, control_record, decode_control
-from codec.records.jsonview import batch_to_json, expand_records
-from codec.records.model import Batch, Compression, Header, Record, TimestampType
-from codec.records.stream import assign_offsets, build_batch, iter_batches
+from .compression import DEFAULT_MAX_DECOMPRESSED
+from .control import ControlRecord, ControlType, control_record, decode_control
+from .jsonview import batch_to_json, expand_records
+from .model import Batch, Compression, Header, Record, TimestampType
+from .stream import assign_offsets, build_batch, iter_batches
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 
 from crc32c import crc32c
 
-from codec.errors import DecodeError, EncodeError
-from codec.records import compression as codecs
-from codec.records.model import (
+from ..errors import DecodeError, EncodeError
+from . import compression as codecs
+from .model import (
     COMPRESSION_MASK,
     CONTROL_BIT,
     TIMESTAMP_TYPE_BIT,
@@ -22,7 +22,7 @@ from codec.records.model import (
     Record,
     TimestampType,
 )
-from codec.records.varint import encode_varint, read_unsigned, read_varint
+from .varint import encode_varint, read_unsigned, read_varint
 
 # base offset, batch length, partition leader epoch, magic, CRC | attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count

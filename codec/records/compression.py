@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import cramjam
 
-from codec.errors import DecodeError
-from codec.records import lz4frame
-from codec.records.model import Compression
+from ..errors import DecodeError
+from . import lz4frame
+from .model import Compression
 
 DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codec.errors import DecodeError, EncodeError
-from codec.records.model import Record
+from ..errors import DecodeError, EncodeError
+from .model import Record
 
 KEY_SCHEMA = "ControlRecordType"
 _INT16 = struct.Struct(">h")
@@ -59,7 +59,7 @@ class ControlRecord:
 
 def _codec(name: str, version: int) -> Any | None:
     """The generated codec for a schema, or None when the schema has no such version."""
-    import codec  # at call time: codec may import this package
+    from ... import codec  # at call time: codec may import this package
 
     try:
         return codec.message(name, version)

@@ -1,4 +1,4 @@
-"""Batches and records as plain JSON-ready dicts, for ``python -m codec decode --records``."""
+"""Batches and records as JSON-ready dicts, for `python -m kipwire.codec decode --records`."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from codec.records.compression import DEFAULT_MAX_DECOMPRESSED
-from codec.records.control import decode_control
-from codec.records.model import Batch, Record
-from codec.records.stream import Buffer, iter_batches
+from .compression import DEFAULT_MAX_DECOMPRESSED
+from .control import decode_control
+from .model import Batch, Record
+from .stream import Buffer, iter_batches
 
 BytesRender = Callable[[bytes], Any]
 

@@ -13,9 +13,9 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping
 
-from codec.errors import DecodeError, EncodeError
-from codec.records import compression as codecs
-from codec.records.model import (
+from ..errors import DecodeError, EncodeError
+from . import compression as codecs
+from .model import (
     COMPRESSION_MASK,
     TIMESTAMP_TYPE_BIT,
     Batch,

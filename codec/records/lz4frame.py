@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import cramjam
 
-from codec.errors import DecodeError
+from ..errors import DecodeError
 
 MAGIC = b"\x04\x22\x4d\x18"
 _BLOCK_SIZE = 64 * 1024

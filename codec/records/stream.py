@@ -5,11 +5,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 
-from codec.errors import DecodeError, EncodeError
-from codec.records import batch as v2
-from codec.records import legacy
-from codec.records.compression import DEFAULT_MAX_DECOMPRESSED
-from codec.records.model import Batch, Compression, Record
+from ..errors import DecodeError, EncodeError
+from . import batch as v2
+from . import legacy
+from .compression import DEFAULT_MAX_DECOMPRESSED
+from .model import Batch, Compression, Record
 
 _OFFSET_LENGTH = struct.Struct(">qi")
 _MAGIC_AT = 16  # both formats: offset, length, then 4 bytes (leader epoch or CRC), then magic

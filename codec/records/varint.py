@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codec._wire import uvarint_bytes
-from codec.errors import DecodeError
+from .._wire import uvarint_bytes
+from ..errors import DecodeError
 
 # Most varints in a batch (lengths, small deltas) zigzag to less than 2**14, i.e. one or two bytes:
 # encoding those is a list lookup instead of a loop.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 import pytest
 
-import codec
-from captures.compare import (
+from kipwire import codec
+from kipwire.captures.compare import (
     FUNCTIONAL_KINDS,
     compare,
     diff_values,
@@ -25,10 +25,10 @@ from captures.compare import (
     opcodes,
     parse_fail_on,
 )
-from captures.pipeline import decode_capture
-from captures.schema import CONNECTIONS, PAIRS, PDUS, write_tables
-from captures.writer import PcapngWriter
-from codec.records import build_batch
+from kipwire.captures.pipeline import decode_capture
+from kipwire.captures.schema import CONNECTIONS, PAIRS, PDUS, write_tables
+from kipwire.captures.writer import PcapngWriter
+from kipwire.codec.records import build_batch
 
 TOPICS = {"orders": 2, "audit": 1}
 
@@ -595,7 +595,7 @@ def test_records_compare_the_same_raw_or_expanded():
     """A blob (base64, as older decodes wrote it) and expanded batches normalise alike."""
     import base64
 
-    from codec.records import expand_records
+    from kipwire.codec.records import expand_records
 
     blob = build_batch(
         [{"key": b"k", "value": b"v", "headers": [("h", b"x")], "timestamp": 5}],

@@ -7,7 +7,7 @@ import struct
 import pytest
 from captures_testkit import ether, ipv4, ipv6, tcp_header
 
-from captures.packets import (
+from kipwire.captures.packets import (
     LINKTYPE_ETHERNET,
     LINKTYPE_LINUX_SLL,
     LINKTYPE_LINUX_SLL2,

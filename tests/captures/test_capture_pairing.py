@@ -8,15 +8,15 @@ from captures_testkit import fake_codec, request_frame, response_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from captures.packets import ACK, PSH, SYN, TcpSegment
-from captures.pairing import (
+from kipwire.captures.packets import ACK, PSH, SYN, TcpSegment
+from kipwire.captures.pairing import (
     CONNECTION_COLUMNS,
     PAIR_COLUMNS,
     PDU_COLUMNS,
     count_records,
     decode_connection,
 )
-from captures.reassembly import reassemble
+from kipwire.captures.reassembly import reassemble
 
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 19092)

@@ -20,7 +20,7 @@ from captures_testkit import (
     tcp_header,
 )
 
-from captures.pcap import CaptureFormatError, PacketReader, read_packets, scan_index
+from kipwire.captures.pcap import CaptureFormatError, PacketReader, read_packets, scan_index
 
 FRAME = ether(ipv4("10.0.0.1", "10.0.0.2", tcp_header(40000, 9092, 1, 1, 0x18, b"hello")))
 
@@ -28,7 +28,8 @@ FRAME = ether(ipv4("10.0.0.1", "10.0.0.2", tcp_header(40000, 9092, 1, 1, 0x18, b
 def test_imports_without_pyspark_or_construct():
     code = (
         "import sys; sys.modules['pyspark'] = None; sys.modules['construct'] = None\n"
-        "import captures.pcap, captures.reassembly, captures.framing, captures.streams\n"
+        "import kipwire.captures.pcap, kipwire.captures.reassembly, kipwire.captures.framing\n"
+        "import kipwire.captures.streams\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -181,7 +182,7 @@ def _real_files():
 @pytest.mark.skipif(not _real_files(), reason="../shared/captures is absent")
 @pytest.mark.parametrize("path", _real_files(), ids=lambda p: p.name)
 def test_real_captures_every_packet_is_tcp(path):
-    from captures.packets import parse_tcp
+    from kipwire.captures.packets import parse_tcp
 
     reader = read_packets(path)
     pkts = list(reader)

@@ -6,8 +6,8 @@ import io
 
 from captures_testkit import ether, fake_codec, ipv4, pcap_bytes, request_frame, response_frame
 
-from captures.pcap import PcapngWriter
-from captures.pipeline import decode_capture
+from kipwire.captures.pcap import PcapngWriter
+from kipwire.captures.pipeline import decode_capture
 
 
 def _recording() -> bytes:

@@ -7,10 +7,10 @@ import subprocess
 import pytest
 from captures_testkit import SHARED_CAPTURES, TSHARK
 
-from captures.pcap import scan_index
-from captures.pipeline import decode_capture
+from kipwire.captures.pcap import scan_index
+from kipwire.captures.pipeline import decode_capture
 
-codec = pytest.importorskip("codec")
+codec = pytest.importorskip("kipwire.codec")
 if not hasattr(codec, "decode_request"):
     pytest.skip("codec.decode_request is not there yet", allow_module_level=True)
 

@@ -32,15 +32,15 @@ import pytest
 from captures_testkit import TSHARK
 
 pytest.importorskip("confluent_kafka", reason="confluent-kafka (librdkafka mock cluster) absent")
-codec = pytest.importorskip("codec")
+codec = pytest.importorskip("kipwire.codec")
 if not hasattr(codec, "decode_request"):
     pytest.skip("codec.decode_request is not there yet", allow_module_level=True)
 
 import real_clients_kit as kit  # noqa: E402
 
-from captures.compare import compare  # noqa: E402
-from captures.pipeline import decode_capture  # noqa: E402
-from captures.schema import write_tables  # noqa: E402
+from kipwire.captures.compare import compare  # noqa: E402
+from kipwire.captures.pipeline import decode_capture  # noqa: E402
+from kipwire.captures.schema import write_tables  # noqa: E402
 
 N_CK = 12
 N_KP = 6
@@ -342,7 +342,7 @@ def test_spark_job_agrees(mixed, tmp_path):
     pytest.importorskip("pyspark")
     import pyarrow.parquet as pq
 
-    from captures.job import run_decode, session
+    from kipwire.captures.job import run_decode, session
 
     spark = session("local[2]")
     try:

@@ -8,9 +8,9 @@ from captures_testkit import request_frame, response_frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from captures.framing import split_frames
-from captures.packets import ACK, FIN, PSH, SYN, TcpSegment
-from captures.reassembly import reassemble
+from kipwire.captures.framing import split_frames
+from kipwire.captures.packets import ACK, FIN, PSH, SYN, TcpSegment
+from kipwire.captures.reassembly import reassemble
 
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 9092)

@@ -22,9 +22,9 @@ import pytest
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
-import codec  # noqa: E402
-from captures.pcap import PcapngWriter, scan_index  # noqa: E402
-from captures.pipeline import decode_capture  # noqa: E402
+from kipwire import codec  # noqa: E402
+from kipwire.captures.pcap import PcapngWriter, scan_index  # noqa: E402
+from kipwire.captures.pipeline import decode_capture  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SHARED_CAPTURES = SHARED / "captures"
@@ -134,7 +134,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark():
-    from captures.job import session
+    from kipwire.captures.job import session
 
     s = session("local[2]")
     yield s
@@ -143,7 +143,7 @@ def spark():
 
 @pytest.fixture(scope="module")
 def decoded(spark, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
-    from captures.job import run_decode
+    from kipwire.captures.job import run_decode
 
     out = tmp_path_factory.mktemp("out")
     summary = run_decode([str(workspace)], out, spark=spark, split_bytes=SPLIT, name="spark-test")
@@ -176,7 +176,7 @@ def _comparable(r: dict) -> tuple:
 
 
 def test_tables_have_the_issue_columns(decoded) -> None:
-    from captures.schema import TABLES
+    from kipwire.captures.schema import TABLES
 
     summary, tables = decoded
     for name, rows in tables.items():
@@ -202,7 +202,7 @@ def test_shared_captures_decode_as_expected(decoded, workspace: Path) -> None:
 
 
 def test_big_file_split_into_ranges_matches_unsplit(decoded, workspace: Path) -> None:
-    from captures.datasource import expand_inputs, plan_partitions
+    from kipwire.captures.datasource import expand_inputs, plan_partitions
 
     _, tables = decoded
     path = workspace / "big" / "big.pcapng"
@@ -250,7 +250,7 @@ def test_damaged_files_give_error_rows(decoded, workspace: Path) -> None:
 
 def test_spark_writer_matches_arrow_writer(spark, decoded, workspace: Path, tmp_path: Path) -> None:
     """The fallback for outputs only Spark can write (hdfs://, s3a://) writes the same rows."""
-    from captures.job import run_decode
+    from kipwire.captures.job import run_decode
 
     inputs = [str(workspace / "rotated"), str(workspace / "broken")]
     summary = run_decode(inputs, tmp_path, spark=spark, name="spark-test", writer="spark")
@@ -277,7 +277,15 @@ def test_cli_in_local_cluster_mode(tmp_path: Path, workspace: Path) -> None:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, "-m", "captures", "decode", str(workspace / "rotated"), "--out", str(out)]
+        [
+            sys.executable,
+            "-m",
+            "kipwire.captures",
+            "decode",
+            str(workspace / "rotated"),
+            "--out",
+            str(out),
+        ]
         + ["--master", "local-cluster[2,1,1024]", "--split-mb", "0.001"],
         capture_output=True,
         text=True,

@@ -8,10 +8,10 @@ import subprocess
 import pytest
 from captures_testkit import TSHARK, request_frame, response_frame
 
-from captures.framing import split_frames
-from captures.packets import ACK, FIN, SYN, parse_tcp
-from captures.pcap import PcapngWriter, read_packets
-from captures.reassembly import reassemble
+from kipwire.captures.framing import split_frames
+from kipwire.captures.packets import ACK, FIN, SYN, parse_tcp
+from kipwire.captures.pcap import PcapngWriter, read_packets
+from kipwire.captures.reassembly import reassemble
 
 
 def _conversation(dest, client=("10.1.0.1", 50001), server=("10.1.0.2", 19092), n=5, big=5000):

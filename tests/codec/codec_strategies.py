@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-import codec
-from generator.spec import FieldSpec, MessageSpec, StructSpec, load_message
+from kipwire import codec
+from kipwire.generator.spec import FieldSpec, MessageSpec, StructSpec, load_message
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "jsonschemas"

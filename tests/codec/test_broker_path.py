@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import codec
-from codec.records import build_batch
+from kipwire import codec
+from kipwire.codec.records import build_batch
 
 
 def _produce(version: int) -> bytes:

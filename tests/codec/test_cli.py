@@ -1,4 +1,4 @@
-"""`python -m codec decode|describe` as a user runs it."""
+"""`python -m kipwire.codec decode|describe` as a user runs it."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import codec
-from codec.records import build_batch
+from kipwire import codec
+from kipwire.codec.records import build_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "codec", *args],
+        [sys.executable, "-m", "kipwire.codec", *args],
         input=stdin,
         capture_output=True,
         cwd=ROOT,

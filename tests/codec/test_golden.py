@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-import codec
+from kipwire import codec
 
 U = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 U_HEX = "00112233 44556677 8899aabb ccddeeff"

@@ -14,7 +14,7 @@ from codec_strategies import values, versions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import codec
+from kipwire import codec
 
 # Every message of every kind; versions drawn from each one's range.
 NAMES = sorted(codec.MESSAGES)

@@ -20,8 +20,8 @@ from codec_strategies import expected, plain, spec, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import codec
-from generator.spec import StructSpec
+from kipwire import codec
+from kipwire.generator.spec import StructSpec
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
 pytest.importorskip("kafka.protocol.api_message")

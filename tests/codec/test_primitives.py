@@ -12,9 +12,9 @@ from construct import Construct, Int8sb, Int16sb, Int32sb, Struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import codec
-from codec import DecodeError, EncodeError
-from codec import primitives as kp
+from kipwire import codec
+from kipwire.codec import DecodeError, EncodeError
+from kipwire.codec import primitives as kp
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -225,7 +225,7 @@ def test_round_trip(field: Construct, values: st.SearchStrategy, data: st.DataOb
 @given(st.integers(0, 2**32 - 1))
 def test_uvarint_agrees_with_the_codec_runtime(value: int) -> None:
     """The stream primitive and codec._wire's buffer reader agree on every 32-bit value."""
-    from codec import _wire
+    from kipwire.codec import _wire
 
     wire = kp.UNSIGNED_VARINT.build(value)
     assert wire == _wire.uvarint_bytes(value)

@@ -10,7 +10,7 @@ from codec_strategies import expected, plain, values, versions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import codec
+from kipwire import codec
 
 ALL = sorted(codec.MESSAGES)
 SETTINGS = settings(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import generate, load_schemas
+from kipwire.generator.build import generate, load_schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -47,7 +47,7 @@ def test_compiled_package_imports_and_round_trips(tmp_path: Path) -> None:
     out = tmp_path / "forkcodecs"
     src = SHARED / "kafka-schemas" / "metadata"
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "compile", str(src), "--out", str(out)],
+        [sys.executable, "-m", "kipwire.generator", "compile", str(src), "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -69,7 +69,7 @@ def test_compiled_package_imports_and_round_trips(tmp_path: Path) -> None:
 
 def test_committed_codecs_are_current() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "check"],
+        [sys.executable, "-m", "kipwire.generator", "check"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -79,7 +79,7 @@ def test_committed_codecs_are_current() -> None:
 
 
 def test_check_names_stale_files(tmp_path: Path) -> None:
-    from generator.build import stale_files, write
+    from kipwire.generator.build import stale_files, write
 
     files = generate([ROOT / "jsonschemas"])
     write(files, tmp_path)
@@ -103,7 +103,15 @@ def test_project_schemas_load_and_cover_the_union() -> None:
 def test_bad_schema_folder_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "Broken.json").write_text('{"name": "Broken", "type": "request"}')
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "compile", str(tmp_path), "--out", str(tmp_path / "o")],
+        [
+            sys.executable,
+            "-m",
+            "kipwire.generator",
+            "compile",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -114,8 +122,8 @@ def test_bad_schema_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_renamed_api_key_maps_to_its_newer_name_and_keeps_an_alias() -> None:
-    import codec
-    from generator.build import api_table
+    from kipwire import codec
+    from kipwire.generator.build import api_table
 
     table = api_table(load_schemas([ROOT / "jsonschemas"]))
     assert table[74] == (

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from generator.jsonc import loads, strip_comments
-from generator.spec import SchemaError, parse_message, snake_case
-from generator.versions import NONE, OPEN, Versions
+from kipwire.generator.jsonc import loads, strip_comments
+from kipwire.generator.spec import SchemaError, parse_message, snake_case
+from kipwire.generator.versions import NONE, OPEN, Versions
 
 
 def _msg(fields: list[dict], **top: object) -> dict:

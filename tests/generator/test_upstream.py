@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.jsonc import loads
-from generator.spec import MessageSpec, SchemaError, load_message, parse_message
-from generator.upstream import UpstreamError, import_errors, import_upstream, main
-from generator.versions import Versions
-from generator.wire import describe_difference, renames, signature
+from kipwire.generator.jsonc import loads
+from kipwire.generator.spec import MessageSpec, SchemaError, load_message, parse_message
+from kipwire.generator.upstream import UpstreamError, import_errors, import_upstream, main
+from kipwire.generator.versions import Versions
+from kipwire.generator.wire import describe_difference, renames, signature
 
 PROJECT = Path(__file__).resolve().parents[2]
 SHARED = PROJECT.parent / "shared"
@@ -26,6 +26,7 @@ UPSTREAM_DIRS = [
     SHARED / "kafka-schemas-2025-01" / "message",
     SHARED / "kafka-schemas-2025-01" / "metadata",
     SHARED / "kafka-schemas-kafka-python-3.0.12",
+    SHARED / "kafka-schemas-4.x" / "metadata",  # ClearElrRecord (Kafka 4.0+)
 ]
 needs_shared = pytest.mark.skipif(
     not SHARED.is_dir(), reason=f"upstream schemas not available ({SHARED} is absent)"

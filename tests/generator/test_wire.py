@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.spec import MessageSpec, parse_message
-from generator.wire import describe_difference, renames, signature
+from kipwire.generator.spec import MessageSpec, parse_message
+from kipwire.generator.wire import describe_difference, renames, signature
 
 
 def message(fields: list[dict], valid: str = "0-3", flexible: str = "2+") -> MessageSpec:

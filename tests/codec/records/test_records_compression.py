@@ -12,10 +12,10 @@ import snappy
 import zstandard
 from kafka import codec as kafka_codec
 
-from codec.errors import DecodeError
-from codec.records import Compression
-from codec.records.compression import compress, decompress
-from codec.records.lz4frame import MAGIC, xxh32
+from kipwire.codec.errors import DecodeError
+from kipwire.codec.records import Compression
+from kipwire.codec.records.compression import compress, decompress
+from kipwire.codec.records.lz4frame import MAGIC, xxh32
 
 DATA = b"".join(b"record %d: %s\n" % (i, os.urandom(8).hex().encode()) for i in range(5000))
 CODECS = [c for c in Compression if c is not Compression.NONE]

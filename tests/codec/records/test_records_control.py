@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from codec.errors import DecodeError
-from codec.records import (
+from kipwire.codec.errors import DecodeError
+from kipwire.codec.records import (
     ControlType,
     Record,
     build_batch,

@@ -6,7 +6,7 @@ import zlib
 
 from kafka.record._crc32c import crc as kafka_python_crc32c
 
-from codec.records import (
+from kipwire.codec.records import (
     Compression,
     ControlType,
     Record,

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codec.errors import DecodeError
-from codec.records import Compression, build_batch, iter_batches
-from codec.records.compression import compress
+from kipwire.codec.errors import DecodeError
+from kipwire.codec.records import Compression, build_batch, iter_batches
+from kipwire.codec.records.compression import compress
 
 TS = 1_700_000_000_000
 

@@ -10,7 +10,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 
-from codec.records import (
+from kipwire.codec.records import (
     Compression,
     ControlType,
     Record,

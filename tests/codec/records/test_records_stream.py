@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from codec.errors import DecodeError, EncodeError
-from codec.records import (
+from kipwire.codec.errors import DecodeError, EncodeError
+from kipwire.codec.records import (
     Compression,
     Record,
     TimestampType,

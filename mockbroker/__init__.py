@@ -1,0 +1,1 @@
+"""kipwire.mockbroker: a mock KRaft controller and mock brokers for integration tests."""
