@@ -22,7 +22,9 @@ SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
 PIP_TIMEOUT = 600
 
 
-def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     return subprocess.run(
         cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, check=False
