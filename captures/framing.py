@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FrameItem",
     "MAX_FRAME",
-    "guess_request_direction",
     "known_api_keys",
     "plausible_request_header",
     "split_frames",
@@ -83,39 +82,6 @@ def plausible_request_header(buf: bytes | memoryview, pos: int) -> tuple[int, in
         and key in known_api_keys()
     ):
         return size, corr
-    return None
-
-
-def _request_chain(buf: bytes | memoryview, limit: int = 4) -> tuple[int, list[int]]:
-    """How many consecutive plausible request frames start at offset 0, and their corr ids."""
-    pos, n, corrs = 0, 0, []
-    while n < limit:
-        head = plausible_request_header(buf, pos)
-        if head is None or (corrs and head[1] < corrs[-1]):
-            break
-        corrs.append(head[1])
-        n += 1
-        pos += 4 + head[0]
-        if pos >= len(buf):
-            break
-    return n, corrs
-
-
-def guess_request_direction(a: bytes | memoryview, b: bytes | memoryview) -> int | None:
-    """Which of two directions' first bytes are Kafka requests: 0, 1, or None if unclear."""
-    na, corr_a = _request_chain(a)
-    nb, corr_b = _request_chain(b)
-    # a response starts with the correlation id of the first request: the strongest evidence
-    b_answers_a = na and len(b) >= 8 and _i32(b, 4)[0] == corr_a[0]
-    a_answers_b = nb and len(a) >= 8 and _i32(a, 4)[0] == corr_b[0]
-    if b_answers_a and not a_answers_b:
-        return 0
-    if a_answers_b and not b_answers_a:
-        return 1
-    if na and not nb:
-        return 0
-    if nb and not na:
-        return 1
     return None
 
 

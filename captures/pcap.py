@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .writer import PcapngWriter, TcpConversation
+from .pcapng_writer import PcapngWriter, TcpConversation
 
 __all__ = [
     "CaptureFormatError",

@@ -3,19 +3,18 @@
 Handles out-of-order segments, retransmissions and overlaps (the first copy in sequence order
 wins), port reuse (a new SYN starts a new connection), segments cut by the snap length, missing
 segments (a gap with its size), and captures that start mid-connection (no SYN). Which endpoint
-is the broker comes from the SYN, else from which direction parses as Kafka requests, else from
-`broker_ports` hints, else from the lower port number (recorded as a guess in `role_source`).
+is the broker comes from the SYN; without one, `captures.roles` decides.
 """
 
 from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .framing import guess_request_direction
 from .packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
+from .roles import decide_client
 
 __all__ = [
     "Connection",
@@ -24,7 +23,6 @@ __all__ = [
     "Stream",
     "TcpReassembler",
     "connection_key",
-    "decide_client",
     "reassemble",
 ]
 
@@ -264,32 +262,6 @@ class TcpReassembler:
             role_source=source,
             packets=sum(h.packets for h in c.halves.values()),
         )
-
-
-def decide_client(
-    a: Endpoint, b: Endpoint, sa: Stream, sb: Stream, broker_ports: Collection[int] = ()
-) -> tuple[Endpoint, str]:
-    """Pick the client of a connection seen without its SYN, and say how it was decided."""
-    verdict = guess_request_direction(_head(sa), _head(sb))
-    if verdict == 0:
-        return a, "kafka"
-    if verdict == 1:
-        return b, "kafka"
-    a_hint, b_hint = a[1] in broker_ports, b[1] in broker_ports
-    if a_hint != b_hint:
-        return (b if a_hint else a), "port_hint"
-    # ephemeral client ports are usually the higher number; recorded as the weakest evidence
-    return (a if a[1] > b[1] else b), "port_order"
-
-
-def _head(stream: Stream, limit: int = 65536) -> bytes:
-    """The first captured bytes of a stream, if the capture has its true beginning run."""
-    if not stream.runs:
-        return b""
-    first = stream.runs[0]
-    if first.offset != stream.start:
-        return b""
-    return first.data[:limit]
 
 
 def _assemble_half(h: _Half) -> Stream:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .png import bar_chart, histogram
+from .charts import bar_chart, histogram
 
 if TYPE_CHECKING:
     from .compare_model import Difference, Report

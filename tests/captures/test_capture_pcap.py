@@ -29,7 +29,7 @@ def test_imports_without_pyspark_or_construct():
     code = (
         "import sys; sys.modules['pyspark'] = None; sys.modules['construct'] = None\n"
         "import kipwire.captures.pcap, kipwire.captures.reassembly, kipwire.captures.framing\n"
-        "import kipwire.captures.streams\n"
+        "import kipwire.captures.tcpflow, kipwire.captures.roles, kipwire.captures.pcapng_writer\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -3,6 +3,10 @@
 The mock broker records its traffic through `PcapngWriter` (re-exported by `captures.pcap`); the
 files open in Wireshark/tshark, which follow each stream: SYN handshake, consistent sequence and
 acknowledgement numbers, segments no larger than the MSS, and a FIN exchange on close.
+
+Without a destination the writer does no I/O at all (like h11): the blocks pile up until
+`data_to_send()` hands them over, so a trio program writes them with its own async file or
+worker thread instead of blocking its event loop.
 """
 
 from __future__ import annotations
@@ -165,19 +169,22 @@ class PcapngWriter:
     """Write pcapng (one Ethernet interface, nanosecond timestamps) of recorded conversations.
 
     Thread-safe: each packet is written whole under a lock. Use as a context manager, or call
-    `close()`. `dest` is a path or a binary file object (left open when passed in).
+    `close()`. `dest` is a path or a binary file object (left open when passed in), or None to
+    collect the bytes for `data_to_send()`.
     """
 
     def __init__(
         self,
-        dest: str | os.PathLike | IO[bytes],
+        dest: str | os.PathLike | IO[bytes] | None = None,
         *,
         mss: int = 1460,
         snaplen: int = 262144,
         flush_each: bool = False,
     ) -> None:
+        self._pending = bytearray()
+        self._f: IO[bytes] | None
         if isinstance(dest, (str, os.PathLike)):
-            self._f: IO[bytes] = open(dest, "wb")  # noqa: SIM115 - owned and closed by close()
+            self._f = open(dest, "wb")  # noqa: SIM115 - owned and closed by close()
             self._own = True
         else:
             self._f = dest
@@ -208,14 +215,25 @@ class PcapngWriter:
     def _block(self, btype: int, body: bytes) -> None:
         body += b"\0" * ((-len(body)) % 4)
         total = 12 + len(body)
-        self._f.write(struct.pack("<II", btype, total) + body + struct.pack("<I", total))
+        block = struct.pack("<II", btype, total) + body + struct.pack("<I", total)
+        if self._f is None:
+            self._pending += block
+        else:
+            self._f.write(block)
+
+    def data_to_send(self) -> bytes:
+        """The bytes recorded since the last call (only a writer made without `dest` keeps any)."""
+        with self._lock:
+            out = bytes(self._pending)
+            self._pending.clear()
+            return out
 
     def _write_packet(self, ts_ns: int, frame: bytes) -> None:
         caplen = min(len(frame), self.snaplen)
         body = struct.pack("<IIIII", 0, ts_ns >> 32, ts_ns & 0xFFFFFFFF, caplen, len(frame))
         with self._lock:
             self._block(6, body + frame[:caplen])
-            if self.flush_each:
+            if self.flush_each and self._f is not None:
                 self._f.flush()
 
     def _now(self, ts_ns: int | None) -> int:
@@ -247,11 +265,14 @@ class PcapngWriter:
     def flush(self) -> None:
         """Flush the underlying file."""
         with self._lock:
-            self._f.flush()
+            if self._f is not None:
+                self._f.flush()
 
     def close(self) -> None:
         """Flush, and close the file if this writer opened it."""
         with self._lock:
+            if self._f is None:
+                return
             self._f.flush()
             if self._own:
                 self._f.close()

@@ -7,7 +7,7 @@ import ipaddress
 from captures_testkit import fake_codec, request_frame, response_frame
 
 from kipwire.captures.pairing import decode_connection
-from kipwire.captures.streams import parse_flow_name, read_flow_dir
+from kipwire.captures.tcpflow import parse_flow_name, read_flow_dir
 
 
 def test_parse_tcpflow_names():

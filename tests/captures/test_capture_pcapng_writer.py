@@ -100,3 +100,28 @@ def test_tshark_follows_the_stream(tmp_path):
         check=True,
     ).stdout
     assert expert.strip() == ""
+
+
+def test_without_a_destination_the_bytes_are_handed_over_not_written(tmp_path):
+    """The sans-I/O mode a trio caller uses: the same bytes as a file, drained in pieces."""
+    path = tmp_path / "file.pcapng"
+    _conversation(path)
+    pieces = []
+    w = PcapngWriter(mss=1000)
+    pieces.append(w.data_to_send())
+    conv = w.conversation(
+        ("10.1.0.1", 50001), ("10.1.0.2", 19092), 1_000_000_000, isn=(0xFFFFFF00, 7)
+    )
+    for i in range(5):
+        conv.client_sends(
+            request_frame(3, 12, i, b"x" * (5000 if i == 2 else 10)), 2_000_000_000 + i * 1000
+        )
+        conv.server_sends(
+            response_frame(i, b"y" * (5000 if i == 3 else 20)), 2_000_000_000 + i * 1000 + 500
+        )
+        pieces.append(w.data_to_send())
+    conv.close(ts_ns=3_000_000_000)
+    w.close()
+    pieces.append(w.data_to_send())
+    assert all(pieces[:-1]) and w.data_to_send() == b""
+    assert b"".join(pieces) == path.read_bytes()

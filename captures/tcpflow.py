@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .reassembly import Connection, Endpoint, Run, Stream, decide_client
+from .reassembly import Connection, Endpoint, Run, Stream
+from .roles import decide_client
 
 __all__ = ["FlowName", "connections_from_files", "parse_flow_name", "read_flow_dir", "stream_of"]
 
