@@ -4,9 +4,17 @@ Sans-I/O: bytes in, values out (and back). Message codecs are generated from `js
 `codec.messages`; `message(name, version)` returns one as a construct.
 """
 
-from .errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
+from .errors import (
+    DecodeError,
+    EncodeError,
+    FrameTooLargeError,
+    UnknownApiError,
+    UnsupportedVersionError,
+)
+from .framing import FrameBuffer, peek_request_header
 from .headers import (
     Request,
+    RequestHeader,
     Response,
     decode_request,
     decode_response,
@@ -28,7 +36,10 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "ErrorCode",
+    "FrameBuffer",
+    "FrameTooLargeError",
     "Request",
+    "RequestHeader",
     "Response",
     "UnknownApiError",
     "UnsupportedVersionError",
@@ -39,6 +50,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "message",
+    "peek_request_header",
     "request_header_version",
     "response_header_version",
     "to_json",

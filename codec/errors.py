@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DecodeError(ValueError):
     """Bytes that do not decode: says where (byte offset) and what (field path)."""
 
     #: The Kafka error code a broker answers with (INVALID_REQUEST); subclasses refine it.
     error_code = 42
+
+    #: The request header (a `codec.framing.RequestHeader`) when the failure came after it
+    #: decoded, so a broker can answer INVALID_REQUEST to the right correlation id.
+    header: Any = None
 
     def __init__(self, message: str, *, offset: int | None = None, path: str = "") -> None:
         self.reason = message
@@ -28,6 +34,15 @@ class EncodeError(ValueError):
         self.reason = message
         self.path = path
         super().__init__(f"{message} (field {path})" if path else message)
+
+
+class FrameTooLargeError(DecodeError):
+    """A frame whose size prefix exceeds the maximum frame size: refused before its body."""
+
+    def __init__(self, message: str, *, offset: int | None = None, size: int, limit: int) -> None:
+        super().__init__(message, offset=offset)
+        self.size = size
+        self.limit = limit
 
 
 class UnknownApiError(DecodeError):

@@ -17,6 +17,16 @@ _KEY_VERSION = struct.Struct(">hh").unpack_from
 _RESPONSE_ERROR = struct.Struct(">h").unpack_from
 
 
+class RequestHeader(NamedTuple):
+    """A request's header fields, and how many bytes the header takes in the frame."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_size: int
+
+
 @dataclass(slots=True)
 class Request:
     """A decoded request: header fields, the header itself and the body."""
@@ -143,9 +153,15 @@ def decode_request(data: bytes | bytearray | memoryview) -> Request:
         err = UnsupportedVersionError(e.reason, offset=2, path="request_api_version")
         raise err from None
     header, pos = plan.header.parse_at(data, 0)
-    body, end = plan.body.parse_at(data, pos)
-    if end != len(data):
-        raise DecodeError(f"{len(data) - end} bytes follow the {plan.name} body", offset=end)
+    try:
+        body, end = plan.body.parse_at(data, pos)
+        if end != len(data):
+            raise DecodeError(f"{len(data) - end} bytes follow the {plan.name} body", offset=end)
+    except DecodeError as e:
+        e.header = RequestHeader(
+            api_key, api_version, header["correlation_id"], header.get("client_id"), pos
+        )
+        raise
     return Request(
         api_key,
         api_version,
