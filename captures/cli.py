@@ -1,28 +1,89 @@
-"""`kipwire-capture` (`python -m kipwire.captures`): decode captures with Spark, compare decodes."""
+"""`kipwire-capture` (`python -m kipwire.captures`): decode captures into tables, compare decodes.
+
+`decode` runs in this process (`--engine local`, pyarrow only) or on Spark (`--engine spark`,
+or `--master`, or under spark-submit); `--engine auto` picks local below `--local-max-mb` of
+input and says which it chose. Every problem with the inputs or arguments is one line on stderr
+and a non-zero exit, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main", "format_summary"]
+__all__ = ["format_summary", "main"]
+
+_EXTRA = "pip install 'kipwire[captures]'"
+_EXTRA_MODULES = {"pyarrow", "pyspark", "pandas", "py4j"}
+_STATUSES = (
+    "malformed",
+    "truncated",
+    "gap",
+    "unknown_api",
+    "unsupported_version",
+    "request_missing",
+)
+
+
+class _Usage(Exception):
+    """A bad argument: one line for the user, exit 2."""
 
 
 def _decode_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kipwire-capture decode",
-        description="Decode Kafka traffic in pcap/pcapng files into Parquet tables "
-        "(pdus, pairs, connections) with PySpark.",
+        description="Decode Kafka traffic (pcap/pcapng files, tcpflow stream files, raw frame "
+        "dumps) into Parquet tables (pdus, pairs, connections).",
     )
     p.add_argument(
-        "inputs", nargs="+", metavar="INPUT", help="files, folders, or hdfs:// s3a:// URIs"
+        "inputs", nargs="*", metavar="INPUT", help="files, folders, or hdfs:// s3a:// URIs"
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder for the tables")
-    p.add_argument("--name", help="capture label (default: the input folder's name)")
-    p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument("--name", help="capture label (default: the first input's own name)")
+    p.add_argument(
+        "--engine",
+        choices=("auto", "local", "spark"),
+        default="auto",
+        help="local: in this process, no Spark; spark: the Spark job; auto (default): local "
+        "below --local-max-mb of input, else Spark",
+    )
+    p.add_argument(
+        "--local-max-mb",
+        type=float,
+        default=256.0,
+        help="with --engine auto, the input size above which Spark runs (default 256)",
+    )
+    p.add_argument("--master", help="Spark master URL (implies --engine spark; default local[*])")
+    p.add_argument(
+        "--spark-log",
+        default="error",
+        choices=("error", "warn", "info", "debug"),
+        help="Spark's own log level (default error: quiet)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("pcap", "tcpflow", "frames"),
+        help="read every input as this kind (default: recognised by content or name)",
+    )
+    p.add_argument(
+        "--pair",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("REQUESTS", "RESPONSES"),
+        help="a frame dump of requests and the dump of their responses (repeatable)",
+    )
+    p.add_argument(
+        "--fail-on",
+        default="",
+        metavar="STATUSES",
+        help="exit 1 when PDUs have one of these decode statuses: a comma list of "
+        f"{', '.join(_STATUSES)}",
+    )
     p.add_argument(
         "--broker-port",
         type=int,
@@ -35,7 +96,7 @@ def _decode_parser() -> argparse.ArgumentParser:
         "--split-mb",
         type=float,
         default=64.0,
-        help="files larger than this are split into packet ranges (default 64)",
+        help="Spark: files larger than this are split into packet ranges (default 64)",
     )
     p.add_argument("--no-body-json", action="store_true", help="leave body_json empty (faster)")
     return p
@@ -59,40 +120,148 @@ def format_summary(s: dict[str, Any]) -> str:
     lines.append(f"connections   {s['connections']:>10,}")
     lines.append(f"payload bytes {s['payload_bytes']:>10,}")
     lines.append(f"missed bytes  {s['missed_bytes']:>10,}")
-    lines.append(f"Spark start-up {s['startup_s']:.1f} s, decode and write {s['decode_s']:.1f} s")
+    if s.get("engine") == "spark":
+        lines.append(
+            f"Spark start-up {s['startup_s']:.1f} s, decode and write {s['decode_s']:.1f} s"
+        )
+    else:
+        lines.append(f"decode and write {s['decode_s']:.1f} s in this process")
     return "\n".join(lines)
+
+
+def _fail_on(text: str) -> set[str]:
+    wanted = {p.strip() for p in text.split(",") if p.strip()}
+    unknown = wanted - set(_STATUSES)
+    if unknown:
+        raise _Usage(
+            f"--fail-on: unknown status {sorted(unknown)[0]!r} (known: {', '.join(_STATUSES)})"
+        )
+    return wanted
+
+
+def _under_spark_submit() -> bool:
+    """spark-submit starts the driver's Python with the gateway to its JVM already open."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def choose_engine(
+    engine: str, master: str | None, inputs: Sequence[str], max_local_bytes: int
+) -> tuple[str, str]:
+    """(engine, why): spark when asked, given a master, a remote input or a large input."""
+    from .inputs import expand_inputs, file_size, is_remote
+
+    if engine != "auto":
+        return engine, f"--engine {engine}"
+    if master is not None:
+        return "spark", f"--master {master}"
+    if _under_spark_submit():
+        return "spark", "running under spark-submit"
+    if any(is_remote(i) for i in inputs):
+        return "spark", "remote inputs"
+    size = sum(file_size(f.path) + file_size(f.peer or "") for f in expand_inputs(inputs))
+    limit = f"{max_local_bytes / 1e6:,.0f} MB"
+    if size > max_local_bytes:
+        return "spark", f"{size / 1e6:,.1f} MB of input, over {limit} (--local-max-mb)"
+    return "local", f"{size / 1e6:,.1f} MB of input, under {limit} (--local-max-mb)"
+
+
+def _check_out(out: str) -> None:
+    """The output folder can be made and written (local outputs only)."""
+    from .inputs import is_remote, local_path
+
+    if is_remote(out):
+        return
+    path = os.path.abspath(local_path(out))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise _Usage(f"--out {out}: exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise _Usage(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _Usage(f"--out {out}: not writable")
 
 
 def decode_main(argv: Sequence[str]) -> int:
     """The `decode` subcommand."""
-    args = _decode_parser().parse_args(list(argv))
-    from .job import run_decode  # pyspark only when decoding
+    try:
+        args = _decode_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    if not args.inputs and not args.pair:
+        raise _Usage("decode: no INPUT and no --pair given")
+    fail_on = _fail_on(args.fail_on)
+    from .inputs import check_inputs
 
+    problems = check_inputs(args.inputs, fmt=args.format, pairs=args.pair)
+    for line in problems:
+        print(f"kipwire-capture: {line}", file=sys.stderr)
+    if problems:
+        return 2
+    _check_out(args.out)
     t0 = time.perf_counter()
 
     def progress(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    summary = run_decode(
-        args.inputs,
-        args.out,
-        name=args.name,
-        master=args.master,
-        broker_ports=args.broker_port,
-        split_bytes=int(args.split_mb * (1 << 20)),
-        with_body_json=not args.no_body_json,
-        progress=progress,
-    )
+    limit = int(args.local_max_mb * 1e6)
+    named = args.inputs + [p[0] for p in args.pair]
+    engine, why = choose_engine(args.engine, args.master, named, limit)
+    print(f"engine: {engine} ({why})", file=sys.stderr, flush=True)
+    if engine == "local":
+        from .inputs import input_label
+        from .local_engine import run_local
+
+        summary = run_local(
+            args.inputs,
+            args.out,
+            capture=args.name or input_label(named[0]),
+            broker_ports=args.broker_port,
+            with_body_json=not args.no_body_json,
+            fmt=args.format,
+            pairs=args.pair,
+            progress=progress,
+        )
+    else:
+        from .job import run_decode
+
+        master = args.master or (None if _under_spark_submit() else "local[*]")
+        summary = run_decode(
+            args.inputs,
+            args.out,
+            name=args.name,
+            master=master,
+            broker_ports=args.broker_port,
+            split_bytes=int(args.split_mb * (1 << 20)),
+            with_body_json=not args.no_body_json,
+            progress=progress,
+            fmt=args.format,
+            pairs=args.pair,
+            log_level=args.spark_log,
+        )
     print(format_summary(summary))
+    hits = {k: v for k, v in summary["by_status"].items() if k in fail_on and v}
+    if hits:
+        found = ", ".join(f"{v:,} {k}" for k, v in sorted(hits.items()))
+        print(f"kipwire-capture: failing (--fail-on): {found} PDUs", file=sys.stderr)
+        return 1
     return 0
+
+
+def _run(cmd: str, rest: list[str]) -> int:
+    if cmd == "decode":
+        return decode_main(rest)
+    from .compare import main_compare  # imported only when used
+
+    return main_compare(rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: `decode ...` or `compare ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = (
-        "usage: kipwire-capture decode INPUT... --out DIR [--name N] [--master URL] "
-        "[--broker-port P ...]\n"
+        "usage: kipwire-capture decode INPUT... --out DIR [--engine auto|local|spark] "
+        "[--name N] [--master URL] [--format KIND] [--pair REQ RESP] [--fail-on STATUSES]\n"
         "       kipwire-capture compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR "
         "[--fail-on KINDS]"
     )
@@ -100,14 +269,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd == "decode":
-        return decode_main(rest)
-    if cmd == "compare":
-        from .compare import main_compare  # written separately; imported only when used
-
-        return main_compare(rest)
-    print(f"unknown command {cmd!r}\n{usage}", file=sys.stderr)
-    return 2
+    if cmd not in ("decode", "compare"):
+        print(f"unknown command {cmd!r}\n{usage}", file=sys.stderr)
+        return 2
+    try:
+        return _run(cmd, rest)
+    except _Usage as exc:
+        print(f"kipwire-capture: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _EXTRA_MODULES:
+            raise
+        print(
+            f"kipwire-capture {cmd} needs the captures extra ({exc.name} is missing): {_EXTRA}",
+            file=sys.stderr,
+        )
+        return 2
+    except OSError as exc:
+        print(f"kipwire-capture: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

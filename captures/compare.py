@@ -608,7 +608,14 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     except CompareInputError as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
-    paths = write_report(report, args.out)
+    try:
+        paths = write_report(report, args.out)
+    except OSError as exc:
+        print(
+            f"compare: cannot write the report to {args.out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
     kinds = report.kinds()
     summary = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "no differences"
     print(f"{report.baseline['capture']} -> {report.candidate['capture']}: {summary}")

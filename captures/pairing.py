@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from uuid import UUID
 
 from .framing import FrameItem, split_frames
 from .reassembly import Connection
@@ -55,6 +56,8 @@ PDU_COLUMNS = (
     "body_json",
     "stream_offset",
     "captured_bytes",
+    "trailing_bytes",
+    "topic_ids",
 )
 PAIR_COLUMNS = (
     "capture",
@@ -166,26 +169,31 @@ def count_records(blob: bytes | memoryview | None) -> int | None:
     return total
 
 
-def _facts(body: Any) -> tuple[int | None, list[str] | None, int | None, bool]:
-    """error_code, topic names, record count of a decoded body, and whether it has records."""
+Facts = tuple[int | None, list[str] | None, int | None, bool, list[str] | None]
+
+
+def _facts(body: Any) -> Facts:
+    """error_code, topic names, record count, whether it has records, topic ids of a body."""
     if not isinstance(body, dict):
-        return None, None, None, False
+        return None, None, None, False, None
     acc = _Acc()
     _scan(body, 0, acc)
     top = body.get("error_code")
     err = top if isinstance(top, int) else acc.first_err
-    return err, (acc.topics or None), acc.records, acc.seen_records
+    return err, (acc.topics or None), acc.records, acc.seen_records, (acc.ids or None)
 
 
 class _Acc:
     """What `_scan` has found so far."""
 
-    __slots__ = ("first_err", "topics", "seen", "records", "seen_records")
+    __slots__ = ("first_err", "topics", "seen", "ids", "seen_ids", "records", "seen_records")
 
     def __init__(self) -> None:
         self.first_err: int | None = None
         self.topics: list[str] = []
         self.seen: set[str] = set()  # the topics, for a quick membership test
+        self.ids: list[str] = []  # topic ids (Fetch v13+ names topics by id alone)
+        self.seen_ids: set[str] = set()
         self.records: int | None = None
         self.seen_records = False
 
@@ -213,6 +221,10 @@ def _scan(value: Any, depth: int, acc: _Acc) -> None:
                             if isinstance(name, str) and name not in acc.seen:
                                 acc.seen.add(name)
                                 acc.topics.append(name)
+                            tid = item.get("topic_id")
+                            if isinstance(tid, UUID) and tid.int and str(tid) not in acc.seen_ids:
+                                acc.seen_ids.add(str(tid))
+                                acc.ids.append(str(tid))
                 _scan(v, depth + 1, acc)
             elif k == "error_code":
                 if isinstance(v, int) and (
@@ -268,12 +280,7 @@ class _Decoded:
         self.api_version: int | None = None
         self.header_version: int | None = None
         self.client_id: str | None = None
-        self.facts: tuple[int | None, list[str] | None, int | None, bool] = (
-            None,
-            None,
-            None,
-            False,
-        )
+        self.facts: Facts = (None, None, None, False, None)
         self.json: str | None = None
 
 
@@ -406,6 +413,7 @@ def decode_connection(
                 topics=d.facts[1],
                 record_count=d.facts[2],
                 body_json=d.json,
+                topic_ids=d.facts[4],
             )
         else:
             row["client_id"] = _client_id(it.data)
@@ -468,6 +476,7 @@ def decode_connection(
                 topics=d.facts[1],
                 record_count=d.facts[2],
                 body_json=d.json,
+                topic_ids=d.facts[4],
             )
             pair["error_code"] = d.facts[0]
 

@@ -1,7 +1,8 @@
-"""One capture file (or one packet range of it) to table rows, without Spark.
+"""One input (a capture file or a packet range of it, a tcpflow connection, a frame dump) to
+table rows, without Spark.
 
-The Spark job runs the same steps split across tasks: `segments` per packet range, a shuffle on
-`connection_key`, then `TcpReassembler` and `decode_connection` per connection.
+The Spark job runs the same steps split across tasks: `input_segments` per packet range, a
+shuffle on the connection key, then `TcpReassembler` and `decode_connection` per connection.
 """
 
 from __future__ import annotations
@@ -12,15 +13,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .frame_dumps import frame_dump_segments
+from .inputs import CaptureFile, input_label
 from .packets import TcpSegment, parse_tcp
 from .pairing import PDU_COLUMNS, decode_connection
 from .pcap import FileIssue, PacketRange, PacketReader
 from .reassembly import Connection, TcpReassembler
+from .tcpflow import tcpflow_segments
 
 __all__ = [
     "CaptureRows",
     "PacketStats",
     "decode_capture",
+    "decode_input",
+    "drop_stand_in_times",
+    "input_segments",
     "issue_row",
     "rows_for_connections",
     "segments",
@@ -72,6 +79,42 @@ def segments(
         if copy:
             seg = seg._replace(payload=bytes(seg.payload))
         yield pkt.ts_ns, seg
+
+
+def input_segments(
+    file: CaptureFile,
+    stats: PacketStats | None = None,
+    packet_range: PacketRange | None = None,
+    *,
+    copy: bool = False,
+    issues: list[FileIssue] | None = None,
+    content: bytes | None = None,
+) -> Iterator[tuple[int, TcpSegment]]:
+    """(ts_ns, segment) of any input kind; a pcap's file problems are appended to `issues`.
+
+    `content` is a pcap file's bytes when they were read elsewhere (Spark's binaryFile source).
+    """
+    if file.kind == "tcpflow":
+        yield from tcpflow_segments(file.path, file.peer)
+    elif file.kind == "frames":
+        yield from frame_dump_segments(file.path, file.peer)
+    else:
+        reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
+        yield from segments(reader, stats, copy=copy)
+        if issues is not None:
+            issues.extend(reader.issues)
+
+
+def drop_stand_in_times(rows: CaptureRows) -> None:
+    """Empty the PDU and pair times of an input that has none (tcpflow, frame dumps), in place.
+
+    Their segments carry the file's modification time only so reassembly has a clock; that time
+    stays on the connection row, and no RTT is made up from it.
+    """
+    for r in rows.pdus:
+        r["ts"] = None
+    for r in rows.pairs:
+        r.update(request_ts=None, response_ts=None, rtt_ms=None)
 
 
 def rows_for_connections(
@@ -127,7 +170,7 @@ def decode_capture(
     if file is None:
         file = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
     if capture is None:
-        capture = os.path.basename(os.path.dirname(os.path.abspath(file))) if file else ""
+        capture = input_label(file) if file else ""
     reader = PacketReader(source, packet_range=packet_range)
     rows = CaptureRows()
     reasm = TcpReassembler(broker_ports)
@@ -142,4 +185,37 @@ def decode_capture(
     )
     rows.issues = list(reader.issues)
     rows.pdus.extend(issue_row(capture, file, i) for i in reader.issues)
+    return rows
+
+
+def decode_input(
+    file: CaptureFile,
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    decoder: Any = None,
+    with_body_json: bool = True,
+) -> CaptureRows:
+    """Decode one whole input of any kind into table rows; an unreadable one is an issue row."""
+    if file.kind == "pcap":
+        return decode_capture(
+            file.path,
+            capture=capture,
+            file=file.name,
+            broker_ports=broker_ports,
+            decoder=decoder,
+            with_body_json=with_body_json,
+        )
+    rows = CaptureRows()
+    reasm = TcpReassembler(broker_ports)
+    reasm.add_many(input_segments(file, rows.stats))
+    rows_for_connections(
+        reasm.finish(),
+        capture=capture,
+        file=file.name,
+        decoder=decoder,
+        with_body_json=with_body_json,
+        out=rows,
+    )
+    drop_stand_in_times(rows)
     return rows

@@ -3,7 +3,8 @@
 tcpflow names each file `HOST.PORT-HOST.PORT` (sender first), IPv4 octets and ports zero-padded
 (`010.000.000.001.09092-010.000.000.002.45678`), optionally followed by `--VLAN` and by `cN` when
 the same 4-tuple carried several connections. Files carry no timestamps; the files' modification
-times stand in for the connection's first and last time, and PDU times stay unknown.
+times stand in for the connection's first and last time, and PDU times stay unknown. The files
+become TCP segments (`tcpflow_segments`), decoded like a capture's.
 """
 
 from __future__ import annotations
@@ -11,14 +12,21 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .reassembly import Connection, Endpoint, Run, Stream
-from .roles import decide_client
+from .frame_dumps import chunk_segments
+from .packets import TcpSegment
+from .reassembly import Connection, Endpoint, reassemble
 
-__all__ = ["FlowName", "connections_from_files", "parse_flow_name", "read_flow_dir", "stream_of"]
+__all__ = [
+    "FlowName",
+    "connections_from_files",
+    "parse_flow_name",
+    "read_flow_dir",
+    "tcpflow_segments",
+]
 
 _NAME = re.compile(
     r"^(?P<a>[0-9A-Fa-f.:]+)\.(?P<ap>\d{1,5})-(?P<b>[0-9A-Fa-f.:]+)\.(?P<bp>\d{1,5})"
@@ -66,47 +74,39 @@ def parse_flow_name(name: str) -> FlowName | None:
     )
 
 
-def stream_of(data: bytes) -> Stream:
-    """A direction made of one run of bytes; where it starts is not known to be a boundary."""
-    st = Stream(start=0, end=len(data))
-    if data:
-        st.runs.append(Run(0, data, [0], [None]))  # type: ignore[list-item]
-    return st
+def tcpflow_segments(path: str, peer: str | None = None) -> Iterator[tuple[int, TcpSegment]]:
+    """The bytes of one or both direction files as TCP segments, the older file's first.
+
+    No SYN: where a file starts is not known to be a frame boundary (tcpflow may have joined
+    the connection late). Each file's modification time stands in for its segments' times.
+    """
+    files = []
+    for p in filter(None, (path, peer)):
+        flow = parse_flow_name(p)
+        if flow is None:
+            raise ValueError(f"{p}: not a tcpflow file name (HOST.PORT-HOST.PORT)")
+        with open(p, "rb") as f:
+            files.append((os.fstat(f.fileno()).st_mtime_ns, p, flow, f.read()))
+    files.sort(key=lambda x: (x[0], x[1]))
+    for mtime, _p, flow, data in files:
+        yield from chunk_segments(flow.src, flow.dst, data, mtime)
 
 
 def connections_from_files(
     paths: Iterable[str | os.PathLike], broker_ports: Iterable[int] = ()
 ) -> list[Connection]:
     """Pair tcpflow files by 4-tuple into connections (a lone direction gets an empty peer)."""
-    hints = frozenset(broker_ports)
-    groups: dict[tuple, dict[Endpoint, Path]] = {}
+    hints = tuple(broker_ports)
+    groups: dict[tuple, list[str]] = {}
     for path in paths:
-        p = Path(path)
-        name = parse_flow_name(p.name)
+        name = parse_flow_name(os.fspath(path))
         if name is None:
             continue
         a, b = sorted((name.src, name.dst))
-        groups.setdefault((a, b, name.vlan, name.conn), {})[name.src] = p
+        groups.setdefault((a, b, name.vlan, name.conn), []).append(os.fspath(path))
     conns = []
-    for (a, b, _vlan, _n), files in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        streams = {
-            ep: stream_of(files[ep].read_bytes()) if ep in files else Stream() for ep in (a, b)
-        }
-        mtimes = [f.stat().st_mtime_ns for f in files.values()]
-        client, source = decide_client(a, b, streams[a], streams[b], hints)
-        server = b if client == a else a
-        conns.append(
-            Connection(
-                client=client,
-                server=server,
-                to_server=streams[client],
-                to_client=streams[server],
-                first_ts=min(mtimes),
-                last_ts=max(mtimes),
-                role_source=source,
-                packets=0,
-            )
-        )
+    for _key, files in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        conns.extend(reassemble(tcpflow_segments(*sorted(files)[:2]), hints))
     return conns
 
 

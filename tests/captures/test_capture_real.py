@@ -77,7 +77,8 @@ def test_known_facts_of_the_shared_captures():
     assert req["topics"] == ["zqy-test"] and req["record_count"] == 1
     assert req["client_id"] == "console-producer" and req["header_version"] == 2
     assert '"record_count":1' in req["body_json"]  # records expanded in the JSON
-    assert rows.pdus[0]["capture"] == "deepflow"  # default label: the input folder's name
+    # default label: the name of the file given, not its parent folder
+    assert rows.pdus[0]["capture"] == "00-produce-v9.pcap"
     av = decode_capture(SHARED_CAPTURES / DF / "18-api-versions-v3.pcap").pdus[1]
     assert av["header_version"] == 0 and av["error_code"] == 0
     go = decode_capture(SHARED_CAPTURES / "go-sniffer" / "kafka.pcap")
