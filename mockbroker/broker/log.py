@@ -1,0 +1,253 @@
+"""A partition's log: record batches stamped with offsets, fetched by offset, with its marks.
+
+Batches are validated with the codec's record reader (lengths, CRC) and stored as the bytes the
+producer sent, with only their base offset and leader epoch rewritten (`assign_offsets`): nothing
+is re-encoded. Without replication (next issue) the high watermark is the log end offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass
+
+from kipwire.codec import DecodeError, EncodeError, ErrorCode
+from kipwire.codec.records import (
+    ControlType,
+    assign_offsets,
+    build_batch,
+    control_record,
+    iter_batches,
+)
+
+from .producer_state import ProducerStates
+
+#: ListOffsets' special timestamps.
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+class LogError(Exception):
+    """A produce or fetch the log refuses, with the Kafka error code to answer."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class StoredBatch:
+    """One batch in the log and the header fields fetch and ListOffsets need."""
+
+    base_offset: int
+    last_offset: int
+    data: bytes
+    max_timestamp: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """Where a produce landed: base offset (of the original for a repeated batch)."""
+
+    base_offset: int
+    log_append_time: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    """An aborted transaction's offsets, reported to read_committed fetchers."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+class PartitionLog:
+    """The batches of one partition, its offsets and its transaction index."""
+
+    def __init__(self, leader_epoch: int = 0) -> None:
+        self.batches: list[StoredBatch] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.end_offset = 0
+        self.leader_epoch = leader_epoch
+        self.size_bytes = 0
+        self.producers = ProducerStates()
+        self.open_txns: dict[int, int] = {}  # producer id -> first offset of its open txn
+        self.aborted: list[AbortedTxn] = []
+        self.epoch_starts: list[tuple[int, int]] = []  # (leader epoch, its first offset)
+
+    @property
+    def high_watermark(self) -> int:
+        """Offsets below it are visible to consumers (all of the log, until replication)."""
+        return self.end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, or the high watermark."""
+        if self.open_txns:
+            return min(min(self.open_txns.values()), self.high_watermark)
+        return self.high_watermark
+
+    def append(self, records: bytes | bytearray | memoryview) -> AppendResult:
+        """Validate a produce's batches, check producer sequences and append them."""
+        try:
+            batches = list(iter_batches(records, verify_crc=True))
+        except DecodeError as exc:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if not batches:
+            raise LogError(ErrorCode.INVALID_RECORD, "the produce holds no record batch")
+        for batch in batches:
+            if batch.truncated:
+                raise LogError(ErrorCode.CORRUPT_MESSAGE, "a record batch is cut short")
+            if batch.magic != 2:
+                # Kafka 4 dropped message formats 0 and 1 (and the produce versions carrying them)
+                raise LogError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "only magic 2 batches")
+            if batch.is_control:
+                raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+        first = batches[0]
+        idempotent = first.magic == 2 and first.producer_id >= 0
+        if idempotent:
+            if len(batches) > 1:
+                raise LogError(ErrorCode.INVALID_RECORD, "an idempotent produce holds one batch")
+            count = first.last_offset_delta + 1
+            verdict = self.producers.check(
+                first.producer_id, first.producer_epoch, first.base_sequence, count
+            )
+            if verdict.duplicate_of is not None:
+                return AppendResult(verdict.duplicate_of)
+            if verdict.error:
+                raise LogError(verdict.error, f"producer {first.producer_id}: {verdict.error.name}")
+        base = self.end_offset
+        try:
+            epoch = self.leader_epoch
+            stamped = assign_offsets(bytearray(records), base, partition_leader_epoch=epoch)
+        except EncodeError as exc:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        self._store(stamped)
+        if idempotent:
+            self.producers.record(
+                first.producer_id, first.producer_epoch, first.base_sequence, count, base
+            )
+            if first.is_transactional:
+                self.open_txns.setdefault(first.producer_id, base)
+        return AppendResult(base)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool) -> int:
+        """Write a transaction's COMMIT or ABORT marker; return its offset."""
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        marker = build_batch(
+            [control_record(kind, {"coordinator_epoch": 0}, timestamp=_now_ms())],
+            base_offset=self.end_offset,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+            control=True,
+            partition_leader_epoch=self.leader_epoch,
+        )
+        offset = self.end_offset
+        self._store(marker)
+        first = self.open_txns.pop(producer_id, None)
+        if not commit and first is not None:
+            self.aborted.append(AbortedTxn(producer_id, first, offset))
+        self.producers.bump(producer_id, producer_epoch)
+        return offset
+
+    def _store(self, data: bytes | bytearray) -> None:
+        if not self.epoch_starts or self.epoch_starts[-1][0] != self.leader_epoch:
+            self.epoch_starts.append((self.leader_epoch, self.end_offset))
+        for batch in iter_batches(data, verify_crc=False):
+            stored = StoredBatch(
+                batch.base_offset,
+                batch.last_offset,
+                bytes(batch.raw),
+                batch.max_timestamp,
+                self.leader_epoch,
+            )
+            self.batches.append(stored)
+            self._bases.append(stored.base_offset)
+            self.size_bytes += len(stored.data)
+            self.end_offset = stored.last_offset + 1
+
+    def read(
+        self, offset: int, max_bytes: int, *, committed: bool = False, min_one: bool = True
+    ) -> bytes:
+        """The batches from the one holding `offset`: at least one (KIP-74), then to `max_bytes`."""
+        if offset < self.log_start_offset or offset > self.end_offset:
+            raise LogError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside {self.log_start_offset}..{self.end_offset}",
+            )
+        limit = self.last_stable_offset if committed else self.high_watermark
+        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        parts: list[bytes] = []
+        size = 0
+        for stored in self.batches[index:]:
+            if stored.base_offset >= limit:
+                break
+            if stored.last_offset < offset:
+                continue
+            if (parts or not min_one) and size + len(stored.data) > max_bytes:
+                break
+            parts.append(stored.data)
+            size += len(stored.data)
+        return b"".join(parts)
+
+    def aborted_in(self, start: int, stop: int) -> list[AbortedTxn]:
+        """Aborted transactions that overlap offsets [start, stop)."""
+        return [t for t in self.aborted if t.first_offset < stop and t.last_offset >= start]
+
+    def offset_for_time(self, timestamp: int) -> tuple[int, int, int]:
+        """(offset, timestamp, leader epoch) for a ListOffsets timestamp or special value."""
+        if timestamp == EARLIEST:
+            return self.log_start_offset, -1, self._epoch_at(self.log_start_offset)
+        if timestamp == LATEST:
+            return self.high_watermark, -1, self.leader_epoch
+        live = [b for b in self.batches if b.last_offset >= self.log_start_offset]
+        if timestamp == MAX_TIMESTAMP:
+            if not live:
+                return -1, -1, -1
+            best = max(live, key=lambda b: b.max_timestamp)
+            return best.last_offset, best.max_timestamp, best.leader_epoch
+        for stored in live:
+            if stored.max_timestamp >= timestamp:
+                start = max(stored.base_offset, self.log_start_offset)
+                return start, stored.max_timestamp, stored.leader_epoch
+        return -1, -1, -1
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch`, its end offset) as OffsetForLeaderEpoch answers."""
+        if not self.epoch_starts or epoch < self.epoch_starts[0][0]:
+            return -1, -1
+        for i, (start_epoch, _) in enumerate(self.epoch_starts):
+            if start_epoch > epoch:
+                return self.epoch_starts[i - 1][0], self.epoch_starts[i][1]
+        return self.epoch_starts[-1][0], self.end_offset
+
+    def delete_before(self, offset: int) -> int:
+        """Move the log start offset to `offset` (DeleteRecords); return the new start."""
+        if offset == LATEST:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise LogError(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is past the HWM")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            keep = next(
+                (i for i, b in enumerate(self.batches) if b.last_offset >= offset),
+                len(self.batches),
+            )
+            self.size_bytes -= sum(len(b.data) for b in self.batches[:keep])
+            del self.batches[:keep]
+            del self._bases[:keep]
+        return self.log_start_offset
+
+    def _epoch_at(self, offset: int) -> int:
+        epoch = -1
+        for start_epoch, start in self.epoch_starts:
+            if start <= offset:
+                epoch = start_epoch
+        return epoch
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

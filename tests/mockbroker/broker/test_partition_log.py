@@ -1,0 +1,169 @@
+"""The partition log: offsets without re-encoding, CRC checks, reads, LSO, markers, epochs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kipwire.codec import ErrorCode
+from kipwire.codec.records import build_batch, decode_control, iter_batches
+from kipwire.mockbroker.broker.log import EARLIEST, LATEST, MAX_TIMESTAMP, LogError, PartitionLog
+
+
+def _batch(
+    n: int,
+    *,
+    pid: int = -1,
+    epoch: int = -1,
+    seq: int = -1,
+    txn: bool = False,
+    ts: int = 1000,
+    compression: str = "none",
+) -> bytes:
+    records = [{"key": b"k%d" % i, "value": b"v%d" % i, "timestamp": ts + i} for i in range(n)]
+    return build_batch(
+        records,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=txn,
+        compression=compression,
+    )
+
+
+def _offsets(data: bytes) -> list[int]:
+    return [r.offset for b in iter_batches(data) for r in b.records]
+
+
+def test_offsets_assigned_in_order_and_records_kept_byte_for_byte():
+    log = PartitionLog(leader_epoch=7)
+    first, second = _batch(3), _batch(2, compression="zstd")
+    assert log.append(first).base_offset == 0
+    assert log.append(second).base_offset == 3
+    data = log.read(0, 1 << 20)
+    assert _offsets(data) == [0, 1, 2, 3, 4]
+    # only the base offset (bytes 0-8) and leader epoch (12-16) change: records are not rebuilt
+    assert data[16 : len(first)] == first[16:]
+    assert [b.partition_leader_epoch for b in iter_batches(data)] == [7, 7]
+    assert log.end_offset == log.high_watermark == 5
+
+
+def test_corrupt_batch_is_refused_and_nothing_is_appended():
+    data = bytearray(_batch(2))
+    data[-1] ^= 0xFF
+    log = PartitionLog()
+    with pytest.raises(LogError) as err:
+        log.append(bytes(data))
+    assert err.value.code == ErrorCode.CORRUPT_MESSAGE
+    assert log.end_offset == 0
+
+
+def test_truncated_and_empty_produce_are_refused():
+    log = PartitionLog()
+    with pytest.raises(LogError) as err:
+        log.append(_batch(2)[:-5])
+    assert err.value.code == ErrorCode.CORRUPT_MESSAGE
+    with pytest.raises(LogError) as err:
+        log.append(b"")
+    assert err.value.code == ErrorCode.INVALID_RECORD
+
+
+def test_read_starts_at_the_batch_holding_the_offset_and_returns_one_batch_past_the_limit():
+    log = PartitionLog()
+    for _ in range(3):
+        log.append(_batch(4))
+    assert _offsets(log.read(5, 1))[:1] == [4]  # the batch 4..7, whole, although over 1 byte
+    assert log.read(12, 1 << 20) == b""
+    assert log.read(5, 1, min_one=False) == b""
+    with pytest.raises(LogError) as err:
+        log.read(13, 100)
+    assert err.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_idempotent_sequences_duplicates_and_gaps():
+    log = PartitionLog()
+    assert log.append(_batch(2, pid=5, epoch=0, seq=0)).base_offset == 0
+    assert log.append(_batch(2, pid=5, epoch=0, seq=2)).base_offset == 2
+    # a retry of the last batch answers the original offset and appends nothing
+    assert log.append(_batch(2, pid=5, epoch=0, seq=2)).base_offset == 2
+    assert log.end_offset == 4
+    with pytest.raises(LogError) as err:
+        log.append(_batch(1, pid=5, epoch=0, seq=9))
+    assert err.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    with pytest.raises(LogError) as err:
+        log.append(_batch(1, pid=6, epoch=0, seq=3))
+    assert err.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_duplicate_older_than_the_cache_is_duplicate_sequence_number():
+    log = PartitionLog()
+    for i in range(7):
+        log.append(_batch(1, pid=1, epoch=0, seq=i))
+    with pytest.raises(LogError) as err:
+        log.append(_batch(1, pid=1, epoch=0, seq=0))
+    assert err.value.code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+
+
+def test_stale_epoch_is_fenced_and_new_epoch_restarts_at_zero():
+    log = PartitionLog()
+    log.append(_batch(1, pid=1, epoch=3, seq=0))
+    with pytest.raises(LogError) as err:
+        log.append(_batch(1, pid=1, epoch=2, seq=1))
+    assert err.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    with pytest.raises(LogError) as err:
+        log.append(_batch(1, pid=1, epoch=4, seq=1))
+    assert err.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert log.append(_batch(1, pid=1, epoch=4, seq=0)).base_offset == 1
+
+
+def test_open_transaction_holds_the_lso_and_an_abort_is_indexed():
+    log = PartitionLog()
+    log.append(_batch(2))
+    log.append(_batch(2, pid=9, epoch=0, seq=0, txn=True))
+    assert log.last_stable_offset == 2
+    assert log.high_watermark == 4
+    assert _offsets(log.read(0, 1 << 20, committed=True)) == [0, 1]
+    marker = log.append_marker(9, 0, commit=False)
+    assert marker == 4
+    assert log.last_stable_offset == 5
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted_in(0, 5)] == [
+        (9, 2, 4)
+    ]
+    (control,) = [b for b in iter_batches(log.read(4, 1 << 20))]
+    assert control.is_control
+    assert decode_control(control.records[0]).type.name == "ABORT"
+
+
+def test_commit_marker_leaves_no_aborted_transaction():
+    log = PartitionLog()
+    log.append(_batch(1, pid=3, epoch=0, seq=0, txn=True))
+    log.append_marker(3, 0, commit=True)
+    assert log.aborted_in(0, 10) == []
+    assert log.last_stable_offset == log.high_watermark == 2
+
+
+def test_list_offsets_by_time_and_special_values():
+    log = PartitionLog()
+    log.append(_batch(2, ts=100))
+    log.append(_batch(2, ts=500))
+    assert log.offset_for_time(EARLIEST)[0] == 0
+    assert log.offset_for_time(LATEST)[0] == 4
+    assert log.offset_for_time(300)[:2] == (2, 501)
+    assert log.offset_for_time(MAX_TIMESTAMP)[:2] == (3, 501)
+    assert log.offset_for_time(10_000) == (-1, -1, -1)
+
+
+def test_epoch_end_offsets_and_delete_records():
+    log = PartitionLog(leader_epoch=1)
+    log.append(_batch(3))
+    log.leader_epoch = 4
+    log.append(_batch(2))
+    assert log.end_offset_for_epoch(1) == (1, 3)
+    assert log.end_offset_for_epoch(3) == (1, 3)
+    assert log.end_offset_for_epoch(4) == (4, 5)
+    assert log.end_offset_for_epoch(0) == (-1, -1)
+    assert log.delete_before(4) == 4
+    assert log.offset_for_time(EARLIEST)[0] == 4
+    with pytest.raises(LogError):
+        log.read(2, 100)
+    with pytest.raises(LogError):
+        log.delete_before(99)
