@@ -48,25 +48,34 @@ UNPACK_BOOLS = _ArrayUnpackers("?")
 
 
 def read_uvarint(buf: Any, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """Read an unsigned varint: at most 5 bytes for an int32 value, 10 for an int64 (varlong)."""
-    value = shift = 0
+    """Read an unsigned varint: at most 5 bytes for an int32 value, 10 for an int64 (varlong).
+
+    The one varint reader: `records.varint` re-exports it and `primitives` decodes with it.
+    """
     start = pos
-    while True:
-        try:
-            byte = buf[pos]
-        except IndexError:
-            raise DecodeError("data ends inside a varint", offset=start) from None
+    try:
+        value = buf[pos]
         pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-        if shift >= 7 * max_bytes:
-            raise DecodeError(f"varint is longer than {max_bytes} bytes", offset=start)
+        if value < 0x80:
+            return value, pos
+        value &= 0x7F
+        shift = 7
+        limit = 7 * max_bytes
+        while True:
+            byte = buf[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+            if shift >= limit:
+                raise DecodeError(f"varint is longer than {max_bytes} bytes", offset=start)
+    except IndexError:
+        raise DecodeError("data ends inside a varint", offset=start) from None
     bits = 32 if max_bytes == 5 else 64
     if value >> bits:
         # 5 bytes carry 35 bits but an int32 has 32 (10 bytes carry 70, an int64 has 64).
-        raise DecodeError(f"varint overflows {bits} bits", offset=start)
+        raise DecodeError(f"varint {value} does not fit in {bits} bits", offset=start)
     return value, pos
 
 

@@ -142,31 +142,37 @@ def read_exact(stream: Any, n: int, what: str = "field", path: str | None = None
 def read_unsigned_varint(stream: Any, bits: int = 32, path: str | None = None) -> int:
     """Read an unsigned varint of at most `bits` value bits (5 bytes for 32, 10 for 64)."""
     read = stream.read
-    first = read(1)
-    if first and first[0] < 0x80:
-        return first[0]
-    start = _tell(stream)
-    start = None if start is None else start - len(first)
-    name = "varint" if bits <= 32 else "varlong"
+    raw = read(1)
+    if raw and raw[0] < 0x80:
+        return raw[0]
     max_bytes = (bits + 6) // 7
-    if not first:
-        raise DecodeError(f"data ends inside a {name}", offset=start, path=_path(path))
-    value = first[0] & 0x7F
-    shift = 7
-    for _ in range(max_bytes - 1):
-        byte = read(1)
-        if not byte:
-            raise DecodeError(f"data ends inside a {name}", offset=start, path=_path(path))
-        b = byte[0]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value >> bits:
-                raise DecodeError(
-                    f"{name} {value} does not fit in {bits} bits", offset=start, path=_path(path)
-                )
-            return value
-        shift += 7
-    raise DecodeError(f"{name} is longer than {max_bytes} bytes", offset=start, path=_path(path))
+    # Take the varint's bytes off the stream, then decode them with the codec's one varint
+    # reader. A BytesIO (what construct parses from) gives back what the varint did not use; any
+    # other stream is read a byte at a time, never past the varint.
+    if type(stream) is _io.BytesIO:
+        raw += read(max_bytes - 1)
+    else:
+        while raw and raw[-1] >= 0x80 and len(raw) < max_bytes:
+            byte = read(1)
+            if not byte:
+                break
+            raw += byte
+    try:
+        value, used = _wire.read_uvarint(raw, 0, max_bytes)
+    except DecodeError as e:
+        end = _tell(stream)
+        start = None if end is None else end - len(raw)
+        raise DecodeError(e.reason, offset=start, path=_path(path)) from None
+    if used != len(raw):
+        stream.seek(used - len(raw), 1)
+    if value >> bits:  # _wire checks 32 and 64 bits; a construct may ask for fewer
+        end = _tell(stream)
+        raise DecodeError(
+            f"varint {value} does not fit in {bits} bits",
+            offset=None if end is None else end - used,
+            path=_path(path),
+        )
+    return value
 
 
 def write_unsigned_varint(value: Any, stream: Any, bits: int = 32) -> Any:

@@ -232,6 +232,38 @@ def test_uvarint_agrees_with_the_codec_runtime(value: int) -> None:
     assert _wire.read_uvarint(wire, 0) == (value, len(wire))
 
 
+class _Pipe(io.RawIOBase):
+    """A stream that can neither seek nor tell, like a socket or a pipe."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), len(self.data))
+        b[:n] = self.data[:n]
+        self.data = self.data[n:]
+        return n
+
+
+@pytest.mark.parametrize("wrap", [io.BytesIO, lambda d: io.BufferedReader(io.BytesIO(d)), _Pipe])
+def test_uvarint_leaves_the_stream_after_itself(wrap: Any) -> None:
+    """A multi-byte varint consumes its own bytes only, whatever the stream."""
+    stream = wrap(kp.UNSIGNED_VARINT.build(300_000) + b"\x07rest")
+    assert kp.UNSIGNED_VARINT.parse_stream(stream) == 300_000
+    assert stream.read() == b"\x07rest"
+
+
+def test_uvarint_of_fewer_bits() -> None:
+    """A construct may ask for a narrower varint than the 32 bits the codec's reader checks."""
+    with pytest.raises(DecodeError, match="does not fit in 16 bits") as e:
+        kp.UnsignedVarint(16).parse(bytes.fromhex("ffff07"))
+    assert e.value.offset == 0
+    assert kp.UnsignedVarint(16).parse(kp.UNSIGNED_VARINT.build(65535)) == 65535
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 BAD = [

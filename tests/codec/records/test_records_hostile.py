@@ -101,9 +101,11 @@ def test_varint_overflow(varint) -> None:
 
 
 def test_varint_running_off_the_end() -> None:
-    # length 6, attributes, then a varlong whose continuation bits run out of record bytes
-    with pytest.raises(DecodeError, match="past the end"):
+    # length 6, attributes, then a varlong whose continuation bits run out of record bytes: the
+    # error points at the varint's first byte (61 bytes of batch header, then 2 of the record)
+    with pytest.raises(DecodeError, match="ends inside a varint") as info:
         decode_all(v2_batch(b"\x0c\x00" + b"\xff" * 5, 1))
+    assert info.value.offset == 63
 
 
 @pytest.mark.parametrize(
