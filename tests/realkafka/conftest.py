@@ -1,0 +1,77 @@
+"""Fixtures that run real Apache Kafka: the fetched jars, a single-node cluster for the session,
+and the four-node ELR cluster for the module that stops and restarts its brokers.
+
+Every test in this folder is marked `realkafka` (deselect with `-m "not realkafka"`) and skips,
+with the reason, when Kafka cannot run here (no Java 17+, no mvn, Maven Central unreachable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
+from kafka_harness import KafkaCluster, elr, single
+
+HERE = Path(__file__).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker (here, not in pyproject: it belongs to this folder)."""
+    config.addinivalue_line(
+        "markers", "realkafka: runs a real Apache Kafka cluster (Java 17+, jars from Maven)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of this folder `realkafka`."""
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.realkafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_dist() -> KafkaDist:
+    """Kafka's jars (fetched once per machine), or a skip that says why not."""
+    try:
+        return ensure_kafka()
+    except KafkaUnavailable as e:
+        pytest.skip(f"real Kafka unavailable: {e}")
+
+
+def _started(dist: KafkaDist, workdir: Path, layout) -> KafkaCluster:
+    try:
+        return KafkaCluster.start(dist, workdir, layout)
+    except KafkaUnavailable as e:
+        pytest.skip(f"real Kafka did not start: {e}")
+
+
+@pytest.fixture(scope="session")
+def kafka_single(
+    kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    """One combined controller+broker node, shared by the session's read-mostly tests."""
+    cluster = _started(kafka_dist, tmp_path_factory.mktemp("kafka-single"), single())
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka_single: KafkaCluster) -> str:
+    """bootstrap.servers of the single-node cluster."""
+    return kafka_single.bootstrap()
+
+
+@pytest.fixture(scope="module")
+def kafka_elr(
+    kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    """Node 0 (controller + broker) and brokers 1-3, for tests that stop and restart brokers."""
+    cluster = _started(kafka_dist, tmp_path_factory.mktemp("kafka-elr"), elr())
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

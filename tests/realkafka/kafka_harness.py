@@ -1,0 +1,368 @@
+"""Real Apache Kafka KRaft clusters on 127.0.0.1, started from the jars `kafka_dist` fetched.
+
+`KafkaCluster.start(dist, workdir, layout)` formats every node's storage with Kafka's own
+StorageTool (feature eligible.leader.replicas.version=1), starts one JVM per node with
+`kafka.Kafka server.properties` and waits (bounded) until a real client sees every broker.
+Two layouts: `single()` (one combined controller+broker) and `elr()` (a combined node 0, which
+keeps the controller and answers clients, plus brokers 1-3 that tests stop and start).
+
+Every JVM is ended by its own pid: SIGTERM (Kafka's clean shutdown), SIGKILL after a bound;
+`hard_kill` is the unclean crash KIP-966 talks about. Logs go to files in the node's folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_dist import KafkaDist, KafkaUnavailable
+
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+SESSION_TIMEOUT_MS = 3000
+HEARTBEAT_INTERVAL_MS = 500
+REPLICA_LAG_MS = 3000
+JVM_OPTS = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+JVM_OPTS += ["-XX:-UsePerfData", "-Djava.awt.headless=true"]
+
+_LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kipwire.log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (bound to port 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred: Callable[[], Any], timeout: float, what: str, step: float = 0.2) -> Any:
+    """Poll `pred` until it returns something truthy; TimeoutError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(step)
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One KRaft node: its id and roles."""
+
+    node_id: int
+    controller: bool
+    broker: bool
+
+    @property
+    def roles(self) -> str:
+        """process.roles for server.properties."""
+        return ",".join(
+            r for r, on in (("broker", self.broker), ("controller", self.controller)) if on
+        )
+
+
+def single() -> list[NodeSpec]:
+    """One combined controller+broker node."""
+    return [NodeSpec(0, controller=True, broker=True)]
+
+
+def elr() -> list[NodeSpec]:
+    """Node 0 (controller + an always-up broker) and brokers 1, 2, 3 to stop and restart."""
+    return [NodeSpec(0, True, True)] + [NodeSpec(i, False, True) for i in (1, 2, 3)]
+
+
+@dataclass
+class KafkaNode:
+    """One node's folder, ports and (while running) JVM."""
+
+    spec: NodeSpec
+    dir: Path
+    broker_port: int | None
+    controller_port: int | None
+    proc: subprocess.Popen | None = None
+    starts: int = 0
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        """The node's __cluster_metadata-0 folder (its only log dir is also the metadata dir)."""
+        return self.dir / "data" / "__cluster_metadata-0"
+
+    @property
+    def server_log(self) -> Path:
+        """The node's log4j log file."""
+        return self.dir / "server.log"
+
+    @property
+    def running(self) -> bool:
+        """Whether the JVM is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+
+@dataclass
+class KafkaCluster:
+    """A running KRaft cluster; `stop()` ends every JVM it started."""
+
+    dist: KafkaDist
+    workdir: Path
+    nodes: dict[int, KafkaNode]
+    cluster_id: str
+    extra_props: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def start(
+        cls,
+        dist: KafkaDist,
+        workdir: Path,
+        layout: Iterable[NodeSpec],
+        extra_props: dict[str, str] | None = None,
+    ) -> KafkaCluster:
+        """Format and start every node of `layout`; returns once every broker is seen."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "log4j2.properties").write_text(_LOG4J2)
+        nodes = {}
+        for spec in layout:
+            nodes[spec.node_id] = KafkaNode(
+                spec,
+                workdir / f"node{spec.node_id}",
+                free_port() if spec.broker else None,
+                free_port() if spec.controller else None,
+            )
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster = cls(dist, workdir, nodes, cluster_id, dict(extra_props or {}))
+        try:
+            for node in nodes.values():
+                node.dir.mkdir(parents=True, exist_ok=True)
+                (node.dir / "server.properties").write_text(cluster.properties(node))
+                cluster._format(node)
+            for node in nodes.values():
+                cluster._launch(node)
+            cluster.wait_brokers(set(cluster.broker_ids()))
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    # ------------------------------------------------------------------ configuration
+
+    def broker_ids(self) -> list[int]:
+        """Ids of the nodes that have the broker role."""
+        return [i for i, n in self.nodes.items() if n.spec.broker]
+
+    def properties(self, node: KafkaNode) -> str:
+        """server.properties of one node."""
+        voters = ",".join(
+            f"{n.spec.node_id}@127.0.0.1:{n.controller_port}"
+            for n in self.nodes.values()
+            if n.spec.controller
+        )
+        listeners, protocols = [], ["CONTROLLER:PLAINTEXT"]
+        if node.spec.broker:
+            listeners.append(f"PLAINTEXT://127.0.0.1:{node.broker_port}")
+            protocols.append("PLAINTEXT:PLAINTEXT")
+        if node.spec.controller:
+            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+        replicas = min(3, len(self.broker_ids()))
+        props = {
+            "process.roles": node.spec.roles,
+            "node.id": str(node.spec.node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": ",".join(protocols),
+            "log.dirs": str(node.dir / "data"),
+            "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "broker.heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
+            "replica.lag.time.max.ms": str(REPLICA_LAG_MS),
+            # unknown topics must answer UNKNOWN_TOPIC_OR_PARTITION, not appear
+            "auto.create.topics.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",
+            # 50 partitions each (the defaults) cost seconds on 2 cores for nothing
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "default.replication.factor": str(replicas),
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "log.segment.bytes": str(16 * 1024 * 1024),
+        }
+        if node.spec.broker:
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.broker_port}"
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+        props.update(self.extra_props)
+        return "".join(f"{k}={v}\n" for k, v in props.items())
+
+    def _java(self, node: KafkaNode, log: Path, main: str, *args: str) -> list[str]:
+        return [
+            self.dist.java,
+            *JVM_OPTS,
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            f"-Dkipwire.log.file={log}",
+            "-cp",
+            self.dist.classpath,
+            main,
+            *args,
+        ]
+
+    def _format(self, node: KafkaNode) -> None:
+        cmd = self._java(
+            node,
+            node.dir / "format.log",
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            self.cluster_id,
+            "-c",
+            str(node.dir / "server.properties"),
+            "--feature",
+            "eligible.leader.replicas.version=1",
+        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise KafkaUnavailable(
+                f"StorageTool format failed for node {node.spec.node_id} "
+                f"(exit {done.returncode}): {(done.stdout + done.stderr).strip()[-500:]}"
+            )
+
+    # ------------------------------------------------------------------ processes
+
+    def _launch(self, node: KafkaNode) -> None:
+        node.starts += 1
+        cmd = self._java(node, node.server_log, "kafka.Kafka", str(node.dir / "server.properties"))
+        with open(node.dir / "jvm.out", "ab") as out:
+            node.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def restart(self, node_id: int, timeout: float = START_TIMEOUT_S) -> None:
+        """Start a stopped node again and wait until a client sees it among the brokers."""
+        node = self.nodes[node_id]
+        if node.running:
+            raise RuntimeError(f"node {node_id} is still running")
+        self._launch(node)
+        self.wait_brokers({node_id}, timeout)
+
+    def stop_node(self, node_id: int, timeout: float = STOP_TIMEOUT_S) -> int:
+        """Kafka's clean shutdown (SIGTERM), SIGKILL after `timeout`; returns the exit code."""
+        node = self.nodes[node_id]
+        if node.proc is None:
+            return 0
+        proc = node.proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout)
+        node.proc = None
+        return proc.returncode
+
+    def hard_kill(self, node_id: int) -> None:
+        """SIGKILL: the node stops without a clean-shutdown file (an unclean shutdown)."""
+        node = self.nodes[node_id]
+        if node.proc is None or node.proc.poll() is not None:
+            raise RuntimeError(f"node {node_id} is not running")
+        node.proc.kill()
+        node.proc.wait(timeout=STOP_TIMEOUT_S)
+        node.proc = None
+
+    def stop(self) -> None:
+        """End every JVM this cluster started, each by its own pid."""
+        for node_id in reversed(list(self.nodes)):
+            self.stop_node(node_id)
+
+    # ------------------------------------------------------------------ clients
+
+    def bootstrap(self, node_ids: Iterable[int] | None = None) -> str:
+        """bootstrap.servers of the running brokers (or of `node_ids`)."""
+        ids = list(node_ids) if node_ids is not None else self.broker_ids()
+        return ",".join(
+            f"127.0.0.1:{self.nodes[i].broker_port}"
+            for i in ids
+            if self.nodes[i].spec.broker and (node_ids is not None or self.nodes[i].running)
+        )
+
+    def controller_ports(self) -> list[int]:
+        """Ports of the controller listeners."""
+        return [n.controller_port for n in self.nodes.values() if n.controller_port]
+
+    def live_brokers(self) -> set[int]:
+        """The broker ids a real client (confluent-kafka) sees in Metadata now."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap(), "log_level": 0})
+        try:
+            return set(admin.list_topics(timeout=2).brokers)
+        except Exception:  # noqa: BLE001 - not up yet: any client error means "poll again"
+            return set()
+
+    def wait_brokers(self, ids: set[int], timeout: float = START_TIMEOUT_S) -> None:
+        """Wait until a client sees every broker of `ids`; a JVM that exits fails at once."""
+
+        def seen() -> bool:
+            for i in ids:
+                node = self.nodes[i]
+                if not node.running:
+                    raise KafkaUnavailable(
+                        f"node {i} exited while starting; its log ends: {self.log_tail(i)}"
+                    )
+            return ids <= self.live_brokers()
+
+        try:
+            wait_until(seen, timeout, f"brokers {sorted(ids)} registered", step=0.5)
+        except TimeoutError as e:
+            tails = "; ".join(f"node {i}: {self.log_tail(i)}" for i in sorted(ids))
+            raise TimeoutError(f"{e}; {tails}") from None
+
+    def log_tail(self, node_id: int, lines: int = 5) -> str:
+        """The last lines of a node's server log (and JVM output), for error messages."""
+        node = self.nodes[node_id]
+        text = []
+        for path in (node.server_log, node.dir / "jvm.out"):
+            if path.exists():
+                text += path.read_text(errors="replace").splitlines()[-lines:]
+        return " | ".join(text) or "(no log)"
+
+    def run_tool(self, main: str, *args: str, timeout: float = 120) -> str:
+        """Run one of Kafka's command-line tools on this classpath; its stdout, or an error."""
+        log = self.workdir / "tools.log"
+        cmd = self._java(next(iter(self.nodes.values())), log, main, *args)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{main} exit {done.returncode}: {done.stderr.strip()[-500:]}")
+        return done.stdout
+
+
+def node_pids(cluster: KafkaCluster) -> dict[int, int]:
+    """pid of every running node's JVM."""
+    return {i: n.proc.pid for i, n in cluster.nodes.items() if n.proc is not None and n.running}
+
+
+def is_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (and is not a zombie we reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,539 @@
+"""Data-plane scenarios as plain functions of a cluster's bootstrap servers.
+
+Each scenario drives real clients (confluent-kafka, kafka-python) or kipwire.codec over a
+socket and returns what the client saw, so the same function runs against real Kafka now and
+against kipwire's MockCluster later; the tests compare the results with what real Kafka gave.
+`EXPECTED_ERRORS` is real Kafka 4.1's answer to each mistake: the mock must give the same.
+
+Every loop here is bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kafka_wire import WireConnection
+
+from kipwire.codec import ErrorCode, decode_response, encode_request
+from kipwire.codec.records import Compression, build_batch, iter_batches
+
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+POLL_TIMEOUT_S = 30.0
+
+PRODUCE, FETCH, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 18, 19
+
+# Real Kafka 4.1's error for each mistake (observed, see test_data_plane): the mock must match.
+EXPECTED_ERRORS = {
+    "metadata_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+    "produce_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+    "produce_wrong_partition": "UNKNOWN_TOPIC_OR_PARTITION",
+    "produce_too_large": "MESSAGE_TOO_LARGE",
+    "create_topic_bad_config_value": "INVALID_CONFIG",
+    "create_topic_unknown_config": "INVALID_CONFIG",
+    "create_topic_zero_partitions": "INVALID_PARTITIONS",
+    "create_topic_too_many_replicas": "INVALID_REPLICATION_FACTOR",
+    "create_topic_exists": "TOPIC_ALREADY_EXISTS",
+    "api_versions_unsupported": "UNSUPPORTED_VERSION",
+    "confluent_too_large": "MSG_SIZE_TOO_LARGE",
+    "confluent_bad_config": "INVALID_CONFIG",
+}
+
+
+def unique(prefix: str) -> str:
+    """A topic or group name no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def first_port(bootstrap: str) -> int:
+    """The port of the first bootstrap server."""
+    return int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+
+
+def _deadline_loop(timeout: float) -> Callable[[], bool]:
+    deadline = time.monotonic() + timeout
+    return lambda: time.monotonic() < deadline
+
+
+# ------------------------------------------------------------------------------------ admin
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    config: dict[str, str] | None = None,
+) -> str:
+    """Create a topic with confluent-kafka's AdminClient and wait until it has leaders."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = _admin(bootstrap)
+    topic = NewTopic(name, partitions, replication, config=config or {})
+    admin.create_topics([topic], operation_timeout=30)[name].result(timeout=30)
+
+    def led() -> bool:
+        md = admin.list_topics(topic=name, timeout=5).topics.get(name)
+        return bool(
+            md is not None
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        )
+
+    loop = _deadline_loop(POLL_TIMEOUT_S)
+    while loop():
+        if led():
+            return name
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} has no leader for every partition")
+
+
+def admin_calls(bootstrap: str) -> dict[str, Any]:
+    """Create, describe, alter, grow and delete a topic; what each admin call answered."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
+
+    admin = _admin(bootstrap)
+    name = create_topic(bootstrap, unique("admin"), partitions=2, config={"retention.ms": "60000"})
+    res = ConfigResource(ResourceType.TOPIC, name)
+    described = admin.describe_configs([res])[res].result(timeout=30)
+    change = ConfigEntry("retention.ms", "120000", incremental_operation=AlterConfigOpType.SET)
+    res_alter = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[change])
+    admin.incremental_alter_configs([res_alter])[res_alter].result(timeout=30)
+    altered = admin.describe_configs([res])[res].result(timeout=30)
+    admin.create_partitions([NewPartitions(name, 4)])[name].result(timeout=30)
+    loop = _deadline_loop(POLL_TIMEOUT_S)
+    partitions = 0
+    while loop():
+        partitions = len(admin.list_topics(topic=name, timeout=5).topics[name].partitions)
+        if partitions == 4:
+            break
+        time.sleep(0.1)
+    cluster = admin.describe_cluster().result(timeout=30)
+    admin.delete_topics([name], operation_timeout=30)[name].result(timeout=30)
+    loop = _deadline_loop(POLL_TIMEOUT_S)
+    still_listed = True
+    while loop() and still_listed:
+        still_listed = name in admin.list_topics(timeout=5).topics
+        if still_listed:
+            time.sleep(0.1)
+    return {
+        "retention_before": described["retention.ms"].value,
+        "retention_after": altered["retention.ms"].value,
+        "partitions_after_grow": partitions,
+        "cluster_nodes": len(cluster.nodes),
+        "cluster_id_set": bool(cluster.cluster_id),
+        "listed_after_delete": still_listed,
+    }
+
+
+# ------------------------------------------------------------------------------ produce/consume
+
+
+def payloads(n: int, tag: str) -> list[tuple[bytes, bytes]]:
+    """n (key, value) pairs, compressible enough that every codec really compresses."""
+    return [(f"k{i}".encode(), f"{tag}-{i:06d}-".encode() * 8) for i in range(n)]
+
+
+def confluent_produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes, bytes]], **conf: Any
+) -> list[str]:
+    """Produce with confluent-kafka and flush; the delivery errors' names (empty if none)."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0, **conf})
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err.name())
+
+    for key, value in records:
+        producer.produce(topic, value=value, key=key, partition=0, on_delivery=delivered)
+    left = producer.flush(POLL_TIMEOUT_S)
+    if left:
+        raise TimeoutError(f"{left} records not delivered to {topic}")
+    return errors
+
+
+def confluent_consume(
+    bootstrap: str, topic: str, count: int, *, isolation: str = "read_uncommitted"
+) -> list[tuple[bytes, bytes]]:
+    """Read partition 0 from the start with confluent-kafka until `count` records or timeout."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("reader"),
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "log_level": 0,
+        }
+    )
+    got: list[tuple[bytes, bytes]] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        loop = _deadline_loop(POLL_TIMEOUT_S)
+        while len(got) < count and loop():
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is None:
+                    got.append((msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return got
+
+
+def kafka_python_produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes, bytes]], compression: str
+) -> None:
+    """Produce with kafka-python (None for 'none' compression) and wait for every ack."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        compression_type=None if compression == "none" else compression,
+        linger_ms=5,
+    )
+    try:
+        futures = [producer.send(topic, value=v, key=k, partition=0) for k, v in records]
+        for f in futures:
+            f.get(timeout=POLL_TIMEOUT_S)
+    finally:
+        producer.close(timeout=10)
+
+
+def kafka_python_consume(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes]]:
+    """Read partition 0 from the start with kafka-python until `count` records or timeout."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    got: list[tuple[bytes, bytes]] = []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        loop = _deadline_loop(POLL_TIMEOUT_S)
+        while len(got) < count and loop():
+            for msgs in consumer.poll(timeout_ms=500).values():
+                got += [(m.key, m.value) for m in msgs]
+    finally:
+        consumer.close()
+    return got
+
+
+def fetch_partition0(bootstrap: str, topic: str) -> Any:
+    """Fetch v12 of partition 0 from offset 0 with kipwire.codec; the partition's response."""
+    request = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 8 << 20,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 8 << 20}],
+            }
+        ],
+    }
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(FETCH, 12, request).body
+    part = body.responses[0].partitions[0]
+    if part.error_code:
+        raise RuntimeError(f"fetch {topic}: {ErrorCode(part.error_code).name}")
+    return part
+
+
+def whole_batches(bootstrap: str, topic: str) -> list[Any]:
+    """The complete record batches of partition 0, decoded by kipwire.codec.records."""
+    return [
+        b
+        for b in iter_batches(fetch_partition0(bootstrap, topic).records or b"")
+        if not b.truncated
+    ]
+
+
+def fetched_batches(bootstrap: str, topic: str) -> list[tuple[str, int]]:
+    """(compression, record count) of each batch of partition 0, as kipwire.codec reads them."""
+    return [
+        (Compression(b.compression).name.lower(), len(b.records))
+        for b in whole_batches(bootstrap, topic)
+    ]
+
+
+def compression_roundtrip(
+    bootstrap: str, compression: str, producer: str, n: int = 300
+) -> dict[str, Any]:
+    """Produce n records with one client and `compression`, read them back with the other."""
+    topic = create_topic(bootstrap, unique(f"cmp-{compression}-{producer}"))
+    sent = payloads(n, compression)
+    if producer == "confluent":
+        errors = confluent_produce(bootstrap, topic, sent, **{"compression.type": compression})
+        if errors:
+            raise RuntimeError(f"confluent-kafka delivery errors: {errors[:3]}")
+        received = kafka_python_consume(bootstrap, topic, n)
+    else:
+        kafka_python_produce(bootstrap, topic, sent, compression)
+        received = confluent_consume(bootstrap, topic, n)
+    return {"sent": sent, "received": received, "batches": fetched_batches(bootstrap, topic)}
+
+
+# ------------------------------------------------------------------------------ groups
+
+
+def group_rebalance(bootstrap: str, partitions: int = 4) -> dict[str, Any]:
+    """One consumer takes every partition; a second joins and the group splits them."""
+    from confluent_kafka import Consumer
+
+    topic = create_topic(bootstrap, unique("group"), partitions=partitions)
+    group = unique("grp")
+    assigned: dict[str, set[int]] = {"a": set(), "b": set()}
+
+    def consumer(name: str) -> Any:
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "log_level": 0,
+            }
+        )
+
+        def on_assign(_c: Any, tps: list[Any]) -> None:
+            assigned[name] = {tp.partition for tp in tps}
+
+        def on_revoke(_c: Any, _tps: list[Any]) -> None:
+            assigned[name] = set()
+
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        return c
+
+    a = consumer("a")
+    b = None
+    try:
+        loop = _deadline_loop(POLL_TIMEOUT_S)
+        while len(assigned["a"]) < partitions and loop():
+            a.poll(0.2)
+        alone = set(assigned["a"])
+        b = consumer("b")
+        loop = _deadline_loop(POLL_TIMEOUT_S)
+        while not (assigned["a"] and assigned["b"]) and loop():
+            a.poll(0.1)
+            b.poll(0.1)
+        return {"alone": alone, "a": set(assigned["a"]), "b": set(assigned["b"])}
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
+# ------------------------------------------------------------------------------ producers
+
+
+def idempotent_produce(bootstrap: str, n: int = 500) -> dict[str, Any]:
+    """An idempotent producer's records arrive once each, in order, in batches with a PID."""
+    topic = create_topic(bootstrap, unique("idem"))
+    sent = payloads(n, "idem")
+    errors = confluent_produce(
+        bootstrap, topic, sent, **{"enable.idempotence": True, "acks": "all"}
+    )
+    received = confluent_consume(bootstrap, topic, n)
+    batches = whole_batches(bootstrap, topic)
+    return {
+        "errors": errors,
+        "sent": sent,
+        "received": received,
+        "producer_ids": {b.producer_id for b in batches},
+        "sequences": [(b.base_sequence, b.record_count) for b in batches],
+    }
+
+
+def transactions(bootstrap: str) -> dict[str, Any]:
+    """Commit one transaction, abort another; what each isolation level reads back."""
+    from confluent_kafka import Producer
+
+    topic = create_topic(bootstrap, unique("txn"))
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": unique("txid"),
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(POLL_TIMEOUT_S)
+    for outcome in ("commit", "abort", "commit2"):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(
+                topic, key=f"{outcome}-{i}".encode(), value=outcome.encode(), partition=0
+            )
+        if outcome == "abort":
+            # abort_transaction purges what is still queued: flush so the records reach the log
+            producer.flush(POLL_TIMEOUT_S)
+            producer.abort_transaction(POLL_TIMEOUT_S)
+        else:
+            producer.commit_transaction(POLL_TIMEOUT_S)
+    committed = confluent_consume(bootstrap, topic, 10, isolation="read_committed")
+    everything = confluent_consume(bootstrap, topic, 15, isolation="read_uncommitted")
+    return {
+        "read_committed": [v for _k, v in committed],
+        "read_uncommitted": [v for _k, v in everything],
+    }
+
+
+# ------------------------------------------------------------------------------ mistakes
+
+
+def _error_name(code: int) -> str:
+    return ErrorCode(code).name
+
+
+def metadata_unknown_topic(bootstrap: str) -> str:
+    """Metadata v12 for a topic that does not exist (auto-creation off)."""
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(
+            METADATA,
+            12,
+            {"topics": [{"name": unique("nosuch")}], "allow_auto_topic_creation": True},
+        ).body
+    return _error_name(body.topics[0].error_code)
+
+
+def _produce_error(bootstrap: str, topic: str, partition: int, value: bytes) -> str:
+    batch = build_batch([{"key": b"k", "value": value}])
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(
+            PRODUCE,
+            9,
+            {
+                "acks": -1,
+                "timeout_ms": 10000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
+                ],
+            },
+        ).body
+    return _error_name(body.responses[0].partition_responses[0].error_code)
+
+
+def produce_unknown_topic(bootstrap: str) -> str:
+    """Produce v9 to a topic that does not exist."""
+    return _produce_error(bootstrap, unique("nosuch"), 0, b"v")
+
+
+def produce_wrong_partition(bootstrap: str) -> str:
+    """Produce v9 to partition 7 of a one-partition topic."""
+    return _produce_error(bootstrap, create_topic(bootstrap, unique("onepart")), 7, b"v")
+
+
+def produce_too_large(bootstrap: str) -> str:
+    """Produce v9 of a 4000-byte record to a topic whose max.message.bytes is 1024."""
+    topic = create_topic(bootstrap, unique("small"), config={"max.message.bytes": "1024"})
+    return _produce_error(bootstrap, topic, 0, b"x" * 4000)
+
+
+def _create_topic_error(bootstrap: str, topic: dict[str, Any]) -> str:
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(
+            CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 10000, "validate_only": False}
+        ).body
+    return _error_name(body.topics[0].error_code)
+
+
+def _new_topic(**fields: Any) -> dict[str, Any]:
+    topic = {"name": unique("bad"), "num_partitions": 1, "replication_factor": 1}
+    topic.update(fields)
+    return topic
+
+
+def create_topic_bad_config_value(bootstrap: str) -> str:
+    """CreateTopics v7 with cleanup.policy=bogus."""
+    configs = [{"name": "cleanup.policy", "value": "bogus"}]
+    return _create_topic_error(bootstrap, _new_topic(configs=configs))
+
+
+def create_topic_unknown_config(bootstrap: str) -> str:
+    """CreateTopics v7 with a config key Kafka does not know."""
+    configs = [{"name": "no.such.config", "value": "1"}]
+    return _create_topic_error(bootstrap, _new_topic(configs=configs))
+
+
+def create_topic_zero_partitions(bootstrap: str) -> str:
+    """CreateTopics v7 with 0 partitions."""
+    return _create_topic_error(bootstrap, _new_topic(num_partitions=0))
+
+
+def create_topic_too_many_replicas(bootstrap: str) -> str:
+    """CreateTopics v7 with a replication factor above the broker count."""
+    return _create_topic_error(bootstrap, _new_topic(replication_factor=9))
+
+
+def create_topic_exists(bootstrap: str) -> str:
+    """CreateTopics v7 for a name that is taken."""
+    name = create_topic(bootstrap, unique("taken"))
+    return _create_topic_error(bootstrap, _new_topic(name=name))
+
+
+def api_versions_unsupported(bootstrap: str) -> str:
+    """ApiVersions at a version no broker has (v127): answered in v0 with the error (KIP-511)."""
+    body = {"client_software_name": "kipwire", "client_software_version": "0"}
+    frame = bytearray(encode_request(API_VERSIONS, 3, body, correlation_id=1, client_id="kw"))
+    frame[2:4] = (127).to_bytes(2, "big")  # the header's request_api_version
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        data = conn.exchange(bytes(frame))
+    return _error_name(decode_response(data, API_VERSIONS, 127).body.error_code)
+
+
+def confluent_too_large(bootstrap: str) -> str:
+    """confluent-kafka producing a 4000-byte record to a topic with max.message.bytes 1024."""
+    topic = create_topic(bootstrap, unique("small"), config={"max.message.bytes": "1024"})
+    errors = confluent_produce(bootstrap, topic, [(b"k", b"x" * 4000)])
+    return errors[0] if errors else "NO_ERROR"
+
+
+def confluent_bad_config(bootstrap: str) -> str:
+    """confluent-kafka's AdminClient creating a topic with cleanup.policy=bogus."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    name = unique("bad")
+    admin = _admin(bootstrap)  # kept referenced: a collected client fails its futures
+    futures = admin.create_topics(
+        [NewTopic(name, 1, 1, config={"cleanup.policy": "bogus"})], operation_timeout=30
+    )
+    try:
+        futures[name].result(timeout=30)
+    except KafkaException as e:
+        return e.args[0].name()
+    return "NO_ERROR"
+
+
+MISTAKES: dict[str, Callable[[str], str]] = {
+    "metadata_unknown_topic": metadata_unknown_topic,
+    "produce_unknown_topic": produce_unknown_topic,
+    "produce_wrong_partition": produce_wrong_partition,
+    "produce_too_large": produce_too_large,
+    "create_topic_bad_config_value": create_topic_bad_config_value,
+    "create_topic_unknown_config": create_topic_unknown_config,
+    "create_topic_zero_partitions": create_topic_zero_partitions,
+    "create_topic_too_many_replicas": create_topic_too_many_replicas,
+    "create_topic_exists": create_topic_exists,
+    "api_versions_unsupported": api_versions_unsupported,
+    "confluent_too_large": confluent_too_large,
+    "confluent_bad_config": confluent_bad_config,
+}
