@@ -7,9 +7,13 @@ the error path kept out of the fast path (a field index and one try block per st
 
 from __future__ import annotations
 
+import re
+import textwrap
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from .layout import WIDTH, Group, flat_text, literal_group, render, wrap_call
 from .spec import FieldSpec, MessageSpec, StructSpec, snake_case
 
 FIXED_CODES = {
@@ -89,16 +93,41 @@ def _kind(f: FieldSpec) -> str:
     return "bytes" if k == "records" else k
 
 
+class _Entry:
+    """One emitted function or constant: its kind, its struct, the versions that share it.
+
+    Sources refer to other entries by token until `ModuleEmitter.finish` names each entry
+    after its struct and versions (`_parse_fetch_topic_v12_v15`, `_build_fetch_topic_v12_keys`).
+    """
+
+    def __init__(self, kind: str, suffix: str, struct: StructSpec, source: str | Group) -> None:
+        self.kind = kind
+        # "" for a function; for a constant, what it holds ("_keys", "_fields", ...).
+        self.suffix = suffix
+        self.struct = struct
+        self.source = source
+        self.versions: set[int] = set()
+
+
+# What each kind of function does, for its one-line comment.
+_KIND_COMMENTS = {
+    "parse": "Parse {struct}",
+    "tags": "Parse the tagged fields of {struct}",
+    "build": "Build {struct}",
+    "default": "The default {struct}",
+}
+_TOKEN = re.compile(r"__E(\d+)__")
+
+
 class ModuleEmitter:
     """Collects deduplicated functions and constants for one message module."""
 
     def __init__(self, spec: MessageSpec) -> None:
         self.spec = spec
-        self.blocks: list[str] = []
-        self.by_source: dict[str, str] = {}
-        self.counter = 0
+        self.entries: list[_Entry] = []
+        self.by_content: dict[tuple[str, str, str, str], str] = {}
         self.struct_consts: dict[str, str] = {}
-        self.consts: dict[str, str] = {}
+        self.empty_default = False
         self.imports: set[str] = {"Container"}
         # Speed helpers taken straight from codec._wire (not re-exported by codec._runtime).
         self.wire_imports: set[str] = set()
@@ -109,36 +138,96 @@ class ModuleEmitter:
     def use(self, *names: str) -> None:
         self.imports.update(names)
 
-    def func(self, prefix: str, source: str) -> str:
-        """Register a function whose source names itself `NAME`; identical sources share one."""
-        if source in self.by_source:
-            return self.by_source[source]
-        name = f"_{prefix}{self.counter}"
-        self.counter += 1
-        self.by_source[source] = name
-        self.blocks.append(source.replace("NAME", name))
-        return name
+    def _entry(
+        self, kind: str, suffix: str, struct: StructSpec, version: int, source: str | Group
+    ) -> str:
+        """Register an entry used at `version` and return its token; equal ones are shared.
 
-    def const(self, source: str) -> str:
-        if source not in self.consts:
-            self.consts[source] = f"_K{len(self.consts)}"
-        return self.consts[source]
+        Identity is the kind, the struct and the content (other entries included, by token),
+        so an entry's final name, made of its struct and the versions that share it, changes
+        only when that struct or one it refers to changes.
+        """
+        key = (kind, suffix, struct.name, flat_text(source))
+        token = self.by_content.get(key)
+        if token is None:
+            token = f"__E{len(self.entries)}__"
+            if isinstance(source, str):
+                source = source.replace("NAME", token)
+            self.entries.append(_Entry(kind, suffix, struct, source))
+            self.by_content[key] = token
+        self.entries[int(token[3:-2])].versions.add(version)
+        return token
+
+    def func(self, kind: str, struct: StructSpec, version: int, source: str) -> str:
+        """A function whose source names itself `NAME`; returns its token."""
+        return self._entry(kind, "", struct, version, source)
+
+    def const(
+        self, kind: str, suffix: str, struct: StructSpec, version: int, source: str | Group
+    ) -> str:
+        """A module constant the `kind` function of `struct` reads; returns its token."""
+        return self._entry(kind, suffix, struct, version, source)
+
+    def empty(self) -> str:
+        """The shared `{}` a builder reads a missing struct field as."""
+        self.empty_default = True
+        return "_EMPTY"
 
     def fixed(self, fmt: str, op: str) -> str:
         key = f"{op}:{fmt}"
         if key not in self.struct_consts:
             self.use("Struct")
-            prefix = {"unpack_from": "U", "iter_unpack": "I"}.get(op, "P")
-            name = f"_{prefix}{len(self.struct_consts)}"
-            self.struct_consts[key] = name
+            prefix = {"unpack_from": "_unpack_", "iter_unpack": "_iter_unpack_"}.get(op, "_pack_")
+            self.struct_consts[key] = prefix + _format_name(fmt)
         return self.struct_consts[key]
 
-    def guarded(self, prefix: str, signature: str, init: str, body: list[str], failure: str) -> str:
+    def guarded(
+        self,
+        kind: str,
+        struct: StructSpec,
+        version: int,
+        head: tuple[str, str],
+        body: list[str],
+        failure: str,
+    ) -> str:
         """A function whose body runs in one try block; any failure becomes `failure`."""
+        signature, init = head
         src = [signature, f"    {init}", "    try:"]
         src += ["        " + line for line in body]
         src += ["    except Exception as x:", f"        raise {failure} from None"]
-        return self.func(prefix, "\n".join(src))
+        return self.func(kind, struct, version, "\n".join(src))
+
+    def finish(self) -> tuple[list[str], dict[str, str]]:
+        """The source blocks in definition order, and every token's final name."""
+        names = {}
+        for i, entry in enumerate(self.entries):
+            lo, hi = min(entry.versions), max(entry.versions)
+            span = f"v{lo}" if lo == hi else f"v{lo}_v{hi}"
+            name = f"_{entry.kind}_{snake_case(entry.struct.name)}_{span}{entry.suffix}"
+            names[f"__E{i}__"] = name
+
+        def resolve(text: str) -> str:
+            return _TOKEN.sub(lambda m: names[m.group(0)], text)
+
+        blocks: list[str] = []
+        consts: list[str] = []
+        for i, entry in enumerate(self.entries):
+            if entry.suffix:
+                source = _resolved(entry.source, resolve)
+                consts.append(render(source, 0, f"{names[f'__E{i}__']} = "))
+                continue
+            assert isinstance(entry.source, str)
+            comment = _KIND_COMMENTS[entry.kind].format(struct=entry.struct.name)
+            lines = [f"# {comment}, {_version_list(entry.versions)}."]
+            if entry.kind == "parse":
+                lines += [f"#   {f.name}: {f.about}" for f in entry.struct.fields if f.about]
+            lines += [wrap_call(line) for line in resolve(entry.source).split("\n")]
+            # A function's constants go just before it; they only call functions above them.
+            blocks.append("\n".join([*consts, ""] + lines if consts else lines))
+            consts = []
+        if consts:
+            blocks.append("\n".join(consts))
+        return blocks, names
 
     # -- parse ------------------------------------------------------------------------------
 
@@ -195,17 +284,19 @@ class ModuleEmitter:
                 "    nt, p = read_uvarint(b, p)",
                 *fill,
                 "if nt:",
-                f"    p = {self.tag_parser(tagged, ver)}(b, p, nt, o)",
+                f"    p = {self.tag_parser(struct, tagged, ver)}(b, p, nt, o)",
             ]
             self.use("read_uvarint")
         else:
             body += fill
         body.append("return o, p")
         self.use("decode_failure")
-        failure = f"decode_failure(x, p, {self.const(repr(tuple(names)))}, f)"
-        return self.guarded("p", "def NAME(b, p):", "f = 0", body, failure)
+        head = ("def NAME(b, p):", "f = 0")
+        fields = self.const("parse", "_fields", struct, ver.version, literal_group(tuple(names)))
+        failure = f"decode_failure(x, p, {fields}, f)"
+        return self.guarded("parse", struct, ver.version, head, body, failure)
 
-    def tag_parser(self, tagged: list[FieldSpec], ver: _Version) -> str:
+    def tag_parser(self, struct: StructSpec, tagged: list[FieldSpec], ver: _Version) -> str:
         self.use("read_uvarint", "read_unknown_tag", "check_tag_end", "DecodeError", "tag_failure")
         body = [
             "for _ in range(nt):",
@@ -213,8 +304,8 @@ class ModuleEmitter:
             "    s, p = read_uvarint(b, p)",
             "    e = p + s",
             "    if e > len(b):",
-            "        raise DecodeError(f'tagged field {t} runs {e - len(b)} bytes past the end',"
-            " offset=p)",
+            "        past = f'{e - len(b)} bytes past the end'",
+            "        raise DecodeError(f'tagged field {t} runs {past}', offset=p)",
         ]
         first = True
         for f in tagged:
@@ -234,9 +325,11 @@ class ModuleEmitter:
         else:
             body += ["    " + line for line in unknown]
         body.append("return p")
-        names = self.const(repr({f.tag: f.py_name for f in tagged}))
+        tag_names = literal_group({f.tag: f.py_name for f in tagged})
+        names = self.const("tags", "_names", struct, ver.version, tag_names)
+        head = ("def NAME(b, p, nt, o):", "t = -1")
         failure = f"tag_failure(x, p, {names}, t)"
-        return self.guarded("t", "def NAME(b, p, nt, o):", "t = -1", body, failure)
+        return self.guarded("tags", struct, ver.version, head, body, failure)
 
     def read_field(self, f: FieldSpec, ver: _Version, target: str) -> list[str]:
         kind = _kind(f)
@@ -412,7 +505,7 @@ class ModuleEmitter:
             *fill,
             "if b[p]:",
             "    nt, p = read_uvarint(b, p)",
-            f"    p = {self.tag_parser(tagged, ver)}(b, p, nt, c)",
+            f"    p = {self.tag_parser(struct, tagged, ver)}(b, p, nt, c)",
             "else:",
             "    p += 1",
         ]
@@ -456,9 +549,11 @@ class ModuleEmitter:
     def defaults(self, struct: StructSpec, version: int) -> str:
         """A function returning the struct's default value in `version`."""
         ver = _Version(self.spec, version)
-        items = [f"{f.py_name!r}: {self.parse_default(f, ver)}" for f in struct.fields_in(version)]
-        src = "def NAME():\n    return Container({" + ", ".join(items) + "})"
-        return self.func("d", src)
+        items: list[str | Group] = [
+            f"{f.py_name!r}: {self.parse_default(f, ver)}" for f in struct.fields_in(version)
+        ]
+        src = "def NAME():\n" + render(Group("Container({", items, "})"), 4, "    return ")
+        return self.func("default", struct, version, src)
 
     # -- build ------------------------------------------------------------------------------
 
@@ -474,14 +569,12 @@ class ModuleEmitter:
             if ver.version not in f.versions
         }
         self.use("check_keys", "encode_failure")
-        allowed_const = self.const(f"frozenset({sorted(allowed)!r})")
-        absent_const = self.const(
-            "{" + ", ".join(f"{k!r}: ({d}, {i})" for k, (d, i) in absent.items()) + "}"
-        )
         names: list[Any] = []
+        # KEYS and ABSENT stand for constants registered once the body (and so every function
+        # it calls) is, so that they are defined right above this function.
         body = [
-            f"if not {allowed_const}.issuperset(o):",
-            f"    check_keys(o, {allowed_const}, {absent_const}, {ver.version})",
+            "if not KEYS.issuperset(o):",
+            f"    check_keys(o, KEYS, ABSENT, {ver.version})",
             "g = o.get",
         ]
         for run in _runs(plain):
@@ -520,32 +613,41 @@ class ModuleEmitter:
                 "else:",
                 "    write_tags(w, t, u)",
             ]
-        failure = f"encode_failure(x, {self.const(repr(tuple(names)))}, f, o)"
-        return self.guarded("b", "def NAME(o, w):", "f = -1", body, failure)
+        v = ver.version
+        keys = self.const("build", "_keys", struct, v, literal_group(frozenset(allowed)))
+        absent_items = [Group(f"{k!r}: (", [d, repr(i)], ")") for k, (d, i) in absent.items()]
+        absent_const = self.const("build", "_absent", struct, v, Group("{", absent_items, "}"))
+        fields = self.const("build", "_fields", struct, v, literal_group(tuple(names)))
+        body[:2] = [line.replace("KEYS", keys).replace("ABSENT", absent_const) for line in body[:2]]
+        head = ("def NAME(o, w):", "f = -1")
+        failure = f"encode_failure(x, {fields}, f, o)"
+        return self.guarded("build", struct, v, head, body, failure)
 
     def build_default(self, f: FieldSpec) -> str:
         kind = f.type.kind
         if kind == "array":
             return "None" if f.default is None else "()"
         if kind == "struct":
-            return "None" if f.default is None else self.const("{}")
+            return "None" if f.default is None else self.empty()
         if isinstance(f.default, uuid.UUID):
             self.use("UUID", "ZERO_UUID")
         return literal(f.default)
 
-    def absent_default(self, f: FieldSpec) -> str:
+    def absent_default(self, f: FieldSpec) -> str | Group:
         if f.type.kind == "struct" and f.default is not None:
             self.use("StructDefault")
-            return f"StructDefault({self.struct_defaults(f.struct)})"
+            return self.struct_defaults(f.struct)
         if isinstance(f.default, uuid.UUID):
             self.use("UUID", "ZERO_UUID")
         return literal(f.default)
 
-    def struct_defaults(self, struct: StructSpec) -> str:
-        items = []
+    def struct_defaults(self, struct: StructSpec) -> Group:
+        items: list[str | Group] = []
         for f in struct.fields:
-            items.append(f"{f.py_name!r}: {self.absent_default(f)}")
-        return "{" + ", ".join(items) + "}"
+            d = self.absent_default(f)
+            key = f"{f.py_name!r}: "
+            items.append(key + d if isinstance(d, str) else Group(key + d.open, d.items, d.close))
+        return Group("StructDefault({", items, "})")
 
     def write_field(self, f: FieldSpec, ver: _Version, w: str) -> list[str]:
         kind = _kind(f)
@@ -609,7 +711,7 @@ class ModuleEmitter:
         kind = f.type.kind
         if kind == "struct" and f.default is not None:
             # Kafka compares a tagged struct with a default-constructed one: compare encodings.
-            default_bytes = self.const(self.defaults_encoding(f, ver))
+            default_bytes = self.defaults_encoding(f, ver)
             head = [f"v = g({f.py_name!r}, {self.build_default(f)})"]
             return head + inner + [f"if tw != {default_bytes}:"] + ["    " + a for a in append]
         if f.default is None:
@@ -627,7 +729,48 @@ class ModuleEmitter:
     def defaults_encoding(self, f: FieldSpec, ver: _Version) -> str:
         """Source for the bytes of a default struct, computed when the module loads."""
         self.use("default_encoding")
-        return f"default_encoding({self.builder(f.struct, ver.version)})"
+        child = self.builder(f.struct, ver.version)
+        encoding = f"default_encoding({child})"
+        return self.const("build", "_default_bytes", f.struct, ver.version, encoding)
+
+
+def _resolved(item: str | Group, resolve: Callable[[str], str]) -> str | Group:
+    """`item` with every function token replaced by the function's name."""
+    if isinstance(item, str):
+        return resolve(item)
+    items = [_resolved(i, resolve) for i in item.items]
+    return Group(item.open, items, item.close, item.fill, item.one_tuple)
+
+
+_FORMAT_NAMES = {"b": "i8", "h": "i16", "i": "i32", "q": "i64", "H": "u16", "I": "u32",
+                 "d": "f64", "?": "bool", "16s": "uuid", "x": "pad"}  # fmt: skip
+
+
+def _format_name(fmt: str) -> str:
+    """A struct format as a name: `iiq?` -> `i32x2_i64_bool`."""
+    codes = re.findall(r"16s|.", fmt)
+    parts: list[str] = []
+    i = 0
+    while i < len(codes):
+        j = i
+        while j < len(codes) and codes[j] == codes[i]:
+            j += 1
+        name = _FORMAT_NAMES[codes[i]]
+        parts.append(name if j - i == 1 else f"{name}x{j - i}")
+        i = j
+    return "_".join(parts)
+
+
+def _version_list(versions: set[int]) -> str:
+    """`version 4`, `versions 0-2`, `versions 0-2, 5`."""
+    spans: list[list[int]] = []
+    for v in sorted(versions):
+        if spans and spans[-1][1] == v - 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    text = ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
+    return f"version {text}" if len(versions) == 1 else f"versions {text}"
 
 
 def _plain_default(f: FieldSpec) -> Any:
@@ -658,48 +801,46 @@ def _runs(fields: list[FieldSpec]) -> list[FieldSpec | list[FieldSpec]]:
     return out
 
 
-def _schema_tree(struct: StructSpec) -> str:
-    items = []
+def _schema_tree(struct: StructSpec) -> Group:
+    """Every field's schema attributes, nested for struct fields (the registry's SCHEMA)."""
+    items: list[str | Group] = []
     for f in struct.fields:
+        attrs = (f.name, str(f.type), str(f.versions), str(f.nullable_versions))
+        attrs += (str(f.tagged_versions), f.tag, f.default_text, f.ignorable)
         children = _schema_tree(f.struct) if f.struct is not None else "()"
-        items.append(
-            "("
-            + ", ".join(
-                repr(x)
-                for x in (
-                    f.name,
-                    str(f.type),
-                    str(f.versions),
-                    str(f.nullable_versions),
-                    str(f.tagged_versions),
-                    f.tag,
-                    f.default_text,
-                    f.ignorable,
-                )
-            )
-            + f", {children})"
-        )
-    return "(" + "".join(i + ", " for i in items) + ")"
+        items.append(Group("(", [*map(repr, attrs), children], ")", fill=True))
+    return Group("(", items, ")", one_tuple=len(items) == 1)
 
 
-def emit_module(spec: MessageSpec, schema_file: str) -> str:
-    """The full source of the codec module for one message."""
+def _docstring(spec: MessageSpec) -> list[str]:
+    """The module docstring: what the message is, and the project's own `about` text if any."""
+    head = f"{spec.name}: {spec.type}"
+    head += f", api key {spec.api_key}" if spec.api_key is not None else ""
+    head += f", versions {spec.valid_versions}."
+    if not spec.about:
+        return [f'"""{head}"""']
+    about = spec.about.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return [f'"""{head}', "", *textwrap.wrap(about, WIDTH), '"""']
+
+
+def emit_module(spec: MessageSpec, schema_file: str, command: str = "build") -> str:
+    """The full source of the codec module for one message, as `generator <command>` writes it."""
     em = ModuleEmitter(spec)
-    parsers: dict[int, str] = {}
-    builders: dict[int, str] = {}
+    parsers: dict[str, str] = {}
+    builders: dict[str, str] = {}
     valid = spec.valid_versions
     versions = [] if valid.empty else list(range(valid.lo, valid.hi + 1))
     for v in versions:
-        parsers[v] = em.parser(spec.struct, v)
-        builders[v] = em.builder(spec.struct, v)
+        parsers[str(v)] = em.parser(spec.struct, v)
+        builders[str(v)] = em.builder(spec.struct, v)
+    blocks, names = em.finish()
     flexible = None if spec.flexible_versions.empty else spec.flexible_versions.lo
-    ext = getattr(spec, "extension_versions", None)
-    ext_range = None if ext is None or ext.empty else (ext.lo, ext.hi)
+    ext = spec.extension_versions
+    ext_range = None if ext.empty else (ext.lo, ext.hi)
     lines = [
-        f"# Generated by `python -m kipwire.generator build` from {schema_file}. Do not edit.",
-        f'"""{spec.name}: {spec.type}'
-        + (f", api key {spec.api_key}" if spec.api_key is not None else "")
-        + f', versions {valid}."""',
+        f"# Generated by `python -m kipwire.generator {command}` from {schema_file}.",
+        "# Do not edit.",
+        *_docstring(spec),
         "",
         "from kipwire.codec._runtime import (",
     ]
@@ -707,15 +848,19 @@ def emit_module(spec: MessageSpec, schema_file: str) -> str:
     lines += [")"]
     lines += [f"from kipwire.codec._wire import {name}" for name in sorted(em.wire_imports)]
     lines += [""]
-    lines += [f"{name} = {src}" for src, name in em.consts.items() if "default_encoding" not in src]
-    for key, name in em.struct_consts.items():
+    for key, name in sorted(em.struct_consts.items(), key=lambda kv: kv[1]):
         op, fmt = key.split(":")
         lines.append(f"{name} = Struct('>{fmt}').{op}")
+    if em.empty_default:
+        # Read-only: a builder only looks keys up in a struct value it was not given.
+        lines.append("_EMPTY = {}")
     lines.append("")
-    for block in em.blocks:
-        lines += [block, ""]
-    lines += [f"{name} = {src}" for src, name in em.consts.items() if "default_encoding" in src]
+    for block in blocks:
+        lines += ["", block]
+    parse_map = Group("{", [f"{v}: {names[t]}" for v, t in parsers.items()], "}")
+    build_map = Group("{", [f"{v}: {names[t]}" for v, t in builders.items()], "}")
     lines += [
+        "",
         "",
         f"NAME = {spec.name!r}",
         f"TYPE = {spec.type!r}",
@@ -723,9 +868,9 @@ def emit_module(spec: MessageSpec, schema_file: str) -> str:
         f"VERSIONS = {(valid.lo, valid.hi) if not valid.empty else None!r}",
         f"FLEXIBLE_FROM = {flexible!r}",
         f"EXTENSION_VERSIONS = {ext_range!r}",
-        "PARSE = {" + ", ".join(f"{v}: {p}" for v, p in parsers.items()) + "}",
-        "BUILD = {" + ", ".join(f"{v}: {b}" for v, b in builders.items()) + "}",
-        f"SCHEMA = {_schema_tree(spec.struct)}",
+        render(parse_map, 0, "PARSE = "),
+        render(build_map, 0, "BUILD = "),
+        render(_schema_tree(spec.struct), 0, "SCHEMA = "),
         "",
     ]
     return "\n".join(lines)
