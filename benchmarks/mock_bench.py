@@ -1,0 +1,137 @@
+"""Mock clusters side by side: confluent-kafka producing, then consuming, 100,000 x 100 B records
+on a 3-broker kipwire cluster and on librdkafka's own mock cluster (`test.mock.num.brokers=3`).
+
+The kipwire cluster runs in a subprocess (`python -m kipwire.mockbroker serve`), as a real
+broker would, so it does not share this process's interpreter lock with the client; librdkafka's
+mock runs in C threads of the client. Each side gets a 3-partition topic made with CreateTopics.
+Usage: ``python benchmarks/mock_bench.py [--records N] [--size B]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TOPIC = "bench"
+PARTITIONS = 3
+TIMEOUT = 120.0
+
+
+@contextmanager
+def kipwire_cluster() -> Iterator[str]:
+    """A 3-broker kipwire cluster in a subprocess; yields its bootstrap servers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3", "--quiet"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        if not bootstrap:
+            raise RuntimeError("kipwire-broker did not print its bootstrap servers")
+        yield bootstrap
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def librdkafka_cluster() -> Iterator[str]:
+    """librdkafka's mock cluster, owned by a client kept open while it is used."""
+    owner = Producer({"bootstrap.servers": "unused:1", "test.mock.num.brokers": 3})
+    try:
+        brokers = owner.list_topics(timeout=10).brokers.values()
+        yield ",".join(f"{b.host}:{b.port}" for b in brokers)
+    finally:
+        owner.flush(5)
+
+
+def create_topic(bootstrap: str) -> None:
+    """A 3-partition topic, made through the cluster's CreateTopics."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+        future.result(timeout=30)
+
+
+def produce(bootstrap: str, records: int, value: bytes) -> float:
+    """Seconds to produce every record and have it acknowledged (default producer settings)."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    errors: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    start = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(TIMEOUT) != 0:
+        raise RuntimeError("the producer did not flush")
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} delivery errors, first: {errors[0]}")
+    return elapsed
+
+
+def consume(bootstrap: str, records: int) -> float:
+    """Seconds to read every record from the start of each partition."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    seen = 0
+    start = time.perf_counter()
+    deadline = start + TIMEOUT
+    while seen < records and time.perf_counter() < deadline:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                seen += 1
+            elif message.error().fatal():
+                raise KafkaException(message.error())
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    if seen != records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return elapsed
+
+
+def main() -> None:
+    """Run both sides and print rates and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    value = b"x" * args.size
+    results = {}
+    for name, cluster in (("librdkafka mock", librdkafka_cluster), ("kipwire", kipwire_cluster)):
+        with cluster() as bootstrap:
+            create_topic(bootstrap)
+            produced = produce(bootstrap, args.records, value)
+            consumed = consume(bootstrap, args.records)
+        results[name] = (args.records / produced, args.records / consumed)
+        print(
+            f"{name:16} produce {results[name][0]:>10,.0f} msg/s   "
+            f"consume {results[name][1]:>10,.0f} msg/s"
+        )
+    ours, theirs = results["kipwire"], results["librdkafka mock"]
+    print(
+        f"{'kipwire / mock':16} produce {ours[0] / theirs[0]:>10.2f}x        "
+        f"consume {ours[1] / theirs[1]:>10.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""A broker's view of the cluster, rebuilt by replaying the controller's metadata records."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+NO_LEADER_CHANGE = -2
+
+
+@dataclass(slots=True)
+class BrokerInfo:
+    """A registered broker as the metadata log describes it."""
+
+    node_id: int
+    epoch: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    """A partition's replicas, ISR, ELR and leadership."""
+
+    topic: str
+    index: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
+    leader_recovery_state: int = 0
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    """A topic: its id and partitions."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+
+
+class MetadataImage:
+    """Brokers, topics, partitions, configs and features after replaying records in order."""
+
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self.features: dict[str, int] = {}
+        self.offset = -1  # the last metadata offset replayed
+
+    def replay(self, offset: int, name: str, record: Mapping[str, Any]) -> None:
+        """Apply one metadata record; records this image does not model are skipped."""
+        apply = getattr(self, "_" + name, None)
+        if apply is not None:
+            apply(record)
+        self.offset = offset
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        """Registered, unfenced brokers in id order."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def partition(self, topic: str, index: int) -> PartitionInfo | None:
+        """A partition by topic name and index, or None."""
+        info = self.topics.get(topic)
+        return info.partitions.get(index) if info else None
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The configs set on a topic (not the defaults)."""
+        return self.configs.get((TOPIC_RESOURCE, topic), {})
+
+    def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        endpoint = r["end_points"][0] if r["end_points"] else {"host": "", "port": -1}
+        self.brokers[r["broker_id"]] = BrokerInfo(
+            r["broker_id"],
+            r["broker_epoch"],
+            endpoint["host"],
+            endpoint["port"],
+            r["rack"],
+            bool(r["fenced"]),
+            bool(r.get("in_controlled_shutdown", False)),
+        )
+
+    def _UnregisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        self.brokers.pop(r["broker_id"], None)
+
+    def _FenceBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        if r["id"] in self.brokers:
+            self.brokers[r["id"]].fenced = True
+
+    def _UnfenceBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        if r["id"] in self.brokers:
+            self.brokers[r["id"]].fenced = False
+
+    def _BrokerRegistrationChangeRecord(self, r: Mapping[str, Any]) -> None:
+        broker = self.brokers.get(r["broker_id"])
+        if broker is None:
+            return
+        # tri-state int8 fields: 0 = no change, 1 = true (fenced/shutting down), -1 = false
+        fenced = r.get("fenced", 0)
+        if fenced:
+            broker.fenced = fenced == 1
+        shutdown = r.get("in_controlled_shutdown", 0)
+        if shutdown:
+            broker.in_controlled_shutdown = shutdown == 1
+
+    def _TopicRecord(self, r: Mapping[str, Any]) -> None:
+        info = TopicInfo(r["name"], r["topic_id"])
+        self.topics[info.name] = info
+        self.topics_by_id[info.topic_id] = info
+
+    def _RemoveTopicRecord(self, r: Mapping[str, Any]) -> None:
+        info = self.topics_by_id.pop(r["topic_id"], None)
+        if info is not None:
+            self.topics.pop(info.name, None)
+            self.configs.pop((TOPIC_RESOURCE, info.name), None)
+
+    def _PartitionRecord(self, r: Mapping[str, Any]) -> None:
+        info = self.topics_by_id.get(r["topic_id"])
+        if info is None:
+            return
+        info.partitions[r["partition_id"]] = PartitionInfo(
+            info.name,
+            r["partition_id"],
+            list(r["replicas"]),
+            list(r["isr"]),
+            r["leader"],
+            r["leader_epoch"],
+            r["partition_epoch"],
+            list(r.get("eligible_leader_replicas") or []),
+            list(r.get("last_known_elr") or []),
+            r.get("leader_recovery_state", 0),
+        )
+
+    def _PartitionChangeRecord(self, r: Mapping[str, Any]) -> None:
+        info = self.topics_by_id.get(r["topic_id"])
+        part = info.partitions.get(r["partition_id"]) if info else None
+        if part is None:
+            return
+        if r.get("isr") is not None:
+            part.isr = list(r["isr"])
+        if r.get("replicas") is not None:
+            part.replicas = list(r["replicas"])
+        if r.get("eligible_leader_replicas") is not None:
+            part.elr = list(r["eligible_leader_replicas"])
+        if r.get("last_known_elr") is not None:
+            part.last_known_elr = list(r["last_known_elr"])
+        if r.get("leader_recovery_state", -1) != -1:
+            part.leader_recovery_state = r["leader_recovery_state"]
+        leader = r.get("leader", NO_LEADER_CHANGE)
+        if leader != NO_LEADER_CHANGE:
+            part.leader = leader
+            part.leader_epoch += 1
+        part.partition_epoch += 1
+
+    def _ClearElrRecord(self, r: Mapping[str, Any]) -> None:
+        names = [r["topic_name"]] if r.get("topic_name") else list(self.topics)
+        for name in names:
+            for part in self.topics[name].partitions.values() if name in self.topics else ():
+                part.elr = []
+                part.last_known_elr = []
+
+    def _ConfigRecord(self, r: Mapping[str, Any]) -> None:
+        configs = self.configs.setdefault((r["resource_type"], r["resource_name"]), {})
+        if r["value"] is None:
+            configs.pop(r["name"], None)
+        else:
+            configs[r["name"]] = r["value"]
+
+    def _FeatureLevelRecord(self, r: Mapping[str, Any]) -> None:
+        self.features[r["name"]] = r["feature_level"]

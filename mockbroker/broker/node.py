@@ -1,0 +1,85 @@
+"""One broker's runtime state: its partition logs, its metadata image, its wake-ups."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+import trio
+
+from kipwire.codec import ErrorCode
+
+from .log import LogError, PartitionLog
+from .metadata_image import MetadataImage, PartitionInfo
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+
+class BrokerNode:
+    """A broker: serves the partitions it leads, from the metadata its controller sends it."""
+
+    def __init__(self, cluster: Cluster, node_id: int, port: int = 0) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.host = "127.0.0.1"
+        self.port = port
+        self.epoch = -1
+        self.incarnation_id = uuid.uuid4()
+        self.image = MetadataImage()
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.latency = 0.0
+        self.running = False
+        self.clean_shutdown = False
+        self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
+        self._data_arrived = trio.Event()
+
+    def reset_incarnation(self) -> None:
+        """A restart: a new incarnation id; logs are kept (no data loss until the next issue)."""
+        self.incarnation_id = uuid.uuid4()
+        self.image = MetadataImage()
+
+    @property
+    def address(self) -> str:
+        """host:port of the listener."""
+        return f"{self.host}:{self.port}"
+
+    def leads(self, topic: str, index: int) -> PartitionInfo:
+        """The partition when this broker is its leader; raises LogError otherwise."""
+        part = self.image.partition(topic, index)
+        if part is None:
+            raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} is unknown")
+        if part.leader != self.node_id:
+            raise LogError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {part.leader} leads")
+        return part
+
+    def partition_log(self, topic: str, index: int, leader_epoch: int = -1) -> PartitionLog:
+        """The log of a partition this broker leads (created on first use)."""
+        part = self.leads(topic, index)
+        if leader_epoch >= 0 and leader_epoch != part.leader_epoch:
+            code = (
+                ErrorCode.FENCED_LEADER_EPOCH
+                if leader_epoch < part.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+            raise LogError(code, f"leader epoch {leader_epoch} is not {part.leader_epoch}")
+        log = self.logs.get((topic, index))
+        if log is None:
+            log = self.logs[topic, index] = PartitionLog(part.leader_epoch)
+        log.leader_epoch = part.leader_epoch
+        return log
+
+    def data_arrived(self) -> None:
+        """Wake every fetch waiting on this broker (records or marks moved)."""
+        self._data_arrived.set()
+        self._data_arrived = trio.Event()
+
+    async def wait_for_data(self) -> None:
+        """Sleep until the next `data_arrived`."""
+        await self._data_arrived.wait()
+
+    def forget_removed_topics(self) -> None:
+        """Drop the logs of topics the metadata no longer has."""
+        for key in [k for k in self.logs if k[0] not in self.image.topics]:
+            del self.logs[key]

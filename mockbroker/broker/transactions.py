@@ -1,0 +1,136 @@
+"""The transaction coordinator: producer ids and epochs, the partitions and groups of each
+transaction, and the commit or abort that writes control markers to every partition."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kipwire.codec import ErrorCode
+
+from .groups import CommittedOffset, GroupCoordinator
+
+MAX_EPOCH = 32767
+#: writes a COMMIT (True) or ABORT marker to a partition: (topic, index, pid, epoch, commit)
+MarkerWriter = Callable[[str, int, int, int, bool], None]
+
+
+@dataclass(slots=True)
+class Transaction:
+    """A transactional id's producer and its open transaction, if any."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: str = "Empty"
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
+
+
+class TransactionCoordinator:
+    """Every transactional id of the cluster."""
+
+    def __init__(self, groups: GroupCoordinator, write_marker: MarkerWriter) -> None:
+        self._ids = itertools.count(1000)
+        self.transactions: dict[str, Transaction] = {}
+        self._groups = groups
+        self._write_marker = write_marker
+
+    def new_producer_id(self) -> int:
+        """A producer id never handed out before."""
+        return next(self._ids)
+
+    def init_producer_id(
+        self, transactional_id: str | None, timeout_ms: int, producer_id: int, epoch: int
+    ) -> tuple[int, int, int]:
+        """(error, producer id, epoch): a fresh idempotent producer or the id's next epoch."""
+        if transactional_id is None:
+            return 0, self.new_producer_id(), 0
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            txn = Transaction(transactional_id, self.new_producer_id(), 0, timeout_ms)
+            self.transactions[transactional_id] = txn
+            return 0, txn.producer_id, txn.epoch
+        if producer_id >= 0 and (producer_id, epoch) != (txn.producer_id, txn.epoch):
+            return ErrorCode.PRODUCER_FENCED, -1, -1
+        if txn.state == "Ongoing":
+            self._finish(txn, commit=False)
+        txn.timeout_ms = timeout_ms
+        if txn.epoch >= MAX_EPOCH - 1:
+            txn.producer_id, txn.epoch = self.new_producer_id(), 0
+        else:
+            txn.epoch += 1
+        return 0, txn.producer_id, txn.epoch
+
+    def _check(self, transactional_id: str, producer_id: int, epoch: int) -> Transaction | int:
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if epoch != txn.epoch:
+            return ErrorCode.PRODUCER_FENCED
+        return txn
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]
+    ) -> int:
+        """AddPartitionsToTxn: the partitions join the ongoing transaction."""
+        txn = self._check(transactional_id, producer_id, epoch)
+        if isinstance(txn, int):
+            return txn
+        txn.partitions.update(partitions)
+        txn.state = "Ongoing"
+        return 0
+
+    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str) -> int:
+        """AddOffsetsToTxn: the group's offsets will commit with the transaction."""
+        txn = self._check(transactional_id, producer_id, epoch)
+        if isinstance(txn, int):
+            return txn
+        txn.groups.add(group)
+        txn.state = "Ongoing"
+        return 0
+
+    def commit_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group: str,
+        offsets: dict[tuple[str, int], CommittedOffset],
+    ) -> int:
+        """TxnOffsetCommit: offsets held until the transaction commits."""
+        txn = self._check(transactional_id, producer_id, epoch)
+        if isinstance(txn, int):
+            return txn
+        if group not in txn.groups:
+            return ErrorCode.INVALID_TXN_STATE
+        txn.offsets.setdefault(group, {}).update(offsets)
+        return 0
+
+    def end(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+        """EndTxn: write the markers, apply or drop the offsets."""
+        txn = self._check(transactional_id, producer_id, epoch)
+        if isinstance(txn, int):
+            return txn
+        if txn.state in ("CompleteCommit", "CompleteAbort"):
+            # a retried EndTxn of the same outcome succeeds; the other outcome is refused
+            done = "CompleteCommit" if commit else "CompleteAbort"
+            return 0 if txn.state == done else ErrorCode.INVALID_TXN_STATE
+        self._finish(txn, commit)
+        return 0
+
+    def _finish(self, txn: Transaction, commit: bool) -> None:
+        for topic, index in sorted(txn.partitions):
+            self._write_marker(topic, index, txn.producer_id, txn.epoch, commit)
+        if commit:
+            for group_id, offsets in txn.offsets.items():
+                group = self._groups.group(group_id, create=True)
+                assert group is not None
+                group.offsets.update(offsets)
+        txn.partitions.clear()
+        txn.groups.clear()
+        txn.offsets.clear()
+        txn.state = "CompleteCommit" if commit else "CompleteAbort"

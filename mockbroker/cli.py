@@ -1,0 +1,57 @@
+"""`kipwire-broker serve`: run a mock cluster until interrupted, one log line per request."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import trio
+
+from .cluster import ClusterError, open_cluster
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kipwire-broker", description="A mock Kafka (KRaft) cluster on 127.0.0.1."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run a cluster until interrupted")
+    serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="port of broker 1, the others follow (default: ephemeral ports)",
+    )
+    serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
+    serve.add_argument("--quiet", action="store_true", help="do not log each request")
+    return parser
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    async with open_cluster(brokers=args.brokers, port=args.port, record=args.record) as cluster:
+        print(cluster.bootstrap_servers, flush=True)
+        await trio.sleep_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and serve; 0 after an interrupt, 2 on bad arguments or ports."""
+    args = _parser().parse_args(argv)
+    if args.brokers < 1:
+        print("kipwire-broker: --brokers must be at least 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535 - args.brokers:
+        print(f"kipwire-broker: --port {args.port} is not a usable port", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        logging.basicConfig(format="%(asctime)s %(name)s %(message)s", level=logging.WARNING)
+        logging.getLogger("kipwire.mockbroker").setLevel(logging.DEBUG)
+    try:
+        trio.run(_serve, args)
+    except KeyboardInterrupt:
+        return 0
+    except (OSError, ClusterError) as exc:
+        print(f"kipwire-broker: {exc}", file=sys.stderr)
+        return 2
+    return 0

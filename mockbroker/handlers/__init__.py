@@ -1,0 +1,22 @@
+"""One module per API (or tight family), each registering its handler by API key."""
+
+from . import (  # noqa: F401  (imported for their registrations)
+    admin,
+    api_versions,
+    delete_records,
+    describe_cluster,
+    describe_topic_partitions,
+    fetch,
+    find_coordinator,
+    group_admin,
+    groups,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    offsets,
+    produce,
+    transactions,
+)
+from .registry import HANDLERS, Handler, RequestContext
+
+__all__ = ["HANDLERS", "Handler", "RequestContext"]

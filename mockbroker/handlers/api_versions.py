@@ -1,0 +1,50 @@
+"""ApiVersions (18): the versions this broker serves, from the codec's schemas (KIP-511)."""
+
+from __future__ import annotations
+
+from kipwire.codec import encode_response
+
+from .registry import HANDLERS, RequestContext, handles
+
+UNSUPPORTED_VERSION = 35
+#: What a Kafka 4.1 broker reports it supports, beside the finalized levels.
+SUPPORTED_FEATURES = {
+    "metadata.version": (7, 27),
+    "kraft.version": (0, 1),
+    "transaction.version": (0, 2),
+    "group.version": (0, 1),
+    "eligible.leader.replicas.version": (0, 1),
+}
+
+
+def api_ranges() -> list[dict]:
+    """(key, min, max) of every API served, in key order."""
+    return [
+        {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
+        for _, h in sorted(HANDLERS.items())
+    ]
+
+
+def unsupported_version_reply(correlation_id: int) -> bytes:
+    """The v0 answer to an ApiVersions version the broker lacks, with the ranges it has."""
+    body = {"error_code": UNSUPPORTED_VERSION, "api_keys": api_ranges()}
+    return encode_response(18, 0, body, correlation_id=correlation_id)
+
+
+@handles(18)
+async def api_versions(ctx: RequestContext, body: object) -> dict:
+    """The API ranges, supported features and finalized feature levels."""
+    image = ctx.broker.image
+    return {
+        "error_code": 0,
+        "api_keys": api_ranges(),
+        "supported_features": [
+            {"name": name, "min_version": low, "max_version": high}
+            for name, (low, high) in SUPPORTED_FEATURES.items()
+        ],
+        "finalized_features_epoch": image.offset,
+        "finalized_features": [
+            {"name": name, "max_version_level": level, "min_version_level": level}
+            for name, level in sorted(image.features.items())
+        ],
+    }

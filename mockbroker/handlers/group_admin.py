@@ -1,0 +1,115 @@
+"""Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kipwire.codec import ErrorCode
+
+from ..broker.groups import GroupState
+from .groups import not_coordinator
+from .registry import RequestContext, handles
+
+
+@handles(16)
+async def list_groups(ctx: RequestContext, body: Any) -> dict:
+    """The groups this broker coordinates, filtered by state (v4+) and type (v5+)."""
+    states = {s.lower() for s in body.get("states_filter") or []}
+    types = {t.lower() for t in body.get("types_filter") or []}
+    listed = []
+    for group in ctx.broker.cluster.groups.groups.values():
+        if group.state is GroupState.DEAD or not_coordinator(ctx, group.group_id):
+            continue
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(
+            {
+                "group_id": group.group_id,
+                "protocol_type": group.protocol_type or "",
+                "group_state": group.state.value,
+                "group_type": "classic",
+            }
+        )
+    return {"error_code": 0, "groups": listed}
+
+
+def _describe_fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "groups": [
+            {
+                "error_code": code,
+                "group_id": g,
+                "group_state": "",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+            }
+            for g in body["groups"]
+        ]
+    }
+
+
+@handles(15, fail=_describe_fail)
+async def describe_groups(ctx: RequestContext, body: Any) -> dict:
+    """Each group's state, protocol and members with their metadata and assignment."""
+    described = []
+    for group_id in body["groups"]:
+        group = ctx.broker.cluster.groups.group(group_id)
+        entry: dict[str, Any] = {
+            "error_code": 0,
+            "group_id": group_id,
+            "members": [],
+            "group_state": GroupState.DEAD.value,
+            "protocol_type": "",
+            "protocol_data": "",
+        }
+        if not_coordinator(ctx, group_id):
+            entry["error_code"] = ErrorCode.NOT_COORDINATOR
+        elif group is not None:
+            stable = group.state is GroupState.STABLE
+            entry.update(
+                group_state=group.state.value,
+                protocol_type=group.protocol_type or "",
+                protocol_data=(group.protocol or "") if stable else "",
+                members=[
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": dict(m.protocols).get(group.protocol or "", b"")
+                        if stable
+                        else b"",
+                        "member_assignment": m.assignment if stable else b"",
+                    }
+                    for m in group.members.values()
+                ],
+            )
+        described.append(entry)
+    return {"groups": described}
+
+
+def _delete_fail(body: Any, code: int, version: int) -> dict:
+    return {"results": [{"group_id": g, "error_code": code} for g in body["groups_names"]]}
+
+
+@handles(42, fail=_delete_fail)
+async def delete_groups(ctx: RequestContext, body: Any) -> dict:
+    """Delete empty groups and their offsets; NON_EMPTY_GROUP while members remain."""
+    groups = ctx.broker.cluster.groups
+    results = []
+    for group_id in body["groups_names"]:
+        group = groups.group(group_id)
+        if not_coordinator(ctx, group_id):
+            code = ErrorCode.NOT_COORDINATOR
+        elif group is None:
+            code = ErrorCode.GROUP_ID_NOT_FOUND
+        elif group.members:
+            code = ErrorCode.NON_EMPTY_GROUP
+        else:
+            del groups.groups[group_id]
+            code = 0
+        results.append({"group_id": group_id, "error_code": code})
+    return {"results": results}

@@ -1,0 +1,114 @@
+"""Classic group membership: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kipwire.codec import ErrorCode
+
+from .registry import RequestContext, handles
+
+#: KIP-394: from JoinGroup v4 a new member must rejoin with the member id it is given.
+MEMBER_ID_REQUIRED_FROM = 4
+
+
+def not_coordinator(ctx: RequestContext, key: str) -> bool:
+    """True when this broker does not coordinate `key` (group or transactional id)."""
+    node = ctx.broker.cluster.coordinator_for(key)
+    return node is None or node.node_id != ctx.broker.node_id
+
+
+def _join_fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "error_code": code,
+        "generation_id": -1,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": body["member_id"],
+        "members": [],
+    }
+
+
+@handles(11, fail=_join_fail)
+async def join_group(ctx: RequestContext, body: Any) -> dict:
+    """Enter the group's rebalance and answer when it completes."""
+    if not_coordinator(ctx, body["group_id"]):
+        return _join_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    result = await ctx.broker.cluster.groups.join(
+        body["group_id"],
+        body["member_id"],
+        body.get("group_instance_id"),
+        ctx.client_id or "",
+        body["protocol_type"],
+        [(p["name"], bytes(p["metadata"])) for p in body["protocols"]],
+        body["session_timeout_ms"],
+        body.get("rebalance_timeout_ms", -1),
+        ctx.api_version >= MEMBER_ID_REQUIRED_FROM,
+    )
+    return {
+        "error_code": result.error,
+        "generation_id": result.generation,
+        "protocol_type": body["protocol_type"],
+        "protocol_name": result.protocol if ctx.api_version >= 7 else (result.protocol or ""),
+        "leader": result.leader,
+        "member_id": result.member_id or body["member_id"],
+        "members": [
+            {"member_id": m, "group_instance_id": i, "metadata": meta}
+            for m, i, meta in result.members
+        ],
+    }
+
+
+def _sync_fail(body: Any, code: int, version: int) -> dict:
+    return {"error_code": code, "assignment": b""}
+
+
+@handles(14, fail=_sync_fail)
+async def sync_group(ctx: RequestContext, body: Any) -> dict:
+    """The leader's assignments in, each member's own assignment out."""
+    if not_coordinator(ctx, body["group_id"]):
+        return _sync_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    assignments = {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]}
+    code, assignment, protocol = await ctx.broker.cluster.groups.sync(
+        body["group_id"], body["generation_id"], body["member_id"], assignments
+    )
+    return {
+        "error_code": code,
+        "protocol_type": body.get("protocol_type"),
+        "protocol_name": protocol,
+        "assignment": assignment,
+    }
+
+
+@handles(12)
+async def heartbeat(ctx: RequestContext, body: Any) -> dict:
+    """Keep a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+    if not_coordinator(ctx, body["group_id"]):
+        return {"error_code": ErrorCode.NOT_COORDINATOR}
+    groups = ctx.broker.cluster.groups
+    return {
+        "error_code": groups.heartbeat(body["group_id"], body["generation_id"], body["member_id"])
+    }
+
+
+def _leave_fail(body: Any, code: int, version: int) -> dict:
+    return {"error_code": code, "members": []}
+
+
+@handles(13, fail=_leave_fail)
+async def leave_group(ctx: RequestContext, body: Any) -> dict:
+    """Remove one member (before v3) or a batch of members (v3+)."""
+    if not_coordinator(ctx, body["group_id"]):
+        return _leave_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    groups = ctx.broker.cluster.groups
+    if ctx.api_version < 3:
+        return {"error_code": groups.leave(body["group_id"], body["member_id"])}
+    members = [
+        {
+            "member_id": m["member_id"],
+            "group_instance_id": m.get("group_instance_id"),
+            "error_code": groups.leave(body["group_id"], m["member_id"]),
+        }
+        for m in body["members"]
+    ]
+    return {"error_code": 0, "members": members}

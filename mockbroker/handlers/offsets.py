@@ -1,0 +1,124 @@
+"""Committed offsets: OffsetCommit (8) and OffsetFetch (9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kipwire.codec import ErrorCode
+
+from ..broker.groups import CommittedOffset
+from .groups import not_coordinator
+from .registry import RequestContext, handles
+from .topics import topic_id, topic_name
+
+
+def _commit_fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "topics": [
+            {
+                "name": t.get("name"),
+                "topic_id": t.get("topic_id"),
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": code}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ]
+    }
+
+
+@handles(8, min_version=2, fail=_commit_fail)
+async def offset_commit(ctx: RequestContext, body: Any) -> dict:
+    """Store offsets for a group's current generation (or a simple, memberless commit)."""
+    if not_coordinator(ctx, body["group_id"]):
+        return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    image = ctx.broker.image
+    code, group = ctx.broker.cluster.groups.check_commit(
+        body["group_id"], body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
+    )
+    topics = []
+    for topic in body["topics"]:
+        name = topic_name(image, topic)
+        parts = []
+        for p in topic["partitions"]:
+            part_code = code
+            if not part_code and (
+                name is None or image.partition(name, p["partition_index"]) is None
+            ):
+                part_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if not part_code:
+                group.offsets[name, p["partition_index"]] = CommittedOffset(
+                    p["committed_offset"],
+                    p.get("committed_leader_epoch", -1),
+                    p.get("committed_metadata"),
+                )
+            parts.append({"partition_index": p["partition_index"], "error_code": part_code})
+        topics.append(
+            {"name": topic.get("name"), "topic_id": topic.get("topic_id"), "partitions": parts}
+        )
+    return {"topics": topics}
+
+
+def _fetch_fail(body: Any, code: int, version: int) -> dict:
+    if version >= 8:
+        return {
+            "groups": [
+                {"group_id": g["group_id"], "topics": [], "error_code": code}
+                for g in body["groups"]
+            ]
+        }
+    return {"topics": [], "error_code": code}
+
+
+@handles(9, min_version=1, fail=_fetch_fail)
+async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
+    """The committed offsets of the partitions asked (all the group has when null)."""
+    if ctx.api_version < 8:
+        if not_coordinator(ctx, body["group_id"]):
+            return _fetch_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+        topics = _group_offsets(ctx, body["group_id"], body["topics"])
+        return {"topics": topics, "error_code": 0}
+    groups = []
+    for request in body["groups"]:
+        if not_coordinator(ctx, request["group_id"]):
+            groups.append(
+                {
+                    "group_id": request["group_id"],
+                    "topics": [],
+                    "error_code": ErrorCode.NOT_COORDINATOR,
+                }
+            )
+            continue
+        topics = _group_offsets(ctx, request["group_id"], request["topics"])
+        groups.append({"group_id": request["group_id"], "topics": topics, "error_code": 0})
+    return {"groups": groups}
+
+
+def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -> list[dict]:
+    image = ctx.broker.image
+    group = ctx.broker.cluster.groups.group(group_id)
+    offsets = group.offsets if group else {}
+    if requested is None:
+        wanted: dict[str, list[int]] = {}
+        for name, index in sorted(offsets):
+            wanted.setdefault(name, []).append(index)
+        pairs = [(name, indexes) for name, indexes in wanted.items()]
+    else:
+        pairs = [(topic_name(image, t), list(t["partition_indexes"])) for t in requested]
+    topics = []
+    for name, indexes in pairs:
+        parts = []
+        for index in indexes:
+            stored = offsets.get((name, index))
+            parts.append(
+                {
+                    "partition_index": index,
+                    "committed_offset": stored.offset if stored else -1,
+                    "committed_leader_epoch": stored.leader_epoch if stored else -1,
+                    "metadata": stored.metadata if stored else "",
+                    "error_code": 0,
+                }
+            )
+        topics.append({"name": name or "", "topic_id": topic_id(image, name), "partitions": parts})
+    return topics

@@ -1,0 +1,162 @@
+"""Producers and transactions: InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn
+(25), EndTxn (26), TxnOffsetCommit (28)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kipwire.codec import ErrorCode
+
+from ..broker.groups import CommittedOffset
+from .groups import not_coordinator
+from .registry import RequestContext, handles
+
+
+def _init_fail(body: Any, code: int, version: int) -> dict:
+    return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+@handles(22, fail=_init_fail)
+async def init_producer_id(ctx: RequestContext, body: Any) -> dict:
+    """A producer id for an idempotent producer, or the next epoch of a transactional id."""
+    txn_id = body["transactional_id"]
+    if txn_id is not None and not_coordinator(ctx, txn_id):
+        return _init_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    code, pid, epoch = ctx.broker.cluster.transactions.init_producer_id(
+        txn_id,
+        body["transaction_timeout_ms"],
+        body.get("producer_id", -1),
+        body.get("producer_epoch", -1),
+    )
+    return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+def _add_partitions_fail(body: Any, code: int, version: int) -> dict:
+    def topics(entries: list) -> list[dict]:
+        return [
+            {
+                "name": t["name"],
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": code} for p in t["partitions"]
+                ],
+            }
+            for t in entries
+        ]
+
+    if version >= 4:
+        return {
+            "error_code": 0,
+            "results_by_transaction": [
+                {"transactional_id": t["transactional_id"], "topic_results": topics(t["topics"])}
+                for t in body["transactions"]
+            ],
+        }
+    return {"results_by_topic_v3_and_below": topics(body["v3_and_below_topics"])}
+
+
+@handles(24, fail=_add_partitions_fail)
+async def add_partitions_to_txn(ctx: RequestContext, body: Any) -> dict:
+    """Partitions join a transaction (v0-3 from the producer; v4+ batched, as brokers send)."""
+    if ctx.api_version >= 4:
+        results = []
+        for txn in body["transactions"]:
+            code = _add(
+                ctx,
+                txn["transactional_id"],
+                txn["producer_id"],
+                txn["producer_epoch"],
+                txn["topics"],
+                txn.get("verify_only", False),
+            )
+            one = _add_partitions_fail({"transactions": [txn]}, code, ctx.api_version)
+            results += one["results_by_transaction"]
+        return {"error_code": 0, "results_by_transaction": results}
+    code = _add(
+        ctx,
+        body["v3_and_below_transactional_id"],
+        body["v3_and_below_producer_id"],
+        body["v3_and_below_producer_epoch"],
+        body["v3_and_below_topics"],
+        False,
+    )
+    return _add_partitions_fail(body, code, ctx.api_version)
+
+
+def _add(
+    ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: list, verify_only: bool
+) -> int:
+    if not_coordinator(ctx, txn_id):
+        return ErrorCode.NOT_COORDINATOR
+    image = ctx.broker.image
+    partitions = [(t["name"], p) for t in topics for p in t["partitions"]]
+    if any(image.partition(name, p) is None for name, p in partitions):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    coordinator = ctx.broker.cluster.transactions
+    if verify_only:
+        txn = coordinator.transactions.get(txn_id)
+        ok = txn is not None and set(partitions) <= txn.partitions
+        return 0 if ok else ErrorCode.INVALID_TXN_STATE
+    return coordinator.add_partitions(txn_id, pid, epoch, partitions)
+
+
+@handles(25)
+async def add_offsets_to_txn(ctx: RequestContext, body: Any) -> dict:
+    """A group's offsets join a transaction."""
+    if not_coordinator(ctx, body["transactional_id"]):
+        return {"error_code": ErrorCode.NOT_COORDINATOR}
+    code = ctx.broker.cluster.transactions.add_offsets(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["group_id"]
+    )
+    return {"error_code": code}
+
+
+@handles(26)
+async def end_txn(ctx: RequestContext, body: Any) -> dict:
+    """Commit or abort: markers to every partition of the transaction."""
+    if not_coordinator(ctx, body["transactional_id"]):
+        return {"error_code": ErrorCode.NOT_COORDINATOR}
+    code = ctx.broker.cluster.transactions.end(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+    )
+    return {
+        "error_code": code,
+        "producer_id": body["producer_id"],
+        "producer_epoch": body["producer_epoch"],
+    }
+
+
+def _txn_offsets_fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": code}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ]
+    }
+
+
+@handles(28, fail=_txn_offsets_fail)
+async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
+    """Offsets committed inside a transaction, visible once it commits (group coordinator)."""
+    if not_coordinator(ctx, body["group_id"]):
+        return _txn_offsets_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    offsets = {
+        (t["name"], p["partition_index"]): CommittedOffset(
+            p["committed_offset"], p.get("committed_leader_epoch", -1), p["committed_metadata"]
+        )
+        for t in body["topics"]
+        for p in t["partitions"]
+    }
+    code = ctx.broker.cluster.transactions.commit_offsets(
+        body["transactional_id"],
+        body["producer_id"],
+        body["producer_epoch"],
+        body["group_id"],
+        offsets,
+    )
+    return _txn_offsets_fail(body, code, ctx.api_version)

@@ -1,0 +1,45 @@
+"""pytest plugin (entry point `pytest11`): `mock_cluster` and `trio_mock_cluster` fixtures.
+
+Configure a test's cluster with `@pytest.mark.mock_cluster(brokers=1, config={...})`; the
+keyword arguments are those of `MockCluster`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from .cluster import Cluster, open_cluster
+from .sync_cluster import MockCluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker so `--strict-markers` accepts it."""
+    config.addinivalue_line(
+        "markers", "mock_cluster(**kwargs): arguments for the mock_cluster fixtures"
+    )
+
+
+def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("mock_cluster")
+    if marker is None:
+        return {}
+    if marker.args:
+        raise pytest.UsageError("mock_cluster(...) takes keyword arguments only")
+    return dict(marker.kwargs)
+
+
+@pytest.fixture
+def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
+    """A running `MockCluster` (3 brokers unless the marker says otherwise)."""
+    with MockCluster(**_options(request)) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def trio_mock_cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    """A running trio `Cluster` for pytest-trio tests."""
+    async with open_cluster(**_options(request)) as cluster:
+        yield cluster

@@ -1,0 +1,154 @@
+"""`MockCluster`: the trio cluster in a thread of its own, behind a synchronous API."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import trio
+
+from .cluster import Cluster, open_cluster
+from .controller import Controller, Semantics
+
+T = TypeVar("T")
+#: How long start-up and shutdown may take before the wrapper gives up.
+THREAD_TIMEOUT = 30.0
+
+
+class MockCluster:
+    """A mock KRaft cluster for synchronous code: `with MockCluster(brokers=3) as cluster`."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        semantics: Semantics | None = None,
+        config: Mapping[str, Any] | None = None,
+        features: Mapping[str, int] | None = None,
+        record: str | None = None,
+        port: int = 0,
+    ) -> None:
+        self._kwargs = dict(
+            brokers=brokers,
+            semantics=semantics,
+            config=config,
+            features=features,
+            record=record,
+            port=port,
+        )
+        self._cluster: Cluster | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+
+    def __enter__(self) -> MockCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the cluster thread and wait until every broker is registered and unfenced."""
+        self._thread = threading.Thread(target=self._main, name="kipwire-mock-cluster", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(THREAD_TIMEOUT):
+            raise TimeoutError("the mock cluster did not start")
+        if self._error is not None:
+            self._thread.join(THREAD_TIMEOUT)
+            raise self._error
+
+    def _main(self) -> None:
+        try:
+            trio.run(self._serve)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that started us
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        async with open_cluster(**self._kwargs) as cluster:
+            self._cluster = cluster
+            self._ready.set()
+            await self._stop.wait()
+
+    def close(self) -> None:
+        """Stop every broker and the controller; the thread is gone when this returns."""
+        if self._thread is None:
+            return
+        if self._thread.is_alive() and self._stop is not None:
+            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(THREAD_TIMEOUT)
+        if self._thread.is_alive():
+            raise TimeoutError("the mock cluster did not stop")
+        self._thread = None
+
+    def _in_trio(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._in_trio_thread():
+            return fn(*args)
+        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    def _await(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self._in_trio_thread():
+            raise RuntimeError("blocking cluster calls cannot run inside the cluster's thread")
+        return trio.from_thread.run(fn, *args, trio_token=self._token)
+
+    def _in_trio_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    @property
+    def cluster(self) -> Cluster:
+        """The running trio cluster (its methods must be called from its own thread)."""
+        if self._cluster is None:
+            raise RuntimeError("the mock cluster is not running")
+        return self._cluster
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """host:port of every broker, comma-separated."""
+        return self.cluster.bootstrap_servers
+
+    @property
+    def controller(self) -> Controller:
+        """The controller (read its state through `partition` and `wait_until`)."""
+        return self.cluster.controller
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create a topic; it is in every broker's metadata when this returns."""
+        self._await(self.cluster.create_topic, name, partitions, replication_factor, config)
+
+    def partition(self, topic: str, index: int) -> Any:
+        """The controller's view of a partition (the same object as Controller.partition)."""
+        return self._in_trio(self.cluster.partition, topic, index)
+
+    def stop_broker(self, broker_id: int, clean: bool = True) -> None:
+        """Stop a broker (clean: controlled shutdown first)."""
+        self._await(self.cluster.stop_broker, broker_id, clean)
+
+    def start_broker(self, broker_id: int) -> None:
+        """Restart a stopped broker on its port."""
+        self._await(self.cluster.start_broker, broker_id)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """True once `predicate()` holds (run in the cluster's thread); TimeoutError if not."""
+        return self._await(self.cluster.wait_until, predicate, timeout)
+
+    def inject_error(
+        self, api_key: int, error_code: int, count: int = 1, broker: int | None = None
+    ) -> None:
+        """The next `count` requests of `api_key` (to `broker`, or any) answer `error_code`."""
+        self._in_trio(self.cluster.faults.inject_error, api_key, error_code, count, broker)
+
+    def set_latency(self, broker_id: int, seconds: float) -> None:
+        """Delay every response of a broker by `seconds`."""
+        self._in_trio(setattr, self.cluster.node(broker_id), "latency", seconds)
