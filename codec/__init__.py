@@ -4,6 +4,7 @@ Sans-I/O: bytes in, values out (and back). Message codecs are generated from `js
 `codec.messages`; `message(name, version)` returns one as a construct.
 """
 
+from .apis import api_versions as api_versions
 from .errors import (
     DecodeError,
     EncodeError,
