@@ -105,8 +105,8 @@ def _read_table(root: Path, name: str) -> list[dict[str, Any]]:
     table = dataset.to_table(columns=cols)
     for i, f in enumerate(table.schema):
         if pa.types.is_timestamp(f.type):
-            # Spark may write INT96 (ns) or micros; compare works in integer microseconds
-            us = pc.cast(table.column(i), pa.timestamp("us", tz=f.type.tz))
+            # the tables hold ns (Spark's writer: us); compare works in integer microseconds
+            us = pc.cast(table.column(i), pa.timestamp("us", tz=f.type.tz), safe=False)
             table = table.set_column(i, f.name, pc.cast(us, pa.int64()))
     rows = table.to_pylist()
     for r in rows:

@@ -16,6 +16,7 @@ import re
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .framing import plausible_request_header
@@ -99,6 +100,30 @@ def file_size(path: str) -> int:
         return 0
 
 
+@lru_cache(maxsize=1)
+def _api_versions() -> dict[int, tuple[int, int]]:
+    """API key -> the codec's version range; empty without the codec (then any version)."""
+    try:
+        from kipwire import codec
+
+        return {int(k): api.versions for k, api in codec.APIS.items()}
+    except (ImportError, AttributeError):
+        return {}
+
+
+def _request_at(buf: mmap.mmap, pos: int) -> bool:
+    """A request header at `pos` whose version the codec knows for its API key.
+
+    The version range matters: a response frame starts with a correlation id, whose two
+    halves read as a plausible API key and version unless the version is checked.
+    """
+    if plausible_request_header(buf, pos) is None:
+        return False
+    key, version = struct.unpack_from(">hh", buf, pos + 4)
+    span = _api_versions().get(key)
+    return span is None or span[0] <= version <= span[1]
+
+
 def _is_frame_dump(path: str) -> bool:
     """Size prefixes walk the whole file to its exact end, and the first frames are requests."""
     try:
@@ -112,7 +137,7 @@ def _is_frame_dump(path: str) -> bool:
     with buf:
         pos = n = 0
         while pos + 4 <= size:
-            if n < _FRAME_CHAIN and plausible_request_header(buf, pos) is None:
+            if n < _FRAME_CHAIN and not _request_at(buf, pos):
                 return False
             (length,) = _i32(buf, pos)
             if length < 0:

@@ -289,7 +289,7 @@ def run_decode(
     capture = capture_label(inputs or [p[0] for p in pairs], name)
     job = _Job(spark, inputs, out_dir, capture, tuple(broker_ports), split_bytes, with_body_json)
     job.fmt, job.pairs = fmt, pairs
-    summary = job.arrow(say) if writer == "arrow" else job.spark(say)
+    summary = job.write_with_arrow(say) if writer == "arrow" else job.write_with_spark(say)
     summary.update(
         capture=capture,
         out=out_dir,
@@ -329,7 +329,7 @@ class _Job:
             pairs=self.pairs,
         )
 
-    def arrow(self, say: Callable[[str], None]) -> dict[str, Any]:
+    def write_with_arrow(self, say: Callable[[str], None]) -> dict[str, Any]:
         """One Spark pass: readers and decode tasks write Parquet; the summary reads it back."""
         root = os.path.abspath(local_path(self.out_dir))
         prepare_tables(root)
@@ -360,7 +360,7 @@ class _Job:
         summary["partitions"] = frags.partitions
         return summary
 
-    def spark(self, say: Callable[[str], None]) -> dict[str, Any]:
+    def write_with_spark(self, say: Callable[[str], None]) -> dict[str, Any]:
         """Spark writes the tables: decode once into the cached union, three filtered writes."""
         frags = self._fragments()
         say(f"reading {frags.partitions} partition(s) as capture {self.capture!r}")

@@ -25,9 +25,9 @@ from kipwire.captures.compare import (
     opcodes,
     parse_fail_on,
 )
+from kipwire.captures.pcapng_writer import PcapngWriter
 from kipwire.captures.pipeline import decode_capture
 from kipwire.captures.schema import CONNECTIONS, PAIRS, PDUS, write_tables
-from kipwire.captures.pcapng_writer import PcapngWriter
 from kipwire.codec.records import build_batch
 
 TOPICS = {"orders": 2, "audit": 1}

@@ -2,22 +2,28 @@
 
 One local[2] session serves the module (Spark start-up is slow); one run of the job decodes a
 workspace holding every file of ../shared/captures, a big synthetic file split into many packet
-ranges, a connection cut across two rotated files, and damaged files. One test checks Spark's own
-writer (used for hdfs:// or s3a:// outputs) against the default, where the Python workers write
-the Parquet files. A last test runs the CLI in local-cluster mode (separate executor processes).
+ranges, a connection cut across two rotated files, damaged files, tcpflow files, a frame dump and
+a Fetch v13 named by topic id. One test checks Spark's own writer (used for hdfs:// or s3a://
+outputs) against the default, where the Python workers write the Parquet files; another checks
+the job against the in-process engine. A last test runs the job through spark-submit in
+local-cluster mode, with kipwire only on --py-files.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import shutil
 import struct
 import subprocess
 import sys
+import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
+from kafka_capture_kit import write_frame_dumps, write_metadata_then_fetch, write_tcpflow
 
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -129,6 +135,10 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     big = (ws / "big" / "big.pcapng").read_bytes()
     (ws / "broken" / "truncated.pcapng").write_bytes(big[: len(big) // 3 + 7])
     (ws / "broken" / "garbage.pcap").write_bytes(b"this is not a capture file at all\n" * 4)
+    write_tcpflow(ws / "flows")
+    write_frame_dumps(ws / "dumps")
+    (ws / "dumps" / "responses.bin").unlink()  # a request dump alone, found by its content
+    write_metadata_then_fetch(ws / "ids" / "ids.pcapng")
     return ws
 
 
@@ -189,7 +199,7 @@ def test_tables_have_the_issue_columns(decoded) -> None:
 @pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason=f"{SHARED_CAPTURES} is absent")
 def test_shared_captures_decode_as_expected(decoded, workspace: Path) -> None:
     _, tables = decoded
-    files = sorted(p for p in (workspace / "shared").rglob("*") if p.is_file())
+    files = sorted(p for p in (workspace / "shared").rglob("*.pcap"))
     assert {p.name for p in files} == set(EXPECTED)
     for path in files:
         name = os.path.join(str(workspace), str(path.relative_to(workspace)))
@@ -202,7 +212,8 @@ def test_shared_captures_decode_as_expected(decoded, workspace: Path) -> None:
 
 
 def test_big_file_split_into_ranges_matches_unsplit(decoded, workspace: Path) -> None:
-    from kipwire.captures.datasource import expand_inputs, plan_partitions
+    from kipwire.captures.datasource import plan_partitions
+    from kipwire.captures.inputs import expand_inputs
 
     _, tables = decoded
     path = workspace / "big" / "big.pcapng"
@@ -256,47 +267,87 @@ def test_spark_writer_matches_arrow_writer(spark, decoded, workspace: Path, tmp_
     summary = run_decode(inputs, tmp_path, spark=spark, name="spark-test", writer="spark")
     arrow = run_decode(inputs, tmp_path / "arrow", spark=spark, name="spark-test")
     for table in ("pdus", "pairs", "connections"):
-        via_spark = pq.read_table(tmp_path / table)
-        via_arrow = pq.read_table(tmp_path / "arrow" / table)
-        assert via_spark.schema.names == via_arrow.schema.names, table
+        via_spark = pq.read_table(tmp_path / table).to_pandas()
+        via_arrow = pq.read_table(tmp_path / "arrow" / table).to_pandas()
+        assert list(via_spark.columns) == list(via_arrow.columns), table
 
         def key(r: dict) -> tuple:
-            return tuple(str(v) for v in r.values())
+            # Spark's writer holds microseconds; the arrow writer keeps the nanoseconds
+            return tuple(str(v.floor("us") if hasattr(v, "floor") else v) for v in r.values())
 
-        assert sorted(map(key, via_spark.to_pylist())) == sorted(map(key, via_arrow.to_pylist())), (
-            table
-        )
+        rows_s = via_spark.astype(object).to_dict("records")
+        rows_a = via_arrow.astype(object).to_dict("records")
+        assert sorted(map(key, rows_s)) == sorted(map(key, rows_a)), table
     for k in ("pdus", "by_status", "by_api", "pairs", "connections", "missed_bytes"):
         assert summary[k] == arrow[k], k
 
 
-def test_cli_in_local_cluster_mode(tmp_path: Path, workspace: Path) -> None:
-    """Separate executor JVMs and Python workers: nothing may rely on driver-local state."""
+def test_inputs_without_packets_and_topic_ids_match_the_local_engine(
+    decoded, workspace: Path, tmp_path: Path
+) -> None:
+    """tcpflow files, a frame dump and Fetch v13 topic names: the same rows as in-process."""
+    from kipwire.captures.local_engine import run_local
+
+    _, tables = decoded
+    local = tmp_path / "local"
+    subs = ["flows", "dumps", "ids"]
+    run_local([str(workspace / s) for s in subs], local, capture="spark-test")
+    pure = pq.read_table(local / "pdus").to_pylist()
+    names = {r["file"] for r in pure}
+    rows = [r for r in tables["pdus"] if r["file"] in names]
+    assert len(names) == 3 and len(rows) == len(pure) == 4 + 3 + 4
+    assert sorted(map(_comparable, rows)) == sorted(map(_comparable, pure))
+    fetch = [r for r in rows if r["api_key"] == 1]
+    assert len(fetch) == 2 and all(r["topics"] == ["orders"] for r in fetch)
+    assert {r["decode_status"] for r in rows} == {"ok"}
+
+
+def _kipwire_zip(dest: Path) -> Path:
+    """The installed kipwire packages as a zip of the `kipwire/` tree, for --py-files."""
+    with zipfile.ZipFile(dest, "w") as zf:
+        for sub in ("codec", "captures", "generator", "mockbroker"):
+            spec = importlib.util.find_spec(f"kipwire.{sub}")
+            assert spec is not None and spec.submodule_search_locations
+            root = Path(list(spec.submodule_search_locations)[0])
+            for f in sorted(root.rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    zf.write(f, f"kipwire/{sub}/{f.relative_to(root)}")
+    return dest
+
+
+def test_spark_submit_with_py_files_in_local_cluster_mode(tmp_path: Path, workspace: Path) -> None:
+    """Separate executor JVMs and Python workers that have kipwire only from --py-files."""
+    # a Python with every dependency but without kipwire: site-packages on its path, but not
+    # processed (-S), so the editable install's import hook stays out
+    site = sysconfig.get_paths()["purelib"]
+    bare = tmp_path / "python-without-kipwire"
+    bare.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{site}" exec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    probe = subprocess.run([str(bare), "-c", "import kipwire"], capture_output=True, text=True)
+    assert probe.returncode != 0 and "No module named 'kipwire'" in probe.stderr
+    py_files = _kipwire_zip(tmp_path / "kipwire.zip")
+    spec = importlib.util.find_spec("kipwire.captures.__main__")
+    assert spec is not None and spec.origin
+    submit = Path(sys.executable).with_name("spark-submit")
     out = tmp_path / "out"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env = dict(os.environ, PYSPARK_PYTHON=str(bare), PYSPARK_DRIVER_PYTHON=str(bare))
+    env.pop("PYTHONPATH", None)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kipwire.captures",
-            "decode",
-            str(workspace / "rotated"),
-            "--out",
-            str(out),
-        ]
-        + ["--master", "local-cluster[2,1,1024]", "--split-mb", "0.001"],
+        [str(submit), "--master", "local-cluster[2,1,1024]", "--py-files", str(py_files)]
+        + [spec.origin, "decode", str(workspace / "rotated"), "--out", str(out)]
+        + ["--split-mb", "0.001"],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
         env=env,
-        cwd=root,
+        cwd=tmp_path,
     )
     if proc.returncode != 0 and "Failed to launch" in proc.stderr:
         pytest.skip(f"local-cluster cannot start executors here: {proc.stderr[-500:]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "engine: spark (running under spark-submit)" in proc.stderr
     assert "PDUs by status" in proc.stdout
+    assert " WARN " not in proc.stderr and " INFO " not in proc.stderr  # Spark's noise is off
     pdus = pq.read_table(out / "pdus").to_pylist()
     assert sorted((r["direction"], r["correlation_id"], r["decode_status"]) for r in pdus) == [
         (d, c, "ok") for d in ("request", "response") for c in (100, 101, 102)
