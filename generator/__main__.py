@@ -34,10 +34,18 @@ def main(argv: list[str] | None = None) -> int:
 
             return import_main(args.args) or 0
         if args.command == "compile":
-            files = generate(args.schema_dirs, args.errors)
+            files = generate(args.schema_dirs, args.errors, command="compile")
             write(files, args.out)
             print(f"wrote {len(files)} files to {args.out}")
             return 0
+        if not SCHEMAS.is_dir():
+            # An installed package carries the generated codecs but not the schemas they came from.
+            print(
+                f"error: `{args.command}` needs a source checkout of kipwire"
+                f" ({SCHEMAS} is missing); `compile` works anywhere",
+                file=sys.stderr,
+            )
+            return 2
         files = generate([SCHEMAS], ERRORS if ERRORS.exists() else None)
         if args.command == "build":
             write(files, OUTPUT)

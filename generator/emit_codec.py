@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .layout import WIDTH, Group, flat_text, literal_group, render, wrap_call
-from .spec import FieldSpec, MessageSpec, StructSpec, snake_case
+from .spec import FieldSpec, MessageSpec, SchemaError, StructSpec, snake_case
 
 FIXED_CODES = {
     "int8": ("b", 1),
@@ -203,8 +203,13 @@ class ModuleEmitter:
         for i, entry in enumerate(self.entries):
             lo, hi = min(entry.versions), max(entry.versions)
             span = f"v{lo}" if lo == hi else f"v{lo}_v{hi}"
-            name = f"_{entry.kind}_{snake_case(entry.struct.name)}_{span}{entry.suffix}"
-            names[f"__E{i}__"] = name
+            struct = snake_case(entry.struct.name)
+            # StopReplicaTopicV1 at version 2 is `..._topic_v1__v2`, not `..._topic_v1_v2`.
+            struct += "_" if re.search(r"_v\d+$", struct) else ""
+            names[f"__E{i}__"] = f"_{entry.kind}_{struct}_{span}{entry.suffix}"
+        if len(set(names.values())) < len(names):
+            twice = sorted(n for n in names.values() if list(names.values()).count(n) > 1)
+            raise SchemaError(self.spec.source, self.spec.name, f"struct names clash: {twice}")
 
         def resolve(text: str) -> str:
             return _TOKEN.sub(lambda m: names[m.group(0)], text)

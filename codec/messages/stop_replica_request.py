@@ -41,10 +41,10 @@ _unpack_i32x2_i64 = Struct('>iiq').unpack_from
 _unpack_i32x2_i64_bool = Struct('>iiq?').unpack_from
 
 
-_parse_stop_replica_partition_v0_v0_fields = ('topic_name', (('partition_index', 'i', None),))
+_parse_stop_replica_partition_v0__v0_fields = ('topic_name', (('partition_index', 'i', None),))
 
 # Parse StopReplicaPartitionV0, version 0.
-def _parse_stop_replica_partition_v0_v0(b, p):
+def _parse_stop_replica_partition_v0__v0(b, p):
     f = 0
     try:
         f = 0
@@ -57,7 +57,7 @@ def _parse_stop_replica_partition_v0_v0(b, p):
         o['partition_index'] = v1_0
         return o, p
     except Exception as x:
-        raise decode_failure(x, p, _parse_stop_replica_partition_v0_v0_fields, f) from None
+        raise decode_failure(x, p, _parse_stop_replica_partition_v0__v0_fields, f) from None
 
 _parse_stop_replica_request_v0_fields = (
     (
@@ -93,7 +93,7 @@ def _parse_stop_replica_request_v0(b, p):
             p = q
             for i in range(z):
                 try:
-                    x, p = _parse_stop_replica_partition_v0_v0(b, p)
+                    x, p = _parse_stop_replica_partition_v0__v0(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
             raise
@@ -106,19 +106,19 @@ def _parse_stop_replica_request_v0(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v0_fields, f) from None
 
-_build_stop_replica_partition_v0_v0_keys = frozenset({'partition_index', 'topic_name'})
-_build_stop_replica_partition_v0_v0_absent = {}
-_build_stop_replica_partition_v0_v0_fields = ('topic_name', (('partition_index', 'i', 0),))
+_build_stop_replica_partition_v0__v0_keys = frozenset({'partition_index', 'topic_name'})
+_build_stop_replica_partition_v0__v0_absent = {}
+_build_stop_replica_partition_v0__v0_fields = ('topic_name', (('partition_index', 'i', 0),))
 
 # Build StopReplicaPartitionV0, version 0.
-def _build_stop_replica_partition_v0_v0(o, w):
+def _build_stop_replica_partition_v0__v0(o, w):
     f = -1
     try:
-        if not _build_stop_replica_partition_v0_v0_keys.issuperset(o):
+        if not _build_stop_replica_partition_v0__v0_keys.issuperset(o):
             check_keys(
                 o,
-                _build_stop_replica_partition_v0_v0_keys,
-                _build_stop_replica_partition_v0_v0_absent,
+                _build_stop_replica_partition_v0__v0_keys,
+                _build_stop_replica_partition_v0__v0_absent,
                 0,
             )
         g = o.get
@@ -128,7 +128,7 @@ def _build_stop_replica_partition_v0_v0(o, w):
         f = 1
         w += _pack_i32(g('partition_index', 0))
     except Exception as x:
-        raise encode_failure(x, _build_stop_replica_partition_v0_v0_fields, f, o) from None
+        raise encode_failure(x, _build_stop_replica_partition_v0__v0_fields, f, o) from None
 
 _build_stop_replica_request_v0_keys = frozenset({
     'controller_epoch', 'controller_id', 'delete_partitions', 'ungrouped_partitions',
@@ -164,16 +164,16 @@ def _build_stop_replica_request_v0(o, w):
         n = write_array_length(w, v, False)
         for i, x in enumerate(v or ()):
             try:
-                _build_stop_replica_partition_v0_v0(x, w)
+                _build_stop_replica_partition_v0__v0(x, w)
             except EncodeError as y:
                 raise at_index(y, i) from None
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_request_v0_fields, f, o) from None
 
-_parse_stop_replica_topic_v1_v1_fields = ('name', 'partition_indexes')
+_parse_stop_replica_topic_v1__v1_fields = ('name', 'partition_indexes')
 
 # Parse StopReplicaTopicV1, version 1.
-def _parse_stop_replica_topic_v1_v1(b, p):
+def _parse_stop_replica_topic_v1__v1(b, p):
     f = 0
     try:
         f = 0
@@ -187,7 +187,7 @@ def _parse_stop_replica_topic_v1_v1(b, p):
         o['partition_indexes'] = v1
         return o, p
     except Exception as x:
-        raise decode_failure(x, p, _parse_stop_replica_topic_v1_v1_fields, f) from None
+        raise decode_failure(x, p, _parse_stop_replica_topic_v1__v1_fields, f) from None
 
 _parse_stop_replica_request_v1_fields = (
     (
@@ -224,7 +224,7 @@ def _parse_stop_replica_request_v1(b, p):
             p = q
             for i in range(z):
                 try:
-                    x, p = _parse_stop_replica_topic_v1_v1(b, p)
+                    x, p = _parse_stop_replica_topic_v1__v1(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
             raise
@@ -238,19 +238,19 @@ def _parse_stop_replica_request_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v1_fields, f) from None
 
-_build_stop_replica_topic_v1_v1_keys = frozenset({'name', 'partition_indexes'})
-_build_stop_replica_topic_v1_v1_v2_absent = {}
-_build_stop_replica_topic_v1_v1_fields = ('name', 'partition_indexes')
+_build_stop_replica_topic_v1__v1_keys = frozenset({'name', 'partition_indexes'})
+_build_stop_replica_topic_v1__v1_v2_absent = {}
+_build_stop_replica_topic_v1__v1_fields = ('name', 'partition_indexes')
 
 # Build StopReplicaTopicV1, version 1.
-def _build_stop_replica_topic_v1_v1(o, w):
+def _build_stop_replica_topic_v1__v1(o, w):
     f = -1
     try:
-        if not _build_stop_replica_topic_v1_v1_keys.issuperset(o):
+        if not _build_stop_replica_topic_v1__v1_keys.issuperset(o):
             check_keys(
                 o,
-                _build_stop_replica_topic_v1_v1_keys,
-                _build_stop_replica_topic_v1_v1_v2_absent,
+                _build_stop_replica_topic_v1__v1_keys,
+                _build_stop_replica_topic_v1__v1_v2_absent,
                 1,
             )
         g = o.get
@@ -265,7 +265,7 @@ def _build_stop_replica_topic_v1_v1(o, w):
         if n:
             w += pack(f'>{n}i', *v)
     except Exception as x:
-        raise encode_failure(x, _build_stop_replica_topic_v1_v1_fields, f, o) from None
+        raise encode_failure(x, _build_stop_replica_topic_v1__v1_fields, f, o) from None
 
 _build_stop_replica_request_v1_keys = frozenset({
     'broker_epoch', 'controller_epoch', 'controller_id', 'delete_partitions', 'topics',
@@ -306,16 +306,16 @@ def _build_stop_replica_request_v1(o, w):
         n = write_array_length(w, v, False)
         for i, x in enumerate(v or ()):
             try:
-                _build_stop_replica_topic_v1_v1(x, w)
+                _build_stop_replica_topic_v1__v1(x, w)
             except EncodeError as y:
                 raise at_index(y, i) from None
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_request_v1_fields, f, o) from None
 
-_tags_stop_replica_topic_v1_v2_names = {}
+_tags_stop_replica_topic_v1__v2_names = {}
 
 # Parse the tagged fields of StopReplicaTopicV1, version 2.
-def _tags_stop_replica_topic_v1_v2(b, p, nt, o):
+def _tags_stop_replica_topic_v1__v2(b, p, nt, o):
     t = -1
     try:
         for _ in range(nt):
@@ -331,12 +331,12 @@ def _tags_stop_replica_topic_v1_v2(b, p, nt, o):
             u[t], p = read_unknown_tag(b, p, s)
         return p
     except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_topic_v1_v2_names, t) from None
+        raise tag_failure(x, p, _tags_stop_replica_topic_v1__v2_names, t) from None
 
-_parse_stop_replica_topic_v1_v2_fields = ('name', 'partition_indexes', '_tagged_fields')
+_parse_stop_replica_topic_v1__v2_fields = ('name', 'partition_indexes', '_tagged_fields')
 
 # Parse StopReplicaTopicV1, version 2.
-def _parse_stop_replica_topic_v1_v2(b, p):
+def _parse_stop_replica_topic_v1__v2(b, p):
     f = 0
     try:
         f = 0
@@ -359,10 +359,10 @@ def _parse_stop_replica_topic_v1_v2(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_stop_replica_topic_v1_v2(b, p, nt, o)
+            p = _tags_stop_replica_topic_v1__v2(b, p, nt, o)
         return o, p
     except Exception as x:
-        raise decode_failure(x, p, _parse_stop_replica_topic_v1_v2_fields, f) from None
+        raise decode_failure(x, p, _parse_stop_replica_topic_v1__v2_fields, f) from None
 
 _tags_stop_replica_request_v2_v4_names = {}
 
@@ -425,7 +425,7 @@ def _parse_stop_replica_request_v2(b, p):
                 c['partition_indexes'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_stop_replica_topic_v1_v2(b, p, nt, c)
+                    p = _tags_stop_replica_topic_v1__v2(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
@@ -433,7 +433,7 @@ def _parse_stop_replica_request_v2(b, p):
             p = q
             for i in range(z):
                 try:
-                    x, p = _parse_stop_replica_topic_v1_v2(b, p)
+                    x, p = _parse_stop_replica_topic_v1__v2(b, p)
                 except DecodeError as y:
                     raise at_index(y, i) from None
             raise
@@ -455,18 +455,18 @@ def _parse_stop_replica_request_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v2_fields, f) from None
 
-_build_stop_replica_topic_v1_v2_keys = frozenset({'_unknown_tags', 'name', 'partition_indexes'})
-_build_stop_replica_topic_v1_v2_fields = ('name', 'partition_indexes', '_unknown_tags')
+_build_stop_replica_topic_v1__v2_keys = frozenset({'_unknown_tags', 'name', 'partition_indexes'})
+_build_stop_replica_topic_v1__v2_fields = ('name', 'partition_indexes', '_unknown_tags')
 
 # Build StopReplicaTopicV1, version 2.
-def _build_stop_replica_topic_v1_v2(o, w):
+def _build_stop_replica_topic_v1__v2(o, w):
     f = -1
     try:
-        if not _build_stop_replica_topic_v1_v2_keys.issuperset(o):
+        if not _build_stop_replica_topic_v1__v2_keys.issuperset(o):
             check_keys(
                 o,
-                _build_stop_replica_topic_v1_v2_keys,
-                _build_stop_replica_topic_v1_v1_v2_absent,
+                _build_stop_replica_topic_v1__v2_keys,
+                _build_stop_replica_topic_v1__v1_v2_absent,
                 2,
             )
         g = o.get
@@ -488,7 +488,7 @@ def _build_stop_replica_topic_v1_v2(o, w):
         else:
             write_tags(w, t, u)
     except Exception as x:
-        raise encode_failure(x, _build_stop_replica_topic_v1_v2_fields, f, o) from None
+        raise encode_failure(x, _build_stop_replica_topic_v1__v2_fields, f, o) from None
 
 _build_stop_replica_request_v2_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'controller_epoch', 'controller_id', 'delete_partitions',
@@ -525,7 +525,7 @@ def _build_stop_replica_request_v2(o, w):
         n = write_array_length(w, v, True)
         for i, x in enumerate(v or ()):
             try:
-                _build_stop_replica_topic_v1_v2(x, w)
+                _build_stop_replica_topic_v1__v2(x, w)
             except EncodeError as y:
                 raise at_index(y, i) from None
         t = None
