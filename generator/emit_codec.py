@@ -3,6 +3,10 @@
 The emitted code is what construct's compiler would produce for the message if every primitive
 were inlined: locals instead of a context, one `struct` call per run of fixed-width fields, and
 the error path kept out of the fast path (a field index and one try block per struct).
+
+Every function and constant is named after its struct and the versions that share it
+(`_parse_fetch_topic_v12_v15`, `_build_fetch_topic_v12_keys`), never after a counter: a change to
+one struct renames only that struct's code and its callers', and the diff stays near it.
 """
 
 from __future__ import annotations
@@ -575,13 +579,7 @@ class ModuleEmitter:
         }
         self.use("check_keys", "encode_failure")
         names: list[Any] = []
-        # KEYS and ABSENT stand for constants registered once the body (and so every function
-        # it calls) is, so that they are defined right above this function.
-        body = [
-            "if not KEYS.issuperset(o):",
-            f"    check_keys(o, KEYS, ABSENT, {ver.version})",
-            "g = o.get",
-        ]
+        body = ["g = o.get"]
         for run in _runs(plain):
             idx = len(names)
             body.append(f"f = {idx}")
@@ -618,12 +616,14 @@ class ModuleEmitter:
                 "else:",
                 "    write_tags(w, t, u)",
             ]
+        # The constants are registered after the body's functions, so they sit right above this one.
         v = ver.version
         keys = self.const("build", "_keys", struct, v, literal_group(frozenset(allowed)))
         absent_items = [Group(f"{k!r}: (", [d, repr(i)], ")") for k, (d, i) in absent.items()]
         absent_const = self.const("build", "_absent", struct, v, Group("{", absent_items, "}"))
         fields = self.const("build", "_fields", struct, v, literal_group(tuple(names)))
-        body[:2] = [line.replace("KEYS", keys).replace("ABSENT", absent_const) for line in body[:2]]
+        check = f"    check_keys(o, {keys}, {absent_const}, {v})"
+        body[:0] = [f"if not {keys}.issuperset(o):", check]
         head = ("def NAME(o, w):", "f = -1")
         failure = f"encode_failure(x, {fields}, f, o)"
         return self.guarded("build", struct, v, head, body, failure)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 WIDTH = 100
@@ -20,7 +20,7 @@ class Group:
     items: list[str | Group]
     close: str
     fill: bool = False
-    one_tuple: bool = field(default=False)
+    one_tuple: bool = False
 
     def flat(self) -> str:
         """The group on one line."""
