@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
 from kafka_harness import KafkaCluster, elr, single
+from kip966_story import PartitionView, run_story
 
 HERE = Path(__file__).parent
 
@@ -65,13 +66,22 @@ def bootstrap(kafka_single: KafkaCluster) -> str:
     return kafka_single.bootstrap()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_elr(
     kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:
-    """Node 0 (controller + broker) and brokers 1-3, for tests that stop and restart brokers."""
+    """Node 0 (controller + broker) and brokers 1-3; the KIP-966 story stops and restarts 1-3."""
     cluster = _started(kafka_dist, tmp_path_factory.mktemp("kafka-elr"), elr())
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kip966_story(kafka_elr: KafkaCluster) -> list[tuple[str, PartitionView | None]]:
+    """The KIP-966 story, run once on the ELR cluster: the partition seen after each step.
+
+    Session-scoped because the metadata-log tests read the records the story wrote.
+    """
+    return run_story(kafka_elr)

@@ -212,7 +212,7 @@ class KafkaCluster:
         props.update(self.extra_props)
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
-    def _java(self, node: KafkaNode, log: Path, main: str, *args: str) -> list[str]:
+    def _java(self, log: Path, main: str, *args: str) -> list[str]:
         return [
             self.dist.java,
             *JVM_OPTS,
@@ -226,7 +226,6 @@ class KafkaCluster:
 
     def _format(self, node: KafkaNode) -> None:
         cmd = self._java(
-            node,
             node.dir / "format.log",
             "kafka.tools.StorageTool",
             "format",
@@ -248,7 +247,7 @@ class KafkaCluster:
 
     def _launch(self, node: KafkaNode) -> None:
         node.starts += 1
-        cmd = self._java(node, node.server_log, "kafka.Kafka", str(node.dir / "server.properties"))
+        cmd = self._java(node.server_log, "kafka.Kafka", str(node.dir / "server.properties"))
         with open(node.dir / "jvm.out", "ab") as out:
             node.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
@@ -303,6 +302,13 @@ class KafkaCluster:
             if self.nodes[i].spec.broker and (node_ids is not None or self.nodes[i].running)
         )
 
+    def observer_port(self) -> int:
+        """Broker port of node 0, which no test stops (the ELR story asks it)."""
+        port = self.nodes[0].broker_port
+        if port is None:
+            raise RuntimeError("node 0 has no broker role")
+        return port
+
     def controller_ports(self) -> list[int]:
         """Ports of the controller listeners."""
         return [n.controller_port for n in self.nodes.values() if n.controller_port]
@@ -347,7 +353,7 @@ class KafkaCluster:
     def run_tool(self, main: str, *args: str, timeout: float = 120) -> str:
         """Run one of Kafka's command-line tools on this classpath; its stdout, or an error."""
         log = self.workdir / "tools.log"
-        cmd = self._java(next(iter(self.nodes.values())), log, main, *args)
+        cmd = self._java(log, main, *args)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"{main} exit {done.returncode}: {done.stderr.strip()[-500:]}")
