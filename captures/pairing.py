@@ -9,6 +9,7 @@ on the same connection; without that request it is a `request_missing` row.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import struct
 from collections import deque
@@ -97,7 +98,6 @@ CONNECTION_COLUMNS = (
 )
 
 _req_fixed = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlation_id
-_i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
 
 
@@ -118,7 +118,7 @@ def load_codec() -> ModuleType:
 
 
 class _Api:
-    """API names of the decoder, and its error classes for each decode status."""
+    """API names of the decoder, its error classes for each decode status, and its framing."""
 
     def __init__(self, decoder: Any) -> None:
         apis = getattr(decoder, "APIS", None)
@@ -129,6 +129,30 @@ class _Api:
         # a codec without the finer error classes still reports every failure as malformed
         self.unknown = getattr(decoder, "UnknownApiError", ())
         self.unsupported = getattr(decoder, "UnsupportedVersionError", ())
+        # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
+        params = inspect.signature(decoder.decode_request).parameters
+        self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        framing = getattr(decoder, "framing", None)
+        self.peek_header = getattr(framing, "peek_request_header", None)
+        self.peek_error = getattr(framing, "peek_error_code", None)
+
+    def client_id(self, frame: bytes | memoryview) -> str | None:
+        """The client id of a request frame whose body did not decode, from its header."""
+        if self.peek_header is None:
+            return None
+        try:
+            return self.peek_header(frame).client_id
+        except Exception:  # noqa: BLE001 - a header that does not parse has no client id
+            return None
+
+    def error_code(self, frame: bytes | memoryview, key: int, version: int) -> int | None:
+        """The top-level error code of a response that did not decode, when the bytes hold it."""
+        if self.peek_error is None:
+            return None
+        try:
+            return self.peek_error(frame, key, version)
+        except Exception:  # noqa: BLE001 - no error code to read is no error code
+            return None
 
     def name(self, key: int | None) -> str | None:
         """Kafka's name of an API key (Produce, ApiVersions, ...), None when unknown."""
@@ -242,19 +266,6 @@ def _scan(value: Any, depth: int, acc: _Acc) -> None:
                 _scan(v, depth + 1, acc)
 
 
-def _client_id(frame: bytes | memoryview) -> str | None:
-    """The client id from a raw request header (v1/v2 layout), for frames that did not decode."""
-    if len(frame) < 10:
-        return None
-    (n,) = _i16(frame, 8)
-    if n < 0 or 10 + n > len(frame):
-        return None
-    try:
-        return bytes(frame[10 : 10 + n]).decode()
-    except UnicodeDecodeError:
-        return None
-
-
 def _header_version(msg: Any) -> int | None:
     v = getattr(msg, "header_version", None)
     if isinstance(v, int):
@@ -272,10 +283,22 @@ def _error_text(exc: Exception) -> str:
 
 
 class _Decoded:
-    __slots__ = ("status", "error", "api_version", "header_version", "client_id", "facts", "json")
+    __slots__ = (
+        "status",
+        "error",
+        "api_version",
+        "header_version",
+        "client_id",
+        "facts",
+        "json",
+        "trailing",
+        "error_code",
+    )
 
     def __init__(self) -> None:
         self.status = "ok"
+        self.trailing: int | None = None
+        self.error_code: int | None = None  # of a response that did not decode
         self.error: str | None = None
         self.api_version: int | None = None
         self.header_version: int | None = None
@@ -340,10 +363,11 @@ def _decode(
         return d
     try:
         if request:
-            msg = decoder.decode_request(frame)
+            msg = decoder.decode_request(frame, **api.trailing)
             d.client_id = msg.client_id
         else:
-            msg = decoder.decode_response(frame, api_key, api_version)
+            msg = decoder.decode_response(frame, api_key, api_version, **api.trailing)
+        d.trailing = getattr(msg, "trailing_bytes", 0)
         # an ApiVersions error response is parsed as v0 and says so
         v = getattr(msg, "api_version", None)
         if isinstance(v, int):
@@ -358,6 +382,11 @@ def _decode(
         d.status, d.error = "unsupported_version", _error_text(exc)
     except decoder.DecodeError as exc:
         d.status, d.error = "malformed", _error_text(exc)
+    if d.status != "ok":
+        if request:
+            d.client_id = api.client_id(frame)
+        else:
+            d.error_code = api.error_code(frame, api_key, api_version)
     return d
 
 
@@ -408,15 +437,16 @@ def decode_connection(
                 decode_status=d.status,
                 decode_error=d.error,
                 header_version=d.header_version,
-                client_id=d.client_id if d.status == "ok" else _client_id(it.data),
+                client_id=d.client_id,
                 error_code=d.facts[0],
                 topics=d.facts[1],
                 record_count=d.facts[2],
                 body_json=d.json,
                 topic_ids=d.facts[4],
+                trailing_bytes=d.trailing,
             )
         else:
-            row["client_id"] = _client_id(it.data)
+            row["client_id"] = api.client_id(it.data)
         pair = {
             "capture": capture,
             "file": file,
@@ -477,8 +507,12 @@ def decode_connection(
                 record_count=d.facts[2],
                 body_json=d.json,
                 topic_ids=d.facts[4],
+                trailing_bytes=d.trailing,
             )
-            pair["error_code"] = d.facts[0]
+            if d.status != "ok":
+                row["error_code"] = d.error_code
+                pair["status"] = f"answered_{d.status}"  # the pair holds a failed response
+            pair["error_code"] = row["error_code"]
 
     ts = conn.first_ts, conn.last_ts
     connection = {

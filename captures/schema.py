@@ -84,7 +84,7 @@ PAIRS = pa.schema(
         ("request_length", pa.int64()),
         ("response_length", pa.int64()),
         ("error_code", pa.int16()),
-        ("status", pa.string()),  # answered / no_response / orphan_response
+        ("status", pa.string()),  # answered, answered_<decode status>, no_response, orphan_response
     ]
 )
 

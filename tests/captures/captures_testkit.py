@@ -161,9 +161,18 @@ def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
         err = struct.unpack_from(">h", data, 4)[0] if len(data) >= 6 else 0
         return types.SimpleNamespace(correlation_id=corr, header={}, body={"error_code": err})
 
+    def peek_request_header(data: bytes):
+        key, version, corr, n = struct.unpack_from(">hhih", data)
+        cid = bytes(data[10 : 10 + n]).decode() if n >= 0 else None
+        return types.SimpleNamespace(
+            api_key=key, api_version=version, correlation_id=corr, client_id=cid
+        )
+
+    framing = types.SimpleNamespace(peek_request_header=peek_request_header)
     return types.SimpleNamespace(
         ApiKey=api_key,
         DecodeError=FakeDecodeError,
+        framing=framing,
         decode_request=decode_request,
         decode_response=decode_response,
         to_json=lambda obj: obj,
