@@ -204,7 +204,7 @@ def handle_alter(ctl: Controller, version: int, body: Any) -> dict:
     return {"responses": responses}
 
 
-def _describe_one(ctl: Controller, rtype: int, rname: str, keys: Any) -> list[dict]:
+def _describe_one(ctl: Controller, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
     out = []
     for name in sorted(KNOWN):
         if keys is not None and name not in keys:
@@ -218,16 +218,12 @@ def _describe_one(ctl: Controller, rtype: int, rname: str, keys: Any) -> list[di
                 value, source = ctl.state.config(BROKER_RESOURCE, "", name), SOURCE_CLUSTER
             if value is None:
                 value, source = KNOWN[name][0], SOURCE_DEFAULT
-        out.append(
-            {
-                "name": name,
-                "value": value,
-                "read_only": False,
-                "config_source": source,
-                "is_default": source == SOURCE_DEFAULT,
-                "is_sensitive": False,
-            }
-        )
+        entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
+        if version == 0:
+            entry["is_default"] = source == SOURCE_DEFAULT
+        else:
+            entry["config_source"] = source
+        out.append(entry)
     return out
 
 
@@ -239,7 +235,7 @@ def handle_describe(ctl: Controller, version: int, body: Any) -> dict:
         error = _check_resource(ctl, rtype, rname)
         result = _result(res, error)
         result["configs"] = (
-            [] if error else _describe_one(ctl, rtype, rname, res["configuration_keys"])
+            [] if error else _describe_one(ctl, version, rtype, rname, res["configuration_keys"])
         )
         results.append(result)
     return {"results": results}

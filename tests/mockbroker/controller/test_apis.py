@@ -1,0 +1,323 @@
+"""The admin and feature APIs: CreateTopics, DeleteTopics, CreatePartitions, configs,
+UpdateFeatures, ApiVersions, UnregisterBroker; every answer encodes at its version."""
+
+from __future__ import annotations
+
+import pytest
+from controller_kit import (
+    ALTER_CONFIGS,
+    API_VERSIONS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
+    ELR,
+    UPDATE_FEATURES,
+    heartbeat,
+    names,
+    register,
+    replay_cluster,
+)
+
+from kipwire.codec import ErrorCode, message
+from kipwire.mockbroker.controller import Controller, Semantics
+
+
+def live_cluster(n: int = 3, semantics: Semantics = Semantics.KAFKA_4_1) -> Controller:
+    """A controller with n registered, unfenced brokers, built through the APIs."""
+    ctl = Controller(semantics=semantics)
+    for b in range(1, n + 1):
+        register(ctl, b)
+        heartbeat(ctl, b)
+    return ctl
+
+
+def create(
+    ctl: Controller,
+    name: str = "t",
+    partitions: int = 3,
+    rf: int = 3,
+    version: int = 7,
+    configs=(),
+    assignments=(),
+):
+    return ctl.handle(
+        CREATE_TOPICS,
+        version,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": rf,
+                    "assignments": list(assignments),
+                    "configs": [{"name": k, "value": v} for k, v in configs],
+                }
+            ]
+        },
+    ).topics[0]
+
+
+def test_create_topics_records_and_striped_placement() -> None:
+    ctl = live_cluster()
+    start = ctl.end_offset
+    result = create(ctl, configs=[("min.insync.replicas", "2")])
+    assert result.error_code == ErrorCode.NONE and result.num_partitions == 3
+    assert names(ctl, start) == ["TopicRecord", "ConfigRecord"] + ["PartitionRecord"] * 3
+    assert [ctl.partition("t", i).replicas for i in range(3)] == [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
+    assert [ctl.partition("t", i).leader for i in range(3)] == [1, 2, 3]
+    assert ctl.partition("t", 0).topic_id == result.topic_id
+    assert ctl.min_isr("t") == 2
+
+
+def test_create_topics_skips_fenced_brokers_and_refuses_too_large_rf() -> None:
+    ctl = live_cluster()
+    ctl.fence(3)
+    assert create(ctl, rf=3).error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+    assert create(ctl, rf=2, partitions=2).error_code == ErrorCode.NONE
+    assert all(3 not in ctl.partition("t", i).replicas for i in range(2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"name": "bad name!"}, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ({"partitions": 0}, ErrorCode.INVALID_PARTITIONS),
+        ({"rf": 0}, ErrorCode.INVALID_REPLICATION_FACTOR),
+        ({"configs": [("min.insync.replicas", "zero")]}, ErrorCode.INVALID_CONFIG),
+        ({"configs": [("no.such.config", "1")]}, ErrorCode.INVALID_CONFIG),
+        (
+            {
+                "partitions": -1,
+                "rf": -1,
+                "assignments": [{"partition_index": 0, "broker_ids": [1, 9]}],
+            },
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        ),
+    ],
+)
+def test_create_topics_refusals_write_nothing(kwargs: dict, code: int) -> None:
+    ctl = live_cluster()
+    start = ctl.end_offset
+    assert create(ctl, **kwargs).error_code == code
+    assert ctl.end_offset == start
+
+
+def test_create_topics_manual_assignment_and_duplicates() -> None:
+    ctl = live_cluster()
+    result = create(
+        ctl,
+        partitions=-1,
+        rf=-1,
+        assignments=[
+            {"partition_index": 0, "broker_ids": [3, 1]},
+            {"partition_index": 1, "broker_ids": [2]},
+        ],
+    )
+    assert result.error_code == ErrorCode.NONE
+    assert ctl.partition("t", 0).replicas == [3, 1] and ctl.partition("t", 0).leader == 3
+    assert create(ctl).error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    resp = ctl.handle(
+        CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {"name": "d", "num_partitions": 1, "replication_factor": 1},
+                {"name": "d", "num_partitions": 1, "replication_factor": 1},
+            ]
+        },
+    )
+    assert [t.error_code for t in resp.topics] == [ErrorCode.INVALID_REQUEST] * 2
+
+
+def test_create_topics_validate_only() -> None:
+    ctl = live_cluster()
+    start = ctl.end_offset
+    resp = ctl.handle(
+        CREATE_TOPICS,
+        7,
+        {
+            "topics": [{"name": "v", "num_partitions": 1, "replication_factor": 1}],
+            "validate_only": True,
+        },
+    )
+    assert resp.topics[0].error_code == ErrorCode.NONE and ctl.end_offset == start
+
+
+def test_delete_topics_by_name_and_id() -> None:
+    ctl = live_cluster()
+    create(ctl, "a", configs=[("min.insync.replicas", "2")])
+    b = create(ctl, "b")
+    resp = ctl.handle(DELETE_TOPICS, 5, {"topic_names": ["a", "zz"], "timeout_ms": 1000})
+    assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert ctl.state.topic("a") is None and ctl.state.config(2, "a", "min.insync.replicas") is None
+    resp = ctl.handle(
+        DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000}
+    )
+    assert resp.responses[0].error_code == 0 and resp.responses[0].name == "b"
+    assert ctl.log[-1].name == "RemoveTopicRecord"
+    resp = ctl.handle(
+        DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000}
+    )
+    assert resp.responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def test_create_partitions() -> None:
+    ctl = live_cluster()
+    create(ctl, partitions=1)
+    resp = ctl.handle(
+        CREATE_PARTITIONS,
+        3,
+        {
+            "topics": [{"name": "t", "count": 3, "assignments": None}],
+            "timeout_ms": 1000,
+            "validate_only": False,
+        },
+    )
+    assert resp.results[0].error_code == ErrorCode.NONE
+    assert ctl.partition("t", 2).replicas == [3, 1, 2]
+    resp = ctl.handle(
+        CREATE_PARTITIONS,
+        3,
+        {
+            "topics": [
+                {"name": "t", "count": 2, "assignments": None},
+                {"name": "x", "count": 2, "assignments": None},
+            ],
+            "timeout_ms": 1000,
+            "validate_only": False,
+        },
+    )
+    assert [r.error_code for r in resp.results] == [
+        ErrorCode.INVALID_PARTITIONS,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
+
+
+@pytest.mark.parametrize("version", [0, 1, 4])
+def test_describe_configs_resolves_topic_cluster_default(version: int) -> None:
+    ctl = replay_cluster(min_isr=2)
+    ctl.replay(
+        "ConfigRecord",
+        {
+            "resource_type": 4,
+            "resource_name": "",
+            "name": "unclean.leader.election.enable",
+            "value": "true",
+        },
+    )
+    resp = ctl.handle(
+        DESCRIBE_CONFIGS,
+        version,
+        {
+            "resources": [
+                {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+                {"resource_type": 2, "resource_name": "nope", "configuration_keys": None},
+            ]
+        },
+    )
+    got = {c.name: c.value for c in resp.results[0].configs}
+    assert got["min.insync.replicas"] == "2"
+    assert got["unclean.leader.election.enable"] == "true"
+    assert got["cleanup.policy"] == "delete"
+    assert resp.results[1].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_alter_configs_replaces_the_whole_set() -> None:
+    ctl = replay_cluster(min_isr=2, elr_enabled=False)
+    resp = ctl.handle(
+        ALTER_CONFIGS,
+        2,
+        {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": "t",
+                    "configs": [{"name": "retention.ms", "value": "1000"}],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
+    assert resp.responses[0].error_code == ErrorCode.NONE
+    assert ctl.state.configs[(2, "t")] == {"retention.ms": "1000"}
+
+
+def test_update_features_errors_are_all_or_nothing() -> None:
+    ctl = replay_cluster(elr_enabled=False)
+    start = ctl.end_offset
+    resp = ctl.handle(
+        UPDATE_FEATURES,
+        1,
+        {
+            "feature_updates": [
+                {"feature": ELR, "max_version_level": 1, "upgrade_type": 1},
+                {"feature": "no.such.feature", "max_version_level": 1, "upgrade_type": 1},
+            ]
+        },
+    )
+    assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert [r.error_code for r in resp.results] == [0, ErrorCode.INVALID_UPDATE_VERSION]
+    assert ctl.end_offset == start
+    resp = ctl.handle(
+        UPDATE_FEATURES,
+        1,
+        {
+            "feature_updates": [
+                {"feature": "metadata.version", "max_version_level": 20, "upgrade_type": 1}
+            ]
+        },
+    )
+    assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION  # a downgrade without leave
+    low = replay_cluster(elr_enabled=False, metadata_version=20)
+    resp = low.handle(
+        UPDATE_FEATURES,
+        2,
+        {"feature_updates": [{"feature": ELR, "max_version_level": 1, "upgrade_type": 1}]},
+    )
+    assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_api_versions_lists_served_apis_and_finalized_features() -> None:
+    ctl = replay_cluster()
+    resp = ctl.handle(
+        API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"}
+    )
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[56] == (0, 3) and keys[62] == (0, 4) and keys[43] == (0, 2)
+    finalized = {f.name: f.max_version_level for f in resp.finalized_features}
+    assert finalized == {ELR: 1, "metadata.version": 27}
+    kip = Controller(semantics=Semantics.KIP).handle(API_VERSIONS, 0, {})
+    assert {k.api_key: k.max_version for k in kip.api_keys}[43] == 3
+
+
+def test_every_response_encodes_at_its_version() -> None:
+    """Answers come back as codec Containers; re-encoding them must work at every version."""
+    ctl = live_cluster()
+    create(ctl)
+    bodies = {
+        CREATE_TOPICS: {"topics": [{"name": "e", "num_partitions": 1, "replication_factor": 1}]},
+        DELETE_TOPICS: {"topic_names": ["nope"], "topics": []},
+        DESCRIBE_CONFIGS: {
+            "resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": None}]
+        },
+        CREATE_PARTITIONS: {"topics": [{"name": "t", "count": 1, "assignments": None}]},
+        API_VERSIONS: {},
+    }
+    for api_key, body in bodies.items():
+        for version in range(0, {19: 8, 20: 7, 32: 5, 37: 4, 18: 5}[api_key]):
+            fields = dict(body)
+            if api_key == DELETE_TOPICS:
+                fields.pop("topics" if version < 6 else "topic_names")
+            if api_key == CREATE_TOPICS:
+                fields = {"topics": [dict(fields["topics"][0], name=f"e{version}")]}
+            resp = ctl.handle(api_key, version, fields)
+            name = {
+                19: "CreateTopics",
+                20: "DeleteTopics",
+                32: "DescribeConfigs",
+                37: "CreatePartitions",
+                18: "ApiVersions",
+            }[api_key]
+            codec = message(f"{name}Response", version)
+            assert codec.parse(codec.build(resp)) == resp, (name, version)

@@ -1,0 +1,87 @@
+"""Bad requests get the protocol's error codes, never an exception, and write nothing."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from controller_kit import ALTER_PARTITION, alter_partition, partition_error, replay_cluster
+
+from kipwire.codec import ErrorCode
+from kipwire.mockbroker.controller import Controller
+from kipwire.mockbroker.controller.apis import SERVED
+
+GARBAGE = [
+    None,
+    {},
+    {"no_such_field": 1},
+    {"topics": "not a list"},
+    {"broker_id": "x"},
+    {"resources": [{"resource_type": "y"}]},
+    {"topics": [{"partitions": [None]}]},
+]
+
+
+@pytest.mark.parametrize("api_key", sorted(SERVED))
+def test_garbage_bodies_get_error_codes_not_exceptions(api_key: int) -> None:
+    ctl = replay_cluster()
+    for body in GARBAGE:
+        for version in (0, SERVED[api_key].max_version):
+            start = ctl.end_offset
+            resp = ctl.handle(api_key, version, body)
+            assert resp is not None
+            if body:
+                assert ctl.end_offset == start or api_key == 18
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(56, 4), (56, -1), (62, 9), (999, 0), (0, 0)])
+def test_versions_and_keys_the_controller_lacks(api_key: int, version: int) -> None:
+    resp = Controller().handle(api_key, version, {})
+    assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_api_versions_too_new_answers_in_v0_with_its_own_range() -> None:
+    resp = Controller().handle(18, 99, {})
+    assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    assert resp["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+
+
+def test_alter_partition_bad_requests_table() -> None:
+    ctl = replay_cluster(isr=[1, 2])
+    start = ctl.end_offset
+    cases = {
+        "duplicate ISR": (dict(isr=[1, 2, 2]), ErrorCode.INVALID_REQUEST),
+        "unknown broker": (dict(isr=[1, 2, 7]), ErrorCode.INVALID_REQUEST),
+        "old leader epoch": (dict(isr=[1], leader_epoch=1), ErrorCode.FENCED_LEADER_EPOCH),
+        "old partition epoch": (dict(isr=[1], partition_epoch=1), ErrorCode.INVALID_UPDATE_VERSION),
+        "not the leader": (dict(isr=[1], sender=2), ErrorCode.INVALID_REQUEST),
+    }
+    for name, (kwargs, code) in cases.items():
+        assert partition_error(alter_partition(ctl, **kwargs)) == code, name
+    resp = ctl.handle(
+        ALTER_PARTITION,
+        3,
+        {
+            "broker_id": 1,
+            "broker_epoch": ctl.broker(1).epoch,
+            "topics": [
+                {
+                    "topic_id": uuid.uuid4(),
+                    "partitions": [{"partition_index": 0, "leader_epoch": 0, "partition_epoch": 0}],
+                }
+            ],
+        },
+    )
+    assert partition_error(resp) == ErrorCode.UNKNOWN_TOPIC_ID
+    assert ctl.end_offset == start
+
+
+def test_replay_of_an_impossible_record_is_a_clear_error() -> None:
+    from kipwire.mockbroker.controller import ReplayError
+
+    ctl = Controller()
+    with pytest.raises(ReplayError, match="no topic"):
+        ctl.replay("PartitionChangeRecord", {"partition_id": 0, "topic_id": uuid.uuid4()})
+    with pytest.raises(ValueError, match="not a metadata record"):
+        ctl.replay("AlterPartitionRequest", {})
+    assert ctl.end_offset == 0
