@@ -12,7 +12,7 @@ import struct
 import zlib
 from collections.abc import Mapping, Sequence
 
-__all__ = ["Canvas", "bar_chart", "encode_png", "histogram"]
+__all__ = ["Canvas", "bar_chart", "encode_png", "histogram", "linear_ticks", "log_ticks"]
 
 Color = tuple[int, int, int]
 WHITE: Color = (255, 255, 255)
@@ -190,6 +190,7 @@ def bar_chart(
     categories: Sequence[str],
     series: Mapping[str, Sequence[float]],
     *,
+    unit: str = "REQUESTS",
     width: int = 720,
     bar_height: int = 9,
 ) -> bytes:
@@ -197,7 +198,7 @@ def bar_chart(
     names = list(series)
     label_w = max([text_width(c) for c in categories] + [40]) + 10
     group_h = bar_height * max(1, len(names)) + 6
-    top, bottom = 34, 24
+    top, bottom = 34, 38
     height = top + bottom + group_h * max(1, len(categories))
     c = Canvas(width, height)
     c.text(8, 6, title, scale=2 if text_width(title, 2) < width - 16 else 1)
@@ -226,7 +227,23 @@ def bar_chart(
             )
             c.text(x0 + round(v * scale) + 3, y + 1, _fmt(v))
     c.vline(x0, top, plot_bottom)
+    c.text((x0 + x1 - text_width(unit)) // 2, plot_bottom + 20, unit)
     return c.png()
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values on a log axis from 10**lo to 10**hi: decades, with 2 and 5 when few."""
+    first, last = math.floor(lo), math.ceil(hi)
+    steps = (1, 2, 5) if last - first <= 3 else (1,)
+    ticks = [m * 10.0**e for e in range(first, last + 1) for m in steps]
+    return [t for t in ticks if 10**lo * 0.999 <= t <= 10**hi * 1.001]
+
+
+def linear_ticks(lo: float, hi: float) -> list[float]:
+    """Round tick values covering [lo, hi]."""
+    step = _nice_ticks(hi - lo)[1]
+    start = math.floor(lo / step) * step
+    return [start + i * step for i in range(int(math.ceil((hi - start) / step)) + 1)]
 
 
 def histogram(
@@ -236,23 +253,28 @@ def histogram(
     bins: int = 30,
     log: bool = True,
     unit: str = "MS",
+    y_label: str = "REQUESTS",
     width: int = 720,
-    height: int = 260,
+    height: int = 280,
 ) -> bytes:
-    """Overlaid step histograms of each series' values (log-spaced bins by default); PNG bytes."""
+    """Overlaid step histograms of each series' values (log-spaced bins by default); PNG bytes.
+
+    Both axes are labelled and gridded: round counts up the side, and along the bottom decades
+    (with 2 and 5 between when the range is short) on a log scale, round values on a linear one.
+    """
     names = list(series)
     values = [v for vals in series.values() for v in vals if v is not None]
     c = Canvas(width, height)
     c.text(8, 6, title, scale=2 if text_width(title, 2) < width - 16 else 1)
     _legend(c, 8, 24, names)
-    x0, x1, y0, y1 = 50, width - 20, 40, height - 30
-    c.vline(x0, y0, y1)
-    c.hline(x0, x1, y1)
+    y0, y1 = 54, height - 36
     if not values:
-        c.text(x0 + 10, (y0 + y1) // 2, "NO DATA")
+        c.vline(50, y0, y1)
+        c.hline(50, width - 20, y1)
+        c.text(60, (y0 + y1) // 2, "NO DATA")
         return c.png()
     pos = [v for v in values if v > 0]
-    use_log = log and pos and max(pos) / min(pos) > 20
+    use_log = bool(log and pos and max(pos) / min(pos) > 20)
     if use_log:
         lo, hi = math.log10(min(pos)), math.log10(max(pos))
     else:
@@ -271,7 +293,24 @@ def histogram(
             if v is not None:
                 h[min(bins - 1, int(fx(v) * bins))] += 1
         counts[name] = h
-    peak = max(max(h) for h in counts.values()) or 1
+    y_ticks = _nice_ticks(max(max(h) for h in counts.values()) or 1, 4)
+    peak = y_ticks[-1]
+    x0 = max(text_width(_fmt(t)) for t in y_ticks) + 14
+    x1 = width - 24
+    for t in y_ticks:
+        y = y1 - round(t / peak * (y1 - y0))
+        c.hline(x0, x1, y, GREY)
+        c.text(x0 - 5 - text_width(_fmt(t)), y - GLYPH_H // 2, _fmt(t))
+    c.text(4, y0 - 12, y_label)
+    x_ticks = log_ticks(lo, hi) if use_log else linear_ticks(lo, hi)
+    for v in x_ticks:
+        x = x0 + round((x1 - x0) * fx(v)) if lo <= (math.log10(v) if use_log else v) else x0
+        if not x0 <= x <= x1:
+            continue
+        c.vline(x, y0, y1, GREY)
+        c.vline(x, y1, y1 + 3)
+        label = _fmt(v)
+        c.text(max(0, min(width - text_width(label), x - text_width(label) // 2)), y1 + 6, label)
     bw = (x1 - x0) / bins
     for si, name in enumerate(names):
         color = PALETTE[si % len(PALETTE)]
@@ -284,13 +323,8 @@ def histogram(
             c.rect(xa, min(prev_y, y), xa + 2, max(prev_y, y) + 2, color)
             prev_y = y
         c.rect(x1, min(prev_y, y1), x1 + 2, y1, color)
-    for i in range(5):
-        t = lo + (hi - lo) * i / 4
-        v = 10**t if use_log else t
-        label = f"{v:.3g}"
-        x = x0 + round((x1 - x0) * i / 4)
-        c.vline(x, y1, y1 + 3)
-        c.text(max(0, min(width - text_width(label), x - text_width(label) // 2)), y1 + 6, label)
-    c.text(x1 - text_width(unit), y1 + 16, unit)
-    c.text(4, y0, _fmt(peak))
+    c.vline(x0, y0, y1)
+    c.hline(x0, x1, y1)
+    axis = f"{unit}, LOG SCALE" if use_log else unit
+    c.text((x0 + x1 - text_width(axis)) // 2, y1 + 20, axis)
     return c.png()

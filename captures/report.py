@@ -1,11 +1,13 @@
 """Render a `captures.compare.Report`: report.md, report.html, PNG plots and diff.json.
 
 Both documents come from one list of blocks (headings, paragraphs, tables, images), so the
-Markdown and the HTML always say the same thing.
+Markdown and the HTML always say the same thing. report.html carries its plots inside (data:
+URIs), so it can be mailed or attached to a CI run alone; report.md links the PNG files.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -270,7 +272,8 @@ img { display: block; margin: 1em 0; border: 1px solid #ddd; }
 """
 
 
-def _html(blocks: list[Block]) -> str:
+def _html(blocks: list[Block], folder: Path) -> str:
+    """The HTML document, self-contained: the plots are embedded as data: URIs."""
     title = next((blk[1] for blk in blocks if blk[0] == "h1"), "Capture comparison")
     out = [
         "<!DOCTYPE html>",
@@ -284,7 +287,8 @@ def _html(blocks: list[Block]) -> str:
         elif kind == "p":
             out.append(f"<p>{_inline(blk[1])}</p>")
         elif kind == "img":
-            src, alt = html.escape(blk[1]), html.escape(blk[2])
+            data = base64.b64encode((folder / blk[1]).read_bytes()).decode("ascii")
+            src, alt = f"data:image/png;base64,{data}", html.escape(blk[2])
             out.append(f'<figure><img src="{src}" alt="{alt}"><figcaption>{alt}</figcaption>')
             out.append("</figure>")
         elif kind == "table":
@@ -309,7 +313,7 @@ def render(report: Report, out: Path) -> dict[str, Path]:
     blocks = _blocks(report, plots)
     paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "diff.json"}
     paths["md"].write_text(_markdown(blocks), encoding="utf-8")
-    paths["html"].write_text(_html(blocks), encoding="utf-8")
+    paths["html"].write_text(_html(blocks, out), encoding="utf-8")
     paths["json"].write_text(
         json.dumps(report.to_json(), indent=1, sort_keys=False, default=str) + "\n",
         encoding="utf-8",

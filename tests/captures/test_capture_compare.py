@@ -6,6 +6,7 @@ The tables are written with pyarrow from `decode_capture` rows (no Spark), throu
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -468,16 +469,20 @@ def _png_ok(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_html_report_references_valid_pngs(tmp_path):
+def test_html_report_is_self_contained_with_valid_pngs(tmp_path):
     base = decoded(tmp_path, "base", Run())
     cand = decoded(tmp_path, "cand", Run(**{**VOLATILE_RUN.__dict__, "compression": "gzip"}))
     out = tmp_path / "report"
     assert main_compare([str(base), str(cand), "--out", str(out)]) == 0
     page = (out / "report.html").read_text()
+    # every plot is inside the page: it reads the same mailed alone or attached to a CI run
     srcs = re.findall(r'<img src="([^"]+)"', page)
-    assert "request_mix.png" in srcs and "rtt_all.png" in srcs and "rtt_Produce.png" in srcs
-    for src in srcs:
-        _png_ok((out / src).read_bytes())
+    assert len(srcs) >= 3 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
+    for name in ("request_mix.png", "rtt_all.png", "rtt_Produce.png"):
+        assert (out / name).read_bytes() in embedded
+    for data in embedded:
+        _png_ok(data)
     md = (out / "report.md").read_text()
     assert "](request_mix.png)" in md
     assert "records[#0].compression" in md and "records[#0].compression" in page
