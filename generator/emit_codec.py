@@ -229,7 +229,9 @@ class ModuleEmitter:
             comment = _KIND_COMMENTS[entry.kind].format(struct=entry.struct.name)
             lines = [f"# {comment}, {_version_list(entry.versions)}."]
             if entry.kind == "parse":
-                lines += [f"#   {f.name}: {f.about}" for f in entry.struct.fields if f.about]
+                for f in entry.struct.fields:
+                    text = textwrap.wrap(f"{f.name}: {f.about}", WIDTH - 6) if f.about else []
+                    lines += [("#   " if i == 0 else "#     ") + t for i, t in enumerate(text)]
             lines += [wrap_call(line) for line in resolve(entry.source).split("\n")]
             # A function's constants go just before it; they only call functions above them.
             blocks.append("\n".join([*consts, ""] + lines if consts else lines))

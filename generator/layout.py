@@ -89,7 +89,7 @@ def wrap_call(line: str) -> str:
     `x = f(a, b)` becomes `x = f(` / `a, b` / `)` on three lines (one argument a line when
     they do not fit on one); a line with no call to wrap is returned as it is.
     """
-    if len(line) <= WIDTH:
+    if len(line) <= WIDTH or line.lstrip().startswith("#"):
         return line
     indent = line[: len(line) - len(line.lstrip(" "))]
     spans = _bracket_spans(line)

@@ -159,7 +159,7 @@ def test_the_projects_own_about_text_is_emitted(tmp_path: Path) -> None:
         "flexibleVersions": "1+",
         "about": 'Asks the mock broker to write a note """ into its log.',
         "fields": [
-            {"name": "Text", "type": "string", "versions": "0+", "about": "What to write."},
+            {"name": "Text", "type": "string", "versions": "0+", "about": "What to write. " * 20},
             {"name": "Level", "type": "int8", "versions": "0+"},
         ],
     }
@@ -168,6 +168,7 @@ def test_the_projects_own_about_text_is_emitted(tmp_path: Path) -> None:
     assert "Asks the mock broker to write a note" in source
     assert "#   Text: What to write." in source
     assert "Level:" not in source  # no about, no comment
+    assert max(map(len, source.splitlines())) <= WIDTH
     namespace: dict = {}
     exec(compile(source, "note_request.py", "exec"), namespace)  # the escaped quotes still parse
     assert "write a note" in namespace["__doc__"]
