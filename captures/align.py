@@ -1,8 +1,8 @@
 """Alignment of two captures by what their clients sent, not by time.
 
 `match_connections()` pairs client connections across the captures, `opcodes()` aligns two
-request sequences (near-linear on long ones) and `_align()` pairs the requests of two matched
-connections, with the passes that pair the requests the sequence alignment left over.
+request sequences (near-linear on long ones) and `align_exchanges()` pairs the requests of two
+matched connections, with the passes that pair the requests the sequence alignment left over.
 
 1. Connections are matched between captures per client id: the pairs with the best
    `difflib.SequenceMatcher` ratio over their (api, normalised request) token sequences first,
@@ -23,9 +23,9 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from .compare_model import Conn, Exchange
-from .normalise import _PARTITION_KEYS, _TOPIC_KEYS
+from .normalise import PARTITION_KEYS, TOPIC_KEYS
 
-__all__ = ["match_connections", "opcodes"]
+__all__ = ["align_exchanges", "match_connections", "opcodes"]
 
 _WINDOW = 1000  # requests aligned at once once a connection's changed middle is longer
 _PAIR_MATRIX_LIMIT = 400  # connection pairs scored per client id before falling back to order
@@ -133,8 +133,8 @@ def _partitions(value: Any, topic: Any = None, out: set | None = None) -> set:
     """The (topic, partition) pairs a request names, wherever its schema keeps them."""
     out = set() if out is None else out
     if isinstance(value, dict):
-        topic = next((value[k] for k in _TOPIC_KEYS if isinstance(value.get(k), str)), topic)
-        part = next((value[k] for k in _PARTITION_KEYS if isinstance(value.get(k), int)), None)
+        topic = next((value[k] for k in TOPIC_KEYS if isinstance(value.get(k), str)), topic)
+        part = next((value[k] for k in PARTITION_KEYS if isinstance(value.get(k), int)), None)
         if part is not None and not isinstance(part, bool):
             out.add((topic, part))
         for child in value.values():
@@ -173,7 +173,7 @@ def _pair_by(
     return rest_a, [e for e in eb if id(e) not in paired]
 
 
-def _align(a: Conn, b: Conn) -> tuple[list[tuple[Exchange, Exchange]], list, list]:
+def align_exchanges(a: Conn, b: Conn) -> tuple[list[tuple[Exchange, Exchange]], list, list]:
     """(matched, removed, added) exchanges of two matched connections.
 
     After the sequence alignment, the requests left over are paired in three passes: the same

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .align import _align, match_connections, opcodes
+from .align import align_exchanges, match_connections, opcodes
 from .compare_model import (
     FUNCTIONAL_KINDS,
     INFORMATIONAL_KINDS,
@@ -34,8 +34,8 @@ from .compare_model import (
     Exchange,
     Report,
 )
-from .diffs import _Collector, _error_codes, diff_values
-from .normalise import _ZERO_UUID, VOLATILE, _Ctx, normalise
+from .diffs import DiffCollector, diff_values, error_codes
+from .normalise import VOLATILE, ZERO_UUID, WalkContext, normalise
 
 __all__ = [
     "FUNCTIONAL_KINDS",
@@ -203,13 +203,13 @@ def _build(cap: Capture) -> None:
         c.rank = per_client[c.client_id]
         per_client[c.client_id] += 1
         for e in c.exchanges:
-            ctx = _Ctx(cap, "produce" if e.api_key == 0 else None)
+            ctx = WalkContext(cap, "produce" if e.api_key == 0 else None)
             e.norm = normalise(e.request, cap.topic_names, ctx) if e.request is not None else None
             digest = _digest(e.norm) if e.request is not None else f"<{e.status}>"
             e.token = (e.api_key, digest)
             if e.api_key == 1 and e.response is not None:
                 # fetched records count toward the per-partition digests; the body is not diffed
-                normalise(e.response, cap.topic_names, _Ctx(cap, "fetch"))
+                normalise(e.response, cap.topic_names, WalkContext(cap, "fetch"))
     cap.conns = conns
 
 
@@ -218,7 +218,7 @@ def _learn_topic_ids(body: Any, names: dict[str, str]) -> None:
         for t in body.get("topics") or ():
             if isinstance(t, Mapping):
                 tid, name = t.get("topic_id"), t.get("name")
-                if isinstance(tid, str) and isinstance(name, str) and tid != _ZERO_UUID:
+                if isinstance(tid, str) and isinstance(name, str) and tid != ZERO_UUID:
                     names[tid] = name
 
 
@@ -235,7 +235,7 @@ def _common(e: Exchange) -> dict[str, Any]:
     return {"api_key": e.api_key, "api_name": e.api_name, "client_id": e.client_id}
 
 
-def _compare_exchange(x: Exchange, y: Exchange, out: _Collector) -> None:
+def _compare_exchange(x: Exchange, y: Exchange, out: DiffCollector) -> None:
     versions = {"baseline_version": x.api_version, "candidate_version": y.api_version}
     if x.api_version != y.api_version:
         out.add("version", **_common(y), **versions)
@@ -263,7 +263,7 @@ def _compare_exchange(x: Exchange, y: Exchange, out: _Collector) -> None:
             candidate="answered" if y.response_status else "no_response",
         )
     if x.response is not None or y.response is not None:
-        ca, cb = _error_codes(x.response), _error_codes(y.response)
+        ca, cb = error_codes(x.response), error_codes(y.response)
         for p in list(ca) + [p for p in cb if p not in ca]:
             in_a, in_b = p in ca, p in cb
             if (in_a and in_b and ca[p] != cb[p]) or (
@@ -298,7 +298,7 @@ def _nonzero_errors(cap: Capture) -> Counter:
     out: Counter = Counter()
     for c in cap.conns:
         for e in c.exchanges:
-            codes = set(_error_codes(e.response).values()) if e.response is not None else set()
+            codes = set(error_codes(e.response).values()) if e.response is not None else set()
             if e.response_error:
                 codes.add(e.response_error)
             for code in codes - {0}:
@@ -389,7 +389,7 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
     """Compare two decoded captures; raises `CompareInputError` when a table is missing."""
     base = load_capture(baseline_dir)
     cand = load_capture(candidate_dir)
-    out = _Collector()
+    out = DiffCollector()
 
     pairs, only_a, only_b = match_connections(base.conns, cand.conns)
     n_matched = n_removed = n_added = 0
@@ -402,7 +402,7 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
                 baseline=a.client_id,
                 candidate=b.client_id,
             )
-        matched, removed, added = _align(a, b)
+        matched, removed, added = align_exchanges(a, b)
         n_matched += len(matched)
         for x, y in matched:
             _compare_exchange(x, y, out)

@@ -1,8 +1,8 @@
 """Field-path differences between two bodies and the collector that groups them.
 
 `diff_values()` lists the leaves that differ between two (normalised) bodies, lists of structs
-compared element by element by their id key; `_error_codes()` finds every `error_code` in a
-response body by the same paths; `_Collector` groups equal `Difference`s (same kind, API,
+compared element by element by their id key; `error_codes()` finds every `error_code` in a
+response body by the same paths; `DiffCollector` groups equal `Difference`s (same kind, API,
 client, versions, path, values) with a count and sorts them for the report.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from .compare_model import FUNCTIONAL_KINDS, INFORMATIONAL_KINDS, Difference
 
-__all__ = ["diff_values"]
+__all__ = ["DiffCollector", "diff_values", "error_codes"]
 
 # keys that identify an element of a list of structs, in preference order (for keyed diffs)
 _ID_KEYS = (
@@ -100,7 +100,7 @@ def _diff(a: Any, b: Any, path: str, common: bool, out: list) -> None:
         out.append((path, _short(a), _short(b)))
 
 
-def _error_codes(body: Any, path: str = "", out: dict | None = None) -> dict[str, int]:
+def error_codes(body: Any, path: str = "", out: dict | None = None) -> dict[str, int]:
     """path -> error code of every `error_code` field in a response body."""
     out = {} if out is None else out
     if isinstance(body, Mapping):
@@ -109,16 +109,16 @@ def _error_codes(body: Any, path: str = "", out: dict | None = None) -> dict[str
             if k == "error_code" and isinstance(v, int):
                 out[p] = v
             elif isinstance(v, (Mapping, list)):
-                _error_codes(v, p, out)
+                error_codes(v, p, out)
     elif isinstance(body, list):
         key = _id_key(body, [])
         for i, x in enumerate(body):
             seg = f"[{x[key]}]" if key else f"[#{i}]"
-            _error_codes(x, path + seg, out)
+            error_codes(x, path + seg, out)
     return out
 
 
-class _Collector:
+class DiffCollector:
     """Groups equal differences and counts them."""
 
     def __init__(self) -> None:

@@ -92,6 +92,7 @@ def session(
         .config("spark.driver.extraJavaOptions", quiet)
         .config("spark.executor.extraJavaOptions", quiet)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
         # a fragment row holds up to 4 MiB of payload: cap the batches fed to the decode by size
         .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))
@@ -245,7 +246,8 @@ def _table(decoded: DataFrame, name: str) -> DataFrame:
     cols = []
     for f in TABLES[name]:
         if pa.types.is_timestamp(f.type):
-            cols.append(F.timestamp_micros(F.floor(F.col(f.name) / 1000)).alias(f.name))
+            # integer division: epoch ns as a double would lose the last microsecond
+            cols.append(F.expr(f"timestamp_micros(`{f.name}` div 1000)").alias(f.name))
         else:
             cols.append(F.col(f.name))
     return decoded.filter(F.col("table") == name).select(*cols)

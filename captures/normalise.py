@@ -17,7 +17,14 @@ from typing import Any
 
 from .compare_model import Capture
 
-__all__ = ["VOLATILE", "normalise"]
+__all__ = [
+    "PARTITION_KEYS",
+    "TOPIC_KEYS",
+    "VOLATILE",
+    "ZERO_UUID",
+    "WalkContext",
+    "normalise",
+]
 
 # The normalisation table: body field name -> (what it is, rule). Rules:
 #   "sentinel": null, "", values <= 0 and the all-zero uuid are kept (they mean "none",
@@ -52,14 +59,14 @@ VOLATILE: dict[str, tuple[str, str]] = {
     "session_lifetime_ms": ("SASL session lifetime", "sentinel"),
 }
 _TIMESTAMP_SUFFIXES = ("_timestamp", "_timestamp_ms")
-_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 # where a body names its topic and partition (normalise's record digests, request identity)
-_TOPIC_KEYS = ("name", "topic", "topic_id")
-_PARTITION_KEYS = ("partition", "partition_index", "index")
+TOPIC_KEYS = ("name", "topic", "topic_id")
+PARTITION_KEYS = ("partition", "partition_index", "index")
 
 
 @dataclass(slots=True)
-class _Ctx:
+class WalkContext:
     """Where the walk is (topic, partition), and where record digests go."""
 
     cap: Capture | None
@@ -84,7 +91,7 @@ def _volatile(key: str, value: Any, rule: str, topic_names: Mapping[str, str]) -
         return f"<topic_id:{topic_names[value]}>"
     if rule == "sentinel" and (
         value == ""
-        or value == _ZERO_UUID
+        or value == ZERO_UUID
         or (isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0)
     ):
         return value
@@ -97,18 +104,18 @@ def normalise(value: Any, topic_names: Mapping[str, str] | None = None, ctx: Any
     """A body with volatile fields (`VOLATILE`) replaced and `records` blobs summarised."""
     names = topic_names or {}
     if ctx is None:
-        ctx = _Ctx(None, None)
+        ctx = WalkContext(None, None)
     if isinstance(value, list):
         return [normalise(v, names, ctx) for v in value]
     if not isinstance(value, Mapping):
         return value
     topic, part = ctx.topic, ctx.partition
-    for k in _TOPIC_KEYS:
+    for k in TOPIC_KEYS:
         v = value.get(k)
         if isinstance(v, str) and "records" not in value:
             ctx.topic = names.get(v, v) if k == "topic_id" else v
             break
-    for k in _PARTITION_KEYS:
+    for k in PARTITION_KEYS:
         v = value.get(k)
         if isinstance(v, int) and not isinstance(v, bool):
             ctx.partition = v
@@ -130,7 +137,7 @@ def _h(raw: bytes | None) -> str | None:
     return None if raw is None else "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
 
 
-def _records(value: str | list, ctx: _Ctx) -> Any:
+def _records(value: str | list, ctx: WalkContext) -> Any:
     """A `records` field as batch summaries: digests of keys, values and headers, no timestamps."""
     batches: list[dict[str, Any]] = []
     if isinstance(value, str):  # base64 of the raw batches, as codec.to_json writes bytes
@@ -207,7 +214,7 @@ _BATCH_FIELDS = (
 )
 
 
-def _batch(head: Mapping[str, Any], recs: list[tuple], ctx: _Ctx) -> dict[str, Any]:
+def _batch(head: Mapping[str, Any], recs: list[tuple], ctx: WalkContext) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in _BATCH_FIELDS:
         if k in head:
