@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .layout import WIDTH, Group, flat_text, literal_group, render, wrap_call
+from .layout import WIDTH, Group, flat_text, keyed, literal_group, render, wrap_call
 from .spec import FieldSpec, MessageSpec, SchemaError, StructSpec, snake_case
 
 FIXED_CODES = {
@@ -651,9 +651,7 @@ class ModuleEmitter:
     def struct_defaults(self, struct: StructSpec) -> Group:
         items: list[str | Group] = []
         for f in struct.fields:
-            d = self.absent_default(f)
-            key = f"{f.py_name!r}: "
-            items.append(key + d if isinstance(d, str) else Group(key + d.open, d.items, d.close))
+            items.append(keyed(f"{f.py_name!r}: ", self.absent_default(f)))
         return Group("StructDefault({", items, "})")
 
     def write_field(self, f: FieldSpec, ver: _Version, w: str) -> list[str]:

@@ -59,28 +59,30 @@ def render(item: str | Group, indent: int = 0, prefix: str = "", suffix: str = "
     return "\n".join(lines)
 
 
-def literal_group(obj: Any, fill: bool = True) -> str | Group:
-    """A Group for a tuple, list, dict or frozenset of literals; repr for anything else."""
+def literal_group(obj: Any) -> str | Group:
+    """A filling Group for a tuple, list, dict or frozenset of literals; repr for anything else."""
     if isinstance(obj, tuple):
-        return Group("(", [literal_group(x) for x in obj], ")", fill, one_tuple=len(obj) == 1)
+        return Group("(", [literal_group(x) for x in obj], ")", True, one_tuple=len(obj) == 1)
     if isinstance(obj, list):
-        return Group("[", [literal_group(x) for x in obj], "]", fill)
+        return Group("[", [literal_group(x) for x in obj], "]", True)
     if isinstance(obj, frozenset):
         if not obj:
             return "frozenset()"
-        return Group("frozenset({", [repr(x) for x in sorted(obj)], "})", fill)
+        return Group("frozenset({", [repr(x) for x in sorted(obj)], "})", True)
     if isinstance(obj, dict):
         items: list[str | Group] = []
         for k, v in obj.items():
             inner = literal_group(v)
-            items.append(f"{k!r}: {inner}" if isinstance(inner, str) else _keyed(f"{k!r}: ", inner))
-        return Group("{", items, "}", fill)
+            items.append(keyed(f"{k!r}: ", inner))
+        return Group("{", items, "}", True)
     return repr(obj)
 
 
-def _keyed(key: str, group: Group) -> Group:
-    """`key: (...)` as a group whose opening bracket carries the key."""
-    return Group(key + group.open, group.items, group.close, group.fill, group.one_tuple)
+def keyed(key: str, item: str | Group) -> str | Group:
+    """`key` followed by `item` (a dict entry), the key carried by a group's opening bracket."""
+    if isinstance(item, str):
+        return key + item
+    return Group(key + item.open, item.items, item.close, item.fill, item.one_tuple)
 
 
 def wrap_call(line: str) -> str:
