@@ -186,12 +186,15 @@ def alter_partition(
     epochs: dict[int, int] | None = None,
     leader_recovery_state: int = 0,
     broker_epoch: int | None = None,
+    topic: str = "t",
+    index: int = 0,
 ) -> Any:
-    """AlterPartition for t-0 from its leader with its current epochs unless told otherwise."""
-    p = ctl.partition("t", 0)
+    """AlterPartition for a partition (t-0 by default) from its leader, with its current
+    epochs unless told otherwise."""
+    p = ctl.partition(topic, index)
     sender = p.leader if sender is None else sender
     part: dict[str, Any] = {
-        "partition_index": 0,
+        "partition_index": index,
         "leader_epoch": p.leader_epoch if leader_epoch is None else leader_epoch,
         "partition_epoch": p.partition_epoch if partition_epoch is None else partition_epoch,
     }
@@ -204,14 +207,14 @@ def alter_partition(
         ]
     else:
         part["new_isr"] = isr
-    topic = {"topic_id": p.topic_id} if version >= 2 else {"topic_name": "t"}
-    topic["partitions"] = [part]
+    data: dict[str, Any] = {"topic_id": p.topic_id} if version >= 2 else {"topic_name": topic}
+    data["partitions"] = [part]
     if broker_epoch is None:
         broker_epoch = ctl.broker(sender).epoch if sender in ctl.state.brokers else -1
     return ctl.handle(
         ALTER_PARTITION,
         version,
-        {"broker_id": sender, "broker_epoch": broker_epoch, "topics": [topic]},
+        {"broker_id": sender, "broker_epoch": broker_epoch, "topics": [data]},
     )
 
 
