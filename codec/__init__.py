@@ -10,9 +10,11 @@ from .errors import (
     EncodeError,
     FrameTooLargeError,
     UnknownApiError,
+    UnknownMessageError,
     UnsupportedVersionError,
 )
-from .framing import FrameBuffer, peek_request_header
+from .framing import FrameBuffer, peek_error_code, peek_request_header
+from .fromjson import from_json
 from .headers import (
     Request,
     RequestHeader,
@@ -43,6 +45,7 @@ __all__ = [
     "RequestHeader",
     "Response",
     "UnknownApiError",
+    "UnknownMessageError",
     "UnsupportedVersionError",
     "decode_record",
     "decode_request",
@@ -50,7 +53,9 @@ __all__ = [
     "encode_record",
     "encode_request",
     "encode_response",
+    "from_json",
     "message",
+    "peek_error_code",
     "peek_request_header",
     "request_header_version",
     "response_header_version",

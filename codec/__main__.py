@@ -4,31 +4,70 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
+import os
 import sys
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import IO, Any
 
 from .. import codec
+from .framing import FrameBuffer, peek_error_code, peek_request_header
 from .messages import MESSAGES, registry
+from .registry import versions_include
 
-_SIZE = struct.Struct(">i")
+PROG = "python -m kipwire.codec"
+_READ_SIZE = 1 << 20
+# A dump file is not a socket: allow any frame Kafka's int32 size can describe, the file's own
+# length bounds what is buffered.
+_MAX_FRAME = (1 << 31) - 1
 
 
-def iter_frames(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None, str | None]]:
+class _Unreadable(Exception):
+    """An input file that cannot be opened or read: one line for the user, exit status 2."""
+
+
+def iter_frames(stream: IO[bytes]) -> Iterator[tuple[int, memoryview | None, str | None]]:
     """Yield (offset, frame, problem) for each size-prefixed frame; a cut-off frame ends it."""
-    data = stream.read()
-    pos = 0
-    while pos < len(data):
-        if len(data) - pos < 4:
-            yield pos, None, f"{len(data) - pos} bytes left, too few for a size prefix"
-            return
-        (size,) = _SIZE.unpack_from(data, pos)
-        if size < 0 or size > len(data) - pos - 4:
-            yield pos, None, f"frame claims {size} bytes but {len(data) - pos - 4} remain"
-            return
-        yield pos, data[pos + 4 : pos + 4 + size], None
-        pos += 4 + size
+    buf = FrameBuffer(_MAX_FRAME)
+    while True:
+        chunk = stream.read(_READ_SIZE)
+        buf.feed(chunk)
+        while True:
+            offset = buf.position
+            try:
+                frame = buf.next_frame()
+            except codec.DecodeError as e:
+                yield offset, None, e.reason
+                return
+            if frame is None:
+                break
+            yield offset, frame, None
+        if not chunk:
+            break
+    if buf.buffered:
+        size = buf.next_frame_size
+        if size is None:
+            problem = f"{buf.buffered} bytes left, too few for a size prefix"
+        else:
+            problem = f"frame claims {size} bytes but {buf.buffered - 4} remain"
+        yield buf.position, None, problem
+
+
+def _open(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")  # noqa: SIM115 (closed by the caller's with)
+    except OSError as e:
+        raise _Unreadable(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _frames(path: str) -> Iterator[tuple[int, memoryview | None, str | None]]:
+    with _open(path) as stream:
+        try:
+            yield from iter_frames(stream)
+        except OSError as e:  # e.g. a directory opens on some systems but does not read
+            raise _Unreadable(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def _expand(body: Any) -> Any:
@@ -46,58 +85,81 @@ def _expand(body: Any) -> Any:
     return walk(body)
 
 
+def _request_versions(path: str) -> dict[int, deque[tuple[int, int]]]:
+    """Correlation id -> (api key, version) of each request in a dump, in the order sent."""
+    sent: dict[int, deque[tuple[int, int]]] = defaultdict(deque)
+    for _offset, frame, _problem in _frames(path):
+        if frame is None:
+            continue
+        try:
+            head = peek_request_header(frame)
+        except codec.DecodeError:
+            continue  # decoding that request shows its error; its response stays unpaired
+        sent[head.correlation_id].append((head.api_key, head.api_version))
+    return sent
+
+
+def _decode_frame(frame: memoryview, args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Fill `out` with the decoded frame; raises DecodeError (with what is known in `out`)."""
+    if args.requests is not None or args.response is not None:
+        if args.response is not None:
+            key, version = args.response
+        else:
+            corr = int.from_bytes(frame[:4], "big", signed=True) if len(frame) >= 4 else None
+            asked = args.requests.get(corr)
+            if not asked:
+                raise codec.DecodeError(f"no request with correlation id {corr} to pair with")
+            key, version = asked.popleft()
+        out.update(api_key=key, api_version=version)
+        try:
+            resp = codec.decode_response(frame, key, version, trailing="ignore")
+        except codec.DecodeError:
+            out["response_error_code"] = peek_error_code(frame, key, version)
+            raise
+        out.update(api_version=resp.api_version, correlation_id=resp.correlation_id)
+        decoded = resp
+    else:
+        decoded = codec.decode_request(frame, trailing="ignore")
+        out.update(api_key=decoded.api_key, api_version=decoded.api_version)
+        out.update(correlation_id=decoded.correlation_id, client_id=decoded.client_id)
+    out["api_name"] = codec.APIS[out["api_key"]][0]
+    if decoded.trailing_bytes:
+        out["trailing_bytes"] = decoded.trailing_bytes
+    out["body"] = codec.to_json(_expand(decoded.body) if args.records else decoded.body)
+
+
 def decode(args: argparse.Namespace) -> int:
-    """Print one JSON object per request frame; undecodable frames become error objects."""
-    stream = open(args.file, "rb") if args.file != "-" else sys.stdin.buffer  # noqa: SIM115
+    """Print one JSON object per frame; undecodable frames become error objects."""
+    if args.requests is not None:
+        args.requests = _request_versions(args.requests)
     failures = 0
-    with stream:
-        for offset, frame, problem in iter_frames(stream):
-            out: dict[str, Any] = {"offset": offset}
-            if frame is None:
-                out["error"] = problem
+    for offset, frame, problem in _frames(args.file):
+        out: dict[str, Any] = {"offset": offset}
+        if frame is None:
+            out["error"] = problem
+            failures += 1
+        else:
+            try:
+                _decode_frame(frame, args, out)
+            except codec.DecodeError as e:
+                out.update(error=e.reason, error_offset=e.offset, error_path=e.path)
+                out.pop("body", None)
                 failures += 1
-            else:
-                try:
-                    if args.response is not None:
-                        key, version = args.response
-                        resp = codec.decode_response(frame, key, version)
-                        out.update(api_key=key, api_version=resp.api_version)
-                        out["correlation_id"] = resp.correlation_id
-                        body = resp.body
-                    else:
-                        req = codec.decode_request(frame)
-                        out.update(api_key=req.api_key, api_version=req.api_version)
-                        out.update(correlation_id=req.correlation_id, client_id=req.client_id)
-                        body = req.body
-                    out["api_name"] = codec.APIS[out["api_key"]][0]
-                    out["body"] = codec.to_json(_expand(body) if args.records else body)
-                except codec.DecodeError as e:
-                    out.update(error=e.reason, error_offset=e.offset, error_path=e.path)
-                    failures += 1
-            print(json.dumps(out, sort_keys=False))
+        print(json.dumps(out, sort_keys=False))
     return 1 if failures else 0
-
-
-def _in_range(text: str, version: int) -> bool:
-    if text == "none":
-        return False
-    if text.endswith("+"):
-        return version >= int(text[:-1])
-    lo, _, hi = text.partition("-")
-    return int(lo) <= version <= int(hi or lo)
 
 
 def _describe_fields(fields: tuple, version: int | None, indent: str) -> Iterator[str]:
     for name, ftype, versions, nullable, tagged, tag, default, ignorable, children in fields:
-        if version is not None and not _in_range(versions, version):
+        if version is not None and not versions_include(versions, version):
             continue
         notes = []
         if version is None:
             notes.append(f"versions {versions}")
         for label, text in (("nullable", nullable), ("tagged", tagged)):
-            if text != "none" and (version is None or _in_range(text, version)):
+            if text != "none" and (version is None or versions_include(text, version)):
                 notes.append(label if version is not None else f"{label} {text}")
-        if tag is not None and (version is None or _in_range(tagged, version)):
+        if tag is not None and (version is None or versions_include(tagged, version)):
             notes.append(f"tag {tag}")
         if default:
             notes.append(f"default {default}")
@@ -131,24 +193,41 @@ def describe(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the codec's command line."""
-    parser = argparse.ArgumentParser(prog="python -m kipwire.codec", description=__doc__)
+    """Run the codec's command line: bad input is one line on stderr and a non-zero exit."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     dec = sub.add_parser("decode", help="decode size-prefixed frames to JSON lines")
     dec.add_argument("file", nargs="?", default="-", help="frame file (default: stdin)")
-    dec.add_argument(
+    kind = dec.add_mutually_exclusive_group()
+    kind.add_argument(
         "--response",
         nargs=2,
         type=int,
         metavar=("API_KEY", "VERSION"),
         help="the frames are responses to this API key and version",
     )
+    kind.add_argument(
+        "--requests",
+        metavar="REQUEST_FILE",
+        help="the frames are responses, each paired by correlation id with a request in this "
+        "dump (responses of any API, in any order)",
+    )
     dec.add_argument("--records", action="store_true", help="expand records into batches")
     des = sub.add_parser("describe", help="show a message's fields")
     des.add_argument("name")
     des.add_argument("--version", type=int)
     args = parser.parse_args(argv)
-    return decode(args) if args.command == "decode" else describe(args)
+    try:
+        return decode(args) if args.command == "decode" else describe(args)
+    except _Unreadable as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader (e.g. `head`) left: nothing more can be printed; keep Python's own flush
+        # at exit from failing on the closed pipe too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"{PROG}: output closed before the end (broken pipe)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from struct import Struct, pack, unpack_from
 from typing import Any
 
@@ -85,7 +87,7 @@ def check_keys(
         if key in allowed:
             continue
         if key not in absent:
-            raise EncodeError(f"unknown field {key!r}", path=str(key))
+            raise unknown_field(key, [*allowed, *absent])
         default, ignorable = absent[key]
         value = obj[key]
         if isinstance(default, StructDefault):
@@ -96,6 +98,30 @@ def check_keys(
             same = value == default
         if not (same or ignorable):
             raise EncodeError(f"field does not exist in version {version}", path=key)
+
+
+def unknown_field(key: Any, known: Iterable[str], path: str = "") -> EncodeError:
+    """The error for a key no version of the struct has, naming the closest known key."""
+    hint = _closest(str(key), known)
+    return EncodeError(
+        f"unknown field {key!r}" + (f" (did you mean {hint!r}?)" if hint else ""),
+        path=f"{path}.{key}" if path else str(key),
+    )
+
+
+def _squash(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _closest(key: str, known: Iterable[str]) -> str | None:
+    """The known key `key` most likely meant: the same letters in another case (Kafka's
+    CamelCase for our snake_case), else the nearest spelling."""
+    by_letters = {_squash(k): k for k in known if k != "_unknown_tags"}
+    letters = _squash(key)
+    if letters in by_letters:
+        return by_letters[letters]
+    close = difflib.get_close_matches(letters, by_letters, n=1, cutoff=0.75)
+    return by_letters[close[0]] if close else None
 
 
 def default_encoding(builder: Any) -> bytes:

@@ -99,9 +99,11 @@ def write_uvarint(w: bytearray, value: int) -> None:
         w += uvarint_bytes(value)
 
 
-def _length(buf: Any, pos: int, n: int, what: str) -> None:
+def _length(buf: Any, pos: int, n: int, what: str, unit: str = "bytes") -> None:
     if n > len(buf) - pos:
-        raise DecodeError(f"{what} claims {n} bytes but only {len(buf) - pos} remain", offset=pos)
+        raise DecodeError(
+            f"{what} claims {n} {unit} but only {len(buf) - pos} bytes remain", offset=pos
+        )
 
 
 def _utf8(raw: Any, pos: int) -> str:
@@ -239,7 +241,7 @@ def read_array_length(buf: Any, pos: int, nullable: bool) -> tuple[int, int]:
             offset=pos - 4,
         )
     # Every element takes at least one byte, so a longer claim is a lie; checked before allocating.
-    _length(buf, pos, n, "array")
+    _length(buf, pos, n, "array", "elements")
     return n, pos
 
 
@@ -257,7 +259,7 @@ def read_compact_array_length(buf: Any, pos: int, nullable: bool) -> tuple[int, 
         raise DecodeError("non-nullable array is null on the wire", offset=start)
     n -= 1
     if n > len(buf) - pos:
-        _length(buf, pos, n, "array")
+        _length(buf, pos, n, "array", "elements")
     return n, pos
 
 

@@ -45,6 +45,14 @@ class FrameTooLargeError(DecodeError):
         self.limit = limit
 
 
+class UnknownMessageError(KeyError):
+    """A message name the codec does not know (a KeyError, for callers that catch those)."""
+
+    def __str__(self) -> str:
+        # KeyError's own str() is the repr of its argument: quotes around a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
 class UnknownApiError(DecodeError):
     """A request or response for an API key this codec does not know."""
 

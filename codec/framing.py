@@ -8,17 +8,21 @@ Frames come out as memoryviews of the bytes fed (no copy) whenever a frame arriv
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 
 from ._wire import read_uvarint
 from .errors import DecodeError, FrameTooLargeError, UnknownApiError
-from .headers import RequestHeader, request_header_version
+from .headers import RequestHeader, request_header_version, response_header_version
+from .messages import APIS, registry
+from .registry import versions_include
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "FrameBuffer",
     "RequestHeader",
+    "peek_error_code",
     "peek_request_header",
 ]
 
@@ -28,6 +32,11 @@ DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i").unpack_from
 _FIXED_HEADER = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlation_id
 _CLIENT_ID_LENGTH = struct.Struct(">h").unpack_from
+_ERROR_CODE = struct.Struct(">h").unpack_from
+_FIXED_WIDTHS = {
+    "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
+    "float64": 8, "uuid": 16,
+}  # fmt: skip
 
 
 class FrameBuffer:
@@ -176,6 +185,47 @@ def peek_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
     if version == 2:
         pos = _skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def peek_error_code(
+    frame: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> int | None:
+    """The top-level error code of a response frame (header + body) without decoding the body.
+
+    For a response that does not decode, e.g. an ApiVersions reply whose body does not match
+    the version asked for but starts with UNSUPPORTED_VERSION. None when the body has no
+    top-level ErrorCode at a fixed offset, or the frame is too short to hold it.
+    """
+    if api_key not in APIS or APIS[api_key][2] is None:
+        raise UnknownApiError(f"unknown API key {api_key}", offset=0, path="request_api_key")
+    at = _error_code_offset(api_key, api_version)
+    if at is None or len(frame) < 4:
+        return None
+    pos = 4
+    if response_header_version(api_key, api_version) == 1:
+        try:
+            pos = _skip_tagged_fields(frame, pos)
+        except DecodeError:
+            return None
+    if len(frame) < pos + at + 2:
+        return None
+    return _ERROR_CODE(frame, pos + at)[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def _error_code_offset(api_key: int, api_version: int) -> int | None:
+    """Where a response body's ErrorCode is, when only fixed-width fields come before it."""
+    at = 0
+    for name, ftype, versions, _nullable, tagged, *_ in registry.module(APIS[api_key][2]).SCHEMA:
+        if not versions_include(versions, api_version) or versions_include(tagged, api_version):
+            continue  # absent from this version, or in the tagged section after the body
+        if name == "ErrorCode":
+            return at
+        width = _FIXED_WIDTHS.get(ftype)
+        if width is None:
+            return None
+        at += width
+    return None
 
 
 def _skip_tagged_fields(frame: bytes | bytearray | memoryview, pos: int) -> int:

@@ -8,11 +8,9 @@ from typing import Any, NamedTuple
 
 from .errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
 from .messages import APIS, message, registry
+from .messages._enums import ApiKey, ErrorCode
 from .registry import MessageCodec
 
-API_VERSIONS = 18
-CONTROLLED_SHUTDOWN = 7
-UNSUPPORTED_VERSION = 35
 _KEY_VERSION = struct.Struct(">hh").unpack_from
 _RESPONSE_ERROR = struct.Struct(">h").unpack_from
 
@@ -38,6 +36,8 @@ class Request:
     header: Any
     body: Any
     header_version: int
+    #: Bytes after the body, counted (not decoded) when decoding with trailing="ignore".
+    trailing_bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -50,6 +50,8 @@ class Response:
     header: Any
     body: Any
     header_version: int
+    #: Bytes after the body, counted (not decoded) when decoding with trailing="ignore".
+    trailing_bytes: int = 0
 
 
 def _api(api_key: int, what: str) -> tuple[str, str, str]:
@@ -66,14 +68,14 @@ def _flexible(name: str, api_version: int) -> bool:
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """Request header v2 for flexible versions, else v1; ControlledShutdown v0 uses v0."""
-    if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if _flexible(_api(api_key, "request")[1], api_version) else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """Response header v1 for flexible versions, else v0; ApiVersions responses always use v0."""
-    if api_key == API_VERSIONS:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if _flexible(_api(api_key, "response")[2], api_version) else 0
 
@@ -141,8 +143,29 @@ def encode_request(
     return bytes(w)
 
 
-def decode_request(data: bytes | bytearray | memoryview) -> Request:
-    """Decode a request frame (header + body, no size prefix); the whole buffer must be used."""
+_TRAILING = ("raise", "ignore")
+
+
+def _check_input(data: Any, trailing: str, what: str) -> None:
+    """A clear TypeError/ValueError for arguments that are not a frame and a trailing policy."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(
+            f"{what}() decodes a frame given as bytes, bytearray or memoryview, "
+            f"not {type(data).__name__}"
+        )
+    if trailing not in _TRAILING:
+        raise ValueError(f"trailing must be 'raise' or 'ignore', not {trailing!r}")
+
+
+def decode_request(data: bytes | bytearray | memoryview, *, trailing: str = "raise") -> Request:
+    """Decode a request frame (header + body, no size prefix).
+
+    Bytes after the body are a DecodeError, or with trailing="ignore" (Kafka's own behaviour)
+    counted in `Request.trailing_bytes`. A DecodeError from the body carries the decoded header
+    in `err.header`.
+    """
+    if type(data) is not bytes or trailing != "raise":
+        _check_input(data, trailing, "decode_request")
     try:
         api_key, api_version = _KEY_VERSION(data, 0)
     except struct.error:
@@ -155,7 +178,7 @@ def decode_request(data: bytes | bytearray | memoryview) -> Request:
     header, pos = plan.header.parse_at(data, 0)
     try:
         body, end = plan.body.parse_at(data, pos)
-        if end != len(data):
+        if end != len(data) and trailing == "raise":
             raise DecodeError(f"{len(data) - end} bytes follow the {plan.name} body", offset=end)
     except DecodeError as e:
         e.header = RequestHeader(
@@ -170,6 +193,7 @@ def decode_request(data: bytes | bytearray | memoryview) -> Request:
         header,
         body,
         plan.header_version,
+        len(data) - end,
     )
 
 
@@ -186,22 +210,33 @@ def encode_response(api_key: int, api_version: int, body: dict, *, correlation_i
 
 
 def decode_response(
-    data: bytes | bytearray | memoryview, api_key: int, api_version: int
+    data: bytes | bytearray | memoryview,
+    api_key: int,
+    api_version: int,
+    *,
+    trailing: str = "raise",
 ) -> Response:
-    """Decode a response frame given the API key and version of its request."""
+    """Decode a response frame given the API key and version of its request.
+
+    Bytes after the body are a DecodeError, or with trailing="ignore" counted in
+    `Response.trailing_bytes`. `peek_error_code` reads the error code of a response that does
+    not decode.
+    """
+    if type(data) is not bytes or trailing != "raise":
+        _check_input(data, trailing, "decode_response")
     versions = [api_version]
     try:
         plan = _response_plan(api_key, api_version)
     except UnsupportedVersionError:
-        if api_key != API_VERSIONS:
+        if api_key != ApiKey.API_VERSIONS:
             raise
         # KIP-511: a version newer than the schemas can only be answered in v0.
         plan, versions = _response_plan(api_key, 0), [0]
     header, pos = plan.header.parse_at(data, 0)
-    if api_key == API_VERSIONS and versions[0] > 0:
+    if api_key == ApiKey.API_VERSIONS and versions[0] > 0:
         # KIP-511: a broker that does not support the requested version answers in v0.
         try:
-            if _RESPONSE_ERROR(data, pos)[0] == UNSUPPORTED_VERSION:
+            if _RESPONSE_ERROR(data, pos)[0] == ErrorCode.UNSUPPORTED_VERSION:
                 versions = [0, api_version]
         except struct.error:
             pass
@@ -210,7 +245,7 @@ def decode_response(
         try:
             codec = plan.body if version == api_version else message(plan.name, version)
             body, end = codec.parse_at(data, pos)
-            if end != len(data):
+            if end != len(data) and trailing == "raise":
                 raise DecodeError(
                     f"{len(data) - end} bytes follow the {plan.name} body", offset=end
                 )
@@ -218,7 +253,13 @@ def decode_response(
             failure = failure or e
             continue
         return Response(
-            api_key, version, header["correlation_id"], header, body, plan.header_version
+            api_key,
+            version,
+            header["correlation_id"],
+            header,
+            body,
+            plan.header_version,
+            len(data) - end,
         )
     assert failure is not None
     raise failure

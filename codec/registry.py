@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import io
 from types import ModuleType
@@ -9,7 +10,7 @@ from typing import Any
 
 from construct import Construct, SizeofError
 
-from .errors import DecodeError, UnsupportedVersionError
+from .errors import DecodeError, UnknownMessageError, UnsupportedVersionError
 
 
 class MessageCodec(Construct):
@@ -92,6 +93,26 @@ def build_stream(obj: Any, stream: io.BufferedIOBase, module: str, version: int)
     return obj
 
 
+def versions_include(text: str, version: int) -> bool:
+    """True when a schema version range ("none", "3", "3+", "1-4") includes `version`."""
+    if text == "none":
+        return False
+    if text.endswith("+"):
+        return version >= int(text[:-1])
+    lo, _, hi = text.partition("-")
+    return int(lo) <= version <= int(hi or lo)
+
+
+def _unknown_message(name: object, known: dict[str, tuple]) -> str:
+    """'unknown message ...', naming the messages the caller may have meant."""
+    text = str(name)
+    lowered = text.lower()
+    close = [n for n in sorted(known) if lowered and n.lower().startswith(lowered)][:4]
+    close += [n for n in difflib.get_close_matches(text, known, n=3) if n not in close]
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+    return f"unknown message {name!r}{hint}"
+
+
 class Registry:
     """Finds and caches message codecs of one generated package."""
 
@@ -107,8 +128,8 @@ class Registry:
         if module is None:
             try:
                 entry = self.messages[name]
-            except KeyError:
-                raise KeyError(f"unknown message {name!r}") from None
+            except (KeyError, TypeError):  # TypeError: an unhashable name
+                raise UnknownMessageError(_unknown_message(name, self.messages)) from None
             module = self._modules[name] = importlib.import_module(f"{self.package}.{entry[0]}")
         return module
 
@@ -118,6 +139,8 @@ class Registry:
         codec = self._codecs.get(key)
         if codec is None:
             module = self.module(name)
+            if not isinstance(version, int):
+                raise TypeError(f"a message version is an int, got {type(version).__name__}")
             if version not in module.PARSE:
                 span = module.VERSIONS
                 raise UnsupportedVersionError(
