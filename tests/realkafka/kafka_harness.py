@@ -360,11 +360,6 @@ class KafkaCluster:
         return done.stdout
 
 
-def node_pids(cluster: KafkaCluster) -> dict[int, int]:
-    """pid of every running node's JVM."""
-    return {i: n.proc.pid for i, n in cluster.nodes.items() if n.proc is not None and n.running}
-
-
 def is_alive(pid: int) -> bool:
     """Whether a process with this pid exists (and is not a zombie we reaped)."""
     try:
