@@ -11,6 +11,10 @@ from .messages import APIS, message, registry
 from .messages._enums import ApiKey, ErrorCode
 from .registry import MessageCodec
 
+# Plain ints: compared on every frame, and an enum member lookup costs five times an int compare.
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+_CONTROLLED_SHUTDOWN = int(ApiKey.CONTROLLED_SHUTDOWN)
+_UNSUPPORTED_VERSION = int(ErrorCode.UNSUPPORTED_VERSION)
 _KEY_VERSION = struct.Struct(">hh").unpack_from
 _RESPONSE_ERROR = struct.Struct(">h").unpack_from
 
@@ -68,14 +72,14 @@ def _flexible(name: str, api_version: int) -> bool:
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """Request header v2 for flexible versions, else v1; ControlledShutdown v0 uses v0."""
-    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+    if api_key == _CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if _flexible(_api(api_key, "request")[1], api_version) else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """Response header v1 for flexible versions, else v0; ApiVersions responses always use v0."""
-    if api_key == ApiKey.API_VERSIONS:
+    if api_key == _API_VERSIONS:
         return 0
     return 1 if _flexible(_api(api_key, "response")[2], api_version) else 0
 
@@ -228,15 +232,15 @@ def decode_response(
     try:
         plan = _response_plan(api_key, api_version)
     except UnsupportedVersionError:
-        if api_key != ApiKey.API_VERSIONS:
+        if api_key != _API_VERSIONS:
             raise
         # KIP-511: a version newer than the schemas can only be answered in v0.
         plan, versions = _response_plan(api_key, 0), [0]
     header, pos = plan.header.parse_at(data, 0)
-    if api_key == ApiKey.API_VERSIONS and versions[0] > 0:
+    if api_key == _API_VERSIONS and versions[0] > 0:
         # KIP-511: a broker that does not support the requested version answers in v0.
         try:
-            if _RESPONSE_ERROR(data, pos)[0] == ErrorCode.UNSUPPORTED_VERSION:
+            if _RESPONSE_ERROR(data, pos)[0] == _UNSUPPORTED_VERSION:
                 versions = [0, api_version]
         except struct.error:
             pass
