@@ -1,4 +1,5 @@
-"""Sans-I/O Kafka framing: size-prefixed frames out of a byte stream, and a request header peek.
+"""Sans-I/O Kafka framing: size-prefixed frames out of a byte stream, and what a frame's first
+bytes say without decoding its body (a request's header, a response's error code).
 
 Like h11's receive buffer, `FrameBuffer` never reads a socket: feed it whatever bytes arrived and
 take the complete frames out. A frame is a 4-byte big-endian size and that many bytes; the size is
