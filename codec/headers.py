@@ -161,6 +161,19 @@ def _check_input(data: Any, trailing: str, what: str) -> None:
         raise ValueError(f"trailing must be 'raise' or 'ignore', not {trailing!r}")
 
 
+def _header_only(data: Any, api_key: int, api_version: int) -> RequestHeader | None:
+    """The header of a request whose version the codec lacks, when it decodes: the broker
+    answers UNSUPPORTED_VERSION to its correlation id (for ApiVersions, KIP-511's v0 reply)."""
+    try:
+        hv = request_header_version(api_key, api_version)
+        header, pos = message("RequestHeader", hv).parse_at(data, 0)
+    except DecodeError:
+        return None
+    return RequestHeader(
+        api_key, api_version, header["correlation_id"], header.get("client_id"), pos
+    )
+
+
 def decode_request(data: bytes | bytearray | memoryview, *, trailing: str = "raise") -> Request:
     """Decode a request frame (header + body, no size prefix).
 
@@ -178,6 +191,7 @@ def decode_request(data: bytes | bytearray | memoryview, *, trailing: str = "rai
         plan = _request_plan(api_key, api_version)
     except UnsupportedVersionError as e:
         err = UnsupportedVersionError(e.reason, offset=2, path="request_api_version")
+        err.header = _header_only(data, api_key, api_version)
         raise err from None
     header, pos = plan.header.parse_at(data, 0)
     try:

@@ -59,6 +59,18 @@ def test_trailing_response_bytes() -> None:
     assert resp.correlation_id == 4 and resp.body["cluster_id"] == "c"
 
 
+def test_an_unsupported_version_carries_the_header() -> None:
+    # KIP-511: a client asks for ApiVersions v9; the broker answers v0 to its correlation id
+    frame = codec.encode_request(18, 3, {}, correlation_id=12, client_id="new-client")
+    frame = frame[:2] + (9).to_bytes(2, "big") + frame[4:]
+    with pytest.raises(codec.UnsupportedVersionError) as e:
+        codec.decode_request(frame)
+    assert e.value.header == codec.RequestHeader(18, 9, 12, "new-client", len(frame) - 3)
+    with pytest.raises(codec.UnsupportedVersionError) as e:
+        codec.decode_request(frame[:9])  # not even the header decodes
+    assert e.value.header is None
+
+
 def test_trailing_policy_is_checked() -> None:
     with pytest.raises(ValueError, match="'raise' or 'ignore'"):
         codec.decode_request(_librdkafka_metadata_request(), trailing="skip")
