@@ -31,8 +31,11 @@ STOP_TIMEOUT_S = 30.0
 SESSION_TIMEOUT_MS = 3000
 HEARTBEAT_INTERVAL_MS = 500
 REPLICA_LAG_MS = 3000
+# tests: a small heap, and C1 only, which starts a JVM sooner on 2 shared cores
 JVM_OPTS = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 JVM_OPTS += ["-XX:-UsePerfData", "-Djava.awt.headless=true"]
+# benchmarks: the full JIT and room for the batches in flight
+BENCH_JVM_OPTS = ["-Xms512m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 _LOG4J2 = """status = warn
 appender.file.type = File
@@ -85,6 +88,11 @@ def single() -> list[NodeSpec]:
     return [NodeSpec(0, controller=True, broker=True)]
 
 
+def three_brokers() -> list[NodeSpec]:
+    """Node 0 (controller + broker) and brokers 1 and 2: three brokers, as the mocks have."""
+    return [NodeSpec(0, True, True), NodeSpec(1, False, True), NodeSpec(2, False, True)]
+
+
 def elr() -> list[NodeSpec]:
     """Node 0 (controller + an always-up broker) and brokers 1, 2, 3 to stop and restart."""
     return [NodeSpec(0, True, True)] + [NodeSpec(i, False, True) for i in (1, 2, 3)]
@@ -126,6 +134,7 @@ class KafkaCluster:
     nodes: dict[int, KafkaNode]
     cluster_id: str
     extra_props: dict[str, str] = field(default_factory=dict)
+    jvm_opts: list[str] = field(default_factory=lambda: list(JVM_OPTS))
 
     @classmethod
     def start(
@@ -134,6 +143,7 @@ class KafkaCluster:
         workdir: Path,
         layout: Iterable[NodeSpec],
         extra_props: dict[str, str] | None = None,
+        jvm_opts: list[str] | None = None,
     ) -> KafkaCluster:
         """Format and start every node of `layout`; returns once every broker is seen."""
         workdir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +157,9 @@ class KafkaCluster:
                 free_port() if spec.controller else None,
             )
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        cluster = cls(dist, workdir, nodes, cluster_id, dict(extra_props or {}))
+        cluster = cls(
+            dist, workdir, nodes, cluster_id, dict(extra_props or {}), list(jvm_opts or JVM_OPTS)
+        )
         try:
             for node in nodes.values():
                 node.dir.mkdir(parents=True, exist_ok=True)
@@ -215,7 +227,7 @@ class KafkaCluster:
     def _java(self, log: Path, main: str, *args: str) -> list[str]:
         return [
             self.dist.java,
-            *JVM_OPTS,
+            *self.jvm_opts,
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
             f"-Dkipwire.log.file={log}",
             "-cp",
