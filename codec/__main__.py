@@ -99,14 +99,22 @@ def _request_versions(path: str) -> dict[int, deque[tuple[int, int]]]:
     return sent
 
 
-def _decode_frame(frame: memoryview, args: argparse.Namespace, out: dict[str, Any]) -> None:
-    """Fill `out` with the decoded frame; raises DecodeError (with what is known in `out`)."""
-    if args.requests is not None or args.response is not None:
+def _decode_frame(
+    frame: memoryview,
+    args: argparse.Namespace,
+    sent: dict[int, deque[tuple[int, int]]] | None,
+    out: dict[str, Any],
+) -> None:
+    """Fill `out` with the decoded frame; raises DecodeError (with what is known in `out`).
+
+    `sent` holds the requests that responses pair with (from --requests), else None.
+    """
+    if sent is not None or args.response is not None:
         if args.response is not None:
             key, version = args.response
         else:
             corr = int.from_bytes(frame[:4], "big", signed=True) if len(frame) >= 4 else None
-            asked = args.requests.get(corr)
+            asked = sent.get(corr) if sent is not None else None
             if not asked:
                 raise codec.DecodeError(f"no request with correlation id {corr} to pair with")
             key, version = asked.popleft()
@@ -130,8 +138,7 @@ def _decode_frame(frame: memoryview, args: argparse.Namespace, out: dict[str, An
 
 def decode(args: argparse.Namespace) -> int:
     """Print one JSON object per frame; undecodable frames become error objects."""
-    if args.requests is not None:
-        args.requests = _request_versions(args.requests)
+    sent = _request_versions(args.requests) if args.requests is not None else None
     failures = 0
     for offset, frame, problem in _frames(args.file):
         out: dict[str, Any] = {"offset": offset}
@@ -140,10 +147,9 @@ def decode(args: argparse.Namespace) -> int:
             failures += 1
         else:
             try:
-                _decode_frame(frame, args, out)
+                _decode_frame(frame, args, sent, out)
             except codec.DecodeError as e:
                 out.update(error=e.reason, error_offset=e.offset, error_path=e.path)
-                out.pop("body", None)
                 failures += 1
         print(json.dumps(out, sort_keys=False))
     return 1 if failures else 0
