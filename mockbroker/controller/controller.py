@@ -62,15 +62,17 @@ class Controller:
     def replay_bytes(self, data: bytes) -> LogEntry:
         """Append and apply one framed metadata record, as `records_since` hands them out."""
         name, version, record = decode_record(data)
-        return self.append(name, record, version)
+        return self._commit(LogEntry(len(self.log), name, version, record, bytes(data)))
 
     def append(self, name: str, body: Mapping[str, Any], version: int | None = None) -> LogEntry:
         """Encode a record with the codec, append it and replay it into the state."""
         if version is None:
             version = record_version(name, self.state.metadata_version, latest_version(name))
-        entry = frame(len(self.log), name, version, body)
+        return self._commit(frame(len(self.log), name, version, body))
+
+    def _commit(self, entry: LogEntry) -> LogEntry:
         self.counters.observe(self.state, entry)
-        self.state.apply(name, entry.record, entry.offset)
+        self.state.apply(entry.name, entry.record, entry.offset)
         self.log.append(entry)
         return entry
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .election import Candidates, Election, elect
 from .elr import last_known_leader, target_elr
@@ -12,8 +13,7 @@ from .semantics import Semantics
 from .state import NO_LEADER, RECOVERING, PartitionState
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(NamedTuple):
     """What the builder needs to know beyond the partition: cluster settings and liveness."""
 
     acceptable: Callable[[int], bool]
@@ -37,8 +37,7 @@ class Target:
     designated_leader: int | None = None
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """The record to append (None when nothing changes) and how its leader was chosen."""
 
     record: dict | None

@@ -59,20 +59,35 @@ class PartitionState:
 
     def merge(self, change: Mapping[str, Any]) -> None:
         """Apply a PartitionChangeRecord (F.27, F.29): null fields and Leader -2 mean unchanged."""
-        isr = change.get("isr")
-        if isr is not None:
-            self.isr = list(isr)
-        leader = change.get("leader", NO_LEADER_CHANGE)
-        if leader != NO_LEADER_CHANGE:
-            self.leader = leader
+        get = change.get
+        v = get("isr")
+        if v is not None:
+            self.isr = list(v)
+        v = get("leader", NO_LEADER_CHANGE)
+        if v != NO_LEADER_CHANGE:
+            self.leader = v
             self.leader_epoch += 1
-        for field, attr in _CHANGE_LISTS:
-            value = change.get(field)
-            if value is not None:
-                setattr(self, attr, list(value))
-        lrs = change.get("leader_recovery_state", -1)
-        if lrs != -1:
-            self.leader_recovery_state = lrs
+        v = get("replicas")
+        if v is not None:
+            self.replicas = list(v)
+        v = get("adding_replicas")
+        if v is not None:
+            self.adding_replicas = list(v)
+        v = get("removing_replicas")
+        if v is not None:
+            self.removing_replicas = list(v)
+        v = get("eligible_leader_replicas")
+        if v is not None:
+            self.elr = list(v)
+        v = get("last_known_elr")
+        if v is not None:
+            self.last_known_elr = list(v)
+        v = get("directories")
+        if v is not None:
+            self.directories = list(v)
+        v = get("leader_recovery_state", -1)
+        if v != -1:
+            self.leader_recovery_state = v
         self.partition_epoch += 1
 
     def snapshot(self) -> tuple:
@@ -85,16 +100,6 @@ class PartitionState:
             f" elr={self.elr} lke={self.last_known_elr} leader={self.leader}"
             f" epochs={self.leader_epoch}/{self.partition_epoch} lrs={self.leader_recovery_state}>"
         )
-
-
-_CHANGE_LISTS = (
-    ("replicas", "replicas"),
-    ("adding_replicas", "adding_replicas"),
-    ("removing_replicas", "removing_replicas"),
-    ("eligible_leader_replicas", "elr"),
-    ("last_known_elr", "last_known_elr"),
-    ("directories", "directories"),
-)
 
 
 class BrokerState:

@@ -153,6 +153,7 @@ class ControllerMachine(RuleBasedStateMachine):
         for entry in self.ctl.log[self.seen :]:
             name, version, record = decode_record(entry.data)
             assert encode_record(name, version, record) == entry.data, entry
+            assert (name, version, record) == (entry.name, entry.version, entry.record), entry
             self.shadow.replay_bytes(entry.data)
         self.seen = len(self.ctl.log)
         assert self.shadow.state.snapshot() == self.ctl.state.snapshot()
