@@ -8,7 +8,7 @@ import pytest
 from controller_kit import ALTER_PARTITION, alter_partition, partition_error, replay_cluster
 
 from kipwire.codec import ErrorCode
-from kipwire.mockbroker.controller import Controller
+from kipwire.mockbroker.controller import Controller, ReplayError
 from kipwire.mockbroker.controller.apis import SERVED
 
 GARBAGE = [
@@ -77,7 +77,6 @@ def test_alter_partition_bad_requests_table() -> None:
 
 
 def test_replay_of_an_impossible_record_is_a_clear_error() -> None:
-    from kipwire.mockbroker.controller import ReplayError
 
     ctl = Controller()
     with pytest.raises(ReplayError, match="no topic"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from controller_kit import alter_partition, heartbeat, replay_cluster
+from controller_kit import alter_partition, heartbeat, replay_cluster, set_config
 
 from kipwire.mockbroker.controller import Semantics
 
@@ -28,8 +28,6 @@ def test_i34_no_leader_is_clean_and_unclean_election_counts() -> None:
     ctl = replay_cluster(isr=[1], min_isr=1, elr_enabled=False, fenced=(2, 3))
     ctl.fence(1)
     assert ctl.metrics()["unclean_leader_elections"] == 0
-    from controller_kit import set_config
-
     set_config(ctl, "unclean.leader.election.enable", "true")
     heartbeat(ctl, 3)
     assert ctl.partition("t", 0).leader == 3

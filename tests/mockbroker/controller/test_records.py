@@ -8,7 +8,9 @@ from controller_kit import (
     LIST_REASSIGNMENTS,
     alter_partition,
     changes,
+    heartbeat,
     reencodes,
+    register,
     replay_cluster,
     replayed,
 )
@@ -60,8 +62,6 @@ def test_f28_expansion_and_elr_only_changes_bump_partition_epoch_only() -> None:
     alter_partition(ctl, [1, 2, 3])
     assert ctl.partition("t", 0).leader_epoch == 100
     ctl = replay_cluster(isr=[1, 2], elr=[3], min_isr=3, fenced=(3,))
-    from controller_kit import register
-
     register(ctl, 3, generation=1)  # unclean restart: an ELR-only change
     assert ctl.partition("t", 0).elr == []
     assert (ctl.partition("t", 0).leader_epoch, ctl.partition("t", 0).partition_epoch) == (100, 201)
@@ -86,8 +86,6 @@ def test_f29_record_versions_follow_the_metadata_version(mv: int, version: int) 
 
 def test_f29_partition_record_v2_carries_empty_elr_fields_with_elr_off() -> None:
     ctl = Controller()
-    from controller_kit import heartbeat, register
-
     register(ctl, 1)
     heartbeat(ctl, 1)
     ctl.handle(19, 7, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}]})
