@@ -232,8 +232,9 @@ def handle_unregister(ctl: Controller, version: int, body: Any) -> dict:
     if b is None:
         return {"error_code": ErrorCode.BROKER_ID_NOT_REGISTERED}
     update_partitions(ctl, _isr_partitions(ctl, broker_id), remove=broker_id)
-    # A removed broker holds no data for anyone: it leaves the ELR as well.
-    update_partitions(ctl, _elr_partitions(ctl, broker_id), unclean=broker_id)
+    # As in Kafka, the ELR pass only re-runs elections: the builder drops no one from an ELR
+    # for being removed, so the broker stays listed there.
+    update_partitions(ctl, _elr_partitions(ctl, broker_id), remove=broker_id)
     ctl.append("UnregisterBrokerRecord", {"broker_id": broker_id, "broker_epoch": b.epoch})
     ctl.sessions.pop(broker_id, None)
     return {"error_code": ErrorCode.NONE}
