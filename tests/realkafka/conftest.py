@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
-from kafka_harness import KafkaCluster, elr, single
+from kafka_harness import KafkaCluster, NodeSpec, elr, single
 from kip966_story import PartitionView, run_story
 
 HERE = Path(__file__).parent
@@ -41,7 +41,7 @@ def kafka_dist() -> KafkaDist:
         pytest.skip(f"real Kafka unavailable: {e}")
 
 
-def _started(dist: KafkaDist, workdir: Path, layout) -> KafkaCluster:
+def _started(dist: KafkaDist, workdir: Path, layout: list[NodeSpec]) -> KafkaCluster:
     try:
         return KafkaCluster.start(dist, workdir, layout)
     except KafkaUnavailable as e:

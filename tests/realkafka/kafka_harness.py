@@ -13,10 +13,12 @@ Every JVM is ended by its own pid: SIGTERM (Kafka's clean shutdown), SIGKILL aft
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -37,6 +39,7 @@ JVM_OPTS += ["-XX:-UsePerfData", "-Djava.awt.headless=true"]
 # benchmarks: the full JIT and room for the batches in flight
 BENCH_JVM_OPTS = ["-Xms512m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
+_PR_SET_PDEATHSIG = 1
 _LOG4J2 = """status = warn
 appender.file.type = File
 appender.file.name = file
@@ -46,6 +49,14 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = info
 rootLogger.appenderRef.file.ref = file
 """
+
+
+def _die_with_parent() -> None:
+    # a JVM must not outlive a killed pytest (CI timeout, ^C) and load the shared cores: Linux
+    # sends it SIGKILL when its parent dies; elsewhere the fixtures' own stop() has to do
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def free_port() -> int:
@@ -107,7 +118,6 @@ class KafkaNode:
     broker_port: int | None
     controller_port: int | None
     proc: subprocess.Popen | None = None
-    starts: int = 0
 
     @property
     def metadata_log_dir(self) -> Path:
@@ -258,11 +268,14 @@ class KafkaCluster:
     # ------------------------------------------------------------------ processes
 
     def _launch(self, node: KafkaNode) -> None:
-        node.starts += 1
         cmd = self._java(node.server_log, "kafka.Kafka", str(node.dir / "server.properties"))
         with open(node.dir / "jvm.out", "ab") as out:
             node.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
 
     def restart(self, node_id: int, timeout: float = START_TIMEOUT_S) -> None:
@@ -305,13 +318,10 @@ class KafkaCluster:
 
     # ------------------------------------------------------------------ clients
 
-    def bootstrap(self, node_ids: Iterable[int] | None = None) -> str:
-        """bootstrap.servers of the running brokers (or of `node_ids`)."""
-        ids = list(node_ids) if node_ids is not None else self.broker_ids()
+    def bootstrap(self) -> str:
+        """bootstrap.servers of the running brokers."""
         return ",".join(
-            f"127.0.0.1:{self.nodes[i].broker_port}"
-            for i in ids
-            if self.nodes[i].spec.broker and (node_ids is not None or self.nodes[i].running)
+            f"127.0.0.1:{n.broker_port}" for n in self.nodes.values() if n.spec.broker and n.running
         )
 
     def observer_port(self) -> int:
@@ -321,10 +331,6 @@ class KafkaCluster:
             raise RuntimeError("node 0 has no broker role")
         return port
 
-    def controller_ports(self) -> list[int]:
-        """Ports of the controller listeners."""
-        return [n.controller_port for n in self.nodes.values() if n.controller_port]
-
     def live_brokers(self) -> set[int]:
         """The broker ids a real client (confluent-kafka) sees in Metadata now."""
         from confluent_kafka.admin import AdminClient
@@ -332,7 +338,7 @@ class KafkaCluster:
         admin = AdminClient({"bootstrap.servers": self.bootstrap(), "log_level": 0})
         try:
             return set(admin.list_topics(timeout=2).brokers)
-        except Exception:  # noqa: BLE001 - not up yet: any client error means "poll again"
+        except Exception:  # not up yet: any client error means "poll again"
             return set()
 
     def wait_brokers(self, ids: set[int], timeout: float = START_TIMEOUT_S) -> None:

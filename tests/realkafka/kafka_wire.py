@@ -15,7 +15,9 @@ _SIZE = struct.Struct(">i")
 class WireConnection:
     """One TCP connection; `call` sends a request and returns the decoded response."""
 
-    def __init__(self, host: str, port: int, timeout: float = 10.0, client_id: str = "kipwire"):
+    def __init__(
+        self, host: str, port: int, timeout: float = 10.0, client_id: str = "kipwire"
+    ) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.client_id = client_id
         self._correlation = 0
