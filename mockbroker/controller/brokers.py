@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ErrorCode
 
-from .features import METADATA_VERSION, MV_3_3_IV3
+from .features import METADATA_VERSION, MV_3_3_IV2, MV_3_3_IV3
 from .partition_change import Target
 from .state import NO_LEADER, PartitionState
 
@@ -62,11 +62,13 @@ def update_partitions(
         ctl.change_partition(p, target, rules)
 
 
-def _change_record(ctl: Controller, broker_id: int, **fields: int) -> None:
+def _change_record(ctl: Controller, broker_id: int, version: int, **fields: int) -> None:
+    # Kafka writes v0 to fence or unfence and v1 for controlled shutdown, whatever the MV.
     b = ctl.state.brokers[broker_id]
     ctl.append(
         "BrokerRegistrationChangeRecord",
         {"broker_id": broker_id, "broker_epoch": b.epoch, **fields},
+        version,
     )
 
 
@@ -79,8 +81,8 @@ def fence(ctl: Controller, broker_id: int) -> None:
     ctl.sessions.pop(broker_id, None)
     if b.fenced:
         return
-    if ctl.state.metadata_version >= MV_3_3_IV3:
-        _change_record(ctl, broker_id, fenced=FENCE)
+    if ctl.state.metadata_version >= MV_3_3_IV2:
+        _change_record(ctl, broker_id, 0, fenced=FENCE)
     else:
         ctl.append("FenceBrokerRecord", {"id": broker_id, "epoch": b.epoch})
 
@@ -88,8 +90,8 @@ def fence(ctl: Controller, broker_id: int) -> None:
 def unfence(ctl: Controller, broker_id: int) -> None:
     """RCM#handleBrokerUnfenced: the unfence record, then elections for leaderless partitions."""
     b = ctl.state.brokers[broker_id]
-    if ctl.state.metadata_version >= MV_3_3_IV3:
-        _change_record(ctl, broker_id, fenced=UNFENCE)
+    if ctl.state.metadata_version >= MV_3_3_IV2:
+        _change_record(ctl, broker_id, 0, fenced=UNFENCE)
     else:
         ctl.append("UnfenceBrokerRecord", {"id": broker_id, "epoch": b.epoch})
     leaderless = [p for p in ctl.state.partitions() if p.leader == NO_LEADER]
@@ -101,7 +103,7 @@ def controlled_shutdown(ctl: Controller, broker_id: int) -> None:
     """RCM#handleBrokerInControlledShutdown: mark it, then leave every ISR and leadership."""
     b = ctl.state.brokers[broker_id]
     if not b.in_controlled_shutdown and ctl.state.metadata_version >= MV_3_3_IV3:
-        _change_record(ctl, broker_id, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN)
+        _change_record(ctl, broker_id, 1, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN)
     update_partitions(ctl, _isr_partitions(ctl, broker_id), remove=broker_id)
 
 

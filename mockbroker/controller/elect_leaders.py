@@ -68,15 +68,15 @@ def handle(ctl: Controller, version: int, body: Any) -> dict:
         return {"error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": []}
     results = []
     if body["topic_partitions"] is None:
-        # Every partition; those that already have the wanted leader are left out, as in Kafka.
+        # Every partition; those that already have the wanted leader are left out, as in Kafka
+        # (which still lists each topic, with no partitions when none needed an election).
         for t in list(ctl.state.topics.values()):
             parts = []
             for index in sorted(t.partitions):
                 code, msg = elect_one(ctl, t.name, index, election_type)
                 if code != ErrorCode.ELECTION_NOT_NEEDED:
                     parts.append({"partition_id": index, "error_code": code, "error_message": msg})
-            if parts:
-                results.append({"topic": t.name, "partition_result": parts})
+            results.append({"topic": t.name, "partition_result": parts})
     else:
         for t in body["topic_partitions"]:
             desired = t.get("desired_leaders") if version >= 3 else None

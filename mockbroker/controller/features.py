@@ -7,6 +7,7 @@ ELR_VERSION = "eligible.leader.replicas.version"
 
 # metadata.version feature levels (Kafka's MetadataVersion) at which behaviour changes.
 MV_3_2_IV0 = 3  # LeaderRecoveryState (KIP-704)
+MV_3_3_IV2 = 6  # BrokerRegistrationChangeRecord fences and unfences
 MV_3_3_IV3 = 7  # InControlledShutdown in registrations
 MV_3_4_IV0 = 8  # RegisterBrokerRecord v2
 MV_3_6_IV0 = 12  # no leader-epoch bump on an ISR shrink
@@ -35,19 +36,10 @@ def register_broker_record_version(mv: int) -> int:
     return 1 if mv >= MV_3_3_IV3 else 0
 
 
-def broker_change_record_version(mv: int) -> int:
-    """BrokerRegistrationChangeRecord version for a metadata.version level."""
-    if mv >= MV_3_7_IV2:
-        return 2
-    return 1 if mv >= MV_3_3_IV3 else 0
-
-
 def record_version(name: str, mv: int, latest: int) -> int:
     """The version the controller writes a metadata record at, on a metadata.version level."""
     if name in ("PartitionRecord", "PartitionChangeRecord"):
         return partition_record_version(mv)
     if name == "RegisterBrokerRecord":
         return register_broker_record_version(mv)
-    if name == "BrokerRegistrationChangeRecord":
-        return broker_change_record_version(mv)
     return latest

@@ -238,3 +238,20 @@ def test_want_fence_fences_an_unfenced_broker() -> None:
     resp = heartbeat(ctl, 2, want_fence=True)
     assert resp.is_fenced and not resp.should_shut_down
     assert ctl.partition("t", 0).isr == [1, 3]
+
+
+def test_broker_change_record_versions_follow_kafka() -> None:
+    ctl = replay_cluster(isr=[1, 2, 3])
+    heartbeat(ctl, 2)
+    heartbeat(ctl, 2, want_shut_down=True)
+    ctl.fence(3)
+    got = [
+        (e.version, dict(e.record)) for e in ctl.log if e.name == "BrokerRegistrationChangeRecord"
+    ]
+    assert [(v, r.get("in_controlled_shutdown", 0), r["fenced"]) for v, r in got] == [
+        (1, 1, 0),
+        (0, 0, 1),
+    ]
+    old = replay_cluster(isr=[1, 2, 3], metadata_version=5, elr_enabled=False)
+    old.fence(3)
+    assert old.log[-1].name == "FenceBrokerRecord"

@@ -175,7 +175,7 @@ def test_e25_periodic_unclean_election_in_tick() -> None:
 def test_e25_elect_all_partitions_leaves_out_election_not_needed() -> None:
     ctl = replay_cluster(replicas=[1, 2, 3], isr=[1, 2, 3], leader=1)
     resp = ctl.handle(ELECT_LEADERS, 2, {"election_type": 0, "topic_partitions": None})
-    assert resp.replica_election_results == []
+    assert [(r.topic, r.partition_result) for r in resp.replica_election_results] == [("t", [])]
 
 
 def test_elect_leaders_v3_designation_only_in_kip() -> None:
