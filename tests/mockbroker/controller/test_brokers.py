@@ -242,8 +242,8 @@ def test_want_fence_fences_an_unfenced_broker() -> None:
 
 def test_broker_change_record_versions_follow_kafka() -> None:
     ctl = replay_cluster(isr=[1, 2, 3])
-    heartbeat(ctl, 2)
-    heartbeat(ctl, 2, want_shut_down=True)
+    heartbeat(ctl, 1)
+    heartbeat(ctl, 1, want_shut_down=True)  # the leader: a controlled shutdown
     ctl.fence(3)
     got = [
         (e.version, dict(e.record)) for e in ctl.log if e.name == "BrokerRegistrationChangeRecord"
