@@ -92,13 +92,14 @@ def _alter_one(ctl: Controller, version: int, sender: int, topic: TopicState, re
         election=election,
     )
     change = ctl.change_partition(p, target)
-    code = ErrorCode.NONE
     if change.record is not None:
         leader = change.record.get("leader", NO_LEADER_CHANGE)
         if leader not in (NO_LEADER_CHANGE, sender):
-            # C.11: only a completed reassignment moves the leader here.
+            # C.11: only a completed reassignment moves the leader here. The record stands;
+            # the old leader learns the new state from the metadata log, not from the reply.
             code = ErrorCode.NEW_LEADER_ELECTED if version > 1 else ErrorCode.FENCED_LEADER_EPOCH
-    return _state_reply(p, index, code)
+            return {"partition_index": index, "error_code": code}
+    return _state_reply(p, index, ErrorCode.NONE)
 
 
 def handle(ctl: Controller, version: int, body: Any) -> dict:

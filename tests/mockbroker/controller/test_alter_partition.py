@@ -239,7 +239,7 @@ def test_c11_completed_reassignment_moving_the_leader(version: int, code: int) -
     assert part.error_code == code
     rec = changes(ctl, start)[0]
     assert rec["leader"] == 2 and rec["replicas"] == [2, 3] and rec["isr"] == [2, 3]
-    assert part.leader_id == 2
+    assert ctl.partition("t", 0).leader == 2
 
 
 def test_kip903_stale_epoch_race() -> None:
