@@ -23,7 +23,8 @@ from kipwire.codec.records import Compression, build_batch, iter_batches
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 POLL_TIMEOUT_S = 30.0
 
-PRODUCE, FETCH, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 18, 19
+PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 4, 18, 19
+CONNECTION_CLOSED = "CONNECTION_CLOSED"
 
 # Real Kafka 4.1's error for each mistake (observed, see test_data_plane): the mock must match.
 EXPECTED_ERRORS = {
@@ -37,6 +38,9 @@ EXPECTED_ERRORS = {
     "create_topic_too_many_replicas": "INVALID_REPLICATION_FACTOR",
     "create_topic_exists": "TOPIC_ALREADY_EXISTS",
     "api_versions_unsupported": "UNSUPPORTED_VERSION",
+    # a version or API the broker does not serve: no answer, that one connection is closed
+    "fetch_removed_version": CONNECTION_CLOSED,
+    "api_not_served_by_brokers": CONNECTION_CLOSED,
     "confluent_too_large": "MSG_SIZE_TOO_LARGE",
     "confluent_bad_config": "INVALID_CONFIG",
 }
@@ -499,6 +503,27 @@ def api_versions_unsupported(bootstrap: str) -> str:
     return _error_name(decode_response(data, API_VERSIONS, 127).body.error_code)
 
 
+def _unanswered(bootstrap: str, api_key: int, api_version: int, body: dict) -> str:
+    """CONNECTION_CLOSED if the broker closes without answering, else the answer's error."""
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        try:
+            answer = conn.call(api_key, api_version, body).body
+        except ConnectionError:
+            return CONNECTION_CLOSED
+    return _error_name(answer.get("error_code", 0))
+
+
+def fetch_removed_version(bootstrap: str) -> str:
+    """Fetch v3, one of the versions Kafka 4.0 removed (KIP-896)."""
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
+    return _unanswered(bootstrap, FETCH, 3, body)
+
+
+def api_not_served_by_brokers(bootstrap: str) -> str:
+    """LeaderAndIsr v0, a ZooKeeper-era API no KRaft broker serves."""
+    return _unanswered(bootstrap, LEADER_AND_ISR, 0, {})
+
+
 def confluent_too_large(bootstrap: str) -> str:
     """confluent-kafka producing a 4000-byte record to a topic with max.message.bytes 1024."""
     topic = create_topic(bootstrap, unique("small"), config={"max.message.bytes": "1024"})
@@ -534,6 +559,8 @@ MISTAKES: dict[str, Callable[[str], str]] = {
     "create_topic_too_many_replicas": create_topic_too_many_replicas,
     "create_topic_exists": create_topic_exists,
     "api_versions_unsupported": api_versions_unsupported,
+    "fetch_removed_version": fetch_removed_version,
+    "api_not_served_by_brokers": api_not_served_by_brokers,
     "confluent_too_large": confluent_too_large,
     "confluent_bad_config": confluent_bad_config,
 }
