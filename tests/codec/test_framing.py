@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kipwire import codec
-from kipwire.codec.framing import FrameBuffer, RequestHeader, peek_request_header
+from kipwire.codec.framing import FrameBuffer, RequestHeader, peek_error_code, peek_request_header
 
 
 def _framed(*bodies: bytes) -> bytes:
@@ -199,3 +199,47 @@ def test_a_header_failure_has_no_header() -> None:
     with pytest.raises(codec.DecodeError) as info:
         codec.decode_request(b"\x00\x03\x00\x04\x00\x00\x00\x01\x00\x09abc")
     assert info.value.header is None
+
+
+_METADATA_RESPONSE = {
+    "brokers": [{"node_id": 1, "host": "localhost", "port": 9092, "rack": None}],
+    "cluster_id": "c",
+    "controller_id": 1,
+    "topics": [],
+}
+
+
+# -- the error code of a response that does not decode ------------------------------------------
+
+
+def test_error_code_of_a_broken_api_versions_reply() -> None:
+    # The librdkafka mock's ApiVersions v3 reply: UNSUPPORTED_VERSION, then a body that is
+    # neither v0 nor v3.
+    frame = struct.pack(">ih", 11, codec.ErrorCode.UNSUPPORTED_VERSION) + b"\x05\x00"
+    with pytest.raises(codec.DecodeError):
+        codec.decode_response(frame, codec.ApiKey.API_VERSIONS, 3)
+    code = peek_error_code(frame, codec.ApiKey.API_VERSIONS, 3)
+    assert code == codec.ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_error_code_after_the_throttle_time_and_a_flexible_header() -> None:
+    body = {"throttle_time_ms": 5, "error_code": codec.ErrorCode.FETCH_SESSION_ID_NOT_FOUND}
+    frame = codec.encode_response(codec.ApiKey.FETCH, 12, body, correlation_id=1)
+    assert codec.response_header_version(codec.ApiKey.FETCH, 12) == 1
+    cut = frame[:-2]
+    with pytest.raises(codec.DecodeError):
+        codec.decode_response(cut, codec.ApiKey.FETCH, 12)
+    assert peek_error_code(cut, codec.ApiKey.FETCH, 12) == 70
+    # the header's tagged fields are skipped, whatever they hold
+    tagged = frame[:4] + b"\x01\x07\x02xy" + frame[5:]
+    assert peek_error_code(tagged, codec.ApiKey.FETCH, 12) == 70
+
+
+def test_no_error_code_where_the_body_has_none() -> None:
+    metadata = codec.encode_response(
+        codec.ApiKey.METADATA, 13, _METADATA_RESPONSE, correlation_id=1
+    )
+    assert peek_error_code(metadata, codec.ApiKey.METADATA, 13) is None  # no top-level code
+    assert peek_error_code(b"\x00\x00\x00\x01\x00", codec.ApiKey.API_VERSIONS, 3) is None
+    with pytest.raises(codec.UnknownApiError):
+        peek_error_code(metadata, 999, 0)
