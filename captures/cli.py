@@ -248,28 +248,52 @@ def decode_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def py_files_main(argv: Sequence[str]) -> int:
+    """The `py-files` subcommand: the zip for `spark-submit --py-files`."""
+    p = argparse.ArgumentParser(
+        prog="kipwire-capture py-files",
+        description="Write kipwire as a zip for spark-submit --py-files.",
+    )
+    p.add_argument("zip", metavar="OUT.zip", help="the zip to write")
+    try:
+        args = p.parse_args(list(argv))
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    from .py_files import write_py_files
+
+    try:
+        path = write_py_files(args.zip)
+    except OSError as exc:
+        raise _Usage(f"cannot write {args.zip}: {exc.strerror or exc}") from None
+    print(path)
+    return 0
+
+
 def _run(cmd: str, rest: list[str]) -> int:
     if cmd == "decode":
         return decode_main(rest)
+    if cmd == "py-files":
+        return py_files_main(rest)
     from .compare import main_compare  # imported only when used
 
     return main_compare(rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: `decode ...` or `compare ...`."""
+    """Entry point: `decode ...`, `compare ...` or `py-files ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = (
         "usage: kipwire-capture decode INPUT... --out DIR [--engine auto|local|spark] "
         "[--name N] [--master URL] [--format KIND] [--pair REQ RESP] [--fail-on STATUSES]\n"
         "       kipwire-capture compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR "
-        "[--fail-on KINDS]"
+        "[--fail-on KINDS]\n"
+        "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"
     )
     if not argv or argv[0] in ("-h", "--help"):
         print(usage)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd not in ("decode", "compare"):
+    if cmd not in ("decode", "compare", "py-files"):
         print(f"unknown command {cmd!r}\n{usage}", file=sys.stderr)
         return 2
     try:

@@ -4,7 +4,9 @@ After a gap, or when a capture starts mid-connection, the next frame boundary is
 splitter then searches for an offset where a plausible header sits (sane size, known API key and
 version for requests; for responses a correlation id the connection's requests used) and checks
 it against the correlation-id sequence and the frame that follows. It never guesses silently:
-bytes passed over while searching are reported as a `skipped` item with their count.
+bytes passed over while searching are reported as a `skipped` item with their count. Between
+known boundaries the frames come out of `kipwire.codec.framing.FrameBuffer`, the same reader the
+mock broker serves with.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from kipwire.codec.framing import FrameBuffer
+
     from .reassembly import Stream
 
 __all__ = [
@@ -175,6 +179,15 @@ class _Splitter:
         return None
 
 
+def _frame_buffer(buf: bytes, pos: int) -> FrameBuffer:
+    """codec's frame reader over buf[pos:] (no copy from the start of a run)."""
+    from kipwire.codec.framing import FrameBuffer  # construct only once frames are split
+
+    frames = FrameBuffer(MAX_FRAME)
+    frames.feed(buf if pos == 0 else buf[pos:])
+    return frames
+
+
 def split_frames(
     stream: Stream, *, requests: bool, expected_corr: Collection[int] | None = None
 ) -> list[FrameItem]:
@@ -236,9 +249,11 @@ def split_frames(
             p = stop
             aligned = q is not None
         mv = memoryview(buf)
+        frames = _frame_buffer(buf, p)
         while p < end:
             ts = run.ts_at(base + p)
-            if end - p < 4:
+            size = frames.next_frame_size
+            if size is None:
                 # a size prefix cut by a gap or by the end of the capture: its frame is unknown
                 items.append(
                     FrameItem(
@@ -248,7 +263,6 @@ def split_frames(
                 p = end
                 aligned = False
                 break
-            (size,) = _i32(buf, p)
             if size < min_size or size > MAX_FRAME:
                 q = sp.resync(buf, p + 1, end, 0, limit)
                 stop = end if q is None else q
@@ -258,15 +272,16 @@ def split_frames(
                 )
                 p = stop
                 aligned = q is not None
+                frames = _frame_buffer(buf, p)
                 continue
-            nxt = p + 4 + size
-            if nxt > end:
+            body = frames.next_frame()
+            if body is None:
                 open_frame = [base + p, size, end - p, mv[p + 4 : end], ts]
                 break
-            items.append(FrameItem("frame", base + p, ts, size, mv[p + 4 : nxt], 4 + size))
+            items.append(FrameItem("frame", base + p, ts, size, body, 4 + size))
             if requests:
-                sp.last_corr = _i32(buf, p + 8)[0]
-            p = nxt
+                sp.last_corr = _i32(body, 4)[0]
+            p += 4 + size
         missing = 0 if aligned else missing
         if open_frame is not None:
             expect = open_frame[0] + 4 + open_frame[1]  # known even if it falls in a gap

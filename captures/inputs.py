@@ -213,7 +213,8 @@ def expand_inputs(
     """
     found: list[tuple[str, str, str]] = []  # name, path, kind
     for given in inputs:
-        p = Path(local_path(given))
+        # absolute: executors do not run in the driver's working folder
+        p = Path(os.path.abspath(local_path(given)))
         if p.is_dir():
             for q in sorted(p.rglob("*")):
                 kind = _kind_in_folder(q, fmt) if q.is_file() else None
@@ -222,7 +223,10 @@ def expand_inputs(
         else:
             found.append((given, str(p), fmt or sniff_kind(str(p)) or "pcap"))
     files = _join_tcpflow(found)
-    files += [(req, local_path(req), "frames", local_path(resp)) for req, resp in pairs]
+    files += [
+        (req, os.path.abspath(local_path(req)), "frames", os.path.abspath(local_path(resp)))
+        for req, resp in pairs
+    ]
     files.sort(key=lambda n: natural_key(n[0]))
     groups: dict[tuple[str, str], int] = {}
     out = []

@@ -55,7 +55,8 @@ __all__ = [
 
 _KEY = ("group", "a_ip", "a_port", "b_ip", "b_port")
 
-# Spark's own logging, quiet unless asked: the job prints its own progress
+# Spark's own logging, quiet unless asked: the job prints its own progress. The repl logger at
+# the root's level keeps Spark from announcing a shell default of WARN.
 _LOG4J2 = """status = error
 appender.console.type = Console
 appender.console.name = console
@@ -64,6 +65,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 rootLogger.level = {level}
 rootLogger.appenderRef.console.ref = console
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
 """
 
 
@@ -283,6 +286,7 @@ def run_decode(
     if writer == "auto":
         writer = "spark" if is_remote(out_dir) else "arrow"
     t0 = time.perf_counter()
+    own = spark is None
     if spark is None:
         say(f"starting Spark ({master or 'as spark-submit set it'})")
         spark = session(master, log_level=log_level)
@@ -291,7 +295,11 @@ def run_decode(
     capture = capture_label(inputs or [p[0] for p in pairs], name)
     job = _Job(spark, inputs, out_dir, capture, tuple(broker_ports), split_bytes, with_body_json)
     job.fmt, job.pairs = fmt, pairs
-    summary = job.write_with_arrow(say) if writer == "arrow" else job.write_with_spark(say)
+    try:
+        summary = job.write_with_arrow(say) if writer == "arrow" else job.write_with_spark(say)
+    finally:
+        if own:
+            spark.stop()  # a clean stop: at exit, a local cluster's shutdown hook logs errors
     summary.update(
         capture=capture,
         out=out_dir,

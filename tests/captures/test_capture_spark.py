@@ -312,19 +312,6 @@ def test_inputs_without_packets_and_topic_ids_match_the_local_engine(
     assert {r["decode_status"] for r in rows} == {"ok"}
 
 
-def _kipwire_zip(dest: Path) -> Path:
-    """The installed kipwire packages as a zip of the `kipwire/` tree, for --py-files."""
-    with zipfile.ZipFile(dest, "w") as zf:
-        for sub in ("codec", "captures", "generator", "mockbroker"):
-            spec = importlib.util.find_spec(f"kipwire.{sub}")
-            assert spec is not None and spec.submodule_search_locations
-            root = Path(list(spec.submodule_search_locations)[0])
-            for f in sorted(root.rglob("*")):
-                if f.is_file() and "__pycache__" not in f.parts:
-                    zf.write(f, f"kipwire/{sub}/{f.relative_to(root)}")
-    return dest
-
-
 def test_spark_submit_with_py_files_in_local_cluster_mode(tmp_path: Path, workspace: Path) -> None:
     """Separate executor JVMs and Python workers that have kipwire only from --py-files."""
     # a Python with every dependency but without kipwire: site-packages on its path, but not
@@ -335,7 +322,14 @@ def test_spark_submit_with_py_files_in_local_cluster_mode(tmp_path: Path, worksp
     bare.chmod(0o755)
     probe = subprocess.run([str(bare), "-c", "import kipwire"], capture_output=True, text=True)
     assert probe.returncode != 0 and "No module named 'kipwire'" in probe.stderr
-    py_files = _kipwire_zip(tmp_path / "kipwire.zip")
+    py_files = tmp_path / "kipwire.zip"
+    made = subprocess.run(
+        [sys.executable, "-m", "kipwire.captures", "py-files", str(py_files)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0 and zipfile.is_zipfile(py_files), made.stderr
     spec = importlib.util.find_spec("kipwire.captures.__main__")
     assert spec is not None and spec.origin
     submit = Path(sys.executable).with_name("spark-submit")
@@ -357,9 +351,25 @@ def test_spark_submit_with_py_files_in_local_cluster_mode(tmp_path: Path, worksp
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "engine: spark (running under spark-submit)" in proc.stderr
     assert "PDUs by status" in proc.stdout
-    assert " WARN " not in proc.stderr and " INFO " not in proc.stderr  # Spark's noise is off
     pdus = pq.read_table(out / "pdus").to_pylist()
     assert sorted((r["direction"], r["correlation_id"], r["decode_status"]) for r in pdus) == [
         (d, c, "ok") for d in ("request", "response") for c in (100, 101, 102)
     ]
     assert {r["capture"] for r in pdus} == {"rotated"}
+
+
+def test_cli_spark_engine_is_quiet(tmp_path: Path, workspace: Path) -> None:
+    """`--engine spark` prints its own progress; Spark's WARN and INFO log lines stay off."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kipwire.captures", "decode", str(workspace / "rotated")]
+        + ["--out", str(out), "--engine", "spark", "--master", "local[1]"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "engine: spark (--engine spark)" in proc.stderr
+    noise = [x for x in proc.stderr.splitlines() if " WARN " in x or " INFO " in x]
+    assert not noise, noise
+    assert len(pq.read_table(out / "pdus")) == 6
