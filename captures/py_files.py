@@ -2,7 +2,8 @@
 
 Built from the kipwire packages as installed here (a wheel or an editable checkout alike), as
 the `kipwire/` tree plus an empty `kipwire/__init__.py`: installed, `kipwire` is a namespace
-package, which Python's zip importer finds only from 3.13 on.
+package, and Python 3.11's zip importer does not find namespace packages in a zip (the reason
+the built wheel does not work on `--py-files`).
 """
 
 from __future__ import annotations
