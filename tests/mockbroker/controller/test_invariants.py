@@ -131,6 +131,38 @@ class ControllerMachine(RuleBasedStateMachine):
     def tick(self, ms: int) -> None:
         self.ctl.tick(self.ctl.now_ms + ms)
 
+    @rule(data=st.data())
+    def answer_log_info_requests(self, data) -> None:
+        """Brokers answer the recovery manager's GetReplicaLogInfo (KIP preset) with random
+        logs, sometimes from a stale broker epoch or leader epoch, sometimes with an error."""
+        for broker_id, api_key, version, body in self.ctl.outbox():
+            if broker_id not in self.ctl.state.brokers:
+                continue
+            infos = []
+            for tp in body["topic_partitions"]:
+                topic = self.ctl.state.topics.get(tp["topic_id"])
+                parts = []
+                for index in tp["partitions"]:
+                    p = topic.partitions[index] if topic is not None else None
+                    epoch = p.leader_epoch if p is not None else 0
+                    parts.append(
+                        {
+                            "partition": index,
+                            "last_written_leader_epoch": data.draw(st.integers(0, 5)),
+                            "current_leader_epoch": epoch - data.draw(st.sampled_from([0, 0, 1])),
+                            "log_end_offset": data.draw(st.integers(0, 100)),
+                            "error_code": data.draw(st.sampled_from([0, 0, 0, 6])),
+                        }
+                    )
+                infos.append({"topic_id": tp["topic_id"], "partition_log_info": parts})
+            epoch = self.ctl.broker(broker_id).epoch - data.draw(st.sampled_from([0, 0, 1]))
+            self.ctl.deliver(
+                broker_id,
+                api_key,
+                version,
+                {"broker_epoch": epoch, "topic_partition_log_info_list": infos},
+            )
+
     @invariant()
     def partitions_are_consistent(self) -> None:
         if not hasattr(self, "ctl"):
