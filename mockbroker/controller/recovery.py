@@ -25,6 +25,15 @@ if TYPE_CHECKING:
     from .controller import Controller
 
 GET_REPLICA_LOG_INFO = 93
+# The fork's manager retries a replica that answered with an error: at once, then after
+# 50 ms, doubling up to 3 s.
+RETRY_BASE_MS = 50
+RETRY_CAP_MS = 3000
+
+
+def retry_delay_ms(attempt: int) -> int:
+    """The wait before the attempt-th retry (1-based) of a GetReplicaLogInfo."""
+    return 0 if attempt <= 1 else min(RETRY_BASE_MS * 2 ** (attempt - 2), RETRY_CAP_MS)
 
 
 @dataclass
@@ -38,6 +47,9 @@ class Pending:
     asked: set[int]
     # broker id -> (broker epoch, last written leader epoch, log end offset)
     answers: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    # broker id -> retries so far, and when the next one is due
+    attempts: dict[int, int] = field(default_factory=dict)
+    retry_at: dict[int, int] = field(default_factory=dict)
 
 
 class Recovery:
@@ -88,11 +100,32 @@ class Recovery:
             return False
         deadline = self.ctl.now_ms + recovery_timeout_ms(self.ctl.state, p.topic)
         key = (p.topic_id, p.partition_id)
-        self.pending[key] = Pending(p.topic_id, p.partition_id, strategy, deadline, set(live))
-        body = {"topic_partitions": [{"topic_id": p.topic_id, "partitions": [p.partition_id]}]}
+        pending = Pending(p.topic_id, p.partition_id, strategy, deadline, set(live))
+        self.pending[key] = pending
         for broker_id in live:
-            self._outbox.append((broker_id, GET_REPLICA_LOG_INFO, 0, body))
+            self._send(pending, broker_id)
         return True
+
+    def _send(self, pending: Pending, broker_id: int) -> None:
+        body = {
+            "topic_partitions": [
+                {"topic_id": pending.topic_id, "partitions": [pending.partition_id]}
+            ]
+        }
+        self._outbox.append((broker_id, GET_REPLICA_LOG_INFO, 0, body))
+
+    def _retry(self, pending: Pending, broker_id: int) -> None:
+        attempt = pending.attempts.get(broker_id, 0) + 1
+        pending.attempts[broker_id] = attempt
+        pending.retry_at[broker_id] = self.ctl.now_ms + retry_delay_ms(attempt)
+        self._send_due(pending)
+
+    def _send_due(self, pending: Pending) -> None:
+        for broker_id, due in sorted(pending.retry_at.items()):
+            if due <= self.ctl.now_ms:
+                del pending.retry_at[broker_id]
+                if self.ctl.is_active(broker_id):
+                    self._send(pending, broker_id)
 
     def scan(self) -> None:
         """Start recoveries for partitions that need one; drop those that found a leader."""
@@ -127,6 +160,7 @@ class Recovery:
                 if pending is None or p is None or broker_id not in pending.asked:
                     continue
                 if info["error_code"] != ErrorCode.NONE:
+                    self._retry(pending, broker_id)
                     continue
                 # KIP: the replica's view of the leader epoch fences stale answers.
                 if info["current_leader_epoch"] != p.leader_epoch:
@@ -143,6 +177,7 @@ class Recovery:
         if not self.enabled:
             return
         for key, pending in list(self.pending.items()):
+            self._send_due(pending)
             self._maybe_elect(key, pending)
         self.scan()
 

@@ -15,6 +15,7 @@ from controller_kit import (
 
 from kipwire.codec import ErrorCode
 from kipwire.mockbroker.controller import Semantics
+from kipwire.mockbroker.controller.recovery import retry_delay_ms
 
 
 def log_info(
@@ -165,3 +166,20 @@ def test_e26_shipped_presets_never_send_get_replica_log_info() -> None:
     ctl.fence(1)
     ctl.tick(1_000_000)
     assert ctl.outbox() == []
+
+
+def test_e26_a_replica_answering_with_an_error_is_asked_again_with_backoff() -> None:
+    ctl = aggressive_leaderless()
+    ctl.outbox()
+    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1, error=6))
+    assert [b for b, *_ in ctl.outbox()] == [2]  # the first retry goes at once
+    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1, error=6))
+    assert ctl.outbox() == []
+    ctl.tick(ctl.now_ms + 49)
+    assert ctl.outbox() == []
+    ctl.tick(ctl.now_ms + 1)
+    assert [b for b, *_ in ctl.outbox()] == [2]  # then after 50 ms, doubling
+    assert [retry_delay_ms(n) for n in (1, 2, 3, 4, 8, 20)] == [0, 50, 100, 200, 3000, 3000]
+    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 3, 9))
+    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 3, 8))
+    assert ctl.partition("t", 0).leader == 2
