@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 import trio
@@ -30,13 +31,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    async with open_cluster(brokers=args.brokers, port=args.port, record=args.record) as cluster:
-        print(cluster.bootstrap_servers, flush=True)
-        await trio.sleep_forever()
+    # SIGINT and SIGTERM end the cluster the same orderly way (the recording is completed)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_cluster(
+            brokers=args.brokers, port=args.port, record=args.record
+        ) as cluster:
+            print(cluster.bootstrap_servers, flush=True)
+            async for _ in signals:
+                break
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and serve; 0 after an interrupt, 2 on bad arguments or ports."""
+    """Parse the command line and serve; 0 after SIGINT/SIGTERM, 2 on bad arguments or ports."""
     args = _parser().parse_args(argv)
     if args.brokers < 1:
         print("kipwire-broker: --brokers must be at least 1", file=sys.stderr)
@@ -49,9 +55,21 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("kipwire.mockbroker").setLevel(logging.DEBUG)
     try:
         trio.run(_serve, args)
-    except KeyboardInterrupt:
-        return 0
-    except (OSError, ClusterError) as exc:
-        print(f"kipwire-broker: {exc}", file=sys.stderr)
+    except (OSError, ClusterError, BaseExceptionGroup) as exc:
+        cause = _start_up_error(exc)
+        if cause is None:
+            raise
+        print(f"kipwire-broker: {cause}", file=sys.stderr)
         return 2
     return 0
+
+
+def _start_up_error(exc: BaseException) -> BaseException | None:
+    """The port or cluster error inside `exc` (trio wraps task errors in groups), or None."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _start_up_error(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, OSError | ClusterError) else None

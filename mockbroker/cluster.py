@@ -18,6 +18,7 @@ import trio
 from kipwire.codec import ErrorCode
 
 from .broker.groups import GroupCoordinator
+from .broker.log import PartitionLog
 from .broker.node import BrokerNode
 from .broker.transactions import TransactionCoordinator
 from .controller import Controller, Semantics
@@ -73,6 +74,7 @@ class Cluster:
         self.nodes = {
             i: BrokerNode(self, i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
         }
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.groups = GroupCoordinator()
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.faults = Faults()
@@ -88,6 +90,7 @@ class Cluster:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self.controller.tick(self._now_ms())
                 self._bootstrap()
                 for node in self.nodes.values():
                     await self._start_node(node, previous_epoch=-1)
@@ -172,6 +175,7 @@ class Cluster:
         self._heartbeat(node)
 
     def _heartbeat(self, node: BrokerNode, want_shut_down: bool = False) -> dict:
+        self.controller.tick(self._now_ms())
         response = self.controller.handle(
             BROKER_HEARTBEAT,
             BROKER_HEARTBEAT_VERSION,
@@ -207,8 +211,10 @@ class Cluster:
             if node.running and node.image.offset + 1 < end:
                 for entry in self.controller.records_since(node.image.offset + 1):
                     node.image.replay(entry.offset, entry.name, entry.record)
-                node.forget_removed_topics()
                 node.data_arrived()
+        topics = self.controller.state.topic_ids
+        for key in [k for k in self.logs if k[0] not in topics]:
+            del self.logs[key]
         self._metadata_changed.set()
         self._metadata_changed = trio.Event()
 

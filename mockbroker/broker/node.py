@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 
 
 class BrokerNode:
-    """A broker: serves the partitions it leads, from the metadata its controller sends it."""
+    """A broker: serves the partitions it leads, from the metadata its controller sends it.
+
+    Until replication exists (next issue) the cluster keeps one log per partition, which its
+    current leader serves: a new leader carries on where the old one stopped.
+    """
 
     def __init__(self, cluster: Cluster, node_id: int, port: int = 0) -> None:
         self.cluster = cluster
@@ -28,7 +32,6 @@ class BrokerNode:
         self.epoch = -1
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
-        self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.latency = 0.0
         self.running = False
         self.clean_shutdown = False
@@ -36,7 +39,7 @@ class BrokerNode:
         self._data_arrived = trio.Event()
 
     def reset_incarnation(self) -> None:
-        """A restart: a new incarnation id; logs are kept (no data loss until the next issue)."""
+        """A restart: a new incarnation id and an empty metadata image."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
 
@@ -64,9 +67,10 @@ class BrokerNode:
                 else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
             raise LogError(code, f"leader epoch {leader_epoch} is not {part.leader_epoch}")
-        log = self.logs.get((topic, index))
+        logs = self.cluster.logs
+        log = logs.get((topic, index))
         if log is None:
-            log = self.logs[topic, index] = PartitionLog(part.leader_epoch)
+            log = logs[topic, index] = PartitionLog(part.leader_epoch)
         log.leader_epoch = part.leader_epoch
         return log
 
@@ -78,8 +82,3 @@ class BrokerNode:
     async def wait_for_data(self) -> None:
         """Sleep until the next `data_arrived`."""
         await self._data_arrived.wait()
-
-    def forget_removed_topics(self) -> None:
-        """Drop the logs of topics the metadata no longer has."""
-        for key in [k for k in self.logs if k[0] not in self.image.topics]:
-            del self.logs[key]
