@@ -46,6 +46,7 @@ class Metrics:
             under += len(p.isr) < min_isr
             at += len(p.isr) == min_isr
             offline += p.leader == NO_LEADER
+        recovery = ctl.recovery
         return {
             "electable_leaders": electable,
             "global_under_min_isr_partition_count": under,

@@ -166,6 +166,9 @@ def test_e26_shipped_presets_never_send_get_replica_log_info() -> None:
     ctl.fence(1)
     ctl.tick(1_000_000)
     assert ctl.outbox() == []
+    m = ctl.metrics()
+    assert m["offline_partition_count"] == 1
+    assert m["unclean_recovery_partitions_count"] == 0
 
 
 def test_e26_a_replica_answering_with_an_error_is_asked_again_with_backoff() -> None:
