@@ -54,9 +54,12 @@ class Metrics:
             "offline_partition_count": offline,
             "unclean_leader_elections": self.unclean_elections,
             "election_from_eligible_leader_replicas": self.elr_elections,
-            "unclean_recovery_partitions_count": len(ctl.recovery.pending) + ctl.recovery.waiting(),
-            "manual_leader_election_required_partition_count": (
-                ctl.recovery.waiting_for_operator() if ctl.recovery.enabled else 0
+            # The KIP's recovery gauges; shipped Kafka has no recovery manager, so they stay 0.
+            "unclean_recovery_partitions_count": (
+                len(recovery.pending) + recovery.waiting() if recovery.enabled else 0
             ),
-            "unclean_recovery_finished_count": ctl.recovery.finished,
+            "manual_leader_election_required_partition_count": (
+                recovery.waiting_for_operator() if recovery.enabled else 0
+            ),
+            "unclean_recovery_finished_count": recovery.finished,
         }
