@@ -46,3 +46,12 @@ def test_gauges_electable_leaders_and_under_min_isr() -> None:
     alter_partition(ctl, [1, 2, 3])
     m = ctl.metrics()
     assert m["at_min_isr_partition_count"] == 1 and m["electable_leaders"] == {"t-0": 3}
+
+
+def test_recovery_gauges_only_in_the_kip_preset() -> None:
+    got = {}
+    for semantics in (Semantics.KAFKA_4_1, Semantics.KIP):
+        ctl = replay_cluster(semantics, isr=[1], min_isr=2)
+        ctl.fence(1)  # leaderless; the fenced ELR member makes Balanced recovery wait
+        got[semantics.name] = ctl.metrics()["unclean_recovery_partitions_count"]
+    assert got == {"KAFKA_4_1": 0, "KIP": 1}
