@@ -24,8 +24,9 @@ SOURCE_BROKER = 2
 SOURCE_CLUSTER = 3
 SOURCE_DEFAULT = 5
 
-# IncrementalAlterConfigs operations.
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+# IncrementalAlterConfigs operations; APPEND (2) and SUBTRACT (3) apply to list configs only,
+# and the configs here are all scalars.
+OP_SET, OP_DELETE = 0, 1
 
 
 def _int_at_least(low: int) -> Callable[[str], str | None]:

@@ -139,7 +139,7 @@ class Controller:
     def is_active(self, broker_id: int) -> bool:
         """Registered, unfenced and not in controlled shutdown (E.20's acceptable leader)."""
         b = self.state.brokers.get(broker_id)
-        return b is not None and not b.fenced and not b.in_controlled_shutdown
+        return b is not None and b.active
 
     def min_isr(self, topic: str) -> int:
         """D.13's effective min ISR of a topic."""
