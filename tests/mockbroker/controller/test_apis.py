@@ -321,3 +321,35 @@ def test_every_response_encodes_at_its_version() -> None:
             }[api_key]
             codec = message(f"{name}Response", version)
             assert codec.parse(codec.build(resp)) == resp, (name, version)
+
+
+@pytest.mark.parametrize(
+    ("resource", "op", "code"),
+    [
+        ((2, "t"), 2, ErrorCode.INVALID_CONFIG),  # APPEND on a scalar config
+        ((2, "t"), 3, ErrorCode.INVALID_CONFIG),  # SUBTRACT likewise
+        ((2, "nope"), 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ((4, "abc"), 0, ErrorCode.INVALID_REQUEST),
+        ((8, "x"), 0, ErrorCode.INVALID_REQUEST),
+        ((4, ""), 0, ErrorCode.NONE),
+    ],
+)
+def test_incremental_alter_configs_refusals(resource: tuple, op: int, code: int) -> None:
+    ctl = replay_cluster(elr_enabled=False)
+    start = ctl.end_offset
+    resp = ctl.handle(
+        44,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": resource[0],
+                    "resource_name": resource[1],
+                    "configs": [{"name": "retention.ms", "config_operation": op, "value": "5"}],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
+    assert resp.responses[0].error_code == code
+    assert (ctl.end_offset == start) is (code != ErrorCode.NONE)
