@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from capture_kit import record
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
 from kafka_harness import KafkaCluster, NodeSpec, elr, single
-from kip966_story import PartitionView, run_story
+from kip966_story import PartitionView, StoryRun, run_story
 
 HERE = Path(__file__).parent
 
@@ -79,9 +80,18 @@ def kafka_elr(
 
 
 @pytest.fixture(scope="session")
-def kip966_story(kafka_elr: KafkaCluster) -> list[tuple[str, PartitionView | None]]:
-    """The KIP-966 story, run once on the ELR cluster: the partition seen after each step.
+def kip966_run(kafka_elr: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> StoryRun:
+    """The KIP-966 story, run once on the ELR cluster, with tcpdump on every listener if it can.
 
-    Session-scoped because the metadata-log tests read the records the story wrote.
+    Session-scoped because the metadata-log and capture tests read what the story left.
     """
-    return run_story(kafka_elr)
+    pcap = tmp_path_factory.mktemp("kip966-capture") / "kip966.pcap"
+    with record(pcap, kafka_elr.listener_ports()) as recording:
+        steps = run_story(kafka_elr)
+    return StoryRun(steps, recording)
+
+
+@pytest.fixture(scope="session")
+def kip966_story(kip966_run: StoryRun) -> list[tuple[str, PartitionView | None]]:
+    """The partition as DescribeTopicPartitions showed it after each step of the story."""
+    return kip966_run.steps

@@ -331,6 +331,11 @@ class KafkaCluster:
             raise RuntimeError("node 0 has no broker role")
         return port
 
+    def listener_ports(self) -> list[int]:
+        """Every port of every node: broker and controller listeners."""
+        ports = [(n.broker_port, n.controller_port) for n in self.nodes.values()]
+        return [p for pair in ports for p in pair if p is not None]
+
     def live_brokers(self) -> set[int]:
         """The broker ids a real client (confluent-kafka) sees in Metadata now."""
         from confluent_kafka.admin import AdminClient

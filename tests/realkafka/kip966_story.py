@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from capture_kit import Recording
 from kafka_wire import call
 
 from kipwire.codec import ErrorCode
@@ -45,6 +46,14 @@ class PartitionView:
     def as_json(self) -> dict[str, Any]:
         """Plain JSON (sorted lists) for the data file."""
         return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in asdict(self).items()}
+
+
+@dataclass
+class StoryRun:
+    """The story's steps as seen, and the cluster's traffic meanwhile."""
+
+    steps: list[tuple[str, PartitionView | None]]
+    recording: Recording
 
 
 def view(leader: int, isr: list[int], elr: list[int], lke: list[int]) -> PartitionView:
