@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from construct import Container
@@ -97,9 +98,16 @@ def error_body(api_key: int, version: int, code: int) -> Any:
         return {"error_code": code}
 
 
+@cache
+def _request_fields(name: str, version: int) -> frozenset[str]:
+    codec = message(f"{name}Request", version)
+    return frozenset(codec.parse(codec.build({})).keys())
+
+
 def _normalise(name: str, version: int, body: Mapping[str, Any] | None) -> Any:
-    """The request as the codec decodes it: defaults filled, unknown fields refused."""
-    if isinstance(body, Container):
+    """The request as the codec decodes it: defaults filled, unknown fields refused. A body the
+    codec decoded at this version (it has every field) is taken as it is."""
+    if isinstance(body, Container) and body.keys() >= _request_fields(name, version):
         return body
     codec = message(f"{name}Request", version)
     return codec.parse(codec.build(dict(body or {})))

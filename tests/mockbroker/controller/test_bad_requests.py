@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from construct import Container
 from controller_kit import ALTER_PARTITION, alter_partition, partition_error, replay_cluster
 
 from kipwire.codec import ErrorCode
@@ -32,6 +33,13 @@ def test_garbage_bodies_get_error_codes_not_exceptions(api_key: int) -> None:
             assert resp is not None
             if body:
                 assert ctl.end_offset == start or api_key == 18
+
+
+@pytest.mark.parametrize("api_key", sorted(SERVED))
+def test_partial_containers_are_completed_not_trusted(api_key: int) -> None:
+    ctl = replay_cluster()
+    resp = ctl.handle(api_key, SERVED[api_key].max_version, Container(throttle_time_ms=0))
+    assert resp is not None
 
 
 @pytest.mark.parametrize(("api_key", "version"), [(56, 4), (56, -1), (62, 9), (999, 0), (0, 0)])
