@@ -349,7 +349,8 @@ def test_spark_submit_with_py_files_in_local_cluster_mode(tmp_path: Path, worksp
     if proc.returncode != 0 and "Failed to launch" in proc.stderr:
         pytest.skip(f"local-cluster cannot start executors here: {proc.stderr[-500:]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "engine: spark (running under spark-submit)" in proc.stderr
+    # spark-submit passes the Python driver's stderr on through its stdout
+    assert "engine: spark (running under spark-submit)" in proc.stdout
     assert "PDUs by status" in proc.stdout
     pdus = pq.read_table(out / "pdus").to_pylist()
     assert sorted((r["direction"], r["correlation_id"], r["decode_status"]) for r in pdus) == [
