@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from capture_kit import record
+from kafka_capture import record
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
 from kafka_harness import KafkaCluster, NodeSpec, elr, single
 from kip966_story import PartitionView, StoryRun, run_story

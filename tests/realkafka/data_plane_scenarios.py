@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kafka_wire import WireConnection
+from realkafka_wire import WireConnection
 
 from kipwire.codec import ErrorCode, decode_response, encode_request
 from kipwire.codec.records import Compression, build_batch, iter_batches
@@ -26,7 +26,7 @@ POLL_TIMEOUT_S = 30.0
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 4, 18, 19
 CONNECTION_CLOSED = "CONNECTION_CLOSED"
 
-# Real Kafka 4.1's error for each mistake (observed, see test_data_plane): the mock must match.
+# Real Kafka 4.1's answer to each mistake (test_realkafka_data_plane): the mock must match it.
 EXPECTED_ERRORS = {
     "metadata_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
     "produce_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",

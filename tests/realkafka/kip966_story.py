@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from capture_kit import Recording
-from kafka_wire import call
+from kafka_capture import Recording
+from realkafka_wire import call
 
 from kipwire.codec import ErrorCode
 

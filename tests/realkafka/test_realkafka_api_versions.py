@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from kafka_harness import KafkaCluster
-from kafka_wire import call
+from realkafka_wire import call
 
 from kipwire.codec import APIS, MESSAGES
 

@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import data_plane_scenarios as scenarios
 import pytest
-import scenarios
-from capture_kit import record
+from kafka_capture import record
 from kafka_harness import KafkaCluster
 from kip966_story import StoryRun
 

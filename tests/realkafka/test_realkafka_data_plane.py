@@ -1,4 +1,4 @@
-"""The data plane against real Kafka 4.1: the scenarios of `scenarios.py` and what they must give.
+"""The data plane against real Kafka 4.1: `data_plane_scenarios` and what they must give.
 
 The same assertions are the contract for kipwire's MockCluster: run the scenarios against its
 bootstrap servers and these expectations must hold unchanged.
@@ -6,8 +6,8 @@ bootstrap servers and these expectations must hold unchanged.
 
 from __future__ import annotations
 
+import data_plane_scenarios as scenarios
 import pytest
-import scenarios
 from kafka_harness import KafkaCluster
 
 

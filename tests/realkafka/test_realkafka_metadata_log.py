@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from kafka_harness import KafkaCluster
-from kip966_story import TOPIC
-from metadata_log import (
+from kafka_metadata_log import (
     MetadataEntry,
     copy_segments,
     differences,
@@ -18,6 +17,7 @@ from metadata_log import (
     read_with_kafka,
     story_records,
 )
+from kip966_story import TOPIC
 
 RECORDED = Path(__file__).parent / "data" / "kip966_kafka_4_1.json"
 
