@@ -276,8 +276,8 @@ def run_doc(path: Path, workdir: Path) -> int:
         sys.path[:] = saved_path
         # modules a doc imported from its own folder (a compiled package) go with the folder
         for name in set(sys.modules) - saved_modules:
-            origin = getattr(sys.modules[name], "__file__", None) or ""
-            if origin.startswith(str(workdir)):
+            origin = getattr(sys.modules[name], "__file__", None)
+            if origin and Path(origin).resolve().is_relative_to(workdir.resolve()):
                 del sys.modules[name]
     return ran
 
