@@ -1,5 +1,5 @@
-"""Fixtures that run real Apache Kafka: the fetched jars, a single-node cluster for the session,
-and the four-node ELR cluster for the module that stops and restarts its brokers.
+"""Fixtures that run real Apache Kafka: the fetched jars, a single-node cluster, and the
+four-node ELR cluster whose brokers the KIP-966 story stops and restarts (run once, recorded).
 
 Every test in this folder is marked `realkafka` (deselect with `-m "not realkafka"`) and skips,
 with the reason, when Kafka cannot run here (no Java 17+, no mvn, Maven Central unreachable).

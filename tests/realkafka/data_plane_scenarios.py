@@ -28,6 +28,7 @@ CONNECTION_CLOSED = "CONNECTION_CLOSED"
 
 # Real Kafka 4.1's answer to each mistake (test_realkafka_data_plane): the mock must match it.
 EXPECTED_ERRORS = {
+    # with auto.create.topics.enable=false, as kafka_harness configures every node
     "metadata_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
     "produce_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
     "produce_wrong_partition": "UNKNOWN_TOPIC_OR_PARTITION",
