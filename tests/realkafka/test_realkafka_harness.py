@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from kafka_dist import KAFKA_VERSION, KafkaDist, java_major, pom_xml
@@ -21,7 +22,7 @@ def test_java_is_new_enough(kafka_dist: KafkaDist) -> None:
     assert java_major(kafka_dist.java) >= 17
 
 
-def test_every_jvm_ends_by_its_pid(kafka_dist: KafkaDist, tmp_path) -> None:
+def test_every_jvm_ends_by_its_pid(kafka_dist: KafkaDist, tmp_path: Path) -> None:
     cluster = KafkaCluster.start(kafka_dist, tmp_path / "cluster", single())
     try:
         first = cluster.nodes[0].proc.pid
