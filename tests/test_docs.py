@@ -306,16 +306,28 @@ def test_docs_index_links_every_doc_and_the_readme_links_the_index() -> None:
     assert "docs/README.md" in {m["target"] for m in _LINK.finditer(readme)}
 
 
-def test_relative_links_lead_to_files() -> None:
+def _anchors(doc: Path) -> set[str]:
+    """The anchors GitHub gives a doc's headings: lower case, punctuation dropped, dashes."""
+    anchors, fenced = set(), False
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (heading := re.match(r"#+ (.+)$", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+def test_relative_links_lead_to_files_and_headings() -> None:
     broken = []
     for doc in DOCS:
         for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
             for m in _LINK.finditer(line):
-                target = m["target"].split("#")[0]
-                if not target or re.match(r"[a-z]+:", target):
-                    continue  # an anchor in the same doc, or a URL
-                if not (doc.parent / target).exists():
-                    broken.append(f"{_shown(doc)}:{n}: {target}")
+                target, _, anchor = m["target"].partition("#")
+                if re.match(r"[a-z]+:", target):
+                    continue  # a URL
+                linked = doc.parent / target if target else doc
+                if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+                    broken.append(f"{_shown(doc)}:{n}: {m['target']}")
     assert broken == []
 
 
