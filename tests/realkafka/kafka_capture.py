@@ -1,6 +1,6 @@
 """Recording a real cluster's loopback traffic with tcpdump, through tests/captures' own wrapper
 (`real_clients_kit.Tcpdump`: ready on "listening on", flushed by a marker datagram, and an
-`IncompleteCapture` when the kernel dropped packets)."""
+`IncompleteCapture` when the kernel dropped packets), and the raw frames of what it recorded."""
 
 from __future__ import annotations
 
@@ -57,3 +57,26 @@ def record(path: Path, ports: list[int]) -> Iterator[Recording]:
             result.missing = f"tcpdump lost packets: {e}"
         except TimeoutError as e:
             result.missing = f"tcpdump did not flush: {e}"
+
+
+def whole_connections(path: Path) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """(request frames, response frames) of each connection captured whole: from its SYN on,
+    both ways, without a gap. Connections open before tcpdump started are left out."""
+    from kipwire.captures.pcap import PacketReader
+    from kipwire.captures.pipeline import segments
+    from kipwire.captures.reassembly import TcpReassembler
+    from kipwire.codec.framing import FrameBuffer
+
+    reassembler = TcpReassembler(())
+    reassembler.add_many(segments(PacketReader(path)))
+    for conn in reassembler.finish():
+        streams = (conn.to_server, conn.to_client)
+        if not all(s.syn and len(s.runs) <= 1 and s.missing == 0 for s in streams):
+            continue
+        frames = []
+        for stream in streams:
+            buffer = FrameBuffer()
+            for run in stream.runs:
+                buffer.feed(bytes(run.data))
+            frames.append([bytes(f) for f in buffer.frames()])
+        yield frames[0], frames[1]
