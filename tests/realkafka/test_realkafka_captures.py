@@ -52,7 +52,8 @@ def story_capture(kafka_elr: KafkaCluster, kip966_run: StoryRun) -> dict:
     if recording.path is None:
         pytest.skip(recording.missing)
     ports = kafka_elr.listener_ports()
-    return {"path": recording.path, "rows": decode_capture(recording.path, broker_ports=ports)}
+    rows = decode_capture(recording.path, broker_ports=ports)
+    return {"path": recording.path, "rows": rows, "ports": ports}
 
 
 def _not_ok(rows: Any) -> list[tuple]:
@@ -161,9 +162,11 @@ def _fields(path: Path, ports: list[int], *fields: str) -> list[list[str]]:
     ]
 
 
-def test_tshark_agrees_on_every_request(captured: dict) -> None:
+@pytest.mark.parametrize("which", ["captured", "story_capture"])
+def test_tshark_agrees_on_every_request(which: str, request: pytest.FixtureRequest) -> None:
     if TSHARK is None:
         pytest.skip("tshark is not installed (Debian package tshark)")
+    captured = request.getfixturevalue(which)
     theirs: Counter[Any] = Counter()
     for key, version, corr in _fields(
         captured["path"],
