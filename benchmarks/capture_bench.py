@@ -1,11 +1,19 @@
-"""Decode rate of the Spark capture job against tshark, on a rotated capture.
+"""Decode rate of kipwire's capture engines against tshark, on a rotated capture.
 
 Builds a rotated capture (several pcapng files, as tcpdump -C would) of at least 50,000 PDUs from
-frames encoded by the codec (Metadata v12, Produce v9 with record batches, Fetch v12), then
-times: the job in local[1] and local[2] (Spark start-up and its first job measured apart; the
-rate is the best of `--runs` decodes in the warm session, every run printed), `tshark -T json`
-(full decode) and `tshark -T fields` (six header fields) on the same files when tshark is
-installed. The machine's load average is printed too: other processes skew local[2] most.
+frames encoded by the codec (Metadata v8, Produce v8 with record batches, Fetch v11: the newest
+versions tshark 4.0 decodes, so both sides do the same work), then times: the in-process engine
+(`--engine local`), the Spark job in local[1] and local[2] (Spark start-up and its first job
+measured apart; the rate is the best of `--runs` decodes in the warm session, every run
+printed), `tshark -T json` (full decode) and `tshark -T fields` (six header fields) on the same
+files when tshark is installed. Every decoder's malformed count is printed next to its rate:
+a rate is only comparable when both sides decoded the PDUs (tshark's `_ws.malformed` count is 0).
+
+"Per core" compares decoders given one core each: the local engine and Spark local[1] run one
+decode task at a time, tshark is single-threaded; a per-core ratio is the ratio of their PDUs
+per second. Wall time is printed for all; CPU time too for the local engine (this process) and
+tshark (its processes), which stays fair on a loaded machine. The load average is printed:
+other processes skew wall times, local[2] most.
 
     python benchmarks/capture_bench.py [--pdus 50000] [--files 4] [--runs 3] [--keep DIR]
 """
@@ -16,6 +24,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import shutil
 import struct
 import subprocess
@@ -29,6 +38,9 @@ from kipwire.captures.pcap import PcapngWriter, scan_index
 from kipwire.codec.records import build_batch
 
 PORT = 9092
+# The newest versions tshark 4.0 decodes (it marks Produce v9, Fetch v12 and Metadata v9+
+# "Unsupported API version" and malformed): both sides then do the same work.
+VERSIONS = {"produce": 8, "fetch": 11, "metadata": 8}
 _T0 = 1_700_000_000_000_000_000
 
 
@@ -49,7 +61,7 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
         )
         req = codec.encode_request(
             0,
-            9,
+            VERSIONS["produce"],
             {
                 "acks": -1,
                 "timeout_ms": 30000,
@@ -62,7 +74,7 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
         )
         resp = codec.encode_response(
             0,
-            9,
+            VERSIONS["produce"],
             {
                 "responses": [
                     {
@@ -78,7 +90,7 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
     elif kind == 1:
         req = codec.encode_request(
             1,
-            12,
+            VERSIONS["fetch"],
             {
                 "replica_id": -1,
                 "max_wait_ms": 500,
@@ -98,7 +110,7 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
         )
         resp = codec.encode_response(
             1,
-            12,
+            VERSIONS["fetch"],
             {
                 "responses": [
                     {
@@ -113,11 +125,15 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
         )
     else:
         req = codec.encode_request(
-            3, 12, {"topics": [{"name": topic}]}, correlation_id=n, client_id=client
+            3,
+            VERSIONS["metadata"],
+            {"topics": [{"name": topic}]},
+            correlation_id=n,
+            client_id=client,
         )
         resp = codec.encode_response(
             3,
-            12,
+            VERSIONS["metadata"],
             {
                 "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": PORT}],
                 "topics": [
@@ -210,8 +226,8 @@ def run_spark(folder: Path, warm: Path, master: str, out: Path, runs: int = 1) -
     return json.loads(line[6:])
 
 
-def run_tshark(paths: list[Path], mode: str) -> tuple[float, int]:
-    """Seconds for tshark over every file, and the Kafka PDUs it reported (one at a time)."""
+def run_tshark(paths: list[Path], mode: str) -> tuple[float, float, int]:
+    """Wall and CPU seconds of tshark over every file, and the Kafka PDUs it reported."""
     base = ["tshark", "-n", "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka"]
     if mode == "json":
         extra = ["-T", "json"]
@@ -225,13 +241,44 @@ def run_tshark(paths: list[Path], mode: str) -> tuple[float, int]:
             "kafka.len",
         ]
         extra = ["-T", "fields", "-E", "occurrence=a"] + [a for f in fields for a in ("-e", f)]
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _children_cpu()
     count = 0
     for p in paths:
         proc = subprocess.run(base + ["-r", str(p)] + extra, capture_output=True, timeout=3600)
         out = proc.stdout
         count += out.count(b'"kafka.correlation_id"') if mode == "json" else out.count(b"\n")
-    return time.perf_counter() - t, count
+    return time.perf_counter() - t, _children_cpu() - c, count
+
+
+def run_local_engine(folder: Path, out: Path, runs: int) -> tuple[list[float], list[float], dict]:
+    """Wall and CPU seconds of each in-process decode of `folder`, and the last summary."""
+    from kipwire.captures.local_engine import run_local
+
+    walls, cpus, summary = [], [], {}
+    for _ in range(runs):
+        t, c = time.perf_counter(), time.process_time()
+        summary = run_local([str(folder)], out, capture="bench")
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return walls, cpus, summary
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def tshark_malformed(paths: list[Path]) -> int:
+    """Packets tshark marks malformed in the files (not timed)."""
+    count = 0
+    for p in paths:
+        proc = subprocess.run(
+            ["tshark", "-n", "-d", f"tcp.port=={PORT},kafka", "-r", str(p), "-Y", "_ws.malformed"],
+            capture_output=True,
+            timeout=3600,
+        )
+        count += proc.stdout.count(b"\n")
+    return count
 
 
 def main() -> int:
@@ -255,7 +302,16 @@ def main() -> int:
         f"(built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    results: list[tuple[str, float, int, str]] = []
+    # (decoder, wall seconds, CPU seconds or None, PDUs, note)
+    results: list[tuple[str, float, float | None, int, str]] = []
+    walls, cpus, r = run_local_engine(folder, tmp / "out-local", args.runs)
+    malformed = r["by_status"].get("malformed", 0)
+    print(
+        f"local engine: decode {', '.join(f'{x:.1f}' for x in walls)} s "
+        f"(CPU {', '.join(f'{x:.1f}' for x in cpus)} s), {r['pdus']:,} PDUs "
+        f"({r['by_status'].get('ok', 0):,} ok), pairs {r['pairs']}"
+    )
+    results.append(("local engine", min(walls), min(cpus), r["pdus"], f"malformed {malformed}"))
     for master in ("local[1]", "local[2]"):
         r = run_spark(folder, tmp / "warm", master, tmp / f"out-{master[6]}", args.runs)
         n = r["pdus"]
@@ -266,22 +322,35 @@ def main() -> int:
             f"decode {', '.join(f'{x:.1f}' for x in runs)} s, {n:,} PDUs ({ok:,} ok), "
             f"pairs {r['pairs']}, load average {os.getloadavg()[0]:.1f}"
         )
-        results.append((f"spark {master}", min(runs), n, ""))
+        bad = r["by_status"].get("malformed", 0)
+        results.append((f"spark {master}", min(runs), None, n, f"malformed {bad}"))
     if shutil.which("tshark"):
+        version = subprocess.run(["tshark", "--version"], capture_output=True, text=True)
+        bad = tshark_malformed(paths)
+        print(f"{version.stdout.splitlines()[0]}: {bad} malformed packets")
         for mode in ("json", "fields"):
-            secs, n = run_tshark(paths, mode)
-            results.append((f"tshark -T {mode}", secs, n, "single-threaded"))
+            secs, cpu, n = run_tshark(paths, mode)
+            results.append((f"tshark -T {mode}", secs, cpu, n, f"malformed {bad}"))
     else:
         print("tshark not installed: skipping the tshark peers (apt-get install -y tshark)")
-    print(f"\n{'decoder':<18} {'seconds':>8} {'PDUs':>8} {'PDUs/s':>9} {'MB/s':>7}")
-    for name, secs, n, note in results:
-        print(f"{name:<18} {secs:8.1f} {n:8,} {n / secs:9,.0f} {size / 1e6 / secs:7.2f}  {note}")
-    rate = {name: n / secs for name, secs, n, _ in results}
+    head = f"{'decoder':<18} {'wall s':>7} {'CPU s':>7} {'PDUs':>8} {'PDUs/s':>9} {'MB/s':>7}"
+    print(f"\n{head}  (rates by wall time)")
+    for name, secs, cpu, n, note in results:
+        cpu_s = f"{cpu:7.1f}" if cpu is not None else f"{'-':>7}"
+        rate_s = f"{n / secs:9,.0f} {size / 1e6 / secs:7.2f}"
+        print(f"{name:<18} {secs:7.1f} {cpu_s} {n:8,} {rate_s}  {note}")
+    rate = {name: n / secs for name, secs, _, n, _ in results}
+    cpu_rate = {name: n / cpu for name, _, cpu, n, _ in results if cpu}
     if "spark local[2]" in rate:
         print(f"\nlocal[2] / local[1]: {rate['spark local[2]'] / rate['spark local[1]']:.2f}x")
     for peer in ("tshark -T json", "tshark -T fields"):
-        if rate.get(peer):
-            print(f"local[1] / {peer}: {rate['spark local[1]'] / rate[peer]:.2f}x (per core)")
+        if peer not in rate:
+            continue
+        print(f"spark local[1] / {peer}: {rate['spark local[1]'] / rate[peer]:.2f}x (wall)")
+        print(
+            f"local engine / {peer}: {rate['local engine'] / rate[peer]:.2f}x (wall), "
+            f"{cpu_rate['local engine'] / cpu_rate[peer]:.2f}x (CPU time)"
+        )
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

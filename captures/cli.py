@@ -159,10 +159,14 @@ def choose_engine(
     if any(is_remote(i) for i in inputs):
         return "spark", "remote inputs"
     size = sum(file_size(f.path) + file_size(f.peer or "") for f in expand_inputs(inputs))
-    limit = f"{max_local_bytes / 1e6:,.0f} MB"
+    limit = _size_text(max_local_bytes)
     if size > max_local_bytes:
-        return "spark", f"{size / 1e6:,.1f} MB of input, over {limit} (--local-max-mb)"
-    return "local", f"{size / 1e6:,.1f} MB of input, under {limit} (--local-max-mb)"
+        return "spark", f"{_size_text(size)} of input, over {limit} (--local-max-mb)"
+    return "local", f"{_size_text(size)} of input, under {limit} (--local-max-mb)"
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
 
 
 def _check_out(out: str) -> None:
@@ -207,6 +211,9 @@ def decode_main(argv: Sequence[str]) -> int:
     limit = int(args.local_max_mb * 1e6)
     named = args.inputs + [p[0] for p in args.pair]
     engine, why = choose_engine(args.engine, args.master, named, limit)
+    remote = [i for i in named if "://" in i and not i.startswith("file://")]
+    if engine == "local" and remote:
+        raise _Usage(f"--engine local reads local files only, not {remote[0]}")
     print(f"engine: {engine} ({why})", file=sys.stderr, flush=True)
     if engine == "local":
         from .inputs import input_label

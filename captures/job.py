@@ -382,15 +382,38 @@ class _Job:
             with_body_json=self.with_body_json,
         ).persist()
         try:
+            names = _topic_id_names(decoded)
             for table in TABLES:
                 say(f"writing {table}")
                 path = os.path.join(self.out_dir, table)
-                _table(decoded, table).write.mode("overwrite").parquet(path)
+                frame = _table(decoded, table)
+                if table == "pdus" and names:
+                    frame = _name_topic_ids(frame, names)
+                frame.write.mode("overwrite").parquet(path)
             summary = _summary(decoded)
         finally:
             decoded.unpersist()
         summary["partitions"] = frags.partitions
         return summary
+
+
+def _topic_id_names(decoded: DataFrame) -> dict[str, str]:
+    """topic id -> name from the rows that hold both (Metadata responses): a small map."""
+    both = decoded.filter(
+        (F.col("table") == "pdus")
+        & F.col("topics").isNotNull()
+        & F.col("topic_ids").isNotNull()
+        & (F.size("topics") == F.size("topic_ids"))
+    ).select(F.explode(F.arrays_zip("topic_ids", "topics")).alias("pair"))
+    return {r.pair.topic_ids: r.pair.topics for r in both.distinct().collect()}
+
+
+def _name_topic_ids(pdus: DataFrame, names: dict[str, str]) -> DataFrame:
+    """`topics` for rows that name topics by id alone, as `topic_ids.name_topic_ids` does."""
+    lookup = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
+    found = F.filter(F.transform("topic_ids", lambda i: lookup[i]), lambda n: n.isNotNull())
+    fill = F.col("topics").isNull() & F.col("topic_ids").isNotNull() & (F.size(found) > 0)
+    return pdus.withColumn("topics", F.when(fill, found).otherwise(F.col("topics")))
 
 
 def _summary(decoded: DataFrame) -> dict[str, Any]:

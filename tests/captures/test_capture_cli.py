@@ -71,6 +71,7 @@ def test_bad_arguments_exit_2_without_traceback(tmp_path: Path, capsys) -> None:
         (["decode", caps, "--out", str(tmp_path / "o"), "--fail-on", "bogus"], "unknown status"),
         (["decode", caps, "--out", str(tmp_path / "o"), "--engine", "gpu"], "invalid choice"),
         (["decode", "--out", str(tmp_path / "o")], "no INPUT"),
+        (["decode", "s3a://b/c/", "--out", str(tmp_path / "o"), "--engine", "local"], "local"),
         (["frobnicate"], "unknown command"),
     ]
     for argv, text in cases:

@@ -274,7 +274,7 @@ def test_spark_writer_matches_arrow_writer(spark, decoded, workspace: Path, tmp_
     """The fallback for outputs only Spark can write (hdfs://, s3a://) writes the same rows."""
     from kipwire.captures.job import run_decode
 
-    inputs = [str(workspace / "rotated"), str(workspace / "broken")]
+    inputs = [str(workspace / s) for s in ("rotated", "broken", "ids")]  # ids: Fetch v13
     summary = run_decode(inputs, tmp_path, spark=spark, name="spark-test", writer="spark")
     arrow = run_decode(inputs, tmp_path / "arrow", spark=spark, name="spark-test")
     for table in ("pdus", "pairs", "connections"):
