@@ -10,6 +10,7 @@ Every loop here is bounded by a deadline.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -55,6 +56,30 @@ def unique(prefix: str) -> str:
 def first_port(bootstrap: str) -> int:
     """The port of the first bootstrap server."""
     return int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+
+
+def bounded(fn: Callable[[], Any], timeout: float, what: str) -> Any:
+    """fn() in a daemon thread; TimeoutError if it has not returned within `timeout`.
+
+    For client calls that take no timeout of their own (kafka-python's commit/abort wait for
+    the broker without bound): a broker that never answers fails the test instead of hanging it.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # handed to the caller's thread below
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True, name=what)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"{what}: no result within {timeout:.0f} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def _deadline_loop(timeout: float) -> Callable[[], bool]:
@@ -398,6 +423,58 @@ def transactions(bootstrap: str) -> dict[str, Any]:
     return {
         "read_committed": [v for _k, v in committed],
         "read_uncommitted": [v for _k, v in everything],
+    }
+
+
+def kafka_python_consume_values(
+    bootstrap: str, topic: str, count: int, isolation: str
+) -> list[bytes]:
+    """Values of partition 0 read from the start by kafka-python at an isolation level."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level=isolation,
+    )
+    got: list[bytes] = []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        loop = _deadline_loop(POLL_TIMEOUT_S)
+        while len(got) < count and loop():
+            for msgs in consumer.poll(timeout_ms=500).values():
+                got += [m.value for m in msgs]
+    finally:
+        consumer.close()
+    return got
+
+
+def kafka_python_transactions(bootstrap: str) -> dict[str, Any]:
+    """kafka-python's transactional (so idempotent) producer: commit, abort, commit."""
+    from kafka import KafkaProducer
+
+    topic = create_topic(bootstrap, unique("kptxn"))
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("kptxid"))
+    try:
+        producer.init_transactions()
+        for outcome in ("commit", "abort", "commit2"):
+            producer.begin_transaction()
+            for i in range(5):
+                producer.send(
+                    topic, key=f"{outcome}-{i}".encode(), value=outcome.encode(), partition=0
+                )
+            producer.flush(timeout=POLL_TIMEOUT_S)
+            end = producer.abort_transaction if outcome == "abort" else producer.commit_transaction
+            bounded(end, POLL_TIMEOUT_S, f"kafka-python {outcome} transaction")
+    finally:
+        producer.close(timeout=10)
+    return {
+        "read_committed": kafka_python_consume_values(bootstrap, topic, 10, "read_committed"),
+        "read_uncommitted": kafka_python_consume_values(bootstrap, topic, 15, "read_uncommitted"),
+        "producer_ids": {b.producer_id for b in whole_batches(bootstrap, topic)},
     }
 
 

@@ -50,6 +50,15 @@ def test_transactions_read_committed_skips_aborted(bootstrap: str) -> None:
     assert result["read_uncommitted"] == [b"commit"] * 5 + [b"abort"] * 5 + [b"commit2"] * 5
 
 
+def test_kafka_python_transactions(bootstrap: str) -> None:
+    result = scenarios.kafka_python_transactions(bootstrap)
+    assert result["read_committed"] == [b"commit"] * 5 + [b"commit2"] * 5
+    assert result["read_uncommitted"] == [b"commit"] * 5 + [b"abort"] * 5 + [b"commit2"] * 5
+    # one producer id for the data and the markers of all three transactions
+    (pid,) = result["producer_ids"]
+    assert pid >= 0
+
+
 def test_admin_calls(kafka_single: KafkaCluster, bootstrap: str) -> None:
     assert scenarios.admin_calls(bootstrap) == {
         "retention_before": "60000",
