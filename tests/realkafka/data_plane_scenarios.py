@@ -325,47 +325,83 @@ def compression_roundtrip(
 # ------------------------------------------------------------------------------ groups
 
 
-def group_rebalance(bootstrap: str, partitions: int = 4) -> dict[str, Any]:
-    """One consumer takes every partition; a second joins and the group splits them."""
-    from confluent_kafka import Consumer
+class _Member:
+    """A group member of either client: `poll()` drives it, `partitions` is its assignment."""
 
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str) -> None:
+        self.client = client
+        self.partitions: set[int] = set()
+        if client == "confluent":
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": group,
+                    "session.timeout.ms": 6000,
+                    "heartbeat.interval.ms": 500,
+                    "log_level": 0,
+                }
+            )
+            self._consumer.subscribe(
+                [topic],
+                on_assign=lambda _c, tps: self._assigned(tps),
+                on_revoke=lambda _c, _tps: self._assigned([]),
+            )
+        else:
+            from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+            member = self
+
+            class Listener(ConsumerRebalanceListener):
+                def on_partitions_revoked(self, revoked: Any) -> None:
+                    member._assigned([])
+
+                def on_partitions_assigned(self, assigned: Any) -> None:
+                    member._assigned(assigned)
+
+            self._consumer = KafkaConsumer(
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=500,
+                enable_auto_commit=False,
+            )
+            self._consumer.subscribe(topics=[topic], listener=Listener())
+
+    def _assigned(self, tps: Any) -> None:
+        self.partitions = {tp.partition for tp in tps}
+
+    def poll(self) -> None:
+        """One short poll: heartbeats, rebalance callbacks, fetches."""
+        if self.client == "confluent":
+            self._consumer.poll(0.1)
+        else:
+            self._consumer.poll(timeout_ms=100)
+
+    def close(self) -> None:
+        """Leave the group."""
+        self._consumer.close()
+
+
+def group_rebalance(bootstrap: str, partitions: int = 4, joiner: str = "confluent") -> dict:
+    """A confluent-kafka consumer takes every partition; a second one (`joiner`: confluent or
+    kafka-python) joins the group and the two split them."""
     topic = create_topic(bootstrap, unique("group"), partitions=partitions)
     group = unique("grp")
-    assigned: dict[str, set[int]] = {"a": set(), "b": set()}
-
-    def consumer(name: str) -> Any:
-        c = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-                "log_level": 0,
-            }
-        )
-
-        def on_assign(_c: Any, tps: list[Any]) -> None:
-            assigned[name] = {tp.partition for tp in tps}
-
-        def on_revoke(_c: Any, _tps: list[Any]) -> None:
-            assigned[name] = set()
-
-        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
-        return c
-
-    a = consumer("a")
+    a = _Member("confluent", bootstrap, group, topic)
     b = None
     try:
         loop = _deadline_loop(POLL_TIMEOUT_S)
-        while len(assigned["a"]) < partitions and loop():
-            a.poll(0.2)
-        alone = set(assigned["a"])
-        b = consumer("b")
+        while len(a.partitions) < partitions and loop():
+            a.poll()
+        alone = set(a.partitions)
+        b = _Member(joiner, bootstrap, group, topic)
         loop = _deadline_loop(POLL_TIMEOUT_S)
-        while not (assigned["a"] and assigned["b"]) and loop():
-            a.poll(0.1)
-            b.poll(0.1)
-        return {"alone": alone, "a": set(assigned["a"]), "b": set(assigned["b"])}
+        while not (a.partitions and b.partitions) and loop():
+            a.poll()
+            b.poll()
+        return {"alone": alone, "a": set(a.partitions), "b": set(b.partitions)}
     finally:
         a.close()
         if b is not None:

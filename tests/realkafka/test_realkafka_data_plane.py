@@ -22,8 +22,9 @@ def test_compression_roundtrip(bootstrap: str, compression: str, producer: str) 
     assert sum(n for _c, n in result["batches"]) == len(result["sent"])
 
 
-def test_group_rebalance_splits_partitions(bootstrap: str) -> None:
-    result = scenarios.group_rebalance(bootstrap, partitions=4)
+@pytest.mark.parametrize("joiner", ["confluent", "kafka-python"])
+def test_group_rebalance_splits_partitions(bootstrap: str, joiner: str) -> None:
+    result = scenarios.group_rebalance(bootstrap, partitions=4, joiner=joiner)
     assert result["alone"] == {0, 1, 2, 3}
     assert result["a"] and result["b"]
     assert result["a"].isdisjoint(result["b"])
