@@ -25,6 +25,7 @@ Tables and engines (pyarrow; `datasource` and `job` also pyspark):
   `fragment_decode`  fragments, sorted by connection, decoded into a sink
   `datasource`     the `kafkacapture` PySpark data source: partitions and their readers
   `job`            the PySpark job: one pass from inputs to Parquet
+  `py_files`       the zip of kipwire for `spark-submit --py-files`
 
 Comparing two decodes:
   `compare`        loads two decoded captures, compares them, the `compare` command
