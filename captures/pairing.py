@@ -31,6 +31,8 @@ __all__ = [
     "load_codec",
 ]
 
+# The column names of `captures.schema`'s tables, repeated so that building rows needs no
+# pyarrow; tests/captures/test_capture_schema.py holds the two equal.
 PDU_COLUMNS = (
     "capture",
     "file",
