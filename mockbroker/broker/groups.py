@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import enum
 import itertools
+import logging
 import uuid
 from dataclasses import dataclass, field
 
 import trio
 
 from kipwire.codec import ErrorCode
+
+log = logging.getLogger("kipwire.mockbroker.groups")
 
 
 class GroupState(enum.Enum):
@@ -98,6 +101,7 @@ class Group:
         if waiting and now < self.rebalance_deadline:
             return
         for member in waiting:
+            log.info("group %s: %s did not rejoin in time", self.group_id, member.member_id)
             del self.members[member.member_id]
         if not self.members:
             self.state = GroupState.EMPTY
@@ -105,6 +109,9 @@ class Group:
             self.leader = self.protocol = None
             return
         self.generation += 1
+        log.info(
+            "group %s: generation %d with %s", self.group_id, self.generation, list(self.members)
+        )
         self.protocol = self._choose_protocol()
         if self.leader not in self.members:
             self.leader = next(iter(self.members))
@@ -143,6 +150,7 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return
+        log.info("group %s: %s removed", self.group_id, member_id)
         if member.joining is not None:
             member.join_result = JoinResult(ErrorCode.UNKNOWN_MEMBER_ID)
             member.joining.set()
@@ -286,6 +294,7 @@ class GroupCoordinator:
         group = self.group(group_id)
         if group is None or member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        log.info("group %s: %s leaves", group_id, member_id)
         group.remove(member_id)
         self._wake()
         return 0
@@ -312,6 +321,7 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
                 if member.joining is None and member.deadline and member.deadline <= now:
+                    log.info("group %s: %s session expired", group.group_id, member.member_id)
                     group.remove(member.member_id)
                 elif member.joining is None and member.deadline:
                     upcoming = min(upcoming, member.deadline)
