@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -27,6 +28,10 @@ _STATUSES = (
     "unsupported_version",
     "request_missing",
 )
+
+
+# what spark-submit accepts: yarn, or a URL starting with spark, k8s or local
+_MASTER = re.compile(r"^(yarn|local(\[[^\]]*\])?|local-cluster\[[^\]]*\]|spark://.+|k8s://.+)$")
 
 
 class _Usage(Exception):
@@ -195,6 +200,13 @@ def decode_main(argv: Sequence[str]) -> int:
     if not args.inputs and not args.pair:
         raise _Usage("decode: no INPUT and no --pair given")
     fail_on = _fail_on(args.fail_on)
+    if args.split_mb <= 0 or args.local_max_mb < 0:
+        raise _Usage("--split-mb must be above 0 and --local-max-mb at least 0")
+    if args.master is not None and not _MASTER.match(args.master):
+        raise _Usage(
+            f"--master {args.master}: not a Spark master URL (local, local[N], "
+            "local-cluster[N,C,M], spark://, yarn, k8s://)"
+        )
     from .inputs import check_inputs
 
     problems = check_inputs(args.inputs, fmt=args.format, pairs=args.pair)
@@ -233,7 +245,8 @@ def decode_main(argv: Sequence[str]) -> int:
         from .job import run_decode
 
         master = args.master or (None if _under_spark_submit() else "local[*]")
-        summary = run_decode(
+        summary = _spark_errors_in_one_line(
+            run_decode,
             args.inputs,
             args.out,
             name=args.name,
@@ -276,6 +289,22 @@ def py_files_main(argv: Sequence[str]) -> int:
     return 0
 
 
+class _SparkFailed(Exception):
+    """Spark refused the job (a bad --master, a cluster that fails it): one line, exit 1."""
+
+
+def _spark_errors_in_one_line(run: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call `run`; an error raised by Spark (through py4j or pyspark) becomes `_SparkFailed`."""
+    try:
+        return run(*args, **kwargs)
+    except Exception as exc:
+        origin = type(exc).__module__.split(".")[0]
+        if origin not in ("py4j", "pyspark"):
+            raise
+        text = str(exc).strip().splitlines()
+        raise _SparkFailed(f"Spark failed: {text[0] if text else type(exc).__name__}") from None
+
+
 def _run(cmd: str, rest: list[str]) -> int:
     if cmd == "decode":
         return decode_main(rest)
@@ -308,6 +337,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as exc:
         print(f"kipwire-capture: {exc}", file=sys.stderr)
         return 2
+    except _SparkFailed as exc:
+        print(f"kipwire-capture: {exc}", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _EXTRA_MODULES:
             raise

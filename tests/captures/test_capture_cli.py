@@ -72,6 +72,8 @@ def test_bad_arguments_exit_2_without_traceback(tmp_path: Path, capsys) -> None:
         (["decode", caps, "--out", str(tmp_path / "o"), "--engine", "gpu"], "invalid choice"),
         (["decode", "--out", str(tmp_path / "o")], "no INPUT"),
         (["decode", "s3a://b/c/", "--out", str(tmp_path / "o"), "--engine", "local"], "local"),
+        (["decode", caps, "--out", str(tmp_path / "o"), "--master", "bogus://x"], "not a Spark"),
+        (["decode", caps, "--out", str(tmp_path / "o"), "--split-mb", "0"], "--split-mb"),
         (["frobnicate"], "unknown command"),
     ]
     for argv, text in cases:
