@@ -1,6 +1,7 @@
 """KIP-966 in action: a topic with RF=3 and min.insync.replicas=2 loses its brokers one by one
-(clean shutdowns, then a hard kill) and gets them back; after each step DescribeTopicPartitions
-(apiKey 75, sent with kipwire.codec) says what the controller decided.
+(clean shutdowns, then a hard kill), gets them back, loses two again and has its min ISR set;
+after each step DescribeTopicPartitions (apiKey 75, sent with kipwire.codec) says what the
+controller decided.
 
 `run_story` takes any cluster with the `StoryCluster` methods, so the same story runs against
 real Kafka now and against kipwire's MockCluster (Semantics.KAFKA_4_1) later. `EXPECTED` is the
@@ -19,7 +20,7 @@ from realkafka_wire import call
 
 from kipwire.codec import ErrorCode
 
-CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 19, 75
+CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_TOPIC_PARTITIONS = 19, 44, 75
 TOPIC = "elr-story"
 REPLICAS = [1, 2, 3]
 STEP_TIMEOUT_S = 60.0
@@ -78,6 +79,17 @@ EXPECTED: list[tuple[str, str, PartitionView]] = [
     # catches up and rejoins the ISR; with ISR size 2 the ELR is [] (D.13)
     ("restart 1", "start broker 1 again (it was killed)", view(2, [1, 2], [], [])),
     ("restart 3", "start broker 3 again", view(2, [1, 2, 3], [], [])),
+    ("stop 3 again", "SIGTERM broker 3", view(2, [1, 2], [], [])),
+    # the leader's controlled shutdown: 1 is elected from the ISR (E.21), 2 enters the ELR
+    ("stop 2 again", "SIGTERM broker 2, the leader", view(1, [1], [2], [])),
+    # setting the value it already has changes nothing: the controller writes no ConfigRecord,
+    # so no ClearElrRecord follows (the metadata-log test checks the records)
+    ("same min isr", "set min.insync.replicas=2, its value already", view(1, [1], [2], [])),
+    # D.19 [4.x]: a ConfigRecord on min.insync.replicas brings a ClearElrRecord: ELR and
+    # LastKnownElr are emptied without a PartitionChangeRecord
+    ("lower min isr", "set min.insync.replicas=1", view(1, [1], [], [])),
+    ("restart 2 again", "start broker 2", view(1, [1, 2], [], [])),
+    ("restart 3 again", "start broker 3", view(1, [1, 2, 3], [], [])),
 ]
 
 
@@ -103,6 +115,30 @@ def create_topic(port: int) -> None:
     code = body.topics[0].error_code
     if code:
         raise RuntimeError(f"CreateTopics {TOPIC}: {ErrorCode(code).name}")
+
+
+def set_min_isr(port: int, value: str) -> None:
+    """IncrementalAlterConfigs v1: SET the topic's min.insync.replicas."""
+    body = call(
+        port,
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": 2,  # topic
+                    "resource_name": TOPIC,
+                    "configs": [
+                        {"name": "min.insync.replicas", "config_operation": 0, "value": value}
+                    ],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
+    code = body.responses[0].error_code
+    if code:
+        raise RuntimeError(f"IncrementalAlterConfigs {TOPIC}: {ErrorCode(code).name}")
 
 
 def describe(port: int) -> PartitionView | None:
@@ -143,6 +179,12 @@ def run_story(cluster: StoryCluster) -> list[tuple[str, PartitionView]]:
         "restart 2": lambda: cluster.restart(2),
         "restart 1": lambda: cluster.restart(1),
         "restart 3": lambda: cluster.restart(3),
+        "stop 3 again": lambda: cluster.stop_node(3),
+        "stop 2 again": lambda: cluster.stop_node(2),
+        "same min isr": lambda: set_min_isr(port, "2"),
+        "lower min isr": lambda: set_min_isr(port, "1"),
+        "restart 2 again": lambda: cluster.restart(2),
+        "restart 3 again": lambda: cluster.restart(3),
     }
     seen = []
     for name, _what, want in EXPECTED:

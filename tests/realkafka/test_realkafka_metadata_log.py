@@ -69,6 +69,25 @@ def test_elr_fields_written_during_the_story(readings: list) -> None:
         ([], -1, [1, 2], [1]),  # kill 1: ISR empty, no leader, last known leader 1
         ([2], 2, [1], []),  # restart 2: elected from the ELR
         (None, -2, [], None),  # restart 1: the unclean path drops it from the ELR
+        ([1], 1, [2], None),  # stop 2 again: the leader leaves, 1 leads, 2 enters the ELR
+    ]
+
+
+def test_min_isr_change_clears_the_elr_only_when_the_value_changes(readings: list) -> None:
+    ours: dict[int, MetadataEntry] = {}
+    for _kafka, codec in readings:
+        ours.update(codec)
+    configs = [
+        (r["type"], r["data"].get("value"))
+        for r in story_records(ours, TOPIC)
+        if r["type"] in ("CONFIG_RECORD", "CLEAR_ELR_RECORD")
+    ]
+    # at creation, then the change to 1; setting 2 while it was 2 wrote nothing (kip-rules D.19)
+    assert configs == [
+        ("CONFIG_RECORD", "2"),
+        ("CLEAR_ELR_RECORD", None),
+        ("CONFIG_RECORD", "1"),
+        ("CLEAR_ELR_RECORD", None),
     ]
 
 
