@@ -3,10 +3,11 @@
 A fragment is one row per TCP connection seen in a read partition: that partition's segments of
 it (times, sequence numbers, flags, payloads as parallel Arrow lists, `schema.FRAGMENTS`). Rows
 carry the connection key (both endpoints, in a direction-independent order), the file's rotation
-ordinal and the first packet's index, so after a shuffle by key and a sort by (key, file_ord,
-first_index) every connection's segments arrive at one task in capture order, whichever packet
-ranges or rotated files (tcpdump -C) they came from. Problems with the file itself travel as
-rows with `issue_*` set.
+ordinal and where the fragment starts in the file (its first segment's position among the file's
+TCP segments, counted from its packet range's first packet), so after a shuffle by key and a
+sort by (key, file_ord, first_index) every connection's segments arrive at one task in capture
+order, whichever packet ranges or rotated files (tcpdump -C) they came from. Problems with the
+file itself travel as rows with `issue_*` set.
 """
 
 from __future__ import annotations
