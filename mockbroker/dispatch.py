@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
+UNKNOWN_SERVER_ERROR = -1
 _SIZE = struct.Struct(">i").pack
 
 
@@ -65,7 +66,12 @@ async def dispatch(broker: BrokerNode, data: memoryview) -> bytes | None:
     broker.log.debug("%s v%d cid %d from %s", name, version, cid, header.client_id)
     if response is None:
         return None
-    return frame(encode_response(key, version, response, correlation_id=cid))
+    try:
+        return frame(encode_response(key, version, response, correlation_id=cid))
+    except EncodeError as exc:
+        # a handler bug must not cost the client its connection: answer with the API's error
+        broker.log.error("%s v%d: response does not encode: %s", name, version, exc)
+        return _error(key, version, cid, body, UNKNOWN_SERVER_ERROR)
 
 
 def _error(key: int, version: int, cid: int, body: object, code: int) -> bytes:

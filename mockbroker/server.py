@@ -61,6 +61,11 @@ async def serve_connection(
                 return
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
+            except Exception:
+                # a bug in one handler closes this connection; every other client is served on
+                broker.log.exception("closing a connection after an internal error")
+                by_client = False
+                return
     finally:
         if tap is not None:
             tap.close(by_client=by_client)

@@ -9,6 +9,7 @@ from .registry import RequestContext, handles, per_partition_error
 
 READ_COMMITTED = 1
 EARLIEST_LOCAL = -4
+LEADER_EPOCH_FROM = 4
 
 _fail = per_partition_error(
     "topics", "partitions", "name", "partition_index", "topics", "partitions"
@@ -36,15 +37,15 @@ async def list_offsets(ctx: RequestContext, body: Any) -> dict:
                     offset, found, epoch = log.last_stable_offset, -1, log.leader_epoch
                 else:
                     offset, found, epoch = log.offset_for_time(timestamp)
-                parts.append(
-                    {
-                        "partition_index": index,
-                        "error_code": 0,
-                        "timestamp": found,
-                        "offset": offset,
-                        "leader_epoch": epoch,
-                    }
-                )
+                part = {
+                    "partition_index": index,
+                    "error_code": 0,
+                    "timestamp": found,
+                    "offset": offset,
+                }
+                if ctx.api_version >= LEADER_EPOCH_FROM:
+                    part["leader_epoch"] = epoch
+                parts.append(part)
             except LogError as exc:
                 parts.append({"partition_index": index, "error_code": exc.code})
         topics.append({"name": topic["name"], "partitions": parts})

@@ -11,6 +11,9 @@ from .groups import not_coordinator
 from .registry import RequestContext, handles
 from .topics import topic_id, topic_name
 
+#: OffsetFetch v8 batches groups; its topic entries may carry ids (used from v10)
+GROUPS_FROM = 8
+
 
 def _commit_fail(body: Any, code: int, version: int) -> dict:
     return {
@@ -61,7 +64,7 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
 
 
 def _fetch_fail(body: Any, code: int, version: int) -> dict:
-    if version >= 8:
+    if version >= GROUPS_FROM:
         return {
             "groups": [
                 {"group_id": g["group_id"], "topics": [], "error_code": code}
@@ -74,7 +77,7 @@ def _fetch_fail(body: Any, code: int, version: int) -> dict:
 @handles(9, min_version=1, fail=_fetch_fail)
 async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
     """The committed offsets of the partitions asked (all the group has when null)."""
-    if ctx.api_version < 8:
+    if ctx.api_version < GROUPS_FROM:
         if not_coordinator(ctx, body["group_id"]):
             return _fetch_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
         topics = _group_offsets(ctx, body["group_id"], body["topics"])
@@ -120,5 +123,8 @@ def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -
                     "error_code": 0,
                 }
             )
-        topics.append({"name": name or "", "topic_id": topic_id(image, name), "partitions": parts})
+        topic = {"name": name or "", "partitions": parts}
+        if ctx.api_version >= GROUPS_FROM:
+            topic["topic_id"] = topic_id(image, name)
+        topics.append(topic)
     return topics
