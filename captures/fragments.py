@@ -90,10 +90,12 @@ def fragments_of(
     packet_range: PacketRange | None = None,
     extra_issues: Sequence[FileIssue] = (),
     content: bytes | None = None,
+    mtime: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Segment fragments (Arrow batches of `FRAGMENTS`) of one input or packet range of it.
 
-    `content` holds a pcap file's bytes when Spark read them (binaryFile, remote inputs).
+    `content` holds the file's bytes when Spark read them (binaryFile, remote inputs), `mtime`
+    its modification time (epoch ns).
     """
     open_: dict[tuple, _Frag] = {}
     done: list[_Frag] = []
@@ -101,7 +103,9 @@ def fragments_of(
     issues: list[FileIssue] = []
     try:
         for index, (ts, seg) in enumerate(
-            input_segments(file, packet_range=packet_range, issues=issues, content=content)
+            input_segments(
+                file, packet_range=packet_range, issues=issues, content=content, mtime=mtime
+            )
         ):
             src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
             from_a = src <= dst

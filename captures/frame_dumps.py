@@ -71,11 +71,14 @@ def _read(path: str | None) -> tuple[bytes, int]:
 
 
 def frame_dump_segments(
-    requests: str, responses: str | None = None
+    requests: str, responses: str | None = None, *, content: bytes | None = None, mtime: int = 0
 ) -> Iterator[tuple[int, TcpSegment]]:
-    """The segments of a request dump (and its responses) as one connection from its start."""
-    req, t_req = _read(requests)
+    """The segments of a request dump (and its responses) as one connection from its start.
+
+    `content` (with its `mtime`, epoch ns) holds the request dump when it was read elsewhere.
+    """
+    req, t_req = (content, mtime) if content is not None else _read(requests)
     resp, t_resp = _read(responses)
     yield from stream_segments(
-        DUMP_CLIENT, DUMP_SERVER, req, resp, min(filter(None, (t_req, t_resp))), syn=True
+        DUMP_CLIENT, DUMP_SERVER, req, resp, min(filter(None, (t_req, t_resp)), default=0), syn=True
     )

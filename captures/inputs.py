@@ -30,7 +30,9 @@ __all__ = [
     "expand_inputs",
     "file_size",
     "input_label",
+    "input_set",
     "is_remote",
+    "kind_of_bytes",
     "local_path",
     "natural_key",
     "rotation_set",
@@ -111,7 +113,7 @@ def _api_versions() -> dict[int, tuple[int, int]]:
         return {}
 
 
-def _request_at(buf: mmap.mmap, pos: int) -> bool:
+def _request_at(buf: bytes | mmap.mmap, pos: int) -> bool:
     """A request header at `pos` whose version the codec knows for its API key.
 
     The version range matters: a response frame starts with a correlation id, whose two
@@ -135,16 +137,53 @@ def _is_frame_dump(path: str) -> bool:
     except (OSError, ValueError):
         return False
     with buf:
-        pos = n = 0
-        while pos + 4 <= size:
-            if n < _FRAME_CHAIN and not _request_at(buf, pos):
-                return False
-            (length,) = _i32(buf, pos)
-            if length < 0:
-                return False
-            pos += 4 + length
-            n += 1
-        return pos == size
+        return _frames_fill(buf, size)
+
+
+def _frames_fill(buf: bytes | mmap.mmap, size: int) -> bool:
+    """Size prefixes walk `buf` to its exact end, and the first frames are requests."""
+    pos = n = 0
+    while pos + 4 <= size:
+        if n < _FRAME_CHAIN and not _request_at(buf, pos):
+            return False
+        (length,) = _i32(buf, pos)
+        if length < 0:
+            return False
+        pos += 4 + length
+        n += 1
+    return size >= 12 and pos == size
+
+
+def kind_of_bytes(name: str, data: bytes) -> str:
+    """The kind of a file read elsewhere (Spark's binaryFile): magic, name, then content.
+
+    Anything else is read as a pcap, so that its problems become rows.
+    """
+    if data[:4] in _MAGICS:
+        return "pcap"
+    if parse_flow_name(name) is not None:
+        return "tcpflow"
+    return "frames" if _frames_fill(data, len(data)) else "pcap"
+
+
+def input_set(name: str) -> tuple:
+    """Which inputs decode together: a tcpflow connection's two files, a rotated pcap set.
+
+    Any other file is a set of its own: two frame dumps, whose connections have the same
+    stand-in addresses, never merge.
+    """
+    flow = parse_flow_name(name)
+    if flow is not None:
+        return (
+            "tcpflow",
+            os.path.dirname(name),
+            *sorted((flow.src, flow.dst)),
+            flow.vlan,
+            flow.conn,
+        )
+    if CAPTURE_SUFFIX.search(name):
+        return ("pcap", *rotation_set(name))
+    return ("file", name)
 
 
 def sniff_kind(path: str) -> str | None:

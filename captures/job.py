@@ -1,9 +1,10 @@
 """The PySpark decode job: inputs in, Parquet tables `pdus`, `pairs`, `connections` out.
 
 Local inputs are read by the `kafkacapture` data source (split by input and packet range); URIs
-such as hdfs:// or s3a:// through Spark's `binaryFile` source (pcap files), so the same job runs
-on a cluster. Both give segment fragments, which are shuffled by connection key, sorted into
-capture order, and decoded per connection by `captures.fragment_decode` in `mapInArrow`.
+such as hdfs:// or s3a:// through Spark's `binaryFile` source (any kind, told by name and
+content), so the same job runs on a cluster. Both give segment fragments, which are shuffled by
+connection key, sorted into capture order, and decoded per connection by
+`captures.fragment_decode` in `mapInArrow`.
 
 For a local output folder (the default writer, "arrow") the job is one Spark pass: the reader
 decodes whole inputs itself, the decode tasks write their rows as Parquet part files, and
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -36,10 +38,11 @@ from .inputs import (
     CaptureFile,
     expand_inputs,
     input_label,
+    input_set,
     is_remote,
+    kind_of_bytes,
     local_path,
     natural_key,
-    rotation_set,
 )
 from .schema import FRAGMENTS, STATS, TABLES, UNION, spark_ddl
 from .table_files import ParquetSink, finish_tables, prepare_tables, summary_dict, summary_of_tables
@@ -49,6 +52,7 @@ __all__ = [
     "capture_label",
     "decode_dataframe",
     "fragments_dataframe",
+    "remote_fragments",
     "run_decode",
     "session",
 ]
@@ -115,15 +119,25 @@ def capture_label(inputs: Sequence[str], name: str | None = None) -> str:
     return name or input_label(inputs[0])
 
 
-def _remote_fragments(
+def remote_fragments(
     batches: Iterable[pa.RecordBatch], ords: dict[str, int], groups: dict[str, int]
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over `binaryFile` rows (path, content): the whole file as one partition."""
+    """mapInArrow over `binaryFile` rows (path, modificationTime, content): whole files.
+
+    Each file's kind comes from its bytes and name (`inputs.kind_of_bytes`); a tcpflow file is
+    one direction, which meets the other in the shuffle by connection.
+    """
     for batch in batches:
-        cols = batch.to_pydict()
-        for path, content in zip(cols["path"], cols["content"], strict=True):
-            f = CaptureFile(path, path, ords.get(path, 0), groups.get(path, 0))
-            yield from fragments_of(f, content=content)
+        mtimes = pc.cast(batch.column("modificationTime"), pa.int64()).to_pylist()
+        for path, mtime_us, content in zip(
+            batch.column("path").to_pylist(),
+            mtimes,
+            batch.column("content").to_pylist(),
+            strict=True,
+        ):
+            kind = kind_of_bytes(path, content)
+            f = CaptureFile(path, path, ords.get(path, 0), groups.get(path, 0), kind)
+            yield from fragments_of(f, content=content, mtime=(mtime_us or 0) * 1000)
 
 
 class Fragments(NamedTuple):
@@ -170,7 +184,7 @@ def fragments_dataframe(
             spark.read.format("binaryFile")
             .option("recursiveFileLookup", "true")
             .load(remote)
-            .select("path", "content")
+            .select("path", "modificationTime", "content")
         )
         paths = sorted(
             (r.path for r in raw.select("path").collect()),
@@ -178,13 +192,13 @@ def fragments_dataframe(
         )
         base = len(files)
         ords = {p: base + i for i, p in enumerate(paths)}
-        sets: dict[tuple[str, str], int] = {}
-        groups = {p: base + sets.setdefault(rotation_set(p), len(sets)) for p in paths}
+        sets: dict[tuple, int] = {}
+        groups = {p: base + sets.setdefault(input_set(p), len(sets)) for p in paths}
         parts += len(paths)
         shuffled += len(paths)
         frames.append(
             raw.mapInArrow(
-                lambda it: _remote_fragments(it, ords, groups),
+                lambda it: remote_fragments(it, ords, groups),
                 spark_ddl(FRAGMENTS),
             )
         )

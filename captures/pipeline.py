@@ -89,15 +89,17 @@ def input_segments(
     copy: bool = False,
     issues: list[FileIssue] | None = None,
     content: bytes | None = None,
+    mtime: int = 0,
 ) -> Iterator[tuple[int, TcpSegment]]:
     """(ts_ns, segment) of any input kind; a pcap's file problems are appended to `issues`.
 
-    `content` is a pcap file's bytes when they were read elsewhere (Spark's binaryFile source).
+    `content` is the file's bytes when they were read elsewhere (Spark's binaryFile source),
+    `mtime` its modification time (epoch ns).
     """
     if file.kind == "tcpflow":
-        yield from tcpflow_segments(file.path, file.peer)
+        yield from tcpflow_segments(file.path, file.peer, content=content, mtime=mtime)
     elif file.kind == "frames":
-        yield from frame_dump_segments(file.path, file.peer)
+        yield from frame_dump_segments(file.path, file.peer, content=content, mtime=mtime)
     else:
         reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
         yield from segments(reader, stats, copy=copy)

@@ -74,17 +74,23 @@ def parse_flow_name(name: str) -> FlowName | None:
     )
 
 
-def tcpflow_segments(path: str, peer: str | None = None) -> Iterator[tuple[int, TcpSegment]]:
+def tcpflow_segments(
+    path: str, peer: str | None = None, *, content: bytes | None = None, mtime: int = 0
+) -> Iterator[tuple[int, TcpSegment]]:
     """The bytes of one or both direction files as TCP segments, the older file's first.
 
     No SYN: where a file starts is not known to be a frame boundary (tcpflow may have joined
     the connection late). Each file's modification time stands in for its segments' times.
+    `content` (with its `mtime`, epoch ns) is the one file `path` names, read elsewhere.
     """
     files = []
     for p in filter(None, (path, peer)):
         flow = parse_flow_name(p)
         if flow is None:
             raise ValueError(f"{p}: not a tcpflow file name (HOST.PORT-HOST.PORT)")
+        if content is not None:
+            files.append((mtime, p, flow, content))
+            break
         with open(p, "rb") as f:
             files.append((os.fstat(f.fileno()).st_mtime_ns, p, flow, f.read()))
     files.sort(key=lambda x: (x[0], x[1]))
