@@ -1,9 +1,10 @@
-"""The mock cluster: a controller and N brokers on trio, for trio code and (in a thread) for
-everyone else.
+"""The mock cluster: a controller node and N brokers on trio (`open_cluster`; `MockCluster`
+runs it in a thread for synchronous code).
 
-Brokers register with the controller (BrokerRegistration with PreviousBrokerEpoch), heartbeat,
-and replay the controller's metadata log into their metadata image. The controller is the
-sans-I/O `kipwire.mockbroker.controller.Controller`; this module moves its requests and time.
+Brokers talk to the controller over TCP as KRaft brokers do: BrokerRegistration (with
+PreviousBrokerEpoch), BrokerHeartbeat, forwarded admin requests, and Fetch of
+`__cluster_metadata`, whose records they replay into their metadata image. The controller is the
+sans-I/O `kipwire.mockbroker.controller.Controller`; this module only moves bytes and time.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.groups import GroupCoordinator
 from .broker.log import PartitionLog
 from .broker.node import BrokerNode
 from .broker.transactions import TransactionCoordinator
 from .controller import Controller, Semantics
 from .controller.features import SUPPORTED_FEATURES
+from .controller_node import ControllerNode
 from .faults import Faults
 from .recorder import Recorder
 from .server import listen
@@ -35,6 +38,7 @@ DEFAULT_CONFIG = {
     "num.partitions": "1",
     "default.replication.factor": "1",
     "broker.heartbeat.interval.ms": "200",
+    "socket.request.max.bytes": str(100 * 1024 * 1024),
     "broker.session.timeout.ms": "9000",
 }
 DEFAULT_FEATURES = {"eligible.leader.replicas.version": 1}
@@ -82,20 +86,30 @@ class Cluster:
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
         self._metadata_changed = trio.Event()
+        self.controller_node = ControllerNode(self)
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def max_request_bytes(self) -> int:
+        """socket.request.max.bytes: larger frames are refused before they are read."""
+        return int(self.config["socket.request.max.bytes"])
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the controller and every broker; serve until cancelled."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self.controller.tick(self._now_ms())
+                self.controller.tick(self.controller_node.now_ms())
                 self._bootstrap()
-                for node in self.nodes.values():
-                    await self._start_node(node, previous_epoch=-1)
+                listeners = await nursery.start(listen, self.controller_node, 0)
+                self.controller_node.port = listeners[0].socket.getsockname()[1]
+                nursery.start_soon(self.controller_node.run_clock)
+                async with trio.open_nursery() as starting:
+                    for node in self.nodes.values():
+                        starting.start_soon(self._start_node, node, -1)
+                await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
-                nursery.start_soon(self._heartbeats)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 task_status.started()
@@ -104,6 +118,7 @@ class Cluster:
                 self.recorder.close()
 
     def _bootstrap(self) -> None:
+        """The records a formatted cluster starts with: feature levels, cluster-wide configs."""
         for name, level in sorted(self.features.items()):
             self.controller.replay("FeatureLevelRecord", {"name": name, "feature_level": level})
         for name, value in sorted(self.config.items()):
@@ -122,24 +137,44 @@ class Cluster:
         assert self._nursery is not None
         scope = trio.CancelScope()
         self._scopes[node.node_id] = scope
-        listeners = await self._nursery.start(self._serve_node, node, scope)
-        node.port = listeners[0].socket.getsockname()[1]
-        node.running = True
-        self._register(node, previous_epoch)
+        await self._nursery.start(self._run_node, node, scope, previous_epoch)
 
-    async def _serve_node(
+    async def _run_node(
         self,
         node: BrokerNode,
         scope: trio.CancelScope,
+        previous_epoch: int,
         *,
-        task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        """A broker's life: listen, register, fetch metadata, unfence, heartbeat."""
         with scope:
-            await listen(node, node.port, task_status=task_status)
+            async with trio.open_nursery() as nursery:
+                listeners = await nursery.start(listen, node, node.port)
+                node.port = listeners[0].socket.getsockname()[1]
+                address = self.controller_node.address
+                requests = await ControllerConnection.open(address, f"broker-{node.node_id}")
+                fetches = await ControllerConnection.open(address, f"broker-{node.node_id}")
+                try:
+                    node.controller_connection = requests
+                    await self._register(node, previous_epoch)
+                    nursery.start_soon(fetch_metadata, node, fetches)
+                    # unfenced once its metadata has caught up with its own registration
+                    await node.wait_for_metadata(node.epoch)
+                    await self._heartbeat(node)
+                    node.running = True
+                    nursery.start_soon(self._heartbeats, node)
+                    task_status.started()
+                    await trio.sleep_forever()
+                finally:
+                    node.running = False
+                    with trio.CancelScope(shield=True):
+                        await requests.aclose()
+                        await fetches.aclose()
 
-    def _register(self, node: BrokerNode, previous_epoch: int) -> None:
+    async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
         low, high = SUPPORTED_FEATURES["metadata.version"]
-        response = self.controller.handle(
+        response = await node.controller_connection.call(
             BROKER_REGISTRATION,
             BROKER_REGISTRATION_VERSION,
             {
@@ -171,12 +206,9 @@ class Cluster:
                 f"{ErrorCode(response['error_code']).name}"
             )
         node.epoch = response["broker_epoch"]
-        self.propagate()
-        self._heartbeat(node)
 
-    def _heartbeat(self, node: BrokerNode, want_shut_down: bool = False) -> dict:
-        self.controller.tick(self._now_ms())
-        response = self.controller.handle(
+    async def _heartbeat(self, node: BrokerNode, want_shut_down: bool = False) -> Any:
+        return await node.controller_connection.call(
             BROKER_HEARTBEAT,
             BROKER_HEARTBEAT_VERSION,
             {
@@ -187,36 +219,30 @@ class Cluster:
                 "want_shut_down": want_shut_down,
             },
         )
-        self.propagate()
-        return response
 
-    async def _heartbeats(self) -> None:
+    async def _heartbeats(self, node: BrokerNode) -> None:
         interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
         while True:
             await trio.sleep(interval)
-            self.controller.tick(self._now_ms())
-            for node in self.nodes.values():
-                if node.running:
-                    self._heartbeat(node)
-            self.propagate()
+            await self._heartbeat(node)
 
-    @staticmethod
-    def _now_ms() -> int:
-        return int(trio.current_time() * 1000)
-
-    def propagate(self) -> None:
-        """Every running broker replays the metadata records it has not seen yet."""
-        end = self.controller.end_offset
-        for node in self.nodes.values():
-            if node.running and node.image.offset + 1 < end:
-                for entry in self.controller.records_since(node.image.offset + 1):
-                    node.image.replay(entry.offset, entry.name, entry.record)
-                node.data_arrived()
+    def metadata_changed(self) -> None:
+        """A broker replayed metadata: wake `caught_up` and `wait_until`."""
+        self._metadata_changed.set()
+        self._metadata_changed = trio.Event()
         topics = self.controller.state.topic_ids
         for key in [k for k in self.logs if k[0] not in topics]:
             del self.logs[key]
-        self._metadata_changed.set()
-        self._metadata_changed = trio.Event()
+
+    async def caught_up(self, timeout: float = 10.0) -> None:
+        """Wait until every running broker has replayed the whole metadata log."""
+        with trio.move_on_after(timeout):
+            while True:
+                last = self.controller.end_offset - 1
+                if all(n.image.offset >= last for n in self.nodes.values() if n.running):
+                    return
+                await self._metadata_changed.wait()
+        raise ClusterError(f"brokers did not catch up with the metadata log in {timeout} s")
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -234,15 +260,16 @@ class Cluster:
             raise ClusterError(f"broker {broker_id} is not running")
         if clean:
             for _ in range(100):  # a controlled shutdown takes a few heartbeats at most
-                if self._heartbeat(node, want_shut_down=True).get("should_shut_down"):
+                if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
                     break
         self._scopes.pop(broker_id).cancel()
         node.running = False
         node.clean_shutdown = clean
         if not clean:
+            # what the session timeout would do, without waiting for it
             self.controller.fence(broker_id)
-        self.propagate()
-        await trio.sleep(0)
+            self.controller_node.log_grew()
+        await self.caught_up()
 
     async def start_broker(self, broker_id: int) -> None:
         """Restart a stopped broker on its port; it registers as a new incarnation."""
@@ -252,6 +279,7 @@ class Cluster:
         previous = node.epoch if node.clean_shutdown else -1
         node.reset_incarnation()
         await self._start_node(node, previous_epoch=previous)
+        await self.caught_up()
 
     def live_nodes(self) -> list[BrokerNode]:
         """Running, unfenced brokers, by id."""
@@ -268,22 +296,29 @@ class Cluster:
 
     # -- topics and configs -----------------------------------------------------------------
 
-    async def forward(self, api_key: int, api_version: int, body: Any) -> dict:
-        """A request a broker forwards to the controller; answered once metadata has spread."""
-        response = self.controller.handle(api_key, api_version, body)
-        self.propagate()
-        await trio.sleep(0)
+    async def forward(self, broker: BrokerNode, api_key: int, api_version: int, body: Any) -> Any:
+        """A request `broker` forwards to the controller; answered once metadata has spread."""
+        response = await broker.controller_connection.call(api_key, api_version, body)
+        await self.caught_up()
         return response
+
+    async def _admin(self, api_key: int, api_version: int, body: Any) -> Any:
+        """An admin request from the test API, through the first running broker."""
+        running = [n for _, n in sorted(self.nodes.items()) if n.running]
+        if not running:
+            raise ClusterError("no broker is running")
+        return await self.forward(running[0], api_key, api_version, body)
 
     @property
     def auto_create_topics(self) -> bool:
         """Whether Metadata creates unknown topics (auto.create.topics.enable)."""
         return self.config["auto.create.topics.enable"].lower() == "true"
 
-    async def auto_create(self, names: list[str]) -> None:
+    async def auto_create(self, broker: BrokerNode, names: list[str]) -> None:
         """Create topics with the default partitions and replication factor."""
         replication = min(int(self.config["default.replication.factor"]), len(self.live_nodes()))
         await self.forward(
+            broker,
             CREATE_TOPICS,
             CREATE_TOPICS_VERSION,
             {
@@ -307,7 +342,7 @@ class Cluster:
         config: Mapping[str, Any] | None = None,
     ) -> None:
         """Create a topic through the controller; ClusterError with its error otherwise."""
-        response = await self.forward(
+        response = await self._admin(
             CREATE_TOPICS,
             CREATE_TOPICS_VERSION,
             {

@@ -14,7 +14,7 @@ import trio
 from kipwire.captures.pcap import PcapngWriter, TcpConversation
 
 if TYPE_CHECKING:
-    from .broker.node import BrokerNode
+    from .server import Node
 
 FLUSH_INTERVAL = 0.2
 
@@ -46,10 +46,10 @@ class Recorder:
         self._writer = PcapngWriter(None)
         self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
 
-    def tap(self, stream: trio.SocketStream, broker: BrokerNode) -> ConnectionTap:
-        """Start recording a connection accepted by `broker`."""
+    def tap(self, stream: trio.SocketStream, node: Node) -> ConnectionTap:
+        """Start recording a connection accepted by `node` (a broker or the controller)."""
         client = stream.socket.getpeername()[:2]
-        server = (broker.host, broker.port)
+        server = (node.host, node.port)
         return ConnectionTap(self._writer.conversation(client, server))
 
     async def run(self) -> None:

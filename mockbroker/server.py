@@ -10,14 +10,25 @@ import trio
 from kipwire.codec import DecodeError
 from kipwire.codec.framing import FrameBuffer
 
-from .dispatch import CloseConnection, dispatch
+from .dispatch import CloseConnection
 
 if TYPE_CHECKING:
-    from .broker.node import BrokerNode
+    import logging
 
-#: Kafka's socket.request.max.bytes default.
-DEFAULT_MAX_REQUEST = 100 * 1024 * 1024
+    from .cluster import Cluster
+
 _READ_SIZE = 256 * 1024
+
+
+class Node(Protocol):
+    """A listening node (broker or controller): where it is, and how it answers a frame."""
+
+    cluster: Cluster
+    host: str
+    port: int
+    log: logging.Logger
+
+    async def dispatch(self, frame: memoryview) -> bytes | None: ...
 
 
 class Tap(Protocol):
@@ -28,13 +39,9 @@ class Tap(Protocol):
     def close(self, *, by_client: bool = True) -> None: ...
 
 
-async def serve_connection(
-    stream: trio.SocketStream, broker: BrokerNode, tap: Tap | None = None
-) -> None:
+async def serve_connection(stream: trio.SocketStream, node: Node, tap: Tap | None = None) -> None:
     """Answer the requests of one client connection, in order, until it closes."""
-    frames = FrameBuffer(
-        int(broker.cluster.config.get("socket.request.max.bytes", DEFAULT_MAX_REQUEST))
-    )
+    frames = FrameBuffer(node.cluster.max_request_bytes)
     by_client = True
     try:
         while True:
@@ -49,21 +56,21 @@ async def serve_connection(
                 for request in frames:
                     if tap is not None:
                         tap.client_sends(bytes(request))
-                    response = await dispatch(broker, request)
+                    response = await node.dispatch(request)
                     if response is not None:
                         if tap is not None:
                             tap.server_sends(response)
                         await stream.send_all(response)
             except (DecodeError, CloseConnection) as exc:
                 # an oversized or unreadable frame: the stream cannot be resynchronised
-                broker.log.info("closing a connection: %s", exc)
+                node.log.info("closing a connection: %s", exc)
                 by_client = False
                 return
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             except Exception:
                 # a bug in one handler closes this connection; every other client is served on
-                broker.log.exception("closing a connection after an internal error")
+                node.log.exception("closing a connection after an internal error")
                 by_client = False
                 return
     finally:
@@ -74,22 +81,22 @@ async def serve_connection(
 
 
 async def listen(
-    broker: BrokerNode,
+    node: Node,
     port: int,
     *,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `broker` on 127.0.0.1:`port` (0: ephemeral) until cancelled."""
+    """Serve `node` on 127.0.0.1:`port` (0: ephemeral) until cancelled."""
     try:
         listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=4096)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise OSError(exc.errno, f"port {port} is already in use") from None
         raise
-    recorder = broker.cluster.recorder
+    recorder = node.cluster.recorder
 
     async def handler(stream: trio.SocketStream) -> None:
-        tap = recorder.tap(stream, broker) if recorder is not None else None
-        await serve_connection(stream, broker, tap)
+        tap = recorder.tap(stream, node) if recorder is not None else None
+        await serve_connection(stream, node, tap)
 
     await trio.serve_listeners(handler, listeners, task_status=task_status)

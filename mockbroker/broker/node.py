@@ -10,11 +10,13 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from ..dispatch import dispatch
 from .log import LogError, PartitionLog
 from .metadata_image import MetadataImage, PartitionInfo
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
+    from .controller_channel import ControllerConnection
 
 
 class BrokerNode:
@@ -37,6 +39,8 @@ class BrokerNode:
         self.clean_shutdown = False
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
         self._data_arrived = trio.Event()
+        self._replayed = trio.Event()
+        self.controller_connection: ControllerConnection | None = None
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id and an empty metadata image."""
@@ -73,6 +77,22 @@ class BrokerNode:
             log = logs[topic, index] = PartitionLog(part.leader_epoch)
         log.leader_epoch = part.leader_epoch
         return log
+
+    async def dispatch(self, frame: memoryview) -> bytes | None:
+        """The response frame to one request frame (None for acks=0 produce)."""
+        return await dispatch(self, frame)
+
+    def metadata_replayed(self) -> None:
+        """New metadata records are in the image: wake fetches and anyone waiting on it."""
+        self._replayed.set()
+        self._replayed = trio.Event()
+        self.data_arrived()
+        self.cluster.metadata_changed()
+
+    async def wait_for_metadata(self, offset: int) -> None:
+        """Return once the image has replayed the metadata log up to `offset`."""
+        while self.image.offset < offset:
+            await self._replayed.wait()
 
     def data_arrived(self) -> None:
         """Wake every fetch waiting on this broker (records or marks moved)."""

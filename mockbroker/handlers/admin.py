@@ -20,7 +20,7 @@ FORWARDED = {
 
 def _forwarder(api_key: int):
     async def forward(ctx: RequestContext, body: Any) -> dict:
-        return await ctx.broker.cluster.forward(api_key, ctx.api_version, body)
+        return await ctx.broker.cluster.forward(ctx.broker, api_key, ctx.api_version, body)
 
     forward.__name__ = forward.__qualname__ = f"forward_{FORWARDED[api_key]}"
     forward.__doc__ = f"{FORWARDED[api_key]}: answered by the controller."

@@ -67,7 +67,7 @@ async def metadata(ctx: RequestContext, body: Any) -> dict:
     auto = body.get("allow_auto_topic_creation", True) and ctx.api_version >= 4
     missing = [n for n in names if n is not None and n not in image.topics]
     if missing and auto and broker.cluster.auto_create_topics:
-        await broker.cluster.auto_create(missing)
+        await broker.cluster.auto_create(broker, missing)
     topics = []
     for name, tid in zip(names, ids, strict=True):
         if name is not None and name in image.topics:

@@ -19,6 +19,7 @@ def recording(tmp_path_factory):
     path = tmp_path_factory.mktemp("rec") / "cluster.pcapng"
     with MockCluster(brokers=2, record=str(path)) as cluster:
         ports = [int(a.rsplit(":", 1)[1]) for a in cluster.bootstrap_servers.split(",")]
+        ports.append(cluster.cluster.controller_node.port)
         cluster.create_topic("rec", partitions=2, replication_factor=2)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
         for i in range(100):
@@ -41,6 +42,9 @@ def test_every_recorded_frame_decodes(recording):
         if r["api_name"] == "Produce" and r["direction"] == "request"
     )
     assert produced == 100
+    # inter-node traffic too: brokers registering, heartbeating, fetching the metadata log
+    assert apis["BrokerRegistration"] == 4 and apis["BrokerHeartbeat"] >= 4
+    assert apis["Fetch"] >= 4
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
