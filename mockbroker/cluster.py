@@ -9,6 +9,7 @@ sans-I/O `kipwire.mockbroker.controller.Controller`; this module only moves byte
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -41,6 +42,8 @@ DEFAULT_CONFIG = {
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     "broker.session.timeout.ms": "9000",
 }
+# quiet by default: the brokers' loggers say nothing unless the application configures logging
+logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 DEFAULT_FEATURES = {"eligible.leader.replicas.version": 1}
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
 _BROKER_ONLY = {"socket.request.max.bytes", "broker.heartbeat.interval.ms"}

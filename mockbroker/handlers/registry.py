@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kipwire.codec import APIS, MESSAGES
+from kipwire.codec import APIS, MESSAGES, api_versions
 
 if TYPE_CHECKING:
     from ..broker.node import BrokerNode
@@ -41,9 +41,15 @@ class Handler:
 HANDLERS: dict[int, Handler] = {}
 
 
-def codec_versions(api_key: int) -> tuple[int, int]:
-    """The request versions the codec knows for an API key."""
-    return MESSAGES[APIS[api_key][1]][3]
+#: What a Kafka broker listener advertises (stable versions only), from the codec's index.
+_BROKER_VERSIONS = {
+    a["api_key"]: (a["min_version"], a["max_version"]) for a in api_versions("broker")
+}
+
+
+def advertised_versions(api_key: int) -> tuple[int, int]:
+    """The versions a broker serves for an API key: Kafka's stable ones the codec knows."""
+    return _BROKER_VERSIONS.get(api_key) or MESSAGES[APIS[api_key][1]][3]
 
 
 def top_level_error(body: Body, code: int, version: int) -> dict:
@@ -52,8 +58,8 @@ def top_level_error(body: Body, code: int, version: int) -> dict:
 
 
 def handles(api_key: int, *, min_version: int | None = None, fail: Fail = top_level_error):
-    """Register the decorated coroutine as the handler of `api_key` (all codec versions)."""
-    low, high = codec_versions(api_key)
+    """Register the decorated coroutine as the handler of `api_key` (its advertised versions)."""
+    low, high = advertised_versions(api_key)
 
     def register(handle: Handle) -> Handle:
         HANDLERS[api_key] = Handler(
