@@ -1,0 +1,176 @@
+"""Produce, Fetch and ListOffsets on the wire: acks, min ISR, long polls, sessions, isolation."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from kafka_wire import WireClient
+
+from kipwire.codec import ErrorCode
+from kipwire.codec.records import build_batch, iter_batches
+from kipwire.mockbroker import MockCluster
+
+PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two brokers; topic p (1 partition, RF 2) and topic strict (min.insync.replicas 3)."""
+    with MockCluster(brokers=2) as running:
+        running.create_topic("p", partitions=1, replication_factor=2)
+        running.create_topic(
+            "strict", partitions=1, replication_factor=2, config={"min.insync.replicas": "3"}
+        )
+        yield running
+
+
+def _leader(cluster, topic: str) -> str:
+    leader = cluster.partition(topic, 0).leader
+    return cluster.bootstrap_servers.split(",")[leader - 1]
+
+
+def _produce_body(topic: str, values: list[bytes], acks: int = -1) -> dict:
+    records = build_batch([{"value": v} for v in values])
+    return {
+        "acks": acks,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
+
+
+def _fetch_body(
+    topic: str,
+    offset: int,
+    *,
+    wait_ms: int = 0,
+    min_bytes: int = 1,
+    session_id: int = 0,
+    isolation: int = 0,
+) -> dict:
+    return {
+        "max_wait_ms": wait_ms,
+        "min_bytes": min_bytes,
+        "isolation_level": isolation,
+        "session_id": session_id,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                ],
+            }
+        ],
+    }
+
+
+def test_acks_all_below_min_isr_is_not_enough_replicas(cluster):
+    with WireClient(_leader(cluster, "strict")) as client:
+        body = client.call(PRODUCE, 9, _produce_body("strict", [b"x"]))
+        (part,) = body["responses"][0]["partition_responses"]
+        assert part["error_code"] == ErrorCode.NOT_ENOUGH_REPLICAS
+        body = client.call(PRODUCE, 9, _produce_body("strict", [b"x"], acks=1))
+        assert body["responses"][0]["partition_responses"][0]["error_code"] == 0
+
+
+def test_acks_zero_gets_no_response_and_the_record_is_written(cluster):
+    with WireClient(_leader(cluster, "p")) as client:
+        before = client.call(
+            LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+            },
+        )
+        client.send(PRODUCE, 9, _produce_body("p", [b"fire", b"forget"], acks=0))
+        after = client.call(
+            LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+            },
+        )
+    start = before["topics"][0]["partitions"][0]["offset"]
+    assert after["topics"][0]["partitions"][0]["offset"] == start + 2
+
+
+def test_produce_to_a_follower_is_not_leader(cluster):
+    follower = [a for a in cluster.bootstrap_servers.split(",") if a != _leader(cluster, "p")]
+    with WireClient(follower[0]) as client:
+        body = client.call(PRODUCE, 9, _produce_body("p", [b"x"]))
+    part = body["responses"][0]["partition_responses"][0]
+    assert part["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_fetch_long_poll_returns_when_records_arrive(cluster):
+    address = _leader(cluster, "p")
+    with WireClient(address) as client:
+        end = client.call(
+            LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+            },
+        )["topics"][0]["partitions"][0]["offset"]
+
+    def produce_later() -> None:
+        time.sleep(0.3)
+        with WireClient(address) as producer:
+            producer.call(PRODUCE, 9, _produce_body("p", [b"late"]))
+
+    thread = threading.Thread(target=produce_later)
+    with WireClient(address) as client:
+        start = time.perf_counter()
+        thread.start()
+        body = client.call(FETCH, 12, _fetch_body("p", end, wait_ms=5000))
+        waited = time.perf_counter() - start
+    thread.join()
+    part = body["responses"][0]["partitions"][0]
+    assert 0.25 <= waited < 3.0
+    assert [r.value for b in iter_batches(part["records"]) for r in b.records] == [b"late"]
+
+
+def test_fetch_with_nothing_new_waits_max_wait_ms(cluster):
+    with WireClient(_leader(cluster, "p")) as client:
+        end = client.call(
+            LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+            },
+        )["topics"][0]["partitions"][0]["offset"]
+        start = time.perf_counter()
+        body = client.call(FETCH, 12, _fetch_body("p", end, wait_ms=300))
+        waited = time.perf_counter() - start
+    assert 0.28 <= waited < 2.0
+    assert body["responses"][0]["partitions"][0]["records"] == b""
+
+
+def test_fetch_sessions_are_full_fetches_and_unknown_ids_are_refused(cluster):
+    with WireClient(_leader(cluster, "p")) as client:
+        body = client.call(FETCH, 12, {**_fetch_body("p", 0), "session_epoch": 0})
+        assert body["session_id"] == 0 and body["error_code"] == 0
+        body = client.call(FETCH, 12, _fetch_body("p", 0, session_id=77))
+        assert body["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_fetch_past_the_end_is_offset_out_of_range(cluster):
+    with WireClient(_leader(cluster, "p")) as client:
+        body = client.call(FETCH, 12, _fetch_body("p", 10_000))
+    assert body["responses"][0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_corrupt_batch_is_corrupt_message(cluster):
+    records = bytearray(build_batch([{"value": b"v"}]))
+    records[-1] ^= 1
+    body = _produce_body("p", [b"placeholder"])
+    body["topic_data"][0]["partition_data"][0]["records"] = bytes(records)
+    with WireClient(_leader(cluster, "p")) as client:
+        part = client.call(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
+    assert part["error_code"] == ErrorCode.CORRUPT_MESSAGE
