@@ -118,11 +118,11 @@ def test_frame_dumps_alone_and_paired(tmp_path: Path) -> None:
     assert {p["status"] for p in t["pairs"]} == {"answered"}
 
 
-def test_runs_without_pyspark(tmp_path: Path) -> None:
-    """--engine local needs pyarrow, not pyspark."""
+def test_runs_without_pyspark_or_pandas(tmp_path: Path) -> None:
+    """--engine local needs pyarrow, not pyspark nor pandas."""
     write_rotated(tmp_path / "in")
     code = (
-        "import sys; sys.modules['pyspark'] = None\n"
+        "import sys; sys.modules['pyspark'] = None; sys.modules['pandas'] = None\n"
         "from kipwire.captures.cli import main\n"
         f"sys.exit(main(['decode', {str(tmp_path / 'in')!r}, '--out', "
         f"{str(tmp_path / 'out')!r}, '--engine', 'local']))\n"
