@@ -122,7 +122,12 @@ def test_runs_without_pyspark_or_pandas(tmp_path: Path) -> None:
     """--engine local needs pyarrow, not pyspark nor pandas."""
     write_rotated(tmp_path / "in")
     code = (
-        "import sys; sys.modules['pyspark'] = None; sys.modules['pandas'] = None\n"
+        "import sys\n"
+        "class Absent:  # as if neither were installed\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pyspark', 'pandas'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
         "from kipwire.captures.cli import main\n"
         f"sys.exit(main(['decode', {str(tmp_path / 'in')!r}, '--out', "
         f"{str(tmp_path / 'out')!r}, '--engine', 'local']))\n"
