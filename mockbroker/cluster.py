@@ -367,15 +367,6 @@ class Cluster:
             message = result.get("error_message") or ErrorCode(result["error_code"]).name
             raise ClusterError(f"create_topic({name!r}): {message}")
 
-    def topic_config(self, topic: str, name: str, default: str) -> str:
-        """A topic's config: set on the topic, else cluster-wide, else `default`."""
-        state = self.controller.state
-        for key in ((2, topic), (BROKER_RESOURCE, "")):
-            value = _config(state, key, name)
-            if value is not None:
-                return value
-        return self.config.get(name, default)
-
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
         return self.controller.partition(topic, index)
@@ -401,10 +392,6 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         """host:port of every broker, comma-separated."""
         return ",".join(n.address for _, n in sorted(self.nodes.items()))
-
-
-def _config(state: Any, key: tuple[int, str], name: str) -> str | None:
-    return state.config(key[0], key[1], name)
 
 
 @asynccontextmanager

@@ -8,7 +8,6 @@ SyncGroup hands out the assignments. Members whose session times out are removed
 from __future__ import annotations
 
 import enum
-import itertools
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -170,7 +169,6 @@ class GroupCoordinator:
 
     def __init__(self) -> None:
         self.groups: dict[str, Group] = {}
-        self._ids = itertools.count()
         self.changed = trio.Event()
 
     def group(self, group_id: str, create: bool = False) -> Group | None:

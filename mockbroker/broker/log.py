@@ -50,7 +50,6 @@ class AppendResult:
     """Where a produce landed: base offset (of the original for a repeated batch)."""
 
     base_offset: int
-    log_append_time: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +70,6 @@ class PartitionLog:
         self.log_start_offset = 0
         self.end_offset = 0
         self.leader_epoch = leader_epoch
-        self.size_bytes = 0
         self.producers = ProducerStates()
         self.open_txns: dict[int, int] = {}  # producer id -> first offset of its open txn
         self.aborted: list[AbortedTxn] = []
@@ -166,7 +164,6 @@ class PartitionLog:
             )
             self.batches.append(stored)
             self._bases.append(stored.base_offset)
-            self.size_bytes += len(stored.data)
             self.end_offset = stored.last_offset + 1
 
     def read(
@@ -236,7 +233,6 @@ class PartitionLog:
                 (i for i, b in enumerate(self.batches) if b.last_offset >= offset),
                 len(self.batches),
             )
-            self.size_bytes -= sum(len(b.data) for b in self.batches[:keep])
             del self.batches[:keep]
             del self._bases[:keep]
         return self.log_start_offset

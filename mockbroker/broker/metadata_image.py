@@ -76,9 +76,13 @@ class MetadataImage:
         info = self.topics.get(topic)
         return info.partitions.get(index) if info else None
 
-    def topic_config(self, topic: str) -> dict[str, str]:
-        """The configs set on a topic (not the defaults)."""
-        return self.configs.get((TOPIC_RESOURCE, topic), {})
+    def topic_config(self, topic: str, name: str, default: str) -> str:
+        """A topic's config: set on the topic, else cluster-wide, else `default`."""
+        for key in ((TOPIC_RESOURCE, topic), (BROKER_RESOURCE, "")):
+            value = self.configs.get(key, {}).get(name)
+            if value is not None:
+                return value
+        return default
 
     def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
         endpoint = r["end_points"][0] if r["end_points"] else {"host": "", "port": -1}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import RequestContext, handles
+from .registry import Fail, Handle, RequestContext, handles
 
 FORWARDED = {
     19: "CreateTopics",
@@ -18,7 +18,7 @@ FORWARDED = {
 }
 
 
-def _forwarder(api_key: int):
+def _forwarder(api_key: int) -> Handle:
     async def forward(ctx: RequestContext, body: Any) -> dict:
         return await ctx.broker.cluster.forward(ctx.broker, api_key, ctx.api_version, body)
 
@@ -27,7 +27,7 @@ def _forwarder(api_key: int):
     return forward
 
 
-def _fail_for(api_key: int):
+def _fail_for(api_key: int) -> Fail:
     def fail(body: Any, code: int, version: int) -> dict:
         if api_key == 19:
             return {"topics": [{"name": t["name"], "error_code": code} for t in body["topics"]]}

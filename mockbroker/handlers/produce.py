@@ -73,7 +73,7 @@ async def produce(ctx: RequestContext, body: Any) -> dict | None:
 
 def _check_min_isr(broker: Any, topic: str, index: int) -> None:
     part = broker.image.partition(topic, index)
-    wanted = int(broker.cluster.topic_config(topic, "min.insync.replicas", "1"))
+    wanted = int(broker.image.topic_config(topic, "min.insync.replicas", "1"))
     if part is not None and len(part.isr) < wanted:
         raise LogError(
             ErrorCode.NOT_ENOUGH_REPLICAS, f"ISR {part.isr} is smaller than min.insync.replicas"

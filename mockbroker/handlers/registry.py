@@ -57,7 +57,9 @@ def top_level_error(body: Body, code: int, version: int) -> dict:
     return {"error_code": code}
 
 
-def handles(api_key: int, *, min_version: int | None = None, fail: Fail = top_level_error):
+def handles(
+    api_key: int, *, min_version: int | None = None, fail: Fail = top_level_error
+) -> Callable[[Handle], Handle]:
     """Register the decorated coroutine as the handler of `api_key` (its advertised versions)."""
     low, high = advertised_versions(api_key)
 

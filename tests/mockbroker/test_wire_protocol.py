@@ -132,5 +132,6 @@ def test_garbage_on_one_connection_while_a_producer_loses_nothing(small_cluster)
         producer.poll(0)
     assert producer.flush(max(deadline - time.monotonic(), 1)) == 0
     assert failures == []
-    total = sum(small_cluster.cluster.logs[topic, p].end_offset for p in range(2))
-    assert total == 2000
+    logs = small_cluster.cluster.logs
+    # the sticky partitioner may have used one partition only
+    assert sum(logs[topic, p].end_offset for p in range(2) if (topic, p) in logs) == 2000

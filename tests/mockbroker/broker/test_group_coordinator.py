@@ -91,7 +91,9 @@ async def test_leave_rebalances_the_rest_and_a_silent_member_is_dropped():
                 results[member] = await _join(groups, member, 200)
 
             async with trio.open_nursery() as joins:
+                # b first: its arrival starts the rebalance that a then rejoins
                 joins.start_soon(join_as, b)
+                await trio.testing.wait_all_tasks_blocked()
                 joins.start_soon(join_as, a)
             assert results[a].generation == results[b].generation == 2
             assert groups.leave("g", a) == 0
