@@ -159,3 +159,28 @@ def test_list_offsets_and_committed_offsets(cluster, topic_name):
         assert committed.offset == 5
     finally:
         consumer.close()
+
+
+def test_admin_partitions_records_cluster_and_groups(cluster, topic_name):
+    from confluent_kafka import TopicPartition as Partition
+    from confluent_kafka.admin import NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(DEADLINE)
+    assert cluster.partition(topic_name, 2).leader in (1, 2, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    _produce(producer, topic_name, [b"d"] * 5, partition=0)
+    deleted = admin.delete_records([Partition(topic_name, 0, 3)])
+    assert next(iter(deleted.values())).result(DEADLINE).low_watermark == 3
+    described = admin.describe_cluster().result(DEADLINE)
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    group = f"admin-{topic_name}"
+    seen = _consume(cluster.bootstrap_servers, topic_name, 2, **{"group.id": group})
+    assert [m.offset() for m in seen] == [3, 4]
+    listed = admin.list_consumer_groups().result(DEADLINE)
+    assert group in {g.group_id for g in listed.valid}
+    info = admin.describe_consumer_groups([group])[group].result(DEADLINE)
+    assert info.group_id == group and info.members == []
+    admin.delete_consumer_groups([group])[group].result(DEADLINE)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(DEADLINE).valid}
