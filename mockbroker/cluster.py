@@ -113,6 +113,7 @@ class Cluster:
                         starting.start_soon(self._start_node, node, -1)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
+                nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 task_status.started()

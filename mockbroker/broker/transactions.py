@@ -7,6 +7,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import trio
+
 from kipwire.codec import ErrorCode
 
 from .groups import CommittedOffset, GroupCoordinator
@@ -25,6 +27,7 @@ class Transaction:
     epoch: int
     timeout_ms: int
     state: str = "Empty"
+    deadline: float = 0.0  # trio time at which an ongoing transaction is aborted
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
@@ -38,6 +41,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, Transaction] = {}
         self._groups = groups
         self._write_marker = write_marker
+        self._changed = trio.Event()
 
     def new_producer_id(self) -> int:
         """A producer id never handed out before."""
@@ -81,7 +85,7 @@ class TransactionCoordinator:
         if isinstance(txn, int):
             return txn
         txn.partitions.update(partitions)
-        txn.state = "Ongoing"
+        self._begin(txn)
         return 0
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str) -> int:
@@ -90,7 +94,7 @@ class TransactionCoordinator:
         if isinstance(txn, int):
             return txn
         txn.groups.add(group)
-        txn.state = "Ongoing"
+        self._begin(txn)
         return 0
 
     def commit_offsets(
@@ -121,6 +125,34 @@ class TransactionCoordinator:
             return 0 if txn.state == done else ErrorCode.INVALID_TXN_STATE
         self._finish(txn, commit)
         return 0
+
+    def _begin(self, txn: Transaction) -> None:
+        if txn.state != "Ongoing":
+            txn.state = "Ongoing"
+            txn.deadline = trio.current_time() + txn.timeout_ms / 1000
+            self._changed.set()
+            self._changed = trio.Event()
+
+    def expire(self, now: float) -> float:
+        """Abort transactions past their timeout, fencing their producer; the next deadline."""
+        upcoming = now + 1.0
+        for txn in self.transactions.values():
+            if txn.state != "Ongoing":
+                continue
+            if txn.deadline <= now:
+                # as Kafka's coordinator does: the epoch is bumped, so the producer is fenced
+                txn.epoch += 1
+                self._finish(txn, commit=False)
+            else:
+                upcoming = min(upcoming, txn.deadline)
+        return upcoming
+
+    async def run_timers(self) -> None:
+        """Abort timed-out transactions, sleeping until the next deadline or a new one."""
+        while True:
+            upcoming = self.expire(trio.current_time())
+            with trio.move_on_at(upcoming):
+                await self._changed.wait()
 
     def _finish(self, txn: Transaction, commit: bool) -> None:
         for topic, index in sorted(txn.partitions):
