@@ -7,6 +7,7 @@ install, without extras), as `pip install kipwire` would.
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 import tomllib
@@ -118,3 +119,34 @@ def test_generator_compile_works_from_the_wheel(core_python: Path, tmp_path: Pat
     proc = _run([str(core_python), "-c", use], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "token = 5" in proc.stdout
+
+
+def test_generator_build_from_the_wheel_says_it_needs_a_checkout(core_python: Path, tmp_path: Path):
+    proc = _run([str(core_python), "-m", "kipwire.generator", "check"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "source checkout" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_capture_command_without_the_extra_names_it(core_python: Path, tmp_path: Path):
+    pcap = tmp_path / "empty.pcap"
+    pcap.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    command = core_python.parent / "kipwire-capture"
+    proc = _run([str(command), "decode", str(pcap), "--out", str(tmp_path / "out")])
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    *_, error = proc.stderr.strip().splitlines()
+    assert "pip install 'kipwire[captures]'" in error
+
+
+def test_mock_cluster_serves_from_the_core_install(core_python: Path, tmp_path: Path):
+    code = (
+        "from kipwire.mockbroker import MockCluster\n"
+        "with MockCluster(brokers=1) as cluster:\n"
+        "    cluster.create_topic('t', partitions=1, replication_factor=1)\n"
+        "    print(cluster.partition('t', 0).leader)\n"
+    )
+    proc = _run([str(core_python), "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0"] or proc.stdout.split() == ["1"]
