@@ -39,6 +39,8 @@ DEFAULT_CONFIG = {
     "num.partitions": "1",
     "default.replication.factor": "1",
     "broker.heartbeat.interval.ms": "200",
+    # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
+    "group.initial.rebalance.delay.ms": "0",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     "broker.session.timeout.ms": "9000",
 }
@@ -82,7 +84,7 @@ class Cluster:
             i: BrokerNode(self, i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
         }
         self.logs: dict[tuple[str, int], PartitionLog] = {}
-        self.groups = GroupCoordinator()
+        self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.faults = Faults()
         self.recorder = Recorder(record) if record else None

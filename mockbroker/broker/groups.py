@@ -81,6 +81,7 @@ class Group:
         self.pending: set[str] = set()  # member ids handed out by MEMBER_ID_REQUIRED
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
         self.rebalance_deadline = 0.0
+        self.initial_until = 0.0  # group.initial.rebalance.delay.ms: a new group waits for more
         self.synced = trio.Event()
 
     def prepare_rebalance(self) -> None:
@@ -94,7 +95,7 @@ class Group:
 
     def maybe_complete(self, now: float) -> None:
         """Finish the rebalance when everyone rejoined or the deadline passed."""
-        if self.state is not GroupState.PREPARING_REBALANCE:
+        if self.state is not GroupState.PREPARING_REBALANCE or now < self.initial_until:
             return
         waiting = [m for m in self.members.values() if m.joining is None]
         if waiting and now < self.rebalance_deadline:
@@ -167,9 +168,10 @@ class Group:
 class GroupCoordinator:
     """Every classic group of the cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, initial_rebalance_delay_ms: int = 0) -> None:
         self.groups: dict[str, Group] = {}
         self.changed = trio.Event()
+        self.initial_delay = initial_rebalance_delay_ms / 1000
 
     def group(self, group_id: str, create: bool = False) -> Group | None:
         """A group by id (created when asked)."""
@@ -219,6 +221,7 @@ class GroupCoordinator:
         group.protocol_type = protocol_type
         member = group.members.get(member_id)
         if member is None:
+            self._delay_initial_rebalance(group, rebalance_timeout_ms)
             member = group.members[member_id] = Member(
                 member_id,
                 instance_id,
@@ -247,6 +250,18 @@ class GroupCoordinator:
         await event.wait()
         assert member.join_result is not None
         return member.join_result
+
+    def _delay_initial_rebalance(self, group: Group, rebalance_timeout_ms: int) -> None:
+        """Kafka's InitialDelayedJoin: a new group's first rebalance waits for more members,
+        each arrival extending the wait by the delay, up to the rebalance timeout."""
+        if not self.initial_delay:
+            return
+        now = trio.current_time()
+        if not group.members:
+            group.initial_until = now + self.initial_delay
+            group.rebalance_deadline = now + max(rebalance_timeout_ms, 0) / 1000
+        elif now < group.initial_until:
+            group.initial_until = min(now + self.initial_delay, group.rebalance_deadline)
 
     async def sync(
         self, group_id: str, generation: int, member_id: str, assignments: dict[str, bytes]
@@ -325,7 +340,10 @@ class GroupCoordinator:
                     upcoming = min(upcoming, member.deadline)
             group.maybe_complete(now)
             if group.state is GroupState.PREPARING_REBALANCE:
-                upcoming = min(upcoming, group.rebalance_deadline)
+                wake = (
+                    group.initial_until if now < group.initial_until else group.rebalance_deadline
+                )
+                upcoming = min(upcoming, wake)
         return upcoming
 
     def _wake(self) -> None:

@@ -121,3 +121,27 @@ async def test_offset_commit_rules():
     await groups.sync("g", 1, a, {})
     assert groups.check_commit("g", 1, a)[0] == 0
     assert groups.check_commit("g", 0, a)[0] == ErrorCode.ILLEGAL_GENERATION
+
+
+@pytest.mark.trio
+async def test_initial_rebalance_delay_gathers_early_joiners_into_one_generation():
+    groups = GroupCoordinator(initial_rebalance_delay_ms=200)
+    ids = [(await _join(groups)).member_id for _ in range(2)]
+    results = {}
+
+    async def join_as(member: str) -> None:
+        results[member] = await _join(groups, member)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(groups.run_timers)
+            start = trio.current_time()
+            async with trio.open_nursery() as joins:
+                joins.start_soon(join_as, ids[0])
+                await trio.sleep(0.05)
+                joins.start_soon(join_as, ids[1])
+            waited = trio.current_time() - start
+            nursery.cancel_scope.cancel()
+    assert {r.generation for r in results.values()} == {1}
+    assert len(results[results[ids[0]].leader].members) == 2
+    assert waited >= 0.2
