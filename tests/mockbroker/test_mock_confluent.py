@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    NewPartitions,
     NewTopic,
 )
 
@@ -137,9 +138,7 @@ def test_admin_create_describe_alter_and_delete(cluster, topic_name):
     configs = next(iter(described.values())).result(DEADLINE)
     assert configs["min.insync.replicas"].value == "2"
     assert configs["retention.ms"].value == "1000"
-    topics = admin.describe_topics(__import__("confluent_kafka").TopicCollection([topic_name]))[
-        topic_name
-    ].result(DEADLINE)
+    topics = admin.describe_topics(TopicCollection([topic_name]))[topic_name].result(DEADLINE)
     assert len(topics.partitions) == 4
     assert {p.leader.id for p in topics.partitions} <= {1, 2, 3}
     admin.delete_topics([topic_name])[topic_name].result(DEADLINE)
@@ -162,16 +161,13 @@ def test_list_offsets_and_committed_offsets(cluster, topic_name):
 
 
 def test_admin_partitions_records_cluster_and_groups(cluster, topic_name):
-    from confluent_kafka import TopicPartition as Partition
-    from confluent_kafka.admin import NewPartitions
-
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     cluster.create_topic(topic_name, partitions=1, replication_factor=3)
     admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(DEADLINE)
     assert cluster.partition(topic_name, 2).leader in (1, 2, 3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
     _produce(producer, topic_name, [b"d"] * 5, partition=0)
-    deleted = admin.delete_records([Partition(topic_name, 0, 3)])
+    deleted = admin.delete_records([TopicPartition(topic_name, 0, 3)])
     assert next(iter(deleted.values())).result(DEADLINE).low_watermark == 3
     described = admin.describe_cluster().result(DEADLINE)
     assert sorted(n.id for n in described.nodes) == [1, 2, 3]

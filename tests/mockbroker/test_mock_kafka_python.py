@@ -6,7 +6,13 @@ import threading
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import (
+    KafkaAdminClient,
+    KafkaConsumer,
+    KafkaProducer,
+    OffsetAndMetadata,
+    TopicPartition,
+)
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
@@ -75,13 +81,7 @@ def test_committed_offsets_survive_a_consumer_restart(cluster, topic_name):
         max_poll_records=4,
     )
     got = _read(first, 4)[:4]
-    first.commit(
-        {
-            TopicPartition(topic_name, 0): __import__("kafka").OffsetAndMetadata(
-                got[-1].offset + 1, "", -1
-            )
-        }
-    )
+    first.commit({TopicPartition(topic_name, 0): OffsetAndMetadata(got[-1].offset + 1, "", -1)})
     first.close()
     second = _subscribed(cluster, topic_name, group_id=group, auto_offset_reset="earliest")
     try:
