@@ -52,6 +52,7 @@ public final class KafkaCodecBench {
     final ByteBuffer wire;
     int reencodedBytes;
     int firstDifference = -1;
+    String error;
     double encodeOps = Double.NaN;
     double decodeOps = Double.NaN;
 
@@ -158,7 +159,15 @@ public final class KafkaCodecBench {
   }
 
   private static boolean roundTrip(Case c) {
-    ByteBuffer again = encode(decode(c), c.version);
+    ByteBuffer again;
+    try {
+      again = encode(decode(c), c.version);
+    } catch (RuntimeException e) {
+      // the generated classes throw unchecked exceptions on malformed bodies
+      c.error = e.toString();
+      c.firstDifference = 0;
+      return false;
+    }
     c.reencodedBytes = again.remaining();
     ByteBuffer want = c.wire.duplicate();
     int n = Math.min(want.remaining(), again.remaining());
@@ -220,11 +229,26 @@ public final class KafkaCodecBench {
           .append(", \"identical\": ").append(c.firstDifference < 0)
           .append(", \"first_difference\": ")
           .append(c.firstDifference < 0 ? "null" : String.valueOf(c.firstDifference))
+          .append(", \"error\": ").append(c.error == null ? "null" : quoted(c.error))
           .append(", \"encode_ops\": ").append(number(c.encodeOps))
           .append(", \"decode_ops\": ").append(number(c.decodeOps))
           .append('}');
     }
     return s.append("]}").toString();
+  }
+
+  private static String quoted(String text) {
+    StringBuilder s = new StringBuilder("\"");
+    for (char ch : text.toCharArray()) {
+      if (ch == '"' || ch == '\\') {
+        s.append('\\').append(ch);
+      } else if (ch < 0x20) {
+        s.append(String.format("\\u%04x", (int) ch));
+      } else {
+        s.append(ch);
+      }
+    }
+    return s.append('"').toString();
   }
 
   private static String number(double x) {
