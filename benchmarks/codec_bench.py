@@ -1,10 +1,14 @@
-"""Encode/decode speed of message bodies: kipwire side by side with kafka-python and kio.
+"""Encode/decode speed of message bodies: kipwire side by side with kafka-python, kio and Kafka's
+own Java codec.
 
 Run with `make bench` or `.venv/bin/python benchmarks/codec_bench.py [--budget SECONDS]`.
 
 Every side does the same work: before timing, each peer's encoding of a workload is decoded with
 kipwire and must equal kipwire's own value, and each peer decodes kipwire's bytes. Only message
-bodies are timed (no request/response header, no size prefix).
+bodies are timed (no request/response header, no size prefix). Kafka's Java codec (the generated
+`*Data` classes of kafka-clients, benchmarks/java_codec) gets kipwire's bytes in files, must
+decode and re-encode them byte-identically, and times itself in its own JVM (a warm loop); without
+java or mvn the table goes without it, and a line says why.
 """
 
 from __future__ import annotations
@@ -17,9 +21,20 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kipwire import codec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "java_codec"))
+
+from java_codec_peer import (  # noqa: E402
+    Body,
+    JavaCodecFailed,
+    JavaCodecUnavailable,
+    JavaResult,
+    run_java_codec,
+)
 
 # -- workloads ------------------------------------------------------------------------------------
 
@@ -266,6 +281,30 @@ def ops_per_second(fns: dict[str, Callable[[], Any]], budget: float) -> dict[str
     return {name: 1.0 / t for name, t in best.items()}
 
 
+def java_peer(cases: list[Case], wires: list[bytes], budget: float) -> dict[str, JavaResult]:
+    """Kafka's Java codec on kipwire's bytes, by case label; empty (with a line why) if no JVM."""
+    bodies = [Body(c.message, c.version, wire) for c, wire in zip(cases, wires, strict=True)]
+    try:
+        run = run_java_codec(bodies, budget)
+    except JavaCodecUnavailable as e:
+        print(f"Kafka's Java codec skipped: {e}")
+        return {}
+    except JavaCodecFailed as e:
+        raise SystemExit(f"Kafka's Java codec failed: {e}") from None
+    for case, result in zip(cases, run.results, strict=True):
+        if not result.identical:
+            why = (
+                result.error or f"its bytes differ from kipwire's at byte {result.first_difference}"
+            )
+            raise SystemExit(f"{case.label}: Kafka's Java codec does not round-trip: {why}")
+        print(
+            f"  measured {case.label} on {run.codec_jar} (Java {run.java_version}): "
+            f"encode {fmt_ops(result.encode_ops)}, decode {fmt_ops(result.decode_ops)}",
+            file=sys.stderr,
+        )
+    return {case.label: result for case, result in zip(cases, run.results, strict=True)}
+
+
 def fmt_ops(x: float) -> str:
     """Human ops/s: 673, 2,879, 130k, 3.26M."""
     if x >= 1e6:
@@ -280,12 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=1.2, help="seconds per measurement")
     ap.add_argument("--case", action="append", help="only cases whose label contains this")
+    ap.add_argument("--no-java", action="store_true", help="leave out Kafka's Java codec")
     args = ap.parse_args(argv)
 
     cases = [c for c in CASES if not args.case or any(s in c.label for s in args.case)]
+    wires = [codec.message(c.message, c.version).build(c.value) for c in cases]
+    java = {} if args.no_java else java_peer(cases, wires, args.budget)
     rows = []
-    for case in cases:
-        wire = codec.message(case.message, case.version).build(case.value)
+    for case, wire in zip(cases, wires, strict=True):
         sides = [kipwire_side(case, wire), kafka_python_side(case, wire), kio_side(case, wire)]
         check_same_work(case, wire, sides)
         for op in ("encode", "decode"):
@@ -301,21 +342,29 @@ def main(argv: list[str] | None = None) -> int:
         f"{'workload':<30} {'op':<6} {'bytes':>6} {'kipwire':>9} {'kafka-py':>9} {'kio':>9}"
         f" {'vs kafka-py':>12} {'vs kio':>8}"
     )
+    if java:
+        head += f" {'java':>9} {'vs java':>8}"
     print(head)
     print("-" * len(head))
     misses = []
     for label, op, size, ops in rows:
         kp = ops["kipwire"] / ops["kafka-python"]
         ki = ops["kipwire"] / ops["kio"]
-        print(
+        line = (
             f"{label:<30} {op:<6} {size:>6} {fmt_ops(ops['kipwire']):>9}"
             f" {fmt_ops(ops['kafka-python']):>9} {fmt_ops(ops['kio']):>9}"
             f" {kp:>11.2f}x {ki:>7.2f}x"
         )
+        if java:
+            jv = getattr(java[label], f"{op}_ops")
+            line += f" {fmt_ops(jv):>9} {ops['kipwire'] / jv:>7.3f}x"
+        print(line)
         if kp < 1 or (op == "encode" and ki < 1):
             misses.append(f"{label} {op}")
     print()
     print("ratios are kipwire ops/s divided by the peer's (above 1: kipwire is faster)")
+    if java:
+        print("java: Kafka's generated *Data classes, JIT-warm, CPU time with GC pauses counted")
     print("targets: encode faster than both peers; decode faster than kafka-python")
     print("missed: " + ", ".join(misses) if misses else "all targets met")
     return 0
