@@ -58,7 +58,10 @@ def encode_failure(exc: BaseException, names: tuple, index: int, obj: Any) -> En
             try:
                 struct.pack(">" + fmt, obj.get(key, default))
             except struct.error as e:
-                return EncodeError(f"{obj.get(key, default)!r} does not fit ({e})", path=key)
+                value = obj.get(key, default)
+                if value is None:
+                    return EncodeError("null is not allowed: the field is not nullable", path=key)
+                return EncodeError(f"{value!r} does not fit ({e})", path=key)
     if isinstance(exc, EncodeError):
         return EncodeError(exc.reason, path=_join(name, exc.path))
     if isinstance(exc, DecodeError):

@@ -446,6 +446,10 @@ def test_null_into_non_nullable() -> None:
         codec.message("MetadataRequest", 0).build({"topics": None})  # nullable only from v1
     with pytest.raises(codec.EncodeError):
         codec.message("HeartbeatRequest", 2).build({"group_instance_id": "x"})  # 3+
+    with pytest.raises(codec.EncodeError) as e:  # a uuid packed among fixed-width fields
+        codec.message("FetchRequest", 13).build({"topics": [{"topic_id": None}]})
+    assert e.value.path == "topics[0].topic_id"
+    assert "not nullable" in e.value.reason
 
 
 def test_unknown_key() -> None:
