@@ -29,42 +29,62 @@ SOURCE_DEFAULT = 5
 OP_SET, OP_DELETE = 0, 1
 
 
-def _int_at_least(low: int) -> Callable[[str], str | None]:
+INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
+CLEANUP_POLICIES = ("compact", "delete")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def _number_at_least(low: int, high: int) -> Callable[[str], str | None]:
+    # Java's parseInt/parseLong after a trim: digits with an optional sign, nothing else
     def check(value: str) -> str | None:
-        try:
-            ok = int(value) >= low
-        except ValueError:
-            ok = False
-        return None if ok else f"must be an integer >= {low}"
+        text = value.strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        ok = digits.isascii() and digits.isdigit() and low <= int(text) <= high
+        return None if ok else f"must be an integer in [{low}, {high}]"
 
     return check
 
 
+def _int_at_least(low: int) -> Callable[[str], str | None]:
+    return _number_at_least(low, INT_MAX)
+
+
+def _long_at_least(low: int) -> Callable[[str], str | None]:
+    return _number_at_least(low, LONG_MAX)
+
+
 def _bool(value: str) -> str | None:
-    return None if value.lower() in ("true", "false") else "must be true or false"
+    return None if value.strip().lower() in ("true", "false") else "must be true or false"
 
 
-def _strategy(value: str) -> str | None:
-    return None if value in STRATEGIES else f"must be one of {', '.join(STRATEGIES)}"
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value.strip() in choices else f"must be one of {', '.join(choices)}"
+
+    return check
 
 
-def _any(value: str) -> str | None:
-    return None
+def _cleanup_policy(value: str) -> str | None:
+    # a list config: every comma-separated item must be a policy Kafka knows
+    items = [item.strip() for item in value.split(",")] if value.strip() else []
+    bad = [item for item in items if item not in CLEANUP_POLICIES]
+    return f"{bad[0]!r} is not one of {', '.join(CLEANUP_POLICIES)}" if bad else None
 
 
-# The configs the mock knows: default value and validator. Data-plane configs are kept as given.
+# The configs the mock knows, with Kafka's default and the check Kafka's ConfigDef applies.
 KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     MIN_ISR: ("1", _int_at_least(1)),
     UNCLEAN_ELECTION: ("false", _bool),
-    RECOVERY_STRATEGY: ("Balanced", _strategy),
-    RECOVERY_TIMEOUT: ("300000", _int_at_least(0)),
-    "retention.ms": ("604800000", _int_at_least(-1)),
-    "retention.bytes": ("-1", _int_at_least(-1)),
+    RECOVERY_STRATEGY: ("Balanced", _one_of(STRATEGIES)),
+    RECOVERY_TIMEOUT: ("300000", _long_at_least(0)),
+    "retention.ms": ("604800000", _long_at_least(-1)),
+    "retention.bytes": ("-1", _long_at_least(-1)),
     "segment.bytes": ("1073741824", _int_at_least(14)),
     "max.message.bytes": ("1048588", _int_at_least(0)),
-    "cleanup.policy": ("delete", _any),
-    "compression.type": ("producer", _any),
-    "message.timestamp.type": ("CreateTime", _any),
+    "cleanup.policy": ("delete", _cleanup_policy),
+    "compression.type": ("producer", _one_of(COMPRESSION_TYPES)),
+    "message.timestamp.type": ("CreateTime", _one_of(TIMESTAMP_TYPES)),
 }
 
 
