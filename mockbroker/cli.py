@@ -10,6 +10,7 @@ import sys
 import trio
 
 from .cluster import ClusterError, open_cluster
+from .metrics import serve_metrics
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
     serve.add_argument("--quiet", action="store_true", help="do not log each request")
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve Prometheus metrics at http://127.0.0.1:N/metrics (0: ephemeral)",
+    )
     return parser
 
 
@@ -37,8 +44,13 @@ async def _serve(args: argparse.Namespace) -> None:
             brokers=args.brokers, port=args.port, record=args.record
         ) as cluster:
             print(cluster.bootstrap_servers, flush=True)
-            async for _ in signals:
-                break
+            async with trio.open_nursery() as nursery:
+                if args.metrics_port is not None:
+                    port = await nursery.start(serve_metrics, cluster, args.metrics_port)
+                    print(f"metrics: http://127.0.0.1:{port}/metrics", flush=True)
+                async for _ in signals:
+                    break
+                nursery.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not 0 <= args.port <= 65535 - args.brokers:
         print(f"kipwire-broker: --port {args.port} is not a usable port", file=sys.stderr)
+        return 2
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        print(f"kipwire-broker: --metrics-port {args.metrics_port} is not a port", file=sys.stderr)
         return 2
     if not args.quiet:
         logging.basicConfig(format="%(asctime)s %(name)s %(message)s", level=logging.WARNING)

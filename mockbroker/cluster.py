@@ -28,6 +28,8 @@ from .controller import Controller, Semantics
 from .controller.features import SUPPORTED_FEATURES
 from .controller_node import ControllerNode
 from .faults import Faults
+from .metrics import cluster_metrics
+from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
 from .server import listen
 
@@ -42,7 +44,8 @@ DEFAULT_CONFIG = {
     # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
     "group.initial.rebalance.delay.ms": "0",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
-    "broker.session.timeout.ms": "9000",
+    # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
+    "broker.session.timeout.ms": "2000",
 }
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
@@ -86,7 +89,8 @@ class Cluster:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
-        self.faults = Faults()
+        self.network = Network(self._address_of)
+        self.faults = Faults(self.network)
         self.recorder = Recorder(record) if record else None
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
@@ -158,9 +162,8 @@ class Cluster:
             async with trio.open_nursery() as nursery:
                 listeners = await nursery.start(listen, node, node.port)
                 node.port = listeners[0].socket.getsockname()[1]
-                address = self.controller_node.address
-                requests = await ControllerConnection.open(address, f"broker-{node.node_id}")
-                fetches = await ControllerConnection.open(address, f"broker-{node.node_id}")
+                requests = await ControllerConnection.open(self.network, node.node_id)
+                fetches = await ControllerConnection.open(self.network, node.node_id)
                 try:
                     node.controller_connection = requests
                     await self._register(node, previous_epoch)
@@ -311,6 +314,9 @@ class Cluster:
     async def _admin(self, api_key: int, api_version: int, body: Any) -> Any:
         """An admin request from the test API, through the first running broker."""
         running = [n for _, n in sorted(self.nodes.items()) if n.running]
+        # a broker cut off from the controller would hold the request until the cut heals
+        reachable = [n for n in running if not self.network.is_cut(n.node_id, CONTROLLER)]
+        running = reachable or running
         if not running:
             raise ClusterError("no broker is running")
         return await self.forward(running[0], api_key, api_version, body)
@@ -390,6 +396,52 @@ class Cluster:
                     await self._metadata_changed.wait()
             return True
         raise TimeoutError(f"condition still false after {timeout} s")
+
+    # -- faults and metrics -----------------------------------------------------------------
+
+    def _address_of(self, node_id: NodeId) -> str:
+        if node_id == CONTROLLER:
+            return self.controller_node.address
+        if isinstance(node_id, int):
+            return self.node(node_id).address
+        raise ClusterError(f"no node {node_id!r} (brokers are ints, the controller {CONTROLLER!r})")
+
+    def partition_network(self, a: NodeId, b: NodeId) -> None:
+        """Cut the link between two nodes (broker ids or CONTROLLER) both ways, until `heal`."""
+        self._address_of(a), self._address_of(b)
+        self.network.cut(a, b)
+
+    def isolate(self, broker_id: NodeId) -> None:
+        """Cut a node off from every other node; its clients still reach it."""
+        self._address_of(broker_id)
+        self.network.isolate(broker_id)
+
+    def heal(self) -> None:
+        """End every network cut and isolation."""
+        self.network.heal()
+
+    def add_latency(
+        self,
+        ms: float,
+        broker: int | None = None,
+        link: tuple[NodeId, NodeId] | None = None,
+    ) -> None:
+        """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
+        if ms < 0:
+            raise ValueError(f"latency cannot be negative, got {ms} ms")
+        if broker is not None and link is not None:
+            raise ValueError("add_latency takes a broker or a link, not both")
+        if link is not None:
+            a, b = link
+            self._address_of(a), self._address_of(b)
+            self.network.set_latency(a, b, ms / 1000)
+            return
+        for node in [self.node(broker)] if broker is not None else self.nodes.values():
+            node.latency = ms / 1000
+
+    def metrics(self) -> dict[str, Any]:
+        """KIP-966's controller metrics and the high watermark of every partition."""
+        return cluster_metrics(self)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -11,6 +11,7 @@ from kipwire.codec import DecodeError
 from kipwire.codec.framing import FrameBuffer
 
 from .dispatch import CloseConnection
+from .faults import PEER
 
 if TYPE_CHECKING:
     import logging
@@ -96,6 +97,8 @@ async def listen(
     recorder = node.cluster.recorder
 
     async def handler(stream: trio.SocketStream) -> None:
+        # each connection is its own task: its requests know which peer sent them
+        PEER.set(stream.socket.getpeername()[:2])
         tap = recorder.tap(stream, node) if recorder is not None else None
         await serve_connection(stream, node, tap)
 

@@ -10,6 +10,7 @@ import trio
 
 from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
+from .network import NodeId
 
 T = TypeVar("T")
 #: How long start-up and shutdown may take before the wrapper gives up.
@@ -27,7 +28,11 @@ class MockCluster:
         features: Mapping[str, int] | None = None,
         record: str | None = None,
         port: int = 0,
+        clock: trio.abc.Clock | None = None,
     ) -> None:
+        # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
+        # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
+        self._clock = clock
         self._kwargs = dict(
             brokers=brokers,
             semantics=semantics,
@@ -62,7 +67,7 @@ class MockCluster:
 
     def _main(self) -> None:
         try:
-            trio.run(self._serve)
+            trio.run(self._serve, clock=self._clock)
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that started us
             self._error = exc
         finally:
@@ -144,11 +149,39 @@ class MockCluster:
         return self._await(self.cluster.wait_until, predicate, timeout)
 
     def inject_error(
-        self, api_key: int, error_code: int, count: int = 1, broker: int | None = None
+        self,
+        api_key: int,
+        error_code: int,
+        count: int = 1,
+        broker: int | None = None,
+        link: tuple[NodeId, int] | None = None,
     ) -> None:
-        """The next `count` requests of `api_key` (to `broker`, or any) answer `error_code`."""
-        self._in_trio(self.cluster.faults.inject_error, api_key, error_code, count, broker)
+        """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
+        `error_code`."""
+        self._in_trio(self.cluster.faults.inject_error, api_key, error_code, count, broker, link)
 
     def set_latency(self, broker_id: int, seconds: float) -> None:
         """Delay every response of a broker by `seconds`."""
         self._in_trio(setattr, self.cluster.node(broker_id), "latency", seconds)
+
+    def add_latency(
+        self, ms: float, broker: int | None = None, link: tuple[NodeId, NodeId] | None = None
+    ) -> None:
+        """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
+        self._in_trio(self.cluster.add_latency, ms, broker, link)
+
+    def partition_network(self, a: NodeId, b: NodeId) -> None:
+        """Cut the link between two nodes (broker ids or "controller") both ways, until `heal`."""
+        self._in_trio(self.cluster.partition_network, a, b)
+
+    def isolate(self, broker_id: NodeId) -> None:
+        """Cut a node off from every other node; its clients still reach it."""
+        self._in_trio(self.cluster.isolate, broker_id)
+
+    def heal(self) -> None:
+        """End every network cut and isolation."""
+        self._in_trio(self.cluster.heal)
+
+    def metrics(self) -> dict[str, Any]:
+        """KIP-966's controller metrics and the high watermark of every partition."""
+        return self._in_trio(self.cluster.metrics)

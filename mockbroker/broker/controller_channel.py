@@ -1,7 +1,9 @@
 """A broker's connections to the controller: requests, and the metadata log fetched with Fetch.
 
 One connection carries registration, heartbeats and forwarded admin requests, one at a time;
-another long-polls `__cluster_metadata` and replays every record into the broker's image.
+another long-polls `__cluster_metadata` and replays every record into the broker's image. Both
+dial through the cluster's link layer (`..network`), so a network cut stops them as it would a
+real broker's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kipwire.codec.records import iter_batches
 
 from ..controller import METADATA_TOPIC
 from ..controller_node import METADATA_TOPIC_ID
+from ..network import CONTROLLER, Network, NodeId
 
 if TYPE_CHECKING:
     from .node import BrokerNode
@@ -30,7 +33,7 @@ _SIZE = struct.Struct(">i").pack
 class ControllerConnection:
     """One TCP connection to the controller; `call` sends a request and awaits its answer."""
 
-    def __init__(self, stream: trio.SocketStream, client_id: str) -> None:
+    def __init__(self, stream: trio.abc.Stream, client_id: str) -> None:
         self._stream = stream
         self._frames = FrameBuffer()
         self._client_id = client_id
@@ -38,10 +41,9 @@ class ControllerConnection:
         self._lock = trio.Lock()
 
     @classmethod
-    async def open(cls, address: str, client_id: str) -> ControllerConnection:
-        """Connect to the controller at host:port."""
-        host, port = address.rsplit(":", 1)
-        return cls(await trio.open_tcp_stream(host, int(port)), client_id)
+    async def open(cls, network: Network, src: NodeId) -> ControllerConnection:
+        """Connect node `src` to the controller through the link layer."""
+        return cls(await network.connect(src, CONTROLLER), f"broker-{src}")
 
     async def call(self, api_key: int, api_version: int, body: dict) -> Any:
         """Send one request and return the decoded response body."""

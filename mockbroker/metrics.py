@@ -1,0 +1,115 @@
+"""The cluster's metrics (`cluster_metrics`) and a tiny Prometheus endpoint (`serve_metrics`).
+
+The controller's KIP-966 metrics come from `Controller.metrics()`; the high watermark of each
+partition is read from its leader, as a broker's own gauge would be.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+PREFIX = "kipwire_"
+#: Gauges keyed "topic-partition" in the metrics dict, exported with topic and partition labels.
+PER_PARTITION = {"electable_leaders", "high_watermark"}
+_MAX_REQUEST = 8192
+_REQUEST_TIMEOUT = 5.0
+
+
+def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | None:
+    """The high watermark the partition's leader holds; None without a running leader."""
+    leader = cluster.nodes.get(cluster.controller.partition(topic, index).leader)
+    if leader is None or not leader.running:
+        return None
+    log = cluster.logs.get((topic, index))
+    return log.high_watermark if log is not None else 0
+
+
+def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
+    """The controller's metrics plus `high_watermark`, a dict of "topic-partition" to offset."""
+    metrics = dict(cluster.controller.metrics())
+    hwm = {}
+    for p in cluster.controller.state.partitions():
+        value = leader_high_watermark(cluster, p.topic, p.partition_id)
+        if value is not None:
+            hwm[f"{p.topic}-{p.partition_id}"] = value
+    metrics["high_watermark"] = hwm
+    return metrics
+
+
+def prometheus_text(metrics: dict[str, Any]) -> str:
+    """The metrics in Prometheus' text exposition format (every metric a gauge)."""
+    lines = []
+    for name, value in sorted(metrics.items()):
+        metric = PREFIX + name
+        lines.append(f"# TYPE {metric} gauge")
+        if name in PER_PARTITION:
+            for key, number in sorted(value.items()):
+                topic, partition = key.rsplit("-", 1)
+                label = topic.replace("\\", "\\\\").replace('"', '\\"')
+                lines.append(f'{metric}{{topic="{label}",partition="{partition}"}} {number}')
+        else:
+            lines.append(f"{metric} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def _response(status: str, body: str, content_type: str = "text/plain; charset=utf-8") -> bytes:
+    data = body.encode()
+    head = (
+        f"HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + data
+
+
+async def _answer(stream: trio.SocketStream, cluster: Cluster) -> None:
+    request = b""
+    with trio.move_on_after(_REQUEST_TIMEOUT):
+        while b"\r\n\r\n" not in request and len(request) < _MAX_REQUEST:
+            data = await stream.receive_some(_MAX_REQUEST)
+            if not data:
+                break
+            request += data
+    words = request.split(b"\r\n", 1)[0].split()
+    if len(words) != 3 or not words[2].startswith(b"HTTP/"):
+        reply = _response("400 Bad Request", "expected: GET /metrics HTTP/1.0\n")
+    elif words[0] != b"GET":
+        reply = _response("405 Method Not Allowed", "only GET is served\n")
+    elif words[1].split(b"?", 1)[0] != b"/metrics":
+        reply = _response("404 Not Found", "metrics are at /metrics\n")
+    else:
+        text = prometheus_text(cluster_metrics(cluster))
+        reply = _response("200 OK", text, "text/plain; version=0.0.4; charset=utf-8")
+    await stream.send_all(reply)
+
+
+async def serve_metrics(
+    cluster: Cluster,
+    port: int,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve GET /metrics over HTTP/1.0 on 127.0.0.1:`port` (0: ephemeral); reports the port."""
+    try:
+        listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(exc.errno, f"metrics port {port} is already in use") from None
+        raise
+
+    async def handler(stream: trio.SocketStream) -> None:
+        try:
+            await _answer(stream, cluster)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the scraper went away; nothing to answer
+        finally:
+            await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, handler, listeners)
+        task_status.started(listeners[0].socket.getsockname()[1])

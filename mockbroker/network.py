@@ -1,0 +1,153 @@
+"""The link layer between nodes: every inter-node connection dials through `Network.connect`.
+
+Node ids: a broker is its broker id (1..N); the controller is `CONTROLLER` (the string
+"controller"). Clients (anything not dialing through this module) are never cut off.
+
+How to dial another node (broker -> controller today; follower -> leader Fetch for replication):
+
+    stream = await cluster.network.connect(src=follower_id, dst=leader_id)
+    await stream.send_all(frame); data = await stream.receive_some()
+
+The returned `LinkStream` is a `trio.abc.Stream` like the `trio.SocketStream` it wraps.
+
+Faults, deterministic by construction (they act on the dialing side, so they need no timer):
+- a cut (`cut(a, b)`, `isolate(b)`) is a pulled cable: no RST, connections stay open, nothing
+  crosses the link either way. Writes are accepted and buffered, reads block; bytes that arrive
+  while the link is cut are held. `heal()` ends every cut and the buffered bytes flow on (the
+  buffer is flushed by the next read or write on that stream).
+- latency on a link (`set_latency(a, b, seconds)`) delays every write and every read on streams
+  between a and b by that one-way delay, so a request and its answer take two delays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeAlias
+
+import trio
+
+NodeId: TypeAlias = int | str
+CONTROLLER: NodeId = "controller"
+_READ_SIZE = 1 << 20
+
+
+def _pair(a: NodeId, b: NodeId) -> frozenset[NodeId]:
+    if a == b:
+        raise ValueError(f"a link joins two different nodes, got {a!r} twice")
+    return frozenset((a, b))
+
+
+class Network:
+    """Which links are cut or slow; dials inter-node connections through them."""
+
+    def __init__(self, resolve: Callable[[NodeId], str]) -> None:
+        self._resolve = resolve
+        self._cuts: set[frozenset[NodeId]] = set()
+        self._isolated: set[NodeId] = set()
+        self._latency: dict[frozenset[NodeId], float] = {}
+        self._changed = trio.Event()
+        #: (host, port) of the dialing end of every link connection -> the node that dialed it
+        self.sources: dict[tuple[str, int], NodeId] = {}
+
+    async def connect(self, src: NodeId, dst: NodeId) -> LinkStream:
+        """A TCP connection from node `src` to node `dst`, subject to this network's faults."""
+        _pair(src, dst)
+        host, port = self._resolve(dst).rsplit(":", 1)
+        await self.wait_open(src, dst)
+        stream = await trio.open_tcp_stream(host, int(port))
+        name = stream.socket.getsockname()[:2]
+        self.sources[name] = src
+        return LinkStream(self, src, dst, stream, name)
+
+    def cut(self, a: NodeId, b: NodeId) -> None:
+        """Stop all traffic between `a` and `b`, both ways, until `heal`."""
+        self._cuts.add(_pair(a, b))
+
+    def isolate(self, node: NodeId) -> None:
+        """Cut `node` off from every other node (its clients still reach it)."""
+        self._isolated.add(node)
+
+    def heal(self) -> None:
+        """End every cut and isolation; held bytes flow on."""
+        self._cuts.clear()
+        self._isolated.clear()
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def is_cut(self, a: NodeId, b: NodeId) -> bool:
+        """Whether traffic between `a` and `b` is stopped."""
+        return a in self._isolated or b in self._isolated or _pair(a, b) in self._cuts
+
+    def set_latency(self, a: NodeId, b: NodeId, seconds: float) -> None:
+        """The one-way delay on the link between `a` and `b` (0 removes it)."""
+        if seconds < 0:
+            raise ValueError(f"latency cannot be negative, got {seconds}")
+        if seconds:
+            self._latency[_pair(a, b)] = seconds
+        else:
+            self._latency.pop(_pair(a, b), None)
+
+    def latency(self, a: NodeId, b: NodeId) -> float:
+        """The one-way delay between `a` and `b`, in seconds."""
+        return self._latency.get(_pair(a, b), 0.0)
+
+    async def wait_open(self, a: NodeId, b: NodeId) -> None:
+        """Return once traffic may cross between `a` and `b`."""
+        while self.is_cut(a, b):
+            await self._changed.wait()
+
+
+class LinkStream(trio.abc.Stream):
+    """One inter-node connection, seen from the node that dialed it."""
+
+    def __init__(
+        self,
+        network: Network,
+        src: NodeId,
+        dst: NodeId,
+        stream: trio.SocketStream,
+        name: tuple[str, int],
+    ) -> None:
+        self.src, self.dst = src, dst
+        self._network = network
+        self._stream = stream
+        self._name = name
+        self._held = bytearray()
+        self._send_lock = trio.Lock()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """Send, or buffer while the link is cut (a cut cable accepts writes)."""
+        self._held += data
+        if not self._network.is_cut(self.src, self.dst):
+            await self._flush()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        """Part of the Stream interface."""
+        await self._stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        """Read; blocks while the link is cut, and holds bytes that arrive during a cut."""
+        await self._network.wait_open(self.src, self.dst)
+        await self._flush()
+        data = await self._stream.receive_some(max_bytes or _READ_SIZE)
+        await self._network.wait_open(self.src, self.dst)
+        delay = self._network.latency(self.src, self.dst)
+        if delay and data:
+            await trio.sleep(delay)
+        return data
+
+    async def _flush(self) -> None:
+        async with self._send_lock:
+            if not self._held:
+                return
+            data = bytes(self._held)
+            self._held.clear()
+            delay = self._network.latency(self.src, self.dst)
+            if delay:
+                await trio.sleep(delay)
+            await self._stream.send_all(data)
+
+    async def aclose(self) -> None:
+        """Close the connection (a closed stream is no longer a link)."""
+        self._network.sources.pop(self._name, None)
+        await self._stream.aclose()
