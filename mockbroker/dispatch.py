@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from .broker.node import BrokerNode
 
 API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 UNKNOWN_SERVER_ERROR = -1
 _SIZE = struct.Struct(">i").pack
@@ -41,9 +40,13 @@ async def dispatch(broker: BrokerNode, data: memoryview) -> bytes | None:
     key, version, cid = header.api_key, header.api_version, header.correlation_id
     handler = HANDLERS.get(key)
     low, high = (handler.min_version, handler.max_version) if handler else (0, -1)
-    if key == API_VERSIONS and not low <= version <= high:
-        return frame(unsupported_version_reply(cid))
     name = APIS[key][1]
+    if not low <= version <= high:
+        # Kafka 4.1 answers only ApiVersions (KIP-511); any other API or version its listener
+        # does not serve fails the header check and the connection is closed unanswered
+        if key == API_VERSIONS:
+            return frame(unsupported_version_reply(cid))
+        raise CloseConnection(f"{name} v{version} is not served on a broker listener")
     try:
         codec = message(name, version)
     except DecodeError:
@@ -53,8 +56,6 @@ async def dispatch(broker: BrokerNode, data: memoryview) -> bytes | None:
     except DecodeError as exc:
         broker.log.info("%s v%d cid %d: malformed body: %s", name, version, cid, exc)
         return _error(key, version, cid, None, INVALID_REQUEST)
-    if handler is None or not low <= version <= high:
-        return _error(key, version, cid, body, UNSUPPORTED_VERSION)
     injected = broker.cluster.faults.take_error(key, broker.node_id)
     if injected is not None:
         response = handler.fail(body, injected, version)

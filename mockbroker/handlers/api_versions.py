@@ -18,9 +18,9 @@ SUPPORTED_FEATURES = {
 
 
 def api_ranges() -> list[dict]:
-    """(key, min, max) of every API served, in key order."""
+    """(key, min, max) of every API served, in key order, as Kafka 4.1 lists them."""
     return [
-        {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
+        {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
         for _, h in sorted(HANDLERS.items())
     ]
 
