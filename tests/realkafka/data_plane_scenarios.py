@@ -25,6 +25,8 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 POLL_TIMEOUT_S = 30.0
 
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 4, 18, 19
+INCREMENTAL_ALTER_CONFIGS, BROKER_HEARTBEAT = 44, 63
+TOPIC_RESOURCE, OP_SET = 2, 0
 CONNECTION_CLOSED = "CONNECTION_CLOSED"
 
 # Real Kafka 4.1's answer to each mistake (test_realkafka_data_plane): the mock must match it.
@@ -35,6 +37,12 @@ EXPECTED_ERRORS = {
     "produce_wrong_partition": "UNKNOWN_TOPIC_OR_PARTITION",
     "produce_too_large": "MESSAGE_TOO_LARGE",
     "create_topic_bad_config_value": "INVALID_CONFIG",
+    "create_topic_bad_min_isr": "INVALID_CONFIG",
+    "create_topic_bad_max_message_bytes": "INVALID_CONFIG",
+    "create_topic_bad_retention_ms": "INVALID_CONFIG",
+    "create_topic_bad_unclean_election": "INVALID_CONFIG",
+    "create_topic_bad_compression_type": "INVALID_CONFIG",
+    "alter_config_bad_value": "INVALID_CONFIG",
     "create_topic_unknown_config": "INVALID_CONFIG",
     "create_topic_zero_partitions": "INVALID_PARTITIONS",
     "create_topic_too_many_replicas": "INVALID_REPLICATION_FACTOR",
@@ -43,6 +51,11 @@ EXPECTED_ERRORS = {
     # a version or API the broker does not serve: no answer, that one connection is closed
     "fetch_removed_version": CONNECTION_CLOSED,
     "api_not_served_by_brokers": CONNECTION_CLOSED,
+    "fetch_above_max_version": CONNECTION_CLOSED,
+    # Produce is advertised from v0 (KAFKA-18659: for old librdkafka) but served from v3
+    "produce_removed_version": CONNECTION_CLOSED,
+    "controller_api_on_broker_listener": CONNECTION_CLOSED,
+    "unknown_api_key": CONNECTION_CLOSED,
     "confluent_too_large": "MSG_SIZE_TOO_LARGE",
     "confluent_bad_config": "INVALID_CONFIG",
 }
@@ -266,6 +279,23 @@ def kafka_python_consume(bootstrap: str, topic: str, count: int) -> list[tuple[b
     return got
 
 
+def leader_port(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The port of the partition's leader; the first bootstrap server's when it has none.
+
+    Raw requests go to the leader, as a client sends them: on a cluster of several brokers a
+    follower would answer NOT_LEADER_OR_FOLLOWER.
+    """
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(
+            METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+        ).body
+    ports = {b.node_id: b.port for b in body.brokers}
+    for part in body.topics[0].partitions:
+        if part.partition_index == partition and part.leader_id in ports:
+            return ports[part.leader_id]
+    return first_port(bootstrap)
+
+
 def fetch_partition0(bootstrap: str, topic: str) -> Any:
     """Fetch v12 of partition 0 from offset 0 with kipwire.codec; the partition's response."""
     request = {
@@ -280,7 +310,7 @@ def fetch_partition0(bootstrap: str, topic: str) -> Any:
             }
         ],
     }
-    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+    with WireConnection("127.0.0.1", leader_port(bootstrap, topic)) as conn:
         body = conn.call(FETCH, 12, request).body
     part = body.responses[0].partitions[0]
     if part.error_code:
@@ -534,7 +564,7 @@ def metadata_unknown_topic(bootstrap: str) -> str:
 
 def _produce_error(bootstrap: str, topic: str, partition: int, value: bytes) -> str:
     batch = build_batch([{"key": b"k", "value": value}])
-    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+    with WireConnection("127.0.0.1", leader_port(bootstrap, topic, partition)) as conn:
         body = conn.call(
             PRODUCE,
             9,
@@ -585,6 +615,33 @@ def create_topic_bad_config_value(bootstrap: str) -> str:
     return _create_topic_error(bootstrap, _new_topic(configs=configs))
 
 
+def _bad_config(key: str, value: str) -> Callable[[str], str]:
+    def mistake(bootstrap: str) -> str:
+        return _create_topic_error(bootstrap, _new_topic(configs=[{"name": key, "value": value}]))
+
+    mistake.__doc__ = f"CreateTopics v7 with {key}={value}."
+    return mistake
+
+
+create_topic_bad_min_isr = _bad_config("min.insync.replicas", "0")
+create_topic_bad_max_message_bytes = _bad_config("max.message.bytes", "-5")
+create_topic_bad_retention_ms = _bad_config("retention.ms", "forever")
+create_topic_bad_unclean_election = _bad_config("unclean.leader.election.enable", "maybe")
+create_topic_bad_compression_type = _bad_config("compression.type", "bogus")
+
+
+def alter_config_bad_value(bootstrap: str) -> str:
+    """IncrementalAlterConfigs v1 setting an existing topic's cleanup.policy to bogus."""
+    name = create_topic(bootstrap, unique("alter"))
+    change = {"name": "cleanup.policy", "config_operation": OP_SET, "value": "bogus"}
+    resource = {"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": [change]}
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(
+            INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource], "validate_only": False}
+        ).body
+    return _error_name(body.responses[0].error_code)
+
+
 def create_topic_unknown_config(bootstrap: str) -> str:
     """CreateTopics v7 with a config key Kafka does not know."""
     configs = [{"name": "no.such.config", "value": "1"}]
@@ -627,6 +684,21 @@ def _unanswered(bootstrap: str, api_key: int, api_version: int, body: dict) -> s
     return _error_name(answer.get("error_code", 0))
 
 
+def _unanswered_as(
+    bootstrap: str, api_key: int, api_version: int, body: dict, header: tuple
+) -> str:
+    """A request encoded at a version the codec knows, sent with the header's (key, version)
+    replaced by `header`: CONNECTION_CLOSED if the broker closes without answering."""
+    frame = bytearray(encode_request(api_key, api_version, body, correlation_id=1, client_id="kw"))
+    frame[0:4] = header[0].to_bytes(2, "big") + header[1].to_bytes(2, "big")
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        try:
+            conn.exchange(bytes(frame))
+        except ConnectionError:
+            return CONNECTION_CLOSED
+    return "ANSWERED"
+
+
 def fetch_removed_version(bootstrap: str) -> str:
     """Fetch v3, one of the versions Kafka 4.0 removed (KIP-896)."""
     body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
@@ -636,6 +708,30 @@ def fetch_removed_version(bootstrap: str) -> str:
 def api_not_served_by_brokers(bootstrap: str) -> str:
     """LeaderAndIsr v0, a ZooKeeper-era API no KRaft broker serves."""
     return _unanswered(bootstrap, LEADER_AND_ISR, 0, {})
+
+
+_EMPTY_FETCH = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
+
+
+def fetch_above_max_version(bootstrap: str) -> str:
+    """Fetch v99: a v12 body under a header claiming a version above every broker's maximum."""
+    return _unanswered_as(bootstrap, FETCH, 12, _EMPTY_FETCH, (FETCH, 99))
+
+
+def produce_removed_version(bootstrap: str) -> str:
+    """Produce v2: Kafka 4.1 advertises Produce from v0 (for old librdkafka) but serves v3+."""
+    return _unanswered(bootstrap, PRODUCE, 2, {"acks": 1, "timeout_ms": 1000, "topic_data": []})
+
+
+def controller_api_on_broker_listener(bootstrap: str) -> str:
+    """BrokerHeartbeat v1, which only a controller listener serves."""
+    return _unanswered(bootstrap, BROKER_HEARTBEAT, 1, {"broker_id": 99, "broker_epoch": 1})
+
+
+def unknown_api_key(bootstrap: str) -> str:
+    """API key 1000, which no Kafka has: an ApiVersions v3 body under that key."""
+    body = {"client_software_name": "kipwire", "client_software_version": "0"}
+    return _unanswered_as(bootstrap, API_VERSIONS, 3, body, (1000, 0))
 
 
 def confluent_too_large(bootstrap: str) -> str:
@@ -668,6 +764,12 @@ MISTAKES: dict[str, Callable[[str], str]] = {
     "produce_wrong_partition": produce_wrong_partition,
     "produce_too_large": produce_too_large,
     "create_topic_bad_config_value": create_topic_bad_config_value,
+    "create_topic_bad_min_isr": create_topic_bad_min_isr,
+    "create_topic_bad_max_message_bytes": create_topic_bad_max_message_bytes,
+    "create_topic_bad_retention_ms": create_topic_bad_retention_ms,
+    "create_topic_bad_unclean_election": create_topic_bad_unclean_election,
+    "create_topic_bad_compression_type": create_topic_bad_compression_type,
+    "alter_config_bad_value": alter_config_bad_value,
     "create_topic_unknown_config": create_topic_unknown_config,
     "create_topic_zero_partitions": create_topic_zero_partitions,
     "create_topic_too_many_replicas": create_topic_too_many_replicas,
@@ -675,6 +777,10 @@ MISTAKES: dict[str, Callable[[str], str]] = {
     "api_versions_unsupported": api_versions_unsupported,
     "fetch_removed_version": fetch_removed_version,
     "api_not_served_by_brokers": api_not_served_by_brokers,
+    "fetch_above_max_version": fetch_above_max_version,
+    "produce_removed_version": produce_removed_version,
+    "controller_api_on_broker_listener": controller_api_on_broker_listener,
+    "unknown_api_key": unknown_api_key,
     "confluent_too_large": confluent_too_large,
     "confluent_bad_config": confluent_bad_config,
 }

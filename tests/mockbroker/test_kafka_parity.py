@@ -1,0 +1,224 @@
+"""Where the mock was made to answer as Kafka 4.1 does (the differences tests/realkafka found):
+auto-creation off, max.message.bytes, config values, unserved APIs and versions, advertised
+version ranges. tests/realkafka/test_differential_* runs the same mistakes against real Kafka."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka_wire import WireClient
+
+from kipwire.codec import ErrorCode, api_versions, decode_response, encode_request
+from kipwire.codec.records import build_batch
+from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.controller.configs import validate
+from kipwire.mockbroker.handlers import HANDLERS
+from kipwire.mockbroker.handlers.registry import KAFKA_4_1_BROKER_VERSIONS
+
+PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS = 0, 1, 3, 4, 18
+CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, BROKER_HEARTBEAT = 19, 44, 63
+RECORDED = Path(__file__).parents[1] / "realkafka" / "data" / "api_versions_kafka_4_1.json"
+_EMPTY_FETCH = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
+
+
+@pytest.fixture(scope="module")
+def strict() -> Iterator[MockCluster]:
+    """Three brokers configured as the real-Kafka harness configures its nodes."""
+    with MockCluster(brokers=3, config={"auto.create.topics.enable": "false"}) as running:
+        yield running
+
+
+def _first(cluster: MockCluster) -> str:
+    return cluster.bootstrap_servers.split(",")[0]
+
+
+def _leader(cluster: MockCluster, topic: str) -> str:
+    with WireClient(_first(cluster)) as client:
+        body = client.call(METADATA, 12, {"topics": [{"name": topic}]})
+    ports = {b["node_id"]: b["port"] for b in body["brokers"]}
+    return f"127.0.0.1:{ports[body['topics'][0]['partitions'][0]['leader_id']]}"
+
+
+def _produce(cluster: MockCluster, topic: str, value: bytes) -> int:
+    batch = build_batch([{"key": b"k", "value": value}])
+    request = {
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    with WireClient(_leader(cluster, topic)) as client:
+        body = client.call(PRODUCE, 9, request)
+    return body["responses"][0]["partition_responses"][0]["error_code"]
+
+
+def _create(cluster: MockCluster, name: str, configs: dict[str, str]) -> int:
+    topic = {
+        "name": name,
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "configs": [{"name": k, "value": v} for k, v in configs.items()],
+    }
+    with WireClient(_first(cluster)) as client:
+        body = client.call(CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 5000})
+    return body["topics"][0]["error_code"]
+
+
+def _closed_unanswered(cluster: MockCluster, frame: bytes) -> bool:
+    with WireClient(_first(cluster)) as client:
+        client.send_raw(struct.pack(">i", len(frame)) + frame)
+        return client.receive_frame() == b""
+
+
+def _request(
+    api_key: int, version: int, body: dict, header: tuple[int, int] | None = None
+) -> bytes:
+    """A request frame, its header's (key, version) replaced by `header` when given."""
+    frame = bytearray(encode_request(api_key, version, body, correlation_id=5, client_id="t"))
+    if header is not None:
+        frame[0:4] = struct.pack(">hh", *header)
+    return bytes(frame)
+
+
+# ---------------------------------------------------------------- auto.create.topics.enable
+
+
+def test_metadata_does_not_create_topics_when_auto_creation_is_off(strict, topic_name):
+    with WireClient(_first(strict)) as client:
+        body = client.call(
+            METADATA, 12, {"topics": [{"name": topic_name}], "allow_auto_topic_creation": True}
+        )
+    assert body["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert strict.controller.state.topic(topic_name) is None
+
+
+# ---------------------------------------------------------------- max.message.bytes
+
+
+def test_a_batch_over_max_message_bytes_is_message_too_large(strict, topic_name):
+    strict.create_topic(topic_name, partitions=1, config={"max.message.bytes": "1024"})
+    assert _produce(strict, topic_name, b"x" * 4000) == ErrorCode.MESSAGE_TOO_LARGE
+    assert _produce(strict, topic_name, b"x" * 100) == ErrorCode.NONE
+
+
+def test_the_cluster_wide_message_max_bytes_applies_without_a_topic_config(topic_name):
+    with MockCluster(brokers=1, config={"message.max.bytes": "2048"}) as small:
+        small.create_topic(topic_name, partitions=1)
+        assert _produce(small, topic_name, b"y" * 3000) == ErrorCode.MESSAGE_TOO_LARGE
+        assert _produce(small, topic_name, b"y" * 1000) == ErrorCode.NONE
+
+
+# ---------------------------------------------------------------- config values
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cleanup.policy", "bogus"),
+        ("cleanup.policy", "compact,bogus"),
+        ("min.insync.replicas", "0"),
+        ("min.insync.replicas", "2147483648"),
+        ("max.message.bytes", "-5"),
+        ("max.message.bytes", "1e3"),
+        ("retention.ms", "forever"),
+        ("retention.ms", "-2"),
+        ("unclean.leader.election.enable", "maybe"),
+        ("compression.type", "bogus"),
+        ("message.timestamp.type", "Now"),
+    ],
+)
+def test_kafka_refuses_these_config_values(key, value):
+    assert validate(key, value) is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cleanup.policy", "compact,delete"),
+        ("cleanup.policy", "compact"),
+        ("min.insync.replicas", " 2 "),
+        ("retention.ms", "-1"),
+        ("retention.ms", "9223372036854775807"),
+        ("unclean.leader.election.enable", "TRUE"),
+        ("compression.type", "zstd"),
+        ("compression.type", "uncompressed"),
+    ],
+)
+def test_kafka_accepts_these_config_values(key, value):
+    assert validate(key, value) is None
+
+
+def test_create_topics_with_a_bad_value_is_invalid_config(strict, topic_name):
+    assert _create(strict, topic_name, {"cleanup.policy": "bogus"}) == ErrorCode.INVALID_CONFIG
+    assert strict.controller.state.topic(topic_name) is None
+
+
+def test_alter_configs_with_a_bad_value_is_invalid_config(strict, topic_name):
+    strict.create_topic(topic_name, partitions=1)
+    change = {"name": "compression.type", "config_operation": 0, "value": "bogus"}
+    resource = {"resource_type": 2, "resource_name": topic_name, "configs": [change]}
+    with WireClient(_first(strict)) as client:
+        body = client.call(INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource]})
+    assert body["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
+
+
+# ---------------------------------------------------------------- unserved APIs and versions
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        _request(FETCH, 3, _EMPTY_FETCH),  # removed in Kafka 4.0 (KIP-896)
+        _request(FETCH, 12, _EMPTY_FETCH, header=(FETCH, 99)),  # above the maximum
+        _request(PRODUCE, 2, {"acks": 1, "timeout_ms": 1000, "topic_data": []}),
+        _request(LEADER_AND_ISR, 0, {}),  # a ZooKeeper-era API
+        _request(BROKER_HEARTBEAT, 1, {"broker_id": 9, "broker_epoch": 1}),  # controller only
+        _request(API_VERSIONS, 3, {}, header=(1000, 0)),  # no such API
+    ],
+    ids=["fetch-v3", "fetch-v99", "produce-v2", "leader-and-isr", "broker-heartbeat", "key-1000"],
+)
+def test_unserved_requests_close_the_connection_unanswered(strict, frame):
+    assert _closed_unanswered(strict, frame)
+
+
+def test_api_versions_above_its_maximum_gets_the_kip_511_v0_reply(strict):
+    frame = _request(API_VERSIONS, 3, {}, header=(API_VERSIONS, 5))
+    with WireClient(_first(strict)) as client:
+        client.send_raw(struct.pack(">i", len(frame)) + frame)
+        response = decode_response(client.receive_frame(), API_VERSIONS, 5)
+    assert response.api_version == 0 and response.correlation_id == 5
+    assert response.body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    assert {k["api_key"] for k in response.body["api_keys"]} == set(HANDLERS)
+
+
+# ---------------------------------------------------------------- advertised ranges
+
+
+def test_the_kafka_4_1_table_is_the_recorded_broker_listener():
+    recorded = json.loads(RECORDED.read_text())["broker_listener"]
+    assert {int(k): tuple(v) for k, v in recorded.items()} == KAFKA_4_1_BROKER_VERSIONS
+
+
+def test_advertised_ranges_are_kafkas_within_the_codecs(strict):
+    with WireClient(_first(strict)) as client:
+        body = client.call(
+            API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
+        )
+    ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+    codec = {a["api_key"]: (a["min_version"], a["max_version"]) for a in api_versions("broker")}
+    for key, (low, high) in ranges.items():
+        kafka_low, kafka_high = KAFKA_4_1_BROKER_VERSIONS[key]
+        assert (low, high) == (max(kafka_low, codec[key][0]), min(kafka_high, codec[key][1]))
+    # the ones that were off before: capped at Kafka's maximum, raised to Kafka's minimum
+    assert ranges[2] == (1, 10) and ranges[8] == (2, 9) and ranges[9] == (1, 9)
+    assert ranges[19] == (2, 7) and ranges[20] == (1, 6)
+
+
+def test_produce_is_listed_from_v0_and_served_from_v3(strict, topic_name):
+    handler = HANDLERS[PRODUCE]
+    assert (handler.advertised_min, handler.min_version) == (0, 3)
+    strict.create_topic(topic_name, partitions=1)
+    assert _produce(strict, topic_name, b"v") == ErrorCode.NONE
