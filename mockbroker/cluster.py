@@ -46,12 +46,19 @@ DEFAULT_CONFIG = {
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
     "broker.session.timeout.ms": "2000",
+    # Kafka's default is 30000; a follower that stops fetching leaves the ISR within 3 s here
+    "replica.lag.time.max.ms": "1500",
 }
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 DEFAULT_FEATURES = {"eligible.leader.replicas.version": 1}
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
-_BROKER_ONLY = {"socket.request.max.bytes", "broker.heartbeat.interval.ms"}
+_BROKER_ONLY = {
+    "socket.request.max.bytes",
+    "broker.heartbeat.interval.ms",
+    "replica.lag.time.max.ms",
+    "log.dirs",
+}
 
 
 class ClusterError(RuntimeError):
@@ -86,7 +93,6 @@ class Cluster:
         self.nodes = {
             i: BrokerNode(self, i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
         }
-        self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.network = Network(self._address_of)
@@ -173,6 +179,7 @@ class Cluster:
                     await self._heartbeat(node)
                     node.running = True
                     nursery.start_soon(self._heartbeats, node)
+                    nursery.start_soon(node.replication.run)
                     task_status.started()
                     await trio.sleep_forever()
                 finally:
@@ -239,9 +246,6 @@ class Cluster:
         """A broker replayed metadata: wake `caught_up` and `wait_until`."""
         self._metadata_changed.set()
         self._metadata_changed = trio.Event()
-        topics = self.controller.state.topic_ids
-        for key in [k for k in self.logs if k[0] not in topics]:
-            del self.logs[key]
 
     async def caught_up(self, timeout: float = 10.0) -> None:
         """Wait until every running broker has replayed the whole metadata log."""
@@ -263,7 +267,9 @@ class Cluster:
             raise ClusterError(f"no broker {broker_id} (brokers: {sorted(self.nodes)})") from None
 
     async def stop_broker(self, broker_id: int, clean: bool = True) -> None:
-        """Stop a broker: clean = controlled shutdown first; unclean = it just disappears."""
+        """Stop a broker. clean: a controlled shutdown (it leaves every ISR and leadership), its
+        logs flushed and the CleanShutdownFile written; unclean: it disappears and loses every
+        record above each log's flushed offset (flush.messages, flush.ms, `flush`)."""
         node = self.node(broker_id)
         if not node.running:
             raise ClusterError(f"broker {broker_id} is not running")
@@ -273,22 +279,39 @@ class Cluster:
                     break
         self._scopes.pop(broker_id).cancel()
         node.running = False
-        node.clean_shutdown = clean
-        if not clean:
+        if clean:
+            node.shut_down_cleanly()
+        else:
+            node.lose_unflushed()
             # what the session timeout would do, without waiting for it
             self.controller.fence(broker_id)
             self.controller_node.log_grew()
         await self.caught_up()
 
     async def start_broker(self, broker_id: int) -> None:
-        """Restart a stopped broker on its port; it registers as a new incarnation."""
+        """Restart a stopped broker on its port; it registers as a new incarnation with the
+        epoch of its CleanShutdownFile as PreviousBrokerEpoch (-1 after an unclean stop)."""
         node = self.node(broker_id)
         if node.running:
             raise ClusterError(f"broker {broker_id} is already running")
-        previous = node.epoch if node.clean_shutdown else -1
+        previous = node.log_dirs.take_previous_epoch()
         node.reset_incarnation()
         await self._start_node(node, previous_epoch=previous)
         await self.caught_up()
+
+    def flush(self, broker_id: int) -> None:
+        """Flush every log of a broker: its records now survive an unclean shutdown."""
+        self.node(broker_id).flush()
+
+    @property
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """Each partition's log on its running leader (the log consumers read)."""
+        out = {}
+        for p in self.controller.state.partitions():
+            node = self.nodes.get(p.leader)
+            if node is not None and node.running and (p.topic, p.partition_id) in node.logs:
+                out[p.topic, p.partition_id] = node.logs[p.topic, p.partition_id]
+        return out
 
     def live_nodes(self) -> list[BrokerNode]:
         """Running, unfenced brokers, by id."""
@@ -384,8 +407,9 @@ class Cluster:
         leader = self.controller.partition(topic, index).leader
         node = self.nodes.get(leader)
         if node is None or not node.running:
-            return  # an offline partition gets its marker when replication (next issue) exists
+            return  # an offline partition misses its marker, as with Kafka's unwritable markers
         node.partition_log(topic, index).append_marker(pid, epoch, commit)
+        node.replication.appended((topic, index))
         node.data_arrived()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

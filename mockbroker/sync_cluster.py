@@ -144,6 +144,10 @@ class MockCluster:
         """Restart a stopped broker on its port."""
         self._await(self.cluster.start_broker, broker_id)
 
+    def flush(self, broker_id: int) -> None:
+        """Flush a broker's logs: their records survive its unclean shutdown."""
+        self._in_trio(self.cluster.flush, broker_id)
+
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """True once `predicate()` holds (run in the cluster's thread); TimeoutError if not."""
         return self._await(self.cluster.wait_until, predicate, timeout)

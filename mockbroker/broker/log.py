@@ -2,7 +2,10 @@
 
 Batches are validated with the codec's record reader (lengths, CRC) and stored as the bytes the
 producer sent, with only their base offset and leader epoch rewritten (`assign_offsets`): nothing
-is re-encoded. Without replication (next issue) the high watermark is the log end offset.
+is re-encoded. The leader moves the high watermark (`advance_high_watermark`) as its ISR state
+machine decides; a follower copies the leader's batches as they are (`append_replicated`) and
+truncates (`truncate_to`) after a leader change. `flushed_offset` is what survives an unclean
+shutdown.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from dataclasses import dataclass
 
 from kipwire.codec import DecodeError, EncodeError, ErrorCode
 from kipwire.codec.records import (
+    Batch,
     ControlType,
     assign_offsets,
     build_batch,
     control_record,
+    decode_control,
     iter_batches,
 )
 
@@ -74,11 +79,20 @@ class PartitionLog:
         self.open_txns: dict[int, int] = {}  # producer id -> first offset of its open txn
         self.aborted: list[AbortedTxn] = []
         self.epoch_starts: list[tuple[int, int]] = []  # (leader epoch, its first offset)
+        self.high_watermark = 0  # offsets below it are visible to consumers
+        self.flushed_offset = 0  # offsets below it survive an unclean shutdown
 
-    @property
-    def high_watermark(self) -> int:
-        """Offsets below it are visible to consumers (all of the log, until replication)."""
-        return self.end_offset
+    def advance_high_watermark(self, offset: int) -> bool:
+        """Move the HWM forward to `offset` (capped at the log end); True if it moved."""
+        offset = min(offset, self.end_offset)
+        if offset <= self.high_watermark:
+            return False
+        self.high_watermark = offset
+        return True
+
+    def flush(self) -> None:
+        """Everything written so far survives an unclean shutdown."""
+        self.flushed_offset = self.end_offset
 
     @property
     def last_stable_offset(self) -> int:
@@ -151,23 +165,84 @@ class PartitionLog:
         self.producers.bump(producer_id, producer_epoch)
         return offset
 
+    def append_replicated(self, records: bytes | bytearray | memoryview) -> int:
+        """A follower's copy of the leader's batches, offsets and epochs kept; the count stored."""
+        count = 0
+        try:
+            batches = list(iter_batches(records, verify_crc=True))
+        except DecodeError as exc:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        for batch in batches:
+            if batch.truncated or batch.last_offset < self.end_offset:
+                continue
+            self._store(bytes(batch.raw))
+            self._track(batch)
+            count += 1
+        return count
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every record at or above `offset` (a follower's divergent suffix, or lost data)."""
+        offset = max(offset, self.log_start_offset)
+        if offset >= self.end_offset:
+            return
+        keep = bisect.bisect_left([b.last_offset for b in self.batches], offset)
+        # a batch straddling the cut goes whole, as Kafka truncates on batch boundaries
+        del self.batches[keep:]
+        del self._bases[keep:]
+        self.end_offset = self.batches[-1].last_offset + 1 if self.batches else offset
+        self.epoch_starts = [e for e in self.epoch_starts if e[1] < self.end_offset]
+        self.high_watermark = min(self.high_watermark, self.end_offset)
+        self.flushed_offset = min(self.flushed_offset, self.end_offset)
+        self.aborted = [t for t in self.aborted if t.last_offset < self.end_offset]
+        self.producers = ProducerStates()
+        self.open_txns = {}
+        for stored in self.batches:
+            for batch in iter_batches(stored.data, verify_crc=False):
+                self._track(batch)
+
+    def _track(self, batch: Batch) -> None:
+        """Producer and transaction state from a batch already in the log."""
+        pid = batch.producer_id
+        if pid < 0:
+            return
+        if batch.is_control:
+            first = self.open_txns.pop(pid, None)
+            commit = any(decode_control(r).type == ControlType.COMMIT for r in batch.records)
+            if not commit and first is not None:
+                self.aborted.append(AbortedTxn(pid, first, batch.base_offset))
+            self.producers.bump(pid, batch.producer_epoch)
+            return
+        count = batch.last_offset_delta + 1
+        self.producers.record(
+            pid, batch.producer_epoch, batch.base_sequence, count, batch.base_offset
+        )
+        if batch.is_transactional:
+            self.open_txns.setdefault(pid, batch.base_offset)
+
     def _store(self, data: bytes | bytearray) -> None:
-        if not self.epoch_starts or self.epoch_starts[-1][0] != self.leader_epoch:
-            self.epoch_starts.append((self.leader_epoch, self.end_offset))
         for batch in iter_batches(data, verify_crc=False):
+            epoch = batch.partition_leader_epoch
+            if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
+                self.epoch_starts.append((epoch, batch.base_offset))
             stored = StoredBatch(
                 batch.base_offset,
                 batch.last_offset,
                 bytes(batch.raw),
                 batch.max_timestamp,
-                self.leader_epoch,
+                epoch,
             )
             self.batches.append(stored)
             self._bases.append(stored.base_offset)
             self.end_offset = stored.last_offset + 1
 
     def read(
-        self, offset: int, max_bytes: int, *, committed: bool = False, min_one: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        committed: bool = False,
+        min_one: bool = True,
+        replica: bool = False,
     ) -> bytes:
         """The batches from the one holding `offset`: at least one (KIP-74), then to `max_bytes`."""
         if offset < self.log_start_offset or offset > self.end_offset:
@@ -175,7 +250,10 @@ class PartitionLog:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self.log_start_offset}..{self.end_offset}",
             )
-        limit = self.last_stable_offset if committed else self.high_watermark
+        if replica:
+            limit = self.end_offset  # followers copy the whole log, not only what is committed
+        else:
+            limit = self.last_stable_offset if committed else self.high_watermark
         index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         parts: list[bytes] = []
         size = 0

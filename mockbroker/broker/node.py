@@ -12,7 +12,9 @@ from kipwire.codec import ErrorCode
 
 from ..dispatch import dispatch
 from .log import LogError, PartitionLog
+from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
+from .replication import Replication
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -20,10 +22,10 @@ if TYPE_CHECKING:
 
 
 class BrokerNode:
-    """A broker: serves the partitions it leads, from the metadata its controller sends it.
+    """A broker: its own log per replica; leads some partitions, follows the others.
 
-    Until replication exists (next issue) the cluster keeps one log per partition, which its
-    current leader serves: a new leader carries on where the old one stopped.
+    `logs` and `log_dirs` are its disk: they outlive a stop and a restart (an unclean stop
+    first loses what was not flushed).
     """
 
     def __init__(self, cluster: Cluster, node_id: int, port: int = 0) -> None:
@@ -36,16 +38,41 @@ class BrokerNode:
         self.image = MetadataImage()
         self.latency = 0.0
         self.running = False
-        self.clean_shutdown = False
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
         self._data_arrived = trio.Event()
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.log_dirs = LogDirs(cluster.config.get("log.dirs"), node_id)
+        self.replication = Replication(self)
 
     def reset_incarnation(self) -> None:
-        """A restart: a new incarnation id and an empty metadata image."""
+        """A restart: a new incarnation id, an empty metadata image, no leadership."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
+        self.replication = Replication(self)
+
+    def replica_log(self, topic: str, index: int) -> PartitionLog:
+        """This broker's log of a partition (created empty on first use)."""
+        log = self.logs.get((topic, index))
+        if log is None:
+            log = self.logs[topic, index] = PartitionLog()
+        return log
+
+    def flush(self) -> None:
+        """Every log's records survive an unclean shutdown (cluster.flush)."""
+        for log in self.logs.values():
+            log.flush()
+
+    def shut_down_cleanly(self) -> None:
+        """Flush every log and write the CleanShutdownFile with this broker epoch (D.18)."""
+        self.flush()
+        self.log_dirs.write_clean_shutdown(self.epoch)
+
+    def lose_unflushed(self) -> None:
+        """An unclean shutdown: every record above a log's flushed offset is gone."""
+        for log in self.logs.values():
+            log.truncate_to(log.flushed_offset)
 
     @property
     def address(self) -> str:
@@ -62,7 +89,7 @@ class BrokerNode:
         return part
 
     def partition_log(self, topic: str, index: int, leader_epoch: int = -1) -> PartitionLog:
-        """The log of a partition this broker leads (created on first use)."""
+        """The log of a partition this broker leads; LogError when it does not lead it."""
         part = self.leads(topic, index)
         if leader_epoch >= 0 and leader_epoch != part.leader_epoch:
             code = (
@@ -71,12 +98,7 @@ class BrokerNode:
                 else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
             raise LogError(code, f"leader epoch {leader_epoch} is not {part.leader_epoch}")
-        logs = self.cluster.logs
-        log = logs.get((topic, index))
-        if log is None:
-            log = logs[topic, index] = PartitionLog(part.leader_epoch)
-        log.leader_epoch = part.leader_epoch
-        return log
+        return self.replica_log(topic, index)
 
     async def dispatch(self, frame: memoryview) -> bytes | None:
         """The response frame to one request frame (None for acks=0 produce)."""
@@ -86,6 +108,7 @@ class BrokerNode:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
+        self.replication.metadata_changed()
         self.data_arrived()
         self.cluster.metadata_changed()
 

@@ -3,6 +3,10 @@
 Fetch sessions (KIP-227) are answered the way a broker with a full session cache answers them:
 session id 0, so every fetch is a full fetch, which clients handle; an unknown session id gets
 FETCH_SESSION_ID_NOT_FOUND.
+
+A fetch from a follower (ReplicaState.ReplicaId, or ReplicaId before v15, >= 0) reads up to the
+log end and tells the leader's ISR state machine the follower's offset and broker epoch. Under
+`Semantics.KIP` a leader still RECOVERING (KIP-704) answers consumers NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -49,15 +53,38 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
             "responses": [],
         }
     deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
+    replica_id, replica_epoch = _replica(body)
+    if replica_id >= 0:
+        _record_follower_fetch(broker, body, replica_id, replica_epoch)
     while True:
-        responses, size, failed = _read(broker, body)
+        responses, size, failed = _read(broker, body, replica_id >= 0)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
             return {"error_code": 0, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
             await broker.wait_for_data()
 
 
-def _read(broker: Any, body: Any) -> tuple[list[dict], int, bool]:
+def _replica(body: Any) -> tuple[int, int]:
+    """(replica id, broker epoch) of a follower's fetch; (-1, -1) for a consumer."""
+    state = body.get("replica_state")
+    if state is not None and state.get("replica_id", -1) >= 0:
+        return state["replica_id"], state.get("replica_epoch", -1)
+    return body.get("replica_id", -1), -1
+
+
+def _record_follower_fetch(broker: Any, body: Any, replica_id: int, replica_epoch: int) -> None:
+    """The follower's fetch offset is its log end: the leader's ISR and HWM decisions use it."""
+    for topic in body["topics"]:
+        name = topic_name(broker.image, topic, "topic")
+        for request in topic["partitions"]:
+            if name is not None:
+                key = (name, request["partition"])
+                broker.replication.follower_fetched(
+                    key, replica_id, replica_epoch, request["fetch_offset"]
+                )
+
+
+def _read(broker: Any, body: Any, replica: bool) -> tuple[list[dict], int, bool]:
     image = broker.image
     committed = body.get("isolation_level", 0) == READ_COMMITTED
     budget = body.get("max_bytes", 0x7FFFFFFF)
@@ -73,10 +100,17 @@ def _read(broker: Any, body: Any) -> tuple[list[dict], int, bool]:
                 if name is None:
                     raise LogError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
                 log = broker.partition_log(name, index, request.get("current_leader_epoch", -1))
+                state = broker.replication.state((name, index))
+                if not replica and state is not None and not state.serves_fetches:
+                    raise LogError(
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER, "the leader is RECOVERING (KIP-704)"
+                    )
                 offset = request["fetch_offset"]
                 limit = min(request["partition_max_bytes"], budget - total)
                 # KIP-74: until some bytes are read, a partition returns at least one whole batch
-                records = log.read(offset, limit, committed=committed, min_one=total == 0)
+                records = log.read(
+                    offset, limit, committed=committed, min_one=total == 0, replica=replica
+                )
                 total += len(records)
                 part = {
                     "partition_index": index,

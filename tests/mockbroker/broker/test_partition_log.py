@@ -39,6 +39,7 @@ def test_offsets_assigned_in_order_and_records_kept_byte_for_byte():
     first, second = _batch(3), _batch(2, compression="zstd")
     assert log.append(first).base_offset == 0
     assert log.append(second).base_offset == 3
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     data = log.read(0, 1 << 20)
     assert _offsets(data) == [0, 1, 2, 3, 4]
     # only the base offset (bytes 0-8) and leader epoch (12-16) change: records are not rebuilt
@@ -71,6 +72,7 @@ def test_read_starts_at_the_batch_holding_the_offset_and_returns_one_batch_past_
     log = PartitionLog()
     for _ in range(3):
         log.append(_batch(4))
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert _offsets(log.read(5, 1))[:1] == [4]  # the batch 4..7, whole, although over 1 byte
     assert log.read(12, 1 << 20) == b""
     assert log.read(5, 1, min_one=False) == b""
@@ -119,10 +121,12 @@ def test_open_transaction_holds_the_lso_and_an_abort_is_indexed():
     log = PartitionLog()
     log.append(_batch(2))
     log.append(_batch(2, pid=9, epoch=0, seq=0, txn=True))
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert log.last_stable_offset == 2
     assert log.high_watermark == 4
     assert _offsets(log.read(0, 1 << 20, committed=True)) == [0, 1]
     marker = log.append_marker(9, 0, commit=False)
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert marker == 4
     assert log.last_stable_offset == 5
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted_in(0, 5)] == [
@@ -137,6 +141,7 @@ def test_commit_marker_leaves_no_aborted_transaction():
     log = PartitionLog()
     log.append(_batch(1, pid=3, epoch=0, seq=0, txn=True))
     log.append_marker(3, 0, commit=True)
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert log.aborted_in(0, 10) == []
     assert log.last_stable_offset == log.high_watermark == 2
 
@@ -145,6 +150,7 @@ def test_list_offsets_by_time_and_special_values():
     log = PartitionLog()
     log.append(_batch(2, ts=100))
     log.append(_batch(2, ts=500))
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert log.offset_for_time(EARLIEST)[0] == 0
     assert log.offset_for_time(LATEST)[0] == 4
     assert log.offset_for_time(300)[:2] == (2, 501)
@@ -157,6 +163,7 @@ def test_epoch_end_offsets_and_delete_records():
     log.append(_batch(3))
     log.leader_epoch = 4
     log.append(_batch(2))
+    log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert log.end_offset_for_epoch(1) == (1, 3)
     assert log.end_offset_for_epoch(3) == (1, 3)
     assert log.end_offset_for_epoch(4) == (4, 5)
