@@ -1,0 +1,157 @@
+"""The same data-plane scenarios against real Kafka 4.1 and against kipwire's MockCluster: what
+the clients see must be the same (records, batches' codecs, group assignments, transactions,
+admin answers), and so must the error on every mistake of `EXPECTED_ERRORS`.
+
+The mock runs 3 brokers configured as `kafka_harness` configures its nodes; the real side is
+the session's single-node cluster, so what depends on the broker count is compared to each
+cluster's own count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import data_plane_scenarios as scenarios
+import pytest
+from kafka_harness import KafkaCluster
+
+from kipwire.mockbroker import MockCluster
+
+MOCK_BROKERS = 3
+#: kafka_harness.KafkaCluster.properties, the keys the mock knows, for 3 brokers.
+HARNESS_CONFIG = {
+    "auto.create.topics.enable": "false",
+    "group.initial.rebalance.delay.ms": "0",
+    "default.replication.factor": "3",
+    "min.insync.replicas": "1",
+}
+
+#: mistake -> (real Kafka's answer, the mock's answer, why they differ). Empty: every mistake
+#: is answered alike; a new difference goes here with its reason, or gets fixed.
+KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {}
+
+
+@pytest.fixture(scope="module")
+def mock_bootstrap() -> Iterator[str]:
+    """bootstrap.servers of a 3-broker mock cluster configured like the real harness."""
+    with MockCluster(brokers=MOCK_BROKERS, config=HARNESS_CONFIG) as cluster:
+        yield cluster.bootstrap_servers
+
+
+def both(real: str, mock: str, scenario: Callable[[str], Any]) -> tuple[Any, Any]:
+    """The scenario's result against real Kafka, then against the mock."""
+    return scenario(real), scenario(mock)
+
+
+def roundtrip_view(result: dict[str, Any]) -> tuple[bool, set[str], int]:
+    """What a client sees of a round trip: all records back in order, the batches' codecs and
+    how many records they hold (how the producer split them into batches may differ)."""
+    return (
+        result["received"] == result["sent"],
+        {c for c, _n in result["batches"]},
+        sum(n for _c, n in result["batches"]),
+    )
+
+
+@pytest.mark.parametrize("producer", ["confluent", "kafka-python"])
+@pytest.mark.parametrize("compression", scenarios.COMPRESSIONS)
+def test_compression_roundtrip_alike(
+    bootstrap: str, mock_bootstrap: str, compression: str, producer: str
+) -> None:
+    real, mock = both(
+        bootstrap,
+        mock_bootstrap,
+        lambda b: scenarios.compression_roundtrip(b, compression, producer),
+    )
+    assert roundtrip_view(mock) == roundtrip_view(real) == (True, {compression}, 300)
+
+
+def rebalance_view(result: dict[str, Any]) -> tuple[set[int], set[int], bool, list[int]]:
+    """Every partition first to the lone member, then split without overlap; the split's sizes
+    (which member gets which partitions depends on the member ids)."""
+    return (
+        result["alone"],
+        result["a"] | result["b"],
+        not result["a"] & result["b"],
+        sorted([len(result["a"]), len(result["b"])]),
+    )
+
+
+@pytest.mark.parametrize("joiner", ["confluent", "kafka-python"])
+def test_group_rebalance_alike(bootstrap: str, mock_bootstrap: str, joiner: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, lambda b: scenarios.group_rebalance(b, 4, joiner))
+    assert (
+        rebalance_view(mock) == rebalance_view(real) == ({0, 1, 2, 3}, {0, 1, 2, 3}, True, [2, 2])
+    )
+
+
+def idempotent_view(result: dict[str, Any]) -> tuple[list[str], bool, int, bool]:
+    """Delivery errors, records back in order, how many producer ids, sequences without a gap."""
+    expected, contiguous = 0, True
+    for base, count in result["sequences"]:
+        contiguous &= base == expected
+        expected += count
+    return (
+        result["errors"],
+        result["received"] == result["sent"],
+        len(result["producer_ids"]),
+        contiguous and expected == len(result["sent"]),
+    )
+
+
+def test_idempotent_producer_alike(bootstrap: str, mock_bootstrap: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.idempotent_produce)
+    assert idempotent_view(mock) == idempotent_view(real) == ([], True, 1, True)
+
+
+TXN_READS = {
+    "read_committed": [b"commit"] * 5 + [b"commit2"] * 5,
+    "read_uncommitted": [b"commit"] * 5 + [b"abort"] * 5 + [b"commit2"] * 5,
+}
+
+
+def test_confluent_transactions_alike(bootstrap: str, mock_bootstrap: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.transactions)
+    assert mock == real == TXN_READS
+
+
+def test_kafka_python_transactions_alike(bootstrap: str, mock_bootstrap: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.kafka_python_transactions)
+    for result in (real, mock):
+        # one producer id for the data and markers of all three transactions
+        assert len(result.pop("producer_ids")) == 1
+    assert mock == real == TXN_READS
+
+
+def test_admin_calls_alike(kafka_single: KafkaCluster, bootstrap: str, mock_bootstrap: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.admin_calls)
+    assert real.pop("cluster_nodes") == len(kafka_single.broker_ids())
+    assert mock.pop("cluster_nodes") == MOCK_BROKERS
+    assert (
+        mock
+        == real
+        == {
+            "retention_before": "60000",
+            "retention_after": "120000",
+            "partitions_after_grow": 4,
+            "cluster_id_set": True,
+            "listed_after_delete": False,
+        }
+    )
+
+
+@pytest.mark.parametrize("mistake", sorted(scenarios.MISTAKES))
+def test_mistake_answered_alike(bootstrap: str, mock_bootstrap: str, mistake: str) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.MISTAKES[mistake])
+    assert real == scenarios.EXPECTED_ERRORS[mistake]
+    if mistake in KNOWN_DIFFERENCES:
+        # a known difference must still be one, or its entry goes
+        assert (real, mock) == KNOWN_DIFFERENCES[mistake][:2]
+    else:
+        assert mock == real
+
+
+def test_known_differences_are_mistakes_with_reasons() -> None:
+    for mistake, (real, mock, why) in KNOWN_DIFFERENCES.items():
+        assert mistake in scenarios.MISTAKES and real != mock and why
