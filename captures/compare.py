@@ -35,6 +35,7 @@ from .compare_model import (
     Report,
 )
 from .diffs import DiffCollector, diff_values, error_codes
+from .metadata_records import metadata_differences, partition_records
 from .normalise import VOLATILE, ZERO_UUID, WalkContext, normalise
 
 __all__ = [
@@ -526,6 +527,21 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
                 continue  # healthy traffic volume: a functional `count`/`added` matter
             out.add("health", path=r["metric"], baseline=r["baseline"], candidate=r["candidate"])
 
+    # the controllers' partition decisions (KIP-966 ELR fields), from the metadata fetches
+    meta_a, meta_b = partition_records(base), partition_records(cand)
+    for path, bv, cv in metadata_differences(meta_a, meta_b):
+        out.add("metadata", api_key=1, api_name="Fetch", path=path, baseline=bv, candidate=cv)
+    client_errors = [
+        {
+            "api": k[1],
+            "client_id": k[2],
+            "error_code": k[3],
+            "baseline": errs_a.get(k, 0),
+            "candidate": errs_b.get(k, 0),
+        }
+        for k in sorted(set(errs_a) | set(errs_b), key=lambda k: tuple(map(str, k)))
+    ]
+
     return Report(
         baseline=_describe(base),
         candidate=_describe(cand),
@@ -545,6 +561,8 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
         },
         rtt_samples={"baseline": dict(rtt_a), "candidate": dict(rtt_b)},
         mix=_mix(base, cand),
+        metadata={"baseline": meta_a, "candidate": meta_b},
+        client_errors=client_errors,
     )
 
 

@@ -23,7 +23,16 @@ __all__ = [
     "Report",
 ]
 
-FUNCTIONAL_KINDS = ("added", "removed", "changed", "version", "error_code", "records", "count")
+FUNCTIONAL_KINDS = (
+    "added",
+    "removed",
+    "changed",
+    "version",
+    "error_code",
+    "records",
+    "count",
+    "metadata",
+)
 INFORMATIONAL_KINDS = ("health", "rtt")
 
 
@@ -115,6 +124,10 @@ class Report:
     alignment: dict[str, Any]
     rtt_samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     mix: list[dict[str, Any]] = field(default_factory=list)  # requests per API, not per topic
+    # partition records each controller wrote (captures.metadata_records), per side
+    metadata: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # non-zero error codes per (API, client, code), both sides
+    client_errors: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def functional(self) -> list[Difference]:

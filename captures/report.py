@@ -152,6 +152,21 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
     b.append(("h2", "Informational differences (decode health, RTT)"))
     b.append(("table", _DIFF_HEAD, _diff_rows(info)) if info else ("p", "None."))
 
+    _metadata_blocks(report, b)
+    b.append(("h2", "Errors seen by clients"))
+    b.append(
+        (
+            "table",
+            ["api", "client id", "error", "baseline", "candidate"],
+            [
+                [r["api"], r["client_id"], _error_name(r["error_code"])]
+                + [r["baseline"], r["candidate"]]
+                for r in report.client_errors
+            ],
+        )
+        if report.client_errors
+        else ("p", "No response carried an error code.")
+    )
     b.append(("h2", "Request mix"))
     for name, caption in plots:
         if name == "request_mix.png":
@@ -226,6 +241,29 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
     )
     b.append(("table", ["field", "what", "rule"], [[k, w, r] for k, (w, r) in VOLATILE.items()]))
     return b
+
+
+def _metadata_blocks(report: Report, b: list[Block]) -> None:
+    """The controllers' partition records side by side, when the captures hold metadata fetches."""
+    from .metadata_records import FIELDS
+
+    if not any(report.metadata.values()):
+        return
+    b.append(("h2", "Controller partition records (KIP-966 ELR fields)"))
+    b.append(
+        (
+            "p",
+            "PartitionRecord, PartitionChangeRecord and ClearElrRecord as the brokers fetched "
+            "them from `__cluster_metadata`, once per offset; an empty cell is a field the "
+            "record leaves unchanged, a leader of -1 leaves the partition without one.",
+        )
+    )
+    rows = [
+        [side, r["offset"], r["record"], r["partition"]] + [r[f] for f in FIELDS]
+        for side in _SIDES
+        for r in report.metadata.get(side, ())
+    ]
+    b.append(("table", ["side", "offset", "record", "partition", *FIELDS], rows))
 
 
 def _md_escape(v: Any) -> str:
