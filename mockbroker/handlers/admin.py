@@ -1,6 +1,8 @@
 """Admin requests a broker forwards to the controller, as KRaft brokers do: CreateTopics (19),
 DeleteTopics (20), DescribeConfigs (32), AlterConfigs (33), CreatePartitions (37),
-IncrementalAlterConfigs (44). The answer comes back once this broker has the metadata."""
+ElectLeaders (43), IncrementalAlterConfigs (44), Alter/ListPartitionReassignments (45, 46),
+UpdateFeatures (57), UnregisterBroker (64). The answer comes back once this broker has the
+metadata."""
 
 from __future__ import annotations
 
@@ -14,8 +16,15 @@ FORWARDED = {
     32: "DescribeConfigs",
     33: "AlterConfigs",
     37: "CreatePartitions",
+    43: "ElectLeaders",
     44: "IncrementalAlterConfigs",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
+    57: "UpdateFeatures",
+    64: "UnregisterBroker",
 }
+#: Forwarded APIs whose responses carry one top-level error code and nothing required besides.
+_TOP_LEVEL_ERROR = {45, 46, 57, 64}
 
 
 def _forwarder(api_key: int) -> Handle:
@@ -29,6 +38,21 @@ def _forwarder(api_key: int) -> Handle:
 
 def _fail_for(api_key: int) -> Fail:
     def fail(body: Any, code: int, version: int) -> dict:
+        if api_key in _TOP_LEVEL_ERROR:
+            return {"error_code": code}
+        if api_key == 43:
+            return {
+                "error_code": code,
+                "replica_election_results": [
+                    {
+                        "topic": t["topic"],
+                        "partition_result": [
+                            {"partition_id": p, "error_code": code} for p in t["partitions"]
+                        ],
+                    }
+                    for t in body["topic_partitions"] or []
+                ],
+            }
         if api_key == 19:
             return {"topics": [{"name": t["name"], "error_code": code} for t in body["topics"]]}
         if api_key == 20:

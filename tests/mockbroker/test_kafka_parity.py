@@ -21,6 +21,7 @@ from kipwire.mockbroker.handlers.registry import KAFKA_4_1_BROKER_VERSIONS
 
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS = 0, 1, 3, 4, 18
 CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, BROKER_HEARTBEAT = 19, 44, 63
+ELECT_LEADERS, LIST_PARTITION_REASSIGNMENTS = 43, 46
 RECORDED = Path(__file__).parents[1] / "realkafka" / "data" / "api_versions_kafka_4_1.json"
 _EMPTY_FETCH = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
 
@@ -222,3 +223,27 @@ def test_produce_is_listed_from_v0_and_served_from_v3(strict, topic_name):
     assert (handler.advertised_min, handler.min_version) == (0, 3)
     strict.create_topic(topic_name, partitions=1)
     assert _produce(strict, topic_name, b"v") == ErrorCode.NONE
+
+
+# ---------------------------------------------------------------- forwarded to the controller
+
+
+def test_elect_leaders_is_forwarded_to_the_controller(strict, topic_name):
+    strict.create_topic(topic_name, partitions=1, replication_factor=3)
+    request = {
+        "election_type": 0,  # preferred
+        "topic_partitions": [{"topic": topic_name, "partitions": [0]}],
+        "timeout_ms": 5000,
+    }
+    with WireClient(_first(strict)) as client:
+        body = client.call(ELECT_LEADERS, 2, request)
+    (result,) = body["replica_election_results"]
+    assert result["topic"] == topic_name
+    # the preferred replica leads already: Kafka answers ELECTION_NOT_NEEDED
+    assert result["partition_result"][0]["error_code"] == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def test_list_partition_reassignments_is_forwarded_to_the_controller(strict):
+    with WireClient(_first(strict)) as client:
+        body = client.call(LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 5000, "topics": None})
+    assert body["error_code"] == ErrorCode.NONE and body["topics"] == []
