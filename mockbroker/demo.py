@@ -12,6 +12,7 @@ compared into a report.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import threading
 import time
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cluster import ClusterError
 from .controller import Semantics
 from .sync_cluster import MockCluster
 
@@ -32,6 +32,10 @@ NOT_ENOUGH_REPLICAS = (19, 20)  # NOT_ENOUGH_REPLICAS and NOT_ENOUGH_REPLICAS_AF
 STEP_TIMEOUT = 20.0
 # how long the client keeps retrying against a partition under min ISR before each next fault
 UNDER_MIN_ISR_WINDOW = 1.5
+# librdkafka logs every refused connection to a stopped broker on stderr; the story expects them
+_CLIENT_LOG = logging.getLogger("kipwire.demo.client")
+_CLIENT_LOG.addHandler(logging.NullHandler())
+_CLIENT_LOG.propagate = False
 
 
 class DemoError(Exception):
@@ -101,6 +105,7 @@ class Workload:
                 "retry.backoff.ms": 100,
                 "retry.backoff.max.ms": 500,
                 "reconnect.backoff.max.ms": 500,
+                "logger": _CLIENT_LOG,
             }
         )
         self.sent = 0
@@ -142,6 +147,7 @@ class Workload:
         self.producer.flush(timeout)
         self._stop.set()
         self._poller.join(timeout)
+        self.producer = None  # destroyed now, not at exit: no reconnects to a stopped cluster
 
 
 class Monitor:
@@ -200,6 +206,7 @@ def _read_back(bootstrap: str, timeout: float) -> set[int]:
             "group.id": READER_ID,
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            "logger": _CLIENT_LOG,
         }
     )
     seen: set[int] = set()
@@ -287,13 +294,17 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
             note(f"T0 {quarter} records acked by all 3 replicas; {_state(cluster)}")
 
             cluster.stop_broker(first, clean=False)
-            _wait(cluster, f"[{label}] broker {first} leaving the ISR", lambda p: first not in p.isr)
+            _wait(
+                cluster, f"[{label}] broker {first} leaving the ISR", lambda p: first not in p.isr
+            )
             batch = work.produce(quarter)
             work.wait_acked(batch, STEP_TIMEOUT)
             note(f"T1 follower {first} lost (unclean stop); {_state(cluster)}")
 
             cluster.stop_broker(second, clean=True)
-            _wait(cluster, f"[{label}] ISR shrinking to {leader}", lambda p: list(p.isr) == [leader])
+            _wait(
+                cluster, f"[{label}] ISR shrinking to {leader}", lambda p: list(p.isr) == [leader]
+            )
             work.produce(quarter)
             time.sleep(UNDER_MIN_ISR_WINDOW)  # the client retries into NOT_ENOUGH_REPLICAS
             note(f"T2 follower {second} stopped cleanly, under min ISR; {_state(cluster)}")
@@ -304,7 +315,9 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
 
             cluster.start_broker(second)
             if elr:
-                _wait(cluster, f"[{label}] ELR member {second} elected", lambda p: p.leader == second)
+                _wait(
+                    cluster, f"[{label}] ELR member {second} elected", lambda p: p.leader == second
+                )
             note(f"T4 broker {second} back; {_state(cluster)}")
 
             cluster.start_broker(leader)
@@ -336,7 +349,11 @@ def format_table(on: StoryResult, off: StoryResult) -> str:
         ("elections: ELR", on.elections["ELR"], off.elections["ELR"]),
         ("elections: unclean", on.elections["unclean"], off.elections["unclean"]),
         ("time under min ISR (s)", f"{on.under_min_isr_s:.1f}", f"{off.under_min_isr_s:.1f}"),
-        ("NOT_ENOUGH_REPLICAS seen by the producer", on.not_enough_replicas, off.not_enough_replicas),
+        (
+            "NOT_ENOUGH_REPLICAS seen by the producer",
+            on.not_enough_replicas,
+            off.not_enough_replicas,
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [f"{'':<{width}}  {'ELR on (4.1)':>14}  {'ELR off (3.9)':>14}"]
@@ -344,28 +361,37 @@ def format_table(on: StoryResult, off: StoryResult) -> str:
     return "\n".join(lines)
 
 
-def decode_captures(
-    captures: Sequence[Path], out: Path, progress: Progress
-) -> tuple[str, list[Path]]:
-    """Decode each capture with the Spark job (`local[*]`), or locally if Spark cannot start."""
-    dirs = [out / "decoded" / c.stem for c in captures]
+def _spark_session(progress: Progress) -> Any:
+    """A local[*] Spark session, or None (said in one line) when Spark cannot start."""
     try:
-        from kipwire.captures.job import run_decode, session
+        from kipwire.captures.job import session
 
-        spark = session("local[*]")
+        return session("local[*]")
     except Exception as exc:  # noqa: BLE001 - whatever stops Spark, the local engine decodes
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        progress.step(f"Spark cannot start ({reason}); decoding with the local engine instead")
+        progress.step(f"    Spark cannot start ({reason}); decoding with the local engine instead")
+        return None
+
+
+def decode_captures(
+    captures: Sequence[Path], out: Path, progress: Progress, spark: bool = True
+) -> tuple[str, list[Path]]:
+    """Decode each capture with the Spark job (`local[*]`), or locally (asked, or no Spark)."""
+    dirs = [out / "decoded" / c.stem for c in captures]
+    session = _spark_session(progress) if spark else None
+    if session is None:
         from kipwire.captures.local_engine import run_local
 
         for c, d in zip(captures, dirs, strict=True):
             run_local([str(c)], d, capture=c.stem)
         return "local", dirs
+    from kipwire.captures.job import run_decode
+
     try:
         for c, d in zip(captures, dirs, strict=True):
-            run_decode([str(c)], d, name=c.stem, spark=spark)
+            run_decode([str(c)], d, name=c.stem, spark=session)
     finally:
-        spark.stop()
+        session.stop()
     return "spark", dirs
 
 
@@ -381,23 +407,52 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(out: Path, records: int, progress: Progress) -> tuple[StoryResult, StoryResult, Path]:
-    """The whole demo: both stories, the table, the decode and the comparison."""
-    from kipwire.captures.compare import compare, write_report
+@dataclass
+class DemoRun:
+    """Everything one demo run produced."""
 
-    out.mkdir(parents=True, exist_ok=True)
-    progress.step(f"1/5 story with ELR on: {records} records, acks=all, idempotent producer")
-    on = run_story(out, elr=True, records=records, progress=progress)
-    progress.step(f"2/5 story with ELR off (Kafka before 4.0): {records} records")
-    off = run_story(out, elr=False, records=records, progress=progress)
-    progress.step("3/5 the two runs side by side:")
-    progress.step(format_table(on, off))
-    progress.step("4/5 decoding both captures with the Spark job (local[*])")
-    engine, (on_dir, off_dir) = decode_captures([on.capture, off.capture], out, progress)
-    progress.step(f"    decoded with the {engine} engine into {on_dir} and {off_dir}")
-    progress.step("5/5 comparing the ELR-on capture (baseline) with the ELR-off one")
-    paths = write_report(compare(on_dir, off_dir), out)
-    return on, off, paths["html"]
+    on: StoryResult
+    off: StoryResult
+    engine: str
+    decoded: list[Path]
+    report: Path
+    differences: dict[str, int]
+
+
+class StepFailed(Exception):
+    """A numbered step failed; the message says which and why."""
+
+
+def run(out: Path, records: int, progress: Progress, spark: bool = True) -> DemoRun:
+    """The whole demo: both stories, the table, the decode and the comparison."""
+    step = "preparing the output folder"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        step = "1/5 the story with ELR on"
+        progress.step(f"{step}: {records} records, acks=all, idempotent confluent-kafka producer")
+        on = run_story(out, elr=True, records=records, progress=progress)
+        step = "2/5 the story with ELR off"
+        progress.step(f"{step} (Kafka before 4.0): {records} records")
+        off = run_story(out, elr=False, records=records, progress=progress)
+        step = "3/5 the table"
+        progress.step(f"{step}, the two runs side by side:")
+        progress.step(format_table(on, off))
+        step = "4/5 decoding both captures"
+        progress.step(f"{step} with the {'Spark job (local[*])' if spark else 'local engine'}")
+        engine, decoded = decode_captures([on.capture, off.capture], out, progress, spark)
+        progress.step(f"    decoded with the {engine} engine into {out / 'decoded'}")
+        step = "5/5 comparing the captures"
+        progress.step(f"{step}: ELR on (baseline) against ELR off (candidate)")
+        from kipwire.captures.compare import compare, write_report
+
+        report = compare(decoded[0], decoded[1])
+        paths = write_report(report, out)
+        kinds = dict(sorted(report.kinds().items()))
+        progress.step("    differences: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
+    except Exception as exc:  # noqa: BLE001 - any failure ends the demo with its step named
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StepFailed(f"{step} failed: {reason}") from exc
+    return DemoRun(on, off, engine, decoded, paths["html"], kinds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -410,13 +465,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress()
     t0 = time.monotonic()
     try:
-        on, off, report = run(args.out, records, progress)
-    except (DemoError, ClusterError, TimeoutError, OSError) as exc:
-        print(f"kipwire demo failed: {exc}", file=sys.stderr)
+        result = run(args.out, records, progress)
+    except StepFailed as exc:
+        print(f"kipwire demo: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
     progress.step(f"done in {time.monotonic() - t0:.0f} s; wrote:")
-    for path in (on.capture, off.capture, args.out / "decoded", report, report.with_suffix(".md")):
+    for path in (result.on.capture, result.off.capture, *result.decoded, result.report):
         progress.step(f"  {path}")
+    progress.step(f"  {result.report.with_suffix('.md')} and the PNG plots beside it")
     return 0
 
 
