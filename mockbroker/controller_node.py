@@ -3,12 +3,15 @@
 Brokers reach it over TCP like KRaft brokers reach their quorum: BrokerRegistration,
 BrokerHeartbeat and forwarded admin requests go to `Controller.handle`; a Fetch of
 `__cluster_metadata` returns the metadata log as record batches whose records are the framed
-metadata records, long-polled until the log grows.
+metadata records, long-polled until the log grows. Requests the controller itself sends
+(`Controller.outbox`: GetReplicaLogInfo for the KIP's unclean recovery) go to the brokers over
+the link layer, and their answers come back through `Controller.deliver`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +23,7 @@ from kipwire.codec.records import build_batch
 
 from .controller import METADATA_TOPIC
 from .dispatch import CloseConnection, frame
+from .network import CONTROLLER
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -42,6 +46,9 @@ class ControllerNode:
         self.port = 0
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
+        self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
+            math.inf
+        )
 
     @property
     def address(self) -> str:
@@ -64,14 +71,52 @@ class ControllerNode:
         response = self.controller.handle(api_key, api_version, body)
         if self.controller.end_offset != end:
             self.log_grew()
+        self._post_outbox()
         return response
 
     async def run_clock(self) -> None:
-        """Tick the controller: session timeouts and periodic elections happen here."""
-        while True:
-            await trio.sleep(TICK_INTERVAL)
-            if self.controller.tick(self.now_ms()):
-                self.log_grew()
+        """Tick the controller (session timeouts, periodic elections) and send its requests."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._send_requests, nursery)
+            while True:
+                await trio.sleep(TICK_INTERVAL)
+                if self.controller.tick(self.now_ms()):
+                    self.log_grew()
+                self._post_outbox()
+
+    def _post_outbox(self) -> None:
+        for request in self.controller.outbox():
+            self._outgoing.send_nowait(request)
+
+    async def _send_requests(self, nursery: trio.Nursery) -> None:
+        async for request in self._to_send:
+            nursery.start_soon(self._send, *request)
+
+    async def _send(self, broker_id: int, api_key: int, api_version: int, body: dict) -> None:
+        """One controller-to-broker request; an unreachable broker's answer never comes."""
+        # imported here: the broker's channel module imports this one for the metadata topic id
+        from .broker.controller_channel import ControllerConnection
+
+        try:
+            stream = await self.cluster.network.connect(CONTROLLER, broker_id)
+        except OSError as exc:
+            self.log.debug("request %d to broker %d: %s", api_key, broker_id, exc)
+            return
+        connection = ControllerConnection(stream, "controller")
+        try:
+            response = await connection.call(api_key, api_version, body)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.log.debug("request %d to broker %d: %s", api_key, broker_id, exc)
+            return
+        finally:
+            with trio.CancelScope(shield=True):
+                await connection.aclose()
+        end = self.controller.end_offset
+        self.controller.tick(self.now_ms())
+        self.controller.deliver(broker_id, api_key, api_version, response)
+        if self.controller.end_offset != end:
+            self.log_grew()
+        self._post_outbox()
 
     async def dispatch(self, data: memoryview) -> bytes | None:
         """One request frame to the controller, one response frame back."""

@@ -15,6 +15,8 @@ from kipwire.codec import ErrorCode
 RECOVERED, RECOVERING = 0, 1
 #: Whether a follower may join the ISR: (broker id, broker epoch from its fetches) -> bool (B.5).
 Eligible = Callable[[int, int], bool]
+#: The caught-up time of a follower never seen caught up (a clock may start at 0).
+NEVER = -(2**62)
 
 
 class Outcome(Enum):
@@ -45,7 +47,7 @@ class FollowerState:
     broker_id: int
     log_end_offset: int = -1
     broker_epoch: int = -1
-    last_caught_up_ms: int = 0
+    last_caught_up_ms: int = NEVER
     last_fetch_ms: int = 0
     last_fetch_leader_end: int = -1
 
@@ -85,7 +87,7 @@ class LeaderIsr:
         self.pending: Proposal | None = None
         self.in_flight = False
         self.followers = {
-            r: FollowerState(r, last_caught_up_ms=now_ms if r in isr else 0)
+            r: FollowerState(r, last_caught_up_ms=now_ms if r in isr else NEVER)
             for r in replicas
             if r != leader_id
         }

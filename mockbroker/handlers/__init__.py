@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     describe_topic_partitions,
     fetch,
     find_coordinator,
+    get_replica_log_info,
     group_admin,
     groups,
     list_offsets,

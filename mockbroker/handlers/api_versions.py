@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kipwire.codec import encode_response
 
-from .registry import HANDLERS, RequestContext, handles
+from ..controller.features import METADATA_VERSION, MV_LATEST
+from .registry import HANDLERS, KAFKA_4_1_BROKER_VERSIONS, RequestContext, handles
 
 UNSUPPORTED_VERSION = 35
 #: What a Kafka 4.1 broker reports it supports, beside the finalized levels.
@@ -22,6 +23,8 @@ def api_ranges() -> list[dict]:
     return [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
         for _, h in sorted(HANDLERS.items())
+        # served for the controller (GetReplicaLogInfo), never listed: Kafka 4.1 does not ship it
+        if h.api_key in KAFKA_4_1_BROKER_VERSIONS
     ]
 
 
@@ -35,6 +38,9 @@ def unsupported_version_reply(correlation_id: int) -> bytes:
 async def api_versions(ctx: RequestContext, body: object) -> dict:
     """The API ranges, supported features and finalized feature levels."""
     image = ctx.broker.image
+    # Kafka always finalizes metadata.version; the mock's controller works at MV_LATEST until a
+    # level is replayed, so that is the level in force
+    finalized = {METADATA_VERSION: MV_LATEST, **image.features}
     return {
         "error_code": 0,
         "api_keys": api_ranges(),
@@ -45,6 +51,6 @@ async def api_versions(ctx: RequestContext, body: object) -> dict:
         "finalized_features_epoch": image.offset,
         "finalized_features": [
             {"name": name, "max_version_level": level, "min_version_level": level}
-            for name, level in sorted(image.features.items())
+            for name, level in sorted(finalized.items())
         ],
     }
