@@ -247,3 +247,13 @@ def test_list_partition_reassignments_is_forwarded_to_the_controller(strict):
     with WireClient(_first(strict)) as client:
         body = client.call(LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 5000, "topics": None})
     assert body["error_code"] == ErrorCode.NONE and body["topics"] == []
+
+
+def test_metadata_version_is_finalized_as_kafka_always_does(strict):
+    with WireClient(_first(strict)) as client:
+        body = client.call(
+            API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
+        )
+    finalized = {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
+    assert finalized["metadata.version"] == 27  # 4.1-IV1, the level the controller works at
+    assert finalized["eligible.leader.replicas.version"] == 1
