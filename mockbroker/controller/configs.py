@@ -130,7 +130,15 @@ def validate(name: str, value: str | None) -> str | None:
 
 
 def write_configs(ctl: Controller, resource_type: int, resource_name: str, changes: dict) -> None:
-    """ConfigRecords for `changes` (None deletes), then ClearElrRecord on a min ISR change."""
+    """ConfigRecords for `changes` (None deletes), then ClearElrRecord on a min ISR change.
+
+    As Kafka's ConfigurationControlManager, a topic config set to its current value writes
+    nothing, so the ELR stays; broker and cluster configs are always written (KAFKA-14136: the
+    record makes brokers reload them).
+    """
+    if resource_type != BROKER_RESOURCE:
+        current = ctl.state.configs.get((resource_type, resource_name), {})
+        changes = {name: value for name, value in changes.items() if current.get(name) != value}
     for name, value in changes.items():
         ctl.append(
             "ConfigRecord",

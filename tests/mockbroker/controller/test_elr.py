@@ -144,7 +144,7 @@ def test_d16_set_semantics_keeps_former_elr_members() -> None:
 def test_d19_min_isr_change_writes_clear_elr_record_in_4x() -> None:
     ctl = replay_cluster(isr=[1], elr=[2, 3], last_known_elr=[], min_isr=3)
     start = ctl.end_offset
-    assert set_config(ctl, "min.insync.replicas", "3").responses[0].error_code == 0
+    assert set_config(ctl, "min.insync.replicas", "2").responses[0].error_code == 0
     assert names(ctl, start) == ["ConfigRecord", "ClearElrRecord"]
     assert ctl.log[-1].record.topic_name == "t"
     p = ctl.partition("t", 0)
@@ -215,8 +215,22 @@ def test_d19_enabling_elr_pins_a_cluster_min_isr_config() -> None:
 
 
 @pytest.mark.parametrize("semantics", [Semantics.KAFKA_4_0, Semantics.KAFKA_4_1])
-def test_d19_same_value_still_clears(semantics: Semantics) -> None:
+def test_d19_same_topic_value_writes_nothing(semantics: Semantics) -> None:
+    # real Kafka 4.1 (tests/realkafka kip966 story, "same min isr"): an unchanged topic config
+    # writes no ConfigRecord, so no ClearElrRecord follows and the ELR stays
     ctl = replay_cluster(semantics, isr=[1], elr=[2], min_isr=3)
+    start = ctl.end_offset
     set_config(ctl, "min.insync.replicas", "3")
+    assert names(ctl, start) == []
+    assert ctl.partition("t", 0).elr == [2]
+
+
+@pytest.mark.parametrize("semantics", [Semantics.KAFKA_4_0, Semantics.KAFKA_4_1])
+def test_d19_same_cluster_value_still_clears(semantics: Semantics) -> None:
+    # cluster and broker configs are always written (KAFKA-14136), so the same value clears
+    ctl = replay_cluster(semantics, isr=[1], elr=[2])
+    cluster_min_isr = {"resource_type": 4, "resource_name": "", "name": "min.insync.replicas"}
+    ctl.replay("ConfigRecord", {**cluster_min_isr, "value": "3"})
+    set_config(ctl, "min.insync.replicas", "3", topic=None)
     assert ctl.log[-1].name == "ClearElrRecord"
     assert ctl.partition("t", 0).elr == []
