@@ -1,0 +1,189 @@
+"""Network faults on the running cluster, under trio's MockClock (virtual time): cuts and
+isolation fence a broker after the session timeout and take it out of ISRs, heal brings it back,
+an isolated broker still serves its clients, link latency and per-link errors on the wire."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+from trio_client import AcksAllProducer, TrioWire, call_broker, read_partition
+
+from kipwire.codec import ErrorCode
+from kipwire.mockbroker import ClusterError, open_cluster
+from kipwire.mockbroker.network import CONTROLLER
+
+METADATA, METADATA_VERSION, FIND_COORDINATOR = 3, 12, 10
+GROUP = {"key": "g", "key_type": 0}
+EMPTY_METADATA = {"topics": []}
+
+
+async def _fenced_at(cluster, broker_id: int, limit: float = 60.0) -> float:
+    """The virtual time at which the controller fences `broker_id`."""
+    await cluster.wait_until(lambda: cluster.controller.broker(broker_id).fenced, timeout=limit)
+    return trio.current_time()
+
+
+@pytest.mark.trio
+async def test_a_broker_cut_from_the_controller_is_fenced_after_the_session_timeout(
+    autojump_clock,
+):
+    async with open_cluster(brokers=3, config={"min.insync.replicas": 2}) as cluster:
+        await cluster.create_topic("t", partitions=1, replication_factor=3)
+        assert cluster.partition("t", 0).isr == [1, 2, 3]
+        cut = trio.current_time()
+        cluster.partition_network(2, CONTROLLER)
+        fenced = await _fenced_at(cluster, 2) - cut
+        # fenced by the session timeout (2 s default), not earlier, and within the 3 s promised
+        assert 2.0 <= fenced <= 3.0, fenced
+        assert 2 not in cluster.partition("t", 0).isr
+        assert cluster.metrics()["at_min_isr_partition_count"] == 1
+        cluster.heal()
+        await cluster.wait_until(lambda: not cluster.controller.broker(2).fenced, timeout=5)
+        assert cluster.node(2).running
+
+
+@pytest.mark.trio
+async def test_a_thirty_second_session_timeout_costs_no_real_time(autojump_clock):
+    async with open_cluster(brokers=2, config={"broker.session.timeout.ms": 30000}) as cluster:
+        start, wall = trio.current_time(), time.perf_counter()
+        cluster.isolate(1)
+        # still unfenced just before the timeout, fenced just after
+        await trio.sleep(29.5)
+        assert not cluster.controller.broker(1).fenced
+        fenced = await _fenced_at(cluster, 1) - start
+        assert 30.0 <= fenced <= 31.0, fenced
+        assert time.perf_counter() - wall < 10
+
+
+@pytest.mark.trio
+async def test_an_isolated_broker_still_serves_its_clients(autojump_clock):
+    async with open_cluster(brokers=3) as cluster:
+        cluster.isolate(1)
+        await _fenced_at(cluster, 1)
+        answer = await call_broker(cluster, 1, METADATA, METADATA_VERSION, EMPTY_METADATA, 1.0)
+        assert answer["cluster_id"] == cluster.cluster_id
+        assert cluster.network.is_cut(1, 3) and cluster.network.is_cut(CONTROLLER, 1)
+        assert not cluster.network.is_cut(2, 3)
+
+
+@pytest.mark.trio
+async def test_a_cut_link_hangs_like_a_pulled_cable_and_heal_delivers(autojump_clock):
+    async with open_cluster(brokers=3) as cluster:
+        wire = TrioWire(await cluster.network.connect(1, 2))
+        cluster.partition_network(1, 2)
+        # brokers 1 and 2 still reach the controller: nobody is fenced
+        await trio.sleep(5)
+        assert not any(cluster.controller.broker(b).fenced for b in (1, 2, 3))
+        with trio.move_on_after(3) as dialing:
+            await cluster.network.connect(2, 1)
+        # a new connection across the cut hangs too (a SYN nobody answers)
+        assert dialing.cancelled_caught
+        answers = []
+
+        async def ask() -> None:
+            answers.append(await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.sleep(10)
+            # no answer and no reset: the request waits on the cut
+            assert answers == []
+            cluster.heal()
+        assert len(answers[0]["brokers"]) == 3
+        await wire.aclose()
+
+
+@pytest.mark.trio
+async def test_link_latency_is_measured_on_the_wire(autojump_clock):
+    async with open_cluster(brokers=2) as cluster:
+        cluster.add_latency(50, link=(1, 2))
+        wire = TrioWire(await cluster.network.connect(1, 2))
+        start = trio.current_time()
+        await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        # one delay each way
+        assert trio.current_time() - start == pytest.approx(0.1, abs=0.01)
+        other = TrioWire(await cluster.network.connect(CONTROLLER, 2))
+        start = trio.current_time()
+        await other.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        assert trio.current_time() - start < 0.01
+        cluster.add_latency(0, link=(2, 1))
+        start = trio.current_time()
+        await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        assert trio.current_time() - start < 0.01
+        await wire.aclose()
+        await other.aclose()
+
+
+@pytest.mark.trio
+async def test_broker_latency_delays_its_client_answers(autojump_clock):
+    async with open_cluster(brokers=2) as cluster:
+        cluster.add_latency(300, broker=2)
+        for broker, expected in ((1, 0.0), (2, 0.3)):
+            start = trio.current_time()
+            await call_broker(cluster, broker, METADATA, METADATA_VERSION, EMPTY_METADATA, 5.0)
+            assert trio.current_time() - start == pytest.approx(expected, abs=0.01)
+
+
+@pytest.mark.trio
+async def test_an_error_injected_on_a_link_hits_only_that_link(autojump_clock):
+    async with open_cluster(brokers=3) as cluster:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        cluster.faults.inject_error(FIND_COORDINATOR, code, count=1, link=(2, 1))
+        from_2 = TrioWire(await cluster.network.connect(2, 1))
+        from_3 = TrioWire(await cluster.network.connect(3, 1))
+
+        async def ask(wire: TrioWire | None) -> int:
+            if wire is None:
+                answer = await call_broker(cluster, 1, FIND_COORDINATOR, 3, GROUP, 1.0)
+            else:
+                answer = await wire.call(FIND_COORDINATOR, 3, GROUP)
+            return answer["error_code"]
+
+        # a client and another link are served; the link's next request fails, once
+        assert [await ask(None), await ask(from_3), await ask(from_2), await ask(from_2)] == [
+            0,
+            0,
+            code,
+            0,
+        ]
+        await from_2.aclose()
+        await from_3.aclose()
+
+
+@pytest.mark.trio
+async def test_metrics_report_isr_gauges_and_high_watermarks(autojump_clock):
+    async with open_cluster(brokers=3, config={"min.insync.replicas": 2}) as cluster:
+        await cluster.create_topic("t", partitions=1, replication_factor=3)
+        producer = AcksAllProducer(cluster, "t")
+        await producer.init(1)
+        for value in (b"a", b"b", b"c"):
+            assert await producer.send(value)
+        metrics = cluster.metrics()
+        assert metrics["high_watermark"] == {"t-0": 3}
+        assert metrics["electable_leaders"] == {"t-0": 3}
+        assert metrics["global_under_min_isr_partition_count"] == 0
+        leader = cluster.partition("t", 0).leader
+        followers = [b for b in cluster.partition("t", 0).replicas if b != leader]
+        cluster.isolate(followers[0])
+        await _fenced_at(cluster, followers[0])
+        assert cluster.metrics()["at_min_isr_partition_count"] == 1
+        cluster.isolate(followers[1])
+        await _fenced_at(cluster, followers[1])
+        assert cluster.metrics()["global_under_min_isr_partition_count"] == 1
+        hwm, records = await read_partition(cluster, leader, "t", 0)
+        assert hwm == 3 and [v for _, v in records] == [b"a", b"b", b"c"]
+
+
+@pytest.mark.trio
+async def test_fault_arguments_are_checked(autojump_clock):
+    async with open_cluster(brokers=2) as cluster:
+        with pytest.raises(ClusterError):
+            cluster.partition_network(1, 7)
+        with pytest.raises(ValueError):
+            cluster.partition_network(1, 1)
+        with pytest.raises(ValueError):
+            cluster.add_latency(-1, broker=1)
+        with pytest.raises(ValueError):
+            cluster.add_latency(10, broker=1, link=(1, 2))
