@@ -54,6 +54,7 @@ class StoryResult:
     elections: dict[str, int] = field(default_factory=dict)
     under_min_isr_s: float = 0.0
     not_enough_replicas: int = 0
+    producer_fatal: str = ""
     timeline: list[str] = field(default_factory=list)
 
 
@@ -111,13 +112,24 @@ class Workload:
         self.sent = 0
         self.acked: set[int] = set()
         self.failed = 0
+        # a fatal client error (the idempotent producer seeing its acked sequence gone) ends it
+        self.fatal = ""
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="demo-producer", daemon=True)
         self._poller.start()
 
     def _poll(self) -> None:
-        while not self._stop.is_set():
-            self.producer.poll(0.05)
+        while not self._stop.is_set() and not self.fatal:
+            self._guard(self.producer.poll, 0.05)
+
+    def _guard(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Make a client call; a fatal client error is recorded, and stops the workload."""
+        from confluent_kafka import KafkaException
+
+        try:
+            call(*args, **kwargs)
+        except KafkaException as exc:
+            self.fatal = exc.args[0].name() if exc.args else str(exc)
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is None:
@@ -129,7 +141,9 @@ class Workload:
         """Queue `count` more records (values are their sequence numbers)."""
         numbers = range(self.sent, self.sent + count)
         for n in numbers:
-            self.producer.produce(TOPIC, str(n).encode(), on_delivery=self._delivered)
+            if self.fatal:
+                break
+            self._guard(self.producer.produce, TOPIC, str(n).encode(), on_delivery=self._delivered)
         self.sent += count
         return numbers
 
@@ -139,12 +153,15 @@ class Workload:
         while time.monotonic() < deadline:
             if all(n in self.acked for n in numbers):
                 return True
+            if self.fatal:
+                return False
             time.sleep(0.05)
         return False
 
     def close(self, timeout: float) -> None:
         """Deliver or fail what is queued (bounded by `timeout`), then stop polling."""
-        self.producer.flush(timeout)
+        if not self.fatal:
+            self._guard(self.producer.flush, timeout)
         self._stop.set()
         self._poller.join(timeout)
         self.producer = None  # destroyed now, not at exit: no reconnects to a stopped cluster
@@ -327,7 +344,8 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
             cluster.start_broker(first)
             work.produce(records - 3 * quarter)
             work.close(STEP_TIMEOUT)
-            note(f"T6 broker {first} back, producer flushed; {_state(cluster)}")
+            ended = f"producer stopped by {work.fatal}" if work.fatal else "producer flushed"
+            note(f"T6 broker {first} back, {ended}; {_state(cluster)}")
         finally:
             monitor.stop()
         seen = _read_back(cluster.bootstrap_servers, STEP_TIMEOUT)
@@ -336,6 +354,7 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
         result.lost = len(work.acked - seen)
         result.elections = _elections(cluster)
         result.under_min_isr_s = monitor.under_min_isr_s
+        result.producer_fatal = work.fatal
     result.not_enough_replicas = count_not_enough_replicas(result.capture)
     return result
 
@@ -354,10 +373,12 @@ def format_table(on: StoryResult, off: StoryResult) -> str:
             on.not_enough_replicas,
             off.not_enough_replicas,
         ),
+        ("fatal error seen by the producer", on.producer_fatal or "-", off.producer_fatal or "-"),
     ]
     width = max(len(r[0]) for r in rows)
-    lines = [f"{'':<{width}}  {'ELR on (4.1)':>14}  {'ELR off (3.9)':>14}"]
-    lines += [f"{name:<{width}}  {a!s:>14}  {b!s:>14}" for name, a, b in rows]
+    col = max(len(str(v)) for r in rows for v in r[1:] + ("ELR off (3.9)",))
+    lines = [f"{'':<{width}}  {'ELR on (4.1)':>{col}}  {'ELR off (3.9)':>{col}}"]
+    lines += [f"{name:<{width}}  {a!s:>{col}}  {b!s:>{col}}" for name, a, b in rows]
     return "\n".join(lines)
 
 

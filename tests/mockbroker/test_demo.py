@@ -35,14 +35,11 @@ def test_elr_on_keeps_every_acknowledged_record(run):
     assert result.on.read >= result.on.acked
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: until brokers replicate and an unclean shutdown loses the unflushed "
-    "suffix, the cluster keeps one log per partition and nothing acked can be lost",
-)
 def test_elr_off_loses_acknowledged_records(run):
     result, _ = run
+    # the re-elected last ISR member lost its unflushed log; the followers truncate to it
     assert result.off.lost >= 1
+    assert result.off.read < result.off.acked
 
 
 def test_elections_come_from_the_controller(run):
@@ -56,7 +53,7 @@ def test_producer_saw_not_enough_replicas_under_min_isr(run):
     result, _ = run
     for story in (result.on, result.off):
         assert story.not_enough_replicas > 0
-        assert story.under_min_isr_s > demo.UNDER_MIN_ISR_WINDOW
+        assert story.under_min_isr_s > 1.0  # sampled every 0.1 s over a 1.5 s window and more
 
 
 def test_table_prints_both_runs_side_by_side(run):
