@@ -389,6 +389,13 @@ def test_capture_table_columns_are_documented_as_the_schema_defines_them() -> No
         assert _documented_columns(text, name) == [(f.name, _arrow_type(f.type)) for f in table]
 
 
+def test_every_difference_kind_of_compare_is_documented() -> None:
+    model = pytest.importorskip("kipwire.captures.compare_model")
+    text = (DOCS_DIR / "captures.md").read_text(encoding="utf-8")
+    kinds = model.FUNCTIONAL_KINDS + model.INFORMATIONAL_KINDS
+    assert [k for k in kinds if f"`{k}`" not in text] == []
+
+
 # The harness itself: a doc that is wrong must fail, and say where.
 
 
