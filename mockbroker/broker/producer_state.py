@@ -41,8 +41,8 @@ class ProducerStates:
         """Judge a batch of `count` records; it is recorded only by a later `record` call."""
         state = self._producers.get(producer_id)
         if state is None:
-            if first_sequence != 0:
-                return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+            # Kafka (before transactions v2) accepts any sequence from a producer it has no
+            # state for: its records may have been deleted, or lost with an unclean leader
             return SequenceCheck()
         if epoch < state.epoch:
             return SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)
