@@ -82,6 +82,9 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     "retention.bytes": ("-1", _long_at_least(-1)),
     "segment.bytes": ("1073741824", _int_at_least(14)),
     "max.message.bytes": ("1048588", _int_at_least(0)),
+    # the broker's flush policy; an unclean shutdown loses what was not flushed
+    "flush.messages": ("9223372036854775807", _long_at_least(1)),
+    "flush.ms": ("9223372036854775807", _long_at_least(0)),
     "cleanup.policy": ("delete", _cleanup_policy),
     "compression.type": ("producer", _one_of(COMPRESSION_TYPES)),
     "message.timestamp.type": ("CreateTime", _one_of(TIMESTAMP_TYPES)),
