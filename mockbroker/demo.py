@@ -4,8 +4,8 @@ A 3-broker mock cluster (min ISR 2) records pcapng while a real client (confluen
 acks=all, idempotent) produces through KIP-966's "last replica standing": one follower lost
 (unclean stop), the second stopped cleanly, the leader, last ISR member, shut down uncleanly
 (its unflushed suffix lost), then the ELR member back, the old leader back, the first follower
-back. The story runs with ELR on (Kafka 4.1) and again with ELR off (Kafka 3.9, feature level 0);
-a table puts the two side by side, and both captures are decoded (Spark, `local[*]`) and
+back. The story runs with ELR on (Kafka 4.1) and again with ELR off (Kafka 3.9, feature level
+0); a table puts the two side by side, and both captures are decoded (Spark, `local[*]`) and
 compared into a report.
 """
 
@@ -246,10 +246,11 @@ def _read_back(bootstrap: str, timeout: float) -> set[int]:
 
 def _elections(cluster: MockCluster) -> dict[str, int]:
     """Clean, ELR and unclean elections from the controller's metrics and log."""
-    metrics = cluster.controller.metrics()
+    metrics = cluster.metrics()
     elr = metrics["election_from_eligible_leader_replicas"]
     unclean = metrics["unclean_leader_elections"]
-    # every PartitionChangeRecord naming a leader (>= 0) is an election; not ELR/unclean = clean
+    # every PartitionChangeRecord naming a leader (>= 0) is an election; not ELR/unclean = clean.
+    # The story is over: the log only grows on a fault, so reading it from this thread is safe.
     named = sum(
         1
         for e in list(cluster.controller.log)
@@ -307,45 +308,40 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
         try:
             batch = work.produce(quarter)
             if not work.wait_acked(batch, STEP_TIMEOUT):
-                raise DemoError(f"[{label}] the producer's first {quarter} records were not acked")
+                raise DemoError(f"the producer's first {quarter} records were not acked")
             note(f"T0 {quarter} records acked by all 3 replicas; {_state(cluster)}")
 
             cluster.stop_broker(first, clean=False)
-            _wait(
-                cluster, f"[{label}] broker {first} leaving the ISR", lambda p: first not in p.isr
-            )
+            _wait(cluster, f"broker {first} leaving the ISR", lambda p: first not in p.isr)
             batch = work.produce(quarter)
             work.wait_acked(batch, STEP_TIMEOUT)
             note(f"T1 follower {first} lost (unclean stop); {_state(cluster)}")
 
             cluster.stop_broker(second, clean=True)
-            _wait(
-                cluster, f"[{label}] ISR shrinking to {leader}", lambda p: list(p.isr) == [leader]
-            )
+            _wait(cluster, f"the ISR shrinking to [{leader}]", lambda p: list(p.isr) == [leader])
             work.produce(quarter)
             time.sleep(UNDER_MIN_ISR_WINDOW)  # the client retries into NOT_ENOUGH_REPLICAS
             note(f"T2 follower {second} stopped cleanly, under min ISR; {_state(cluster)}")
 
             cluster.stop_broker(leader, clean=False)
-            _wait(cluster, f"[{label}] the partition going offline", lambda p: p.leader == -1)
+            _wait(cluster, "the partition going offline", lambda p: p.leader == -1)
             note(f"T3 leader {leader} (last ISR member) shut down uncleanly; {_state(cluster)}")
 
             cluster.start_broker(second)
             if elr:
-                _wait(
-                    cluster, f"[{label}] ELR member {second} elected", lambda p: p.leader == second
-                )
+                _wait(cluster, f"ELR member {second} elected", lambda p: p.leader == second)
             note(f"T4 broker {second} back; {_state(cluster)}")
 
             cluster.start_broker(leader)
-            _wait(cluster, f"[{label}] a leader elected", lambda p: p.leader >= 0)
+            _wait(cluster, "a leader elected", lambda p: p.leader >= 0)
             note(f"T5 broker {leader} back; {_state(cluster)}")
 
             cluster.start_broker(first)
+            _wait(cluster, "the ISR filling up again", lambda p: len(p.isr) == 3)
             work.produce(records - 3 * quarter)
             work.close(STEP_TIMEOUT)
             ended = f"producer stopped by {work.fatal}" if work.fatal else "producer flushed"
-            note(f"T6 broker {first} back, {ended}; {_state(cluster)}")
+            note(f"T6 broker {first} back in the ISR, {ended}; {_state(cluster)}")
         finally:
             monitor.stop()
         seen = _read_back(cluster.bootstrap_servers, STEP_TIMEOUT)

@@ -222,3 +222,49 @@ def test_report_renders_in_headless_chromium(run, tmp_path):
     (screen,) = _probe(tmp_path, holder, "screenshot-probe.html")["images"]
     assert (screen["w"], screen["h"]) == (1280, 2000)
     assert screen["inked"] > 1280 * 2000 // 100  # text, tables and the first plots
+
+
+# -- progress and the decode fallback ------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_rewrites_one_live_line_on_a_terminal():
+    screen = _Terminal()
+    progress = demo.Progress(screen)
+    progress.status("acked 1/4")
+    progress.status("acked 2/4")
+    progress.step("T1 follower lost")
+    out = screen.getvalue()
+    assert out.count("\n") == 1 and out.endswith("T1 follower lost\n")
+    # each new status first blanks the previous one, with a carriage return
+    assert out.startswith("acked 1/4\r" + " " * 9 + "\racked 2/4\r")
+
+
+def test_progress_prints_no_live_line_elsewhere():
+    plain = io.StringIO()
+    progress = demo.Progress(plain)
+    progress.status("acked 1/4")
+    progress.step("T1 follower lost")
+    assert plain.getvalue() == "T1 follower lost\n"
+
+
+def test_decode_falls_back_to_the_local_engine_when_spark_cannot_start(run, tmp_path, monkeypatch):
+    from kipwire.captures import job
+
+    def no_java(*_args, **_kwargs):
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(job, "session", no_java)
+    result, _ = run
+    said = io.StringIO()
+    engine, dirs = demo.decode_captures([result.on.capture], tmp_path, demo.Progress(said))
+    assert engine == "local"
+    assert said.getvalue() == (
+        "    Spark cannot start (Java gateway process exited before sending its port number); "
+        "decoding with the local engine instead\n"
+    )
+    assert (dirs[0] / "pdus").is_dir()
