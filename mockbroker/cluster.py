@@ -252,7 +252,13 @@ class Cluster:
         with trio.move_on_after(timeout):
             while True:
                 last = self.controller.end_offset - 1
-                if all(n.image.offset >= last for n in self.nodes.values() if n.running):
+                # a broker cut off from the controller cannot catch up until the cut heals
+                reachable = [
+                    n
+                    for n in self.nodes.values()
+                    if n.running and not self.network.is_cut(n.node_id, CONTROLLER)
+                ]
+                if all(n.image.offset >= last for n in reachable):
                     return
                 await self._metadata_changed.wait()
         raise ClusterError(f"brokers did not catch up with the metadata log in {timeout} s")

@@ -26,7 +26,7 @@ def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | Non
     leader = cluster.nodes.get(cluster.controller.partition(topic, index).leader)
     if leader is None or not leader.running:
         return None
-    log = cluster.logs.get((topic, index))
+    log = leader.logs.get((topic, index))
     return log.high_watermark if log is not None else 0
 
 
