@@ -162,9 +162,13 @@ class Workload:
         """Deliver or fail what is queued (bounded by `timeout`), then stop polling."""
         if not self.fatal:
             self._guard(self.producer.flush, timeout)
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop polling and drop the client (idempotent), so it does not outlive the cluster."""
         self._stop.set()
-        self._poller.join(timeout)
-        self.producer = None  # destroyed now, not at exit: no reconnects to a stopped cluster
+        self._poller.join(STEP_TIMEOUT)
+        self.producer = None
 
 
 class Monitor:
@@ -344,6 +348,7 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
             note(f"T6 broker {first} back in the ISR, {ended}; {_state(cluster)}")
         finally:
             monitor.stop()
+            work.stop()
         seen = _read_back(cluster.bootstrap_servers, STEP_TIMEOUT)
         result.acked = len(work.acked)
         result.read = len(seen)
