@@ -168,8 +168,13 @@ def wait_for(port: int, want: PartitionView, timeout: float = STEP_TIMEOUT_S) ->
     raise TimeoutError(f"partition never became {want}; last seen {last}")
 
 
-def run_story(cluster: StoryCluster) -> list[tuple[str, PartitionView]]:
-    """Run every step of EXPECTED; the state seen after each (the test compares)."""
+def run_story(
+    cluster: StoryCluster, step_timeout: float = STEP_TIMEOUT_S
+) -> list[tuple[str, PartitionView]]:
+    """Run every step of EXPECTED; the state seen after each (the test compares).
+
+    `step_timeout` bounds the wait for each step's state (a mock reaches it in well under 1 s).
+    """
     port = cluster.observer_port()
     actions: dict[str, Callable[[], Any]] = {
         "created": lambda: create_topic(port),
@@ -190,7 +195,7 @@ def run_story(cluster: StoryCluster) -> list[tuple[str, PartitionView]]:
     for name, _what, want in EXPECTED:
         actions[name]()
         try:
-            seen.append((name, wait_for(port, want)))
+            seen.append((name, wait_for(port, want, step_timeout)))
         except TimeoutError:
             # the story stops at the first step that differs: later steps build on it
             seen.append((name, describe(port)))
