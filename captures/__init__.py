@@ -33,6 +33,7 @@ Comparing two decodes:
   `normalise`      volatile fields (ids, times, ports) made comparable
   `align`          connections matched and requests aligned across captures
   `diffs`          field-path differences between two bodies, grouped
+  `metadata_records`  the controller's partition records (ELR fields) from metadata fetches
   `report`         report.md, self-contained report.html, diff.json
   `charts`         the PNG charts of the report, standard library only
 
