@@ -152,3 +152,57 @@ def test_last_replica_standing_without_elr_loses_acknowledged_records():
         _wait(cluster, lambda: cluster.cluster.nodes[second].logs[TOPIC, 0].end_offset == 0)
         lost = len(acked) - _high_watermark(cluster)
         assert lost == len(acked) == 80
+
+
+def test_four_brokers_min_isr_three_walkthrough():
+    """The KIP's 4-broker, min ISR 3 example (T0-T7). Lagging is a network cut from the leader;
+    T2 heals every cut, so b4 catches up there already (T4 has nothing left to do). The
+    controller handles one lost broker at a time, so at T3 only the loss that takes the ISR below
+    min ISR puts its broker in the ELR: b3 goes first (uncleanly), then b2 (a clean stop, so its
+    return at T6 is clean, as the KIP's "after partitioning")."""
+    with MockCluster(brokers=4, config={"min.insync.replicas": "3"}) as cluster:
+        cluster.create_topic(TOPIC, partitions=1, replication_factor=4)
+        p = cluster.partition(TOPIC, 0)
+        b1, b2, b3, b4 = p.replicas
+        assert p.leader == b1
+        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
+        # T1: b3 and b4 lag behind new records; b1 shrinks the ISR to {b1, b2}
+        cluster.partition_network(b1, b3)
+        cluster.partition_network(b1, b4)
+        # written, never acknowledged: the HWM cannot pass them while b3 and b4 lag
+        assert _produce(cluster, _values("unacked", 3), timeout_ms=1500) == []
+        _wait(cluster, lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2]))
+        # b1 drops them in one AlterPartition or two (then only the second is in the ELR)
+        elr = cluster.partition(TOPIC, 0).elr
+        assert elr and set(elr) <= {b3, b4}
+        # T2: they catch up; b1 proposes the full ISR and the ELR is cleaned
+        cluster.heal()
+        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
+        assert cluster.partition(TOPIC, 0).elr == []
+        acked = _produce(cluster, _values("t2", 30))
+        assert len(acked) == 30
+        # T3: b3 then b2 go offline: out of the ISR; b2's loss puts it in the ELR
+        cluster.stop_broker(b3, clean=False)
+        assert cluster.partition(TOPIC, 0).elr == []  # ISR {b1, b2, b4} still meets min ISR
+        cluster.stop_broker(b2, clean=True)
+        p = cluster.partition(TOPIC, 0)
+        assert sorted(p.isr) == sorted([b1, b4]) and p.elr == [b2]
+        # T5: b1 and b4 go offline into the ELR; b3 returns from its unclean shutdown, outside it
+        cluster.stop_broker(b1, clean=False)
+        cluster.stop_broker(b4, clean=False)
+        p = cluster.partition(TOPIC, 0)
+        assert p.leader == -1 and p.isr == [] and sorted(p.elr) == sorted([b1, b2, b4])
+        cluster.start_broker(b3)
+        assert sorted(cluster.partition(TOPIC, 0).elr) == sorted([b1, b2, b4])
+        # T6: b1 returns uncleanly and leaves the ELR; b2 returns and is elected from the ELR
+        cluster.start_broker(b1)
+        assert sorted(cluster.partition(TOPIC, 0).elr) == sorted([b2, b4])
+        assert cluster.partition(TOPIC, 0).leader == -1
+        cluster.start_broker(b2)
+        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == b2)
+        assert cluster.partition(TOPIC, 0).elr == [b4]
+        # T7: b1 and b3 catch up; b2 proposes ISR {b2, b1, b3}; the ELR is cleaned
+        _wait(cluster, lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2, b3]))
+        assert cluster.partition(TOPIC, 0).elr == []
+        seen = _consume_all(cluster, 3 + len(acked))
+        assert [v for v in seen if v.startswith(b"t2")] == acked
