@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from trio_client import AcksAllProducer, WireError, call_broker, read_partition
 
-from kipwire.mockbroker import open_cluster
+from kipwire.mockbroker import Semantics, open_cluster
 from kipwire.mockbroker.cluster import Cluster
 from kipwire.mockbroker.network import CONTROLLER
 
@@ -224,13 +225,17 @@ async def _final_check(run: Run) -> None:
         run.fail(f"acknowledged records lost: {sorted(lost)} of {len(run.producer.acked)}")
 
 
+async def _start(cluster: Cluster) -> Run:
+    await cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+    producer = AcksAllProducer(cluster, TOPIC)
+    await producer.init(1)
+    return Run(cluster, producer)
+
+
 async def _play(schedule: list[tuple]) -> None:
     config = {"min.insync.replicas": INITIAL_MIN_ISR}
     async with open_cluster(brokers=len(BROKERS), config=config) as cluster:
-        await cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
-        producer = AcksAllProducer(cluster, TOPIC)
-        await producer.init(1)
-        run = Run(cluster, producer)
+        run = await _start(cluster)
         try:
             for step in schedule:
                 with trio.move_on_after(STEP_LIMIT) as limit:
@@ -254,3 +259,34 @@ async def _play(schedule: list[tuple]) -> None:
 @given(st.lists(steps, min_size=1, max_size=12))
 def test_acknowledged_records_survive_random_fault_schedules(schedule):
     trio.run(_play, schedule, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_checker_catches_the_loss_elr_exists_to_prevent():
+    """KIP-966's story with ELR off (Kafka 3.9): both followers cut off, the leader, last ISR
+    member, shut down uncleanly and re-elected empty: the acknowledged records are gone, and the
+    final check says so although only one broker shut down uncleanly."""
+
+    async def story() -> str:
+        config = {"min.insync.replicas": INITIAL_MIN_ISR}
+        async with open_cluster(
+            brokers=len(BROKERS),
+            config=config,
+            semantics=Semantics.KAFKA_3_9,
+            features={"eligible.leader.replicas.version": 0},
+        ) as cluster:
+            run = await _start(cluster)
+            leader = cluster.partition(TOPIC, 0).leader
+            first, second = [b for b in BROKERS if b != leader]
+            schedule = [("produce", 3), ("isolate", first), ("wait", 3.0), ("produce", 2)]
+            schedule += [("isolate", second), ("wait", 3.0), ("stop", leader, "unclean")]
+            for step in schedule:
+                await _step(run, step)
+                await _check(run)
+            assert len(run.producer.acked) == 5 and not run.loss_allowed
+            with pytest.raises(AssertionError) as failure:
+                await _final_check(run)
+            return str(failure.value)
+
+    message = trio.run(story, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert "lost" in message or "never reached" in message
+    assert " unclean\n" in message  # the story is printed with the failure
