@@ -206,3 +206,28 @@ def test_four_brokers_min_isr_three_walkthrough():
         assert cluster.partition(TOPIC, 0).elr == []
         seen = _consume_all(cluster, 3 + len(acked))
         assert [v for v in seen if v.startswith(b"t2")] == acked
+
+
+def test_last_replica_standing_with_network_cuts():
+    """The KIP's telling: T0/T1 the followers are cut off by the network (fenced by the session
+    timeout), T2 the leader shuts down uncleanly, T3 the network heals and the ELR member is
+    elected, T4 the old leader restarts as a follower."""
+    with MockCluster(brokers=3, config={"min.insync.replicas": "2"}) as cluster:
+        cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+        leader, first, second = _roles(cluster)
+        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
+        acked = _produce(cluster, _values("t0", 40))
+        cluster.isolate(first)
+        _wait(cluster, lambda: cluster.partition(TOPIC, 0).isr == [leader, second])
+        acked += _produce(cluster, _values("t1", 40))
+        assert len(acked) == 80
+        cluster.isolate(second)
+        _wait(cluster, lambda: cluster.partition(TOPIC, 0).isr == [leader])
+        assert cluster.partition(TOPIC, 0).elr == [second]
+        cluster.stop_broker(leader, clean=False)
+        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == -1)
+        cluster.heal()
+        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == second)
+        cluster.start_broker(leader)
+        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
+        assert _consume_all(cluster, len(acked)) == acked
