@@ -8,14 +8,16 @@ import time
 
 import pytest
 import trio
+import trio.testing
 from trio_client import AcksAllProducer, TrioWire, call_broker, read_partition
 
 from kipwire.codec import ErrorCode
-from kipwire.mockbroker import ClusterError, open_cluster
+from kipwire.mockbroker import ClusterError, MockCluster, open_cluster
 from kipwire.mockbroker.network import CONTROLLER
 
 METADATA, METADATA_VERSION, FIND_COORDINATOR = 3, 12, 10
 GROUP = {"key": "g", "key_type": 0}
+HEARTBEAT_INTERVAL = 0.2  # broker.heartbeat.interval.ms, the mock's default
 EMPTY_METADATA = {"topics": []}
 
 
@@ -35,8 +37,9 @@ async def test_a_broker_cut_from_the_controller_is_fenced_after_the_session_time
         cut = trio.current_time()
         cluster.partition_network(2, CONTROLLER)
         fenced = await _fenced_at(cluster, 2) - cut
-        # fenced by the session timeout (2 s default), not earlier, and within the 3 s promised
-        assert 2.0 <= fenced <= 3.0, fenced
+        # fenced by the session timeout (2 s default, from the last heartbeat before the cut),
+        # not earlier, and within the 3 s promised
+        assert 2.0 - HEARTBEAT_INTERVAL <= fenced <= 3.0, fenced
         assert 2 not in cluster.partition("t", 0).isr
         assert cluster.metrics()["at_min_isr_partition_count"] == 1
         cluster.heal()
@@ -53,7 +56,7 @@ async def test_a_thirty_second_session_timeout_costs_no_real_time(autojump_clock
         await trio.sleep(29.5)
         assert not cluster.controller.broker(1).fenced
         fenced = await _fenced_at(cluster, 1) - start
-        assert 30.0 <= fenced <= 31.0, fenced
+        assert 30.0 - HEARTBEAT_INTERVAL <= fenced <= 31.0, fenced
         assert time.perf_counter() - wall < 10
 
 
@@ -187,3 +190,29 @@ async def test_fault_arguments_are_checked(autojump_clock):
             cluster.add_latency(-1, broker=1)
         with pytest.raises(ValueError):
             cluster.add_latency(10, broker=1, link=(1, 2))
+
+
+def test_the_sync_cluster_fences_an_isolated_broker_within_3_s_and_heal_restores_it():
+    with MockCluster(brokers=3, config={"min.insync.replicas": 2}) as cluster:
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        start = time.perf_counter()
+        cluster.isolate(3)
+        cluster.wait_until(lambda: cluster.controller.broker(3).fenced, timeout=10)
+        assert time.perf_counter() - start < 3.0
+        assert 3 not in cluster.partition("t", 0).isr
+        assert cluster.metrics()["at_min_isr_partition_count"] == 1
+        cluster.heal()
+        # unfenced by its next heartbeat, back in the ISR once its fetches reach the leader
+        assert cluster.wait_until(lambda: 3 in cluster.partition("t", 0).isr, timeout=10)
+
+
+def test_the_sync_cluster_runs_on_a_given_clock():
+    clock = trio.testing.MockClock(rate=20)
+    config = {"broker.session.timeout.ms": 30000}
+    with MockCluster(brokers=2, config=config, clock=clock) as cluster:
+        start, wall = clock.current_time(), time.perf_counter()
+        cluster.isolate(2)
+        cluster.wait_until(lambda: cluster.controller.broker(2).fenced, timeout=60)
+        # 30 virtual seconds at 20x: fenced by the session timeout in about 1.5 real seconds
+        assert clock.current_time() - start >= 30.0 - HEARTBEAT_INTERVAL - 0.5
+        assert time.perf_counter() - wall < 10
