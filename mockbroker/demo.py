@@ -1,12 +1,12 @@
 """`make demo` (`kipwire`, `python -m kipwire.mockbroker.demo`): KIP-966's story, end to end.
 
 A 3-broker mock cluster (min ISR 2) records pcapng while a real client (confluent-kafka,
-acks=all, idempotent) produces through KIP-966's "last replica standing": one follower lost
-(unclean stop), the second stopped cleanly, the leader, last ISR member, shut down uncleanly
-(its unflushed suffix lost), then the ELR member back, the old leader back, the first follower
-back. The story runs with ELR on (Kafka 4.1) and again with ELR off (Kafka 3.9, feature level
-0); a table puts the two side by side, and both captures are decoded (Spark, `local[*]`) and
-compared into a report.
+acks=all, idempotent) produces through KIP-966's "last replica standing": one follower cut off
+by the network, the second stopped cleanly, the leader, last ISR member, shut down uncleanly
+(its unflushed suffix lost), then the ELR member back, the old leader back, the network healed.
+The story runs with ELR on (Kafka 4.1) and again with ELR off (Kafka 3.9, feature level 0); a
+table puts the two side by side, and both captures are decoded (Spark, `local[*]`) and compared
+into a report.
 """
 
 from __future__ import annotations
@@ -315,11 +315,11 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
                 raise DemoError(f"the producer's first {quarter} records were not acked")
             note(f"T0 {quarter} records acked by all 3 replicas; {_state(cluster)}")
 
-            cluster.stop_broker(first, clean=False)
+            cluster.isolate(first)
             _wait(cluster, f"broker {first} leaving the ISR", lambda p: first not in p.isr)
             batch = work.produce(quarter)
             work.wait_acked(batch, STEP_TIMEOUT)
-            note(f"T1 follower {first} lost (unclean stop); {_state(cluster)}")
+            note(f"T1 follower {first} cut off by the network; {_state(cluster)}")
 
             cluster.stop_broker(second, clean=True)
             _wait(cluster, f"the ISR shrinking to [{leader}]", lambda p: list(p.isr) == [leader])
@@ -340,12 +340,12 @@ def run_story(out: Path, *, elr: bool, records: int, progress: Progress) -> Stor
             _wait(cluster, "a leader elected", lambda p: p.leader >= 0)
             note(f"T5 broker {leader} back; {_state(cluster)}")
 
-            cluster.start_broker(first)
+            cluster.heal()
             _wait(cluster, "the ISR filling up again", lambda p: len(p.isr) == 3)
             work.produce(records - 3 * quarter)
             work.close(STEP_TIMEOUT)
             ended = f"producer stopped by {work.fatal}" if work.fatal else "producer flushed"
-            note(f"T6 broker {first} back in the ISR, {ended}; {_state(cluster)}")
+            note(f"T6 network healed, broker {first} back in the ISR, {ended}; {_state(cluster)}")
         finally:
             monitor.stop()
             work.stop()
