@@ -7,7 +7,7 @@ from kipwire.codec import encode_response
 from ..controller.features import METADATA_VERSION, MV_LATEST
 from .registry import HANDLERS, KAFKA_4_1_BROKER_VERSIONS, RequestContext, handles
 
-UNSUPPORTED_VERSION = 35
+API_VERSIONS, UNSUPPORTED_VERSION = 18, 35
 #: What a Kafka 4.1 broker reports it supports, beside the finalized levels.
 SUPPORTED_FEATURES = {
     "metadata.version": (7, 27),
@@ -29,12 +29,14 @@ def api_ranges() -> list[dict]:
 
 
 def unsupported_version_reply(correlation_id: int) -> bytes:
-    """The v0 answer to an ApiVersions version the broker lacks, with the ranges it has."""
-    body = {"error_code": UNSUPPORTED_VERSION, "api_keys": api_ranges()}
-    return encode_response(18, 0, body, correlation_id=correlation_id)
+    """The v0 answer to an ApiVersions version the broker lacks: the error and, as Kafka 4.1
+    answers (ApiVersionsRequest#getErrorResponse), ApiVersions' own range alone."""
+    own = next(r for r in api_ranges() if r["api_key"] == API_VERSIONS)
+    body = {"error_code": UNSUPPORTED_VERSION, "api_keys": [own]}
+    return encode_response(API_VERSIONS, 0, body, correlation_id=correlation_id)
 
 
-@handles(18)
+@handles(API_VERSIONS)
 async def api_versions(ctx: RequestContext, body: object) -> dict:
     """The API ranges, supported features and finalized feature levels."""
     image = ctx.broker.image

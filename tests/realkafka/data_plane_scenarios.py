@@ -664,14 +664,24 @@ def create_topic_exists(bootstrap: str) -> str:
     return _create_topic_error(bootstrap, _new_topic(name=name))
 
 
-def api_versions_unsupported(bootstrap: str) -> str:
-    """ApiVersions at a version no broker has (v127): answered in v0 with the error (KIP-511)."""
+def api_versions_unsupported_reply(bootstrap: str, version: int = 127) -> dict[str, Any]:
+    """ApiVersions at a version the broker lacks: the reply's version, error and ranges."""
     body = {"client_software_name": "kipwire", "client_software_version": "0"}
     frame = bytearray(encode_request(API_VERSIONS, 3, body, correlation_id=1, client_id="kw"))
-    frame[2:4] = (127).to_bytes(2, "big")  # the header's request_api_version
+    frame[2:4] = version.to_bytes(2, "big")  # the header's request_api_version
     with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
         data = conn.exchange(bytes(frame))
-    return _error_name(decode_response(data, API_VERSIONS, 127).body.error_code)
+    response = decode_response(data, API_VERSIONS, version)
+    return {
+        "version": response.api_version,
+        "error": _error_name(response.body.error_code),
+        "ranges": [(k.api_key, k.min_version, k.max_version) for k in response.body.api_keys],
+    }
+
+
+def api_versions_unsupported(bootstrap: str) -> str:
+    """ApiVersions at a version no broker has (v127): answered in v0 with the error (KIP-511)."""
+    return api_versions_unsupported_reply(bootstrap)["error"]
 
 
 def _unanswered(bootstrap: str, api_key: int, api_version: int, body: dict) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from data_plane_scenarios import api_versions_unsupported_reply
 from kafka_harness import KafkaCluster
 from realkafka_wire import call
 
@@ -122,11 +123,26 @@ def real(kafka_single: KafkaCluster) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def mock() -> Iterator[dict[str, Any]]:
-    """A mock broker's ranges and finalized feature levels."""
+def mock_cluster() -> Iterator[MockCluster]:
+    """A one-broker mock cluster."""
     with MockCluster(brokers=1) as cluster:
-        port = int(cluster.bootstrap_servers.rsplit(":", 1)[1])
-        yield _view(_api_versions(port))
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def mock(mock_cluster: MockCluster) -> dict[str, Any]:
+    """A mock broker's ranges and finalized feature levels."""
+    return _view(_api_versions(int(mock_cluster.bootstrap_servers.rsplit(":", 1)[1])))
+
+
+@pytest.mark.parametrize("version", [5, 127])
+def test_unsupported_api_versions_reply_alike(
+    bootstrap: str, mock_cluster: MockCluster, version: int
+) -> None:
+    real = api_versions_unsupported_reply(bootstrap, version)
+    mock = api_versions_unsupported_reply(mock_cluster.bootstrap_servers, version)
+    # KIP-511: a v0 reply with the error and ApiVersions' own range, for the client's retry
+    assert mock == real == {"version": 0, "error": "UNSUPPORTED_VERSION", "ranges": [(18, 0, 4)]}
 
 
 def test_every_kafka_range_is_the_mocks_or_explained(real: dict, mock: dict) -> None:
