@@ -5,6 +5,12 @@ Brokers talk to the controller over TCP as KRaft brokers do: BrokerRegistration 
 PreviousBrokerEpoch), BrokerHeartbeat, forwarded admin requests, and Fetch of
 `__cluster_metadata`, whose records they replay into their metadata image. The controller is the
 sans-I/O `kipwire.mockbroker.controller.Controller`; this module only moves bytes and time.
+
+Faults: `partition_network(a, b)`, `isolate(b)` and `heal()` act on the link layer
+(`network.py`, the controller's id there is `network.CONTROLLER`); a broker that cannot heartbeat
+is fenced after `broker.session.timeout.ms` (2 s in the mock). Every timer runs on trio's clock,
+so under `trio.testing.MockClock(autojump_threshold=0)` (pytest-trio's `autojump_clock`, or
+`MockCluster(clock=...)`) long timeouts cost no real time.
 """
 
 from __future__ import annotations
