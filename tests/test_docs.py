@@ -39,6 +39,7 @@ SHELL_LANGS = ("console", "sh", "shell", "bash")
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 _INLINE_NAME = re.compile(r"`(?P<name>kipwire(?:\.[A-Za-z_]\w*)+)")
+_TEST_REFERENCE = re.compile(r"tests/[\w/]+\.py::\w+")
 _DECODE_COMMANDS = (("kipwire-capture", "decode"), ("python", "-m", "kipwire.captures", "decode"))
 
 
@@ -356,6 +357,44 @@ def test_every_kipwire_name_in_the_prose_exists() -> None:
                 if not _resolves(m["name"])
             ]
     assert missing == []
+
+
+def _test_defined(reference: str) -> bool:
+    """Whether `tests/...py::test_name` names a test function defined in that file."""
+    path, _, name = reference.partition("::")
+    test_file = ROOT / path
+    if not test_file.is_file():
+        return False
+    text = test_file.read_text(encoding="utf-8")
+    return re.search(rf"^\s*(?:async\s+)?def {re.escape(name)}\(", text, re.MULTILINE) is not None
+
+
+def test_every_test_the_docs_cite_exists() -> None:
+    missing, cited = [], 0
+    for doc in DOCS:
+        for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for m in _TEST_REFERENCE.finditer(line):
+                cited += 1
+                if not _test_defined(m[0]):
+                    missing.append(f"{_shown(doc)}:{n}: {m[0]}")
+    assert cited > 0 and missing == []
+    # the check itself: a test that is not there is caught
+    assert not _test_defined("tests/test_docs.py::test_that_was_never_written")
+
+
+def test_the_kip_notes_cover_every_rule_with_a_test() -> None:
+    rows = {}
+    for line in (DOCS_DIR / "kip-notes.md").read_text(encoding="utf-8").splitlines():
+        if row := re.match(r"\| ([A-I]\.\d+) \|", line):
+            rows[row[1]] = line
+    # kip-rules.md numbers its rules 1-34 across sections A-I
+    sections = {"A": 3, "B": 8, "C": 11, "D": 19, "E": 26, "F": 30, "G": 31, "H": 33, "I": 34}
+    rules, first = [], 1
+    for letter, last in sections.items():
+        rules += [f"{letter}.{n}" for n in range(first, last + 1)]
+        first = last + 1
+    assert sorted(rows) == sorted(rules)
+    assert [r for r in rules if not _TEST_REFERENCE.search(rows[r])] == []
 
 
 def _documented_columns(text: str, table: str) -> list[tuple[str, str]]:
