@@ -17,7 +17,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	$(PY) -m kipwire.codec.demo
+	$(PY) -m kipwire.mockbroker.demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
