@@ -26,6 +26,9 @@ POLL_TIMEOUT_S = 30.0
 
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 4, 18, 19
 INCREMENTAL_ALTER_CONFIGS, BROKER_HEARTBEAT = 44, 63
+LIST_OFFSETS, OFFSET_COMMIT, FIND_COORDINATOR, DELETE_TOPICS, DESCRIBE_CONFIGS = 2, 8, 10, 20, 32
+INIT_PRODUCER_ID, CREATE_PARTITIONS = 22, 37
+GROUP_KEY, TRANSACTION_KEY = 0, 1
 TOPIC_RESOURCE, OP_SET = 2, 0
 CONNECTION_CLOSED = "CONNECTION_CLOSED"
 
@@ -48,6 +51,13 @@ EXPECTED_ERRORS = {
     "create_topic_too_many_replicas": "INVALID_REPLICATION_FACTOR",
     "create_topic_exists": "TOPIC_ALREADY_EXISTS",
     "api_versions_unsupported": "UNSUPPORTED_VERSION",
+    "delete_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+    "create_partitions_fewer": "INVALID_PARTITIONS",
+    "describe_configs_unknown_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+    "list_offsets_wrong_partition": "UNKNOWN_TOPIC_OR_PARTITION",
+    "fetch_offset_out_of_range": "OFFSET_OUT_OF_RANGE",
+    "offset_commit_unknown_member": "ILLEGAL_GENERATION",
+    "init_producer_id_timeout_too_long": "INVALID_TRANSACTION_TIMEOUT",
     # a version or API the broker does not serve: no answer, that one connection is closed
     "fetch_removed_version": CONNECTION_CLOSED,
     "api_not_served_by_brokers": CONNECTION_CLOSED,
@@ -551,6 +561,21 @@ def _error_name(code: int) -> str:
     return ErrorCode(code).name
 
 
+#: Kafka may answer these for a moment after a topic is created, though Metadata shows the
+#: leader: the broker has not applied its leadership yet. Clients retry them; so do the mistakes.
+_NOT_READY = {"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_LEADER_EPOCH"}
+
+
+def _once_ready(ask: Callable[[], str]) -> str:
+    """ask() again while it answers that the partition's leader is not ready (bounded)."""
+    loop = _deadline_loop(POLL_TIMEOUT_S)
+    answer = ask()
+    while answer in _NOT_READY and loop():
+        time.sleep(0.1)
+        answer = ask()
+    return answer
+
+
 def metadata_unknown_topic(bootstrap: str) -> str:
     """Metadata v12 for a topic that does not exist (auto-creation off)."""
     with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
@@ -563,6 +588,10 @@ def metadata_unknown_topic(bootstrap: str) -> str:
 
 
 def _produce_error(bootstrap: str, topic: str, partition: int, value: bytes) -> str:
+    return _once_ready(lambda: _produce_once(bootstrap, topic, partition, value))
+
+
+def _produce_once(bootstrap: str, topic: str, partition: int, value: bytes) -> str:
     batch = build_batch([{"key": b"k", "value": value}])
     with WireConnection("127.0.0.1", leader_port(bootstrap, topic, partition)) as conn:
         body = conn.call(
@@ -684,6 +713,111 @@ def api_versions_unsupported(bootstrap: str) -> str:
     return api_versions_unsupported_reply(bootstrap)["error"]
 
 
+def delete_unknown_topic(bootstrap: str) -> str:
+    """DeleteTopics v6 of a topic that does not exist."""
+    request = {"topics": [{"name": unique("nosuch")}], "timeout_ms": 10000}
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(DELETE_TOPICS, 6, request).body
+    return _error_name(body.responses[0].error_code)
+
+
+def create_partitions_fewer(bootstrap: str) -> str:
+    """CreatePartitions v3 asking a 2-partition topic for 1 partition."""
+    name = create_topic(bootstrap, unique("shrink"), partitions=2)
+    request = {
+        "topics": [{"name": name, "count": 1, "assignments": None}],
+        "timeout_ms": 10000,
+        "validate_only": False,
+    }
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(CREATE_PARTITIONS, 3, request).body
+    return _error_name(body.results[0].error_code)
+
+
+def describe_configs_unknown_topic(bootstrap: str) -> str:
+    """DescribeConfigs v4 of a topic that does not exist."""
+    resource = {
+        "resource_type": TOPIC_RESOURCE,
+        "resource_name": unique("nosuch"),
+        "configuration_keys": None,
+    }
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(DESCRIBE_CONFIGS, 4, {"resources": [resource]}).body
+    return _error_name(body.results[0].error_code)
+
+
+def list_offsets_wrong_partition(bootstrap: str) -> str:
+    """ListOffsets v7 (latest) of partition 7 of a one-partition topic."""
+    name = create_topic(bootstrap, unique("onepart"))
+    request = {
+        "replica_id": -1,
+        "topics": [{"name": name, "partitions": [{"partition_index": 7, "timestamp": -1}]}],
+    }
+
+    def ask() -> str:
+        with WireConnection("127.0.0.1", leader_port(bootstrap, name)) as conn:
+            body = conn.call(LIST_OFFSETS, 7, request).body
+        return _error_name(body.topics[0].partitions[0].error_code)
+
+    return _once_ready(ask)
+
+
+def fetch_offset_out_of_range(bootstrap: str) -> str:
+    """Fetch v12 of an empty partition at offset 1000."""
+    name = create_topic(bootstrap, unique("empty"))
+    request = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "topics": [{"topic": name, "partitions": [{"partition": 0, "fetch_offset": 1000}]}],
+    }
+
+    def ask() -> str:
+        with WireConnection("127.0.0.1", leader_port(bootstrap, name)) as conn:
+            body = conn.call(FETCH, 12, request).body
+        return _error_name(body.responses[0].partitions[0].error_code)
+
+    return _once_ready(ask)
+
+
+def coordinator_port(bootstrap: str, key: str, key_type: int) -> int:
+    """The port of the group (key_type 0) or transaction (1) coordinator of `key`."""
+    request = {"key_type": key_type, "coordinator_keys": [key]}
+    loop = _deadline_loop(POLL_TIMEOUT_S)
+    while loop():
+        with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+            found = conn.call(FIND_COORDINATOR, 4, request).body.coordinators[0]
+        if found.error_code == 0:
+            return found.port
+        # the coordinator's internal topic is still being created: ask again
+        time.sleep(0.2)
+    raise TimeoutError(f"no coordinator for {key}")
+
+
+def offset_commit_unknown_member(bootstrap: str) -> str:
+    """OffsetCommit v8 for a group that has no members, from a member id it never gave out."""
+    name = create_topic(bootstrap, unique("commit"))
+    group = unique("nogroup")
+    request = {
+        "group_id": group,
+        "generation_id_or_member_epoch": 3,
+        "member_id": "no-such-member",
+        "topics": [{"name": name, "partitions": [{"partition_index": 0, "committed_offset": 0}]}],
+    }
+    with WireConnection("127.0.0.1", coordinator_port(bootstrap, group, GROUP_KEY)) as conn:
+        body = conn.call(OFFSET_COMMIT, 8, request).body
+    return _error_name(body.topics[0].partitions[0].error_code)
+
+
+def init_producer_id_timeout_too_long(bootstrap: str) -> str:
+    """InitProducerId v4 asking a transaction timeout above transaction.max.timeout.ms."""
+    txid = unique("txid")
+    request = {"transactional_id": txid, "transaction_timeout_ms": 2**31 - 1}
+    with WireConnection("127.0.0.1", coordinator_port(bootstrap, txid, TRANSACTION_KEY)) as conn:
+        body = conn.call(INIT_PRODUCER_ID, 4, request).body
+    return _error_name(body.error_code)
+
+
 def _unanswered(bootstrap: str, api_key: int, api_version: int, body: dict) -> str:
     """CONNECTION_CLOSED if the broker closes without answering, else the answer's error."""
     with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
@@ -785,6 +919,13 @@ MISTAKES: dict[str, Callable[[str], str]] = {
     "create_topic_too_many_replicas": create_topic_too_many_replicas,
     "create_topic_exists": create_topic_exists,
     "api_versions_unsupported": api_versions_unsupported,
+    "delete_unknown_topic": delete_unknown_topic,
+    "create_partitions_fewer": create_partitions_fewer,
+    "describe_configs_unknown_topic": describe_configs_unknown_topic,
+    "list_offsets_wrong_partition": list_offsets_wrong_partition,
+    "fetch_offset_out_of_range": fetch_offset_out_of_range,
+    "offset_commit_unknown_member": offset_commit_unknown_member,
+    "init_producer_id_timeout_too_long": init_producer_id_timeout_too_long,
     "fetch_removed_version": fetch_removed_version,
     "api_not_served_by_brokers": api_not_served_by_brokers,
     "fetch_above_max_version": fetch_above_max_version,
