@@ -14,6 +14,7 @@ starts in these tests. A failure names the doc and the line.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import re
@@ -395,6 +396,19 @@ def test_the_kip_notes_cover_every_rule_with_a_test() -> None:
         first = last + 1
     assert sorted(rows) == sorted(rules)
     assert [r for r in rules if not _TEST_REFERENCE.search(rows[r])] == []
+
+
+def test_the_presets_table_is_what_the_presets_set() -> None:
+    from kipwire.mockbroker import Semantics
+
+    presets = [Semantics.KAFKA_3_9, Semantics.KAFKA_4_0, Semantics.KAFKA_4_1, Semantics.KIP]
+    rows = {}
+    for line in (DOCS_DIR / "mockbroker.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 6:
+            rows[cells[0].strip("`")] = cells[2:]
+    flags = [f.name for f in dataclasses.fields(Semantics) if f.name != "name"]
+    assert rows == {f: [str(getattr(p, f)) for p in presets] for f in flags}
 
 
 def _documented_columns(text: str, table: str) -> list[tuple[str, str]]:
