@@ -317,12 +317,14 @@ class Cluster:
 
     @property
     def logs(self) -> dict[tuple[str, int], PartitionLog]:
-        """Each partition's log on its running leader (the log consumers read)."""
+        """Each partition's log on the running broker that leads it by the controller and by its
+        own metadata (the log consumers read); a leader still replaying its election is absent."""
         out = {}
         for p in self.controller.state.partitions():
+            key = (p.topic, p.partition_id)
             node = self.nodes.get(p.leader)
-            if node is not None and node.running and (p.topic, p.partition_id) in node.logs:
-                out[p.topic, p.partition_id] = node.logs[p.topic, p.partition_id]
+            if node is not None and node.running and node.replication.state(key) is not None:
+                out[key] = node.replica_log(*key)
         return out
 
     def live_nodes(self) -> list[BrokerNode]:
