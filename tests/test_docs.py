@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import json
 import os
 import re
 import shlex
@@ -396,6 +397,34 @@ def test_the_kip_notes_cover_every_rule_with_a_test() -> None:
         first = last + 1
     assert sorted(rows) == sorted(rules)
     assert [r for r in rules if not _TEST_REFERENCE.search(rows[r])] == []
+
+
+def test_the_kip_notes_show_the_story_real_kafka_recorded() -> None:
+    recorded = ROOT / "tests" / "realkafka" / "data" / "kip966_kafka_4_1.json"
+    steps = json.loads(recorded.read_text(encoding="utf-8"))["steps"]
+    text = (DOCS_DIR / "kip-notes.md").read_text(encoding="utf-8")
+    shown = re.findall(
+        r"^\| ([^|]+) \| ([^|]+) \| (-?\d+) \| ([^|]*) \| ([^|]*) \| ([^|]*) \|$",
+        text,
+        re.MULTILINE,
+    )
+
+    def ids(cell: str) -> list[int]:
+        return [int(n) for n in cell.split(",") if n.strip()]
+
+    assert [
+        {
+            "step": step,
+            "action": action,
+            "after": {
+                "leader": int(leader),
+                "isr": ids(isr),
+                "elr": ids(elr),
+                "last_known_elr": ids(last),
+            },
+        }
+        for step, action, leader, isr, elr, last in shown
+    ] == steps
 
 
 def test_the_presets_table_is_what_the_presets_set() -> None:
