@@ -6,6 +6,10 @@ broker would, so it does not share this process's interpreter lock with the clie
 mock runs in C threads of the client. Both sides use a 4-partition topic: librdkafka's mock
 auto-creates topics with 4 partitions (it does not serve CreateTopics); kipwire's is made with
 CreateTopics through the AdminClient.
+
+Then the cost of replication on kipwire: the same produce to a replication-factor-3 topic with
+acks=1 (the leader answers at once) and acks=all (the answer waits for both followers to fetch
+the records and the high watermark to pass them), reported as the ratio of the two rates.
 Usage: ``python benchmarks/mock_bench.py [--records N] [--size B]``.
 """
 
@@ -56,16 +60,19 @@ def librdkafka_cluster() -> Iterator[str]:
         owner.flush(5)
 
 
-def create_topic(bootstrap: str) -> None:
+def create_topic(bootstrap: str, topic: str = TOPIC, replication_factor: int = 1) -> None:
     """The topic, made through the cluster's CreateTopics."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+    new = NewTopic(topic, PARTITIONS, replication_factor)
+    for future in admin.create_topics([new]).values():
         future.result(timeout=30)
 
 
-def produce(bootstrap: str, records: int, value: bytes) -> float:
-    """Seconds to produce every record and have it acknowledged (default producer settings)."""
-    producer = Producer({"bootstrap.servers": bootstrap})
+def produce(
+    bootstrap: str, records: int, value: bytes, topic: str = TOPIC, acks: str = "all"
+) -> float:
+    """Seconds to produce every record and have it acknowledged (default settings but acks)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks})
     errors: list[str] = []
 
     def delivered(err: object, _msg: object) -> None:
@@ -77,7 +84,7 @@ def produce(bootstrap: str, records: int, value: bytes) -> float:
         while True:
             try:
                 # round robin: librdkafka's mock keeps 5 MB per partition, so spread evenly
-                producer.produce(TOPIC, value, partition=i % PARTITIONS, on_delivery=delivered)
+                producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -144,6 +151,22 @@ def main() -> None:
         f"{'kipwire / mock':16} produce {ours[0] / theirs[0]:>10.2f}x        "
         f"consume {ours[1] / theirs[1]:>10.2f}x"
     )
+    replication_cost(args.records, value, ours[0])
+
+
+def replication_cost(records: int, value: bytes, unreplicated: float) -> None:
+    """kipwire, replication factor 3: produce rates with acks=1 and acks=all, their ratio, and
+    acks=all against the replication-factor-1 rate measured above."""
+    rates = {}
+    with kipwire_cluster() as bootstrap:
+        for acks in ("1", "all"):
+            topic = f"{TOPIC}-rf3-acks-{acks}"
+            create_topic(bootstrap, topic, replication_factor=3)
+            produce(bootstrap, PARTITIONS, value, topic, acks)
+            rates[acks] = records / produce(bootstrap, records, value, topic, acks)
+            print(f"{'kipwire RF=3':16} produce {rates[acks]:>10,.0f} msg/s   acks={acks}")
+    print(f"{'acks=all / acks=1':16} produce {rates['all'] / rates['1']:>10.2f}x")
+    print(f"{'RF=3 / RF=1':16} produce {rates['all'] / unreplicated:>10.2f}x   (acks=all)")
 
 
 if __name__ == "__main__":
