@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +32,13 @@ OP_SET, OP_DELETE = 0, 1
 
 
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
+_PAIR = re.compile(r"\d+:\d+")
 CLEANUP_POLICIES = ("compact", "delete")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 
-def _number_at_least(low: int, high: int) -> Callable[[str], str | None]:
+def _number_in(low: int, high: int) -> Callable[[str], str | None]:
     # Java's parseInt/parseLong after a trim: digits with an optional sign, nothing else
     def check(value: str) -> str | None:
         text = value.strip()
@@ -47,11 +50,36 @@ def _number_at_least(low: int, high: int) -> Callable[[str], str | None]:
 
 
 def _int_at_least(low: int) -> Callable[[str], str | None]:
-    return _number_at_least(low, INT_MAX)
+    return _number_in(low, INT_MAX)
 
 
 def _long_at_least(low: int) -> Callable[[str], str | None]:
-    return _number_at_least(low, LONG_MAX)
+    return _number_in(low, LONG_MAX)
+
+
+def _ratio(value: str) -> str | None:
+    try:
+        ratio = float(value.strip())
+    except ValueError:
+        ratio = math.nan
+    return None if 0.0 <= ratio <= 1.0 else "must be a number in [0, 1]"
+
+
+def _throttled_replicas(value: str) -> str | None:
+    # ThrottledReplicaListValidator: "*", or partition:broker pairs
+    items = [item.strip() for item in value.split(",")] if value.strip() else []
+    if items == ["*"] or all(_PAIR.fullmatch(item) for item in items):
+        return None
+    return "must be * or a list of partition:broker pairs"
+
+
+def _off(value: str) -> str | None:
+    # remote.storage.enable: the mock, like a broker without remote.log.storage.system.enable,
+    # has no tiered storage to turn on
+    problem = _bool(value)
+    if problem is None and value.strip().lower() == "true":
+        return "remote log storage is not enabled on this cluster"
+    return problem
 
 
 def _bool(value: str) -> str | None:
@@ -63,6 +91,14 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str | None]:
         return None if value.strip() in choices else f"must be one of {', '.join(choices)}"
 
     return check
+
+
+def _gzip_level(value: str) -> str | None:
+    # gzip levels are 1-9, or -1 for the library's default
+    problem = _number_in(-1, 9)(value)
+    if problem is None and int(value.strip()) == 0:
+        problem = "must be -1 or in [1, 9]"
+    return problem
 
 
 def _cleanup_policy(value: str) -> str | None:
@@ -80,7 +116,7 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     RECOVERY_TIMEOUT: ("300000", _long_at_least(0)),
     "retention.ms": ("604800000", _long_at_least(-1)),
     "retention.bytes": ("-1", _long_at_least(-1)),
-    "segment.bytes": ("1073741824", _int_at_least(14)),
+    "segment.bytes": ("1073741824", _int_at_least(1024 * 1024)),
     "max.message.bytes": ("1048588", _int_at_least(0)),
     # the broker's flush policy; an unclean shutdown loses what was not flushed
     "flush.messages": ("9223372036854775807", _long_at_least(1)),
@@ -88,6 +124,29 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     "cleanup.policy": ("delete", _cleanup_policy),
     "compression.type": ("producer", _one_of(COMPRESSION_TYPES)),
     "message.timestamp.type": ("CreateTime", _one_of(TIMESTAMP_TYPES)),
+    # the rest of Kafka 4.1's topic configs: kept and described, not acted on by the mock
+    "compression.gzip.level": ("-1", _gzip_level),
+    "compression.lz4.level": ("9", _number_in(1, 17)),
+    "compression.zstd.level": ("3", _number_in(-131072, 22)),
+    "delete.retention.ms": ("86400000", _long_at_least(0)),
+    "file.delete.delay.ms": ("60000", _long_at_least(0)),
+    "follower.replication.throttled.replicas": ("", _throttled_replicas),
+    "index.interval.bytes": ("4096", _int_at_least(0)),
+    "leader.replication.throttled.replicas": ("", _throttled_replicas),
+    "local.retention.bytes": ("-2", _long_at_least(-2)),
+    "local.retention.ms": ("-2", _long_at_least(-2)),
+    "max.compaction.lag.ms": ("9223372036854775807", _long_at_least(1)),
+    "message.timestamp.after.max.ms": ("3600000", _long_at_least(0)),
+    "message.timestamp.before.max.ms": ("9223372036854775807", _long_at_least(0)),
+    "min.cleanable.dirty.ratio": ("0.5", _ratio),
+    "min.compaction.lag.ms": ("0", _long_at_least(0)),
+    "preallocate": ("false", _bool),
+    "remote.log.copy.disable": ("false", _bool),
+    "remote.log.delete.on.disable": ("false", _bool),
+    "remote.storage.enable": ("false", _off),
+    "segment.index.bytes": ("10485760", _int_at_least(4)),
+    "segment.jitter.ms": ("0", _long_at_least(0)),
+    "segment.ms": ("604800000", _long_at_least(1)),
 }
 
 

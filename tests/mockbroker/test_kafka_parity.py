@@ -129,6 +129,14 @@ def test_the_cluster_wide_message_max_bytes_applies_without_a_topic_config(topic
         ("unclean.leader.election.enable", "maybe"),
         ("compression.type", "bogus"),
         ("message.timestamp.type", "Now"),
+        ("segment.bytes", "1000"),
+        ("compression.gzip.level", "0"),
+        ("compression.lz4.level", "18"),
+        ("min.cleanable.dirty.ratio", "1.5"),
+        ("min.cleanable.dirty.ratio", "nan"),
+        ("leader.replication.throttled.replicas", "bogus"),
+        ("remote.storage.enable", "true"),
+        ("segment.ms", "0"),
     ],
 )
 def test_kafka_refuses_these_config_values(key, value):
@@ -146,6 +154,14 @@ def test_kafka_refuses_these_config_values(key, value):
         ("unclean.leader.election.enable", "TRUE"),
         ("compression.type", "zstd"),
         ("compression.type", "uncompressed"),
+        ("segment.bytes", "1048576"),
+        ("compression.gzip.level", "-1"),
+        ("compression.zstd.level", "-131072"),
+        ("min.cleanable.dirty.ratio", "0.9"),
+        ("leader.replication.throttled.replicas", "*"),
+        ("follower.replication.throttled.replicas", "0:1, 1:2"),
+        ("local.retention.ms", "-2"),
+        ("remote.storage.enable", "false"),
     ],
 )
 def test_kafka_accepts_these_config_values(key, value):

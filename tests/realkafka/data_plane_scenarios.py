@@ -644,7 +644,9 @@ def create_topic_bad_config_value(bootstrap: str) -> str:
     return _create_topic_error(bootstrap, _new_topic(configs=configs))
 
 
-def _bad_config(key: str, value: str) -> Callable[[str], str]:
+def create_topic_with_config(key: str, value: str) -> Callable[[str], str]:
+    """A scenario: CreateTopics v7 of a new topic with key=value; the error's name (NONE)."""
+
     def mistake(bootstrap: str) -> str:
         return _create_topic_error(bootstrap, _new_topic(configs=[{"name": key, "value": value}]))
 
@@ -652,11 +654,13 @@ def _bad_config(key: str, value: str) -> Callable[[str], str]:
     return mistake
 
 
-create_topic_bad_min_isr = _bad_config("min.insync.replicas", "0")
-create_topic_bad_max_message_bytes = _bad_config("max.message.bytes", "-5")
-create_topic_bad_retention_ms = _bad_config("retention.ms", "forever")
-create_topic_bad_unclean_election = _bad_config("unclean.leader.election.enable", "maybe")
-create_topic_bad_compression_type = _bad_config("compression.type", "bogus")
+create_topic_bad_min_isr = create_topic_with_config("min.insync.replicas", "0")
+create_topic_bad_max_message_bytes = create_topic_with_config("max.message.bytes", "-5")
+create_topic_bad_retention_ms = create_topic_with_config("retention.ms", "forever")
+create_topic_bad_unclean_election = create_topic_with_config(
+    "unclean.leader.election.enable", "maybe"
+)
+create_topic_bad_compression_type = create_topic_with_config("compression.type", "bogus")
 
 
 def alter_config_bad_value(bootstrap: str) -> str:
