@@ -194,6 +194,18 @@ def admin_calls(bootstrap: str) -> dict[str, Any]:
     }
 
 
+def topic_config_defaults(bootstrap: str) -> dict[str, str]:
+    """DescribeConfigs v4 of a new topic created without configs: every config and its value."""
+    name = create_topic(bootstrap, unique("defaults"))
+    resource = {"resource_type": TOPIC_RESOURCE, "resource_name": name, "configuration_keys": None}
+    with WireConnection("127.0.0.1", first_port(bootstrap)) as conn:
+        body = conn.call(DESCRIBE_CONFIGS, 4, {"resources": [resource]}).body
+    result = body.results[0]
+    if result.error_code:
+        raise RuntimeError(f"DescribeConfigs {name}: {_error_name(result.error_code)}")
+    return {c.name: c.value for c in result.configs}
+
+
 # ------------------------------------------------------------------------------ produce/consume
 
 
