@@ -177,6 +177,14 @@ async def test_metrics_report_isr_gauges_and_high_watermarks(autojump_clock):
         assert cluster.metrics()["global_under_min_isr_partition_count"] == 1
         hwm, records = await read_partition(cluster, leader, "t", 0)
         assert hwm == 3 and [v for _, v in records] == [b"a", b"b", b"c"]
+        # the last ISR member goes down uncleanly; after the heal an ELR member leads
+        await cluster.stop_broker(leader, clean=False)
+        cluster.heal()
+        await cluster.wait_until(lambda: cluster.partition("t", 0).leader in followers, 10)
+        metrics = cluster.metrics()
+        assert metrics["election_from_eligible_leader_replicas"] == 1
+        assert metrics["unclean_leader_elections"] == 0
+        await cluster.wait_until(lambda: cluster.metrics()["high_watermark"] == {"t-0": 3}, 10)
 
 
 @pytest.mark.trio
