@@ -224,3 +224,43 @@ def test_the_sync_cluster_runs_on_a_given_clock():
         # 30 virtual seconds at 20x: fenced by the session timeout in about 1.5 real seconds
         assert clock.current_time() - start >= 30.0 - HEARTBEAT_INTERVAL - 0.5
         assert time.perf_counter() - wall < 10
+
+
+@pytest.mark.trio
+async def test_an_answer_that_arrives_during_a_cut_is_held_until_heal(autojump_clock):
+    async with open_cluster(brokers=2) as cluster:
+        cluster.add_latency(1000, broker=2)
+        wire = TrioWire(await cluster.network.connect(1, 2))
+        answers = []
+
+        async def ask() -> None:
+            answers.append(await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.sleep(0.5)
+            # the request is across; its answer comes back at 1 s, into a cut cable
+            cluster.partition_network(1, 2)
+            await trio.sleep(5)
+            assert answers == []
+            healed = trio.current_time()
+            cluster.heal()
+        assert trio.current_time() - healed < 0.01
+        assert len(answers[0]["brokers"]) == 2
+        await wire.aclose()
+
+
+@pytest.mark.trio
+async def test_a_follower_cut_from_its_leader_leaves_the_isr_but_stays_unfenced(autojump_clock):
+    async with open_cluster(brokers=3) as cluster:
+        await cluster.create_topic("t", partitions=1, replication_factor=3)
+        leader = cluster.partition("t", 0).leader
+        follower = next(b for b in (1, 2, 3) if b != leader)
+        cut = trio.current_time()
+        cluster.partition_network(leader, follower)
+        await cluster.wait_until(lambda: follower not in cluster.partition("t", 0).isr, 10)
+        # shrunk by the leader after replica.lag.time.max.ms (1.5 s), not by fencing
+        assert 1.5 <= trio.current_time() - cut <= 3.0
+        assert not cluster.controller.broker(follower).fenced
+        cluster.heal()
+        await cluster.wait_until(lambda: follower in cluster.partition("t", 0).isr, 5)
