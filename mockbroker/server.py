@@ -57,7 +57,11 @@ async def serve_connection(stream: trio.SocketStream, node: Node, tap: Tap | Non
                 for request in frames:
                     if tap is not None:
                         tap.client_sends(bytes(request))
-                    response = await node.dispatch(request)
+                    response = None
+                    if node is node.cluster.controller_node:
+                        response = node.cluster.faults.controller_answer(request)
+                    if response is None:
+                        response = await node.dispatch(request)
                     if response is not None:
                         if tap is not None:
                             tap.server_sends(response)

@@ -158,7 +158,7 @@ class MockCluster:
         error_code: int,
         count: int = 1,
         broker: int | None = None,
-        link: tuple[NodeId, int] | None = None,
+        link: tuple[NodeId, NodeId] | None = None,
     ) -> None:
         """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
         `error_code`."""

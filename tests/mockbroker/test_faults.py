@@ -17,6 +17,7 @@ from kipwire.mockbroker.network import CONTROLLER
 
 METADATA, METADATA_VERSION, FIND_COORDINATOR = 3, 12, 10
 GROUP = {"key": "g", "key_type": 0}
+BROKER_HEARTBEAT = 63
 HEARTBEAT_INTERVAL = 0.2  # broker.heartbeat.interval.ms, the mock's default
 EMPTY_METADATA = {"topics": []}
 
@@ -264,3 +265,29 @@ async def test_a_follower_cut_from_its_leader_leaves_the_isr_but_stays_unfenced(
         assert not cluster.controller.broker(follower).fenced
         cluster.heal()
         await cluster.wait_until(lambda: follower in cluster.partition("t", 0).isr, 5)
+
+
+@pytest.mark.trio
+async def test_an_error_injected_on_a_link_to_the_controller(autojump_clock):
+    async with open_cluster(brokers=3) as cluster:
+        # stopped, so no heartbeat of its own can take the injection before ours
+        await cluster.stop_broker(2, clean=True)
+        code = ErrorCode.NOT_CONTROLLER
+        # an untargeted injection is for the brokers' clients, never the controller
+        cluster.faults.inject_error(BROKER_HEARTBEAT, ErrorCode.UNKNOWN_SERVER_ERROR)
+        cluster.faults.inject_error(BROKER_HEARTBEAT, code, link=(2, CONTROLLER))
+
+        async def heartbeat(broker: int) -> int:
+            wire = TrioWire(await cluster.network.connect(broker, CONTROLLER))
+            body = {
+                "broker_id": broker,
+                "broker_epoch": cluster.node(broker).epoch,
+                "current_metadata_offset": cluster.node(broker).image.offset,
+                "want_fence": not cluster.node(broker).running,
+            }
+            try:
+                return (await wire.call(BROKER_HEARTBEAT, 1, body))["error_code"]
+            finally:
+                await wire.aclose()
+
+        assert [await heartbeat(3), await heartbeat(2), await heartbeat(2)] == [0, code, 0]
