@@ -172,8 +172,13 @@ class MetadataImage:
         names = [r["topic_name"]] if r.get("topic_name") else list(self.topics)
         for name in names:
             for part in self.topics[name].partitions.values() if name in self.topics else ():
-                part.elr = []
-                part.last_known_elr = []
+                # Replayed as a partition change, as the controller does (D.19): a partition whose
+                # ELR fields it empties takes a new partition epoch, or the leader's next
+                # AlterPartition would carry a stale one.
+                if part.elr or part.last_known_elr:
+                    part.elr = []
+                    part.last_known_elr = []
+                    part.partition_epoch += 1
 
     def _ConfigRecord(self, r: Mapping[str, Any]) -> None:
         configs = self.configs.setdefault((r["resource_type"], r["resource_name"]), {})

@@ -63,14 +63,6 @@ def mock_story() -> Iterator[list[tuple[str, PartitionView | None]]]:
         yield run_story(MockStoryCluster(cluster), MOCK_STEP_TIMEOUT_S)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the mock broker's metadata image replays ClearElrRecord without the partition-epoch "
-    "bump the controller applies (kip-rules D.19), so after 'lower min isr' leader 1's "
-    "AlterPartition carries a stale partition epoch (INVALID_UPDATE_VERSION, wait for metadata) "
-    "and the restarted broker 2 never rejoins the ISR at 'restart 2 again'; every earlier step "
-    "matches real Kafka (fix belongs in mockbroker/broker/metadata_image.py)",
-)
 def test_mock_story_is_real_kafkas(
     kip966_story: list[tuple[str, PartitionView | None]],
     mock_story: list[tuple[str, PartitionView | None]],
@@ -78,13 +70,3 @@ def test_mock_story_is_real_kafkas(
     # real Kafka went through every step, so the comparison covers the whole story
     assert [name for name, _ in kip966_story] == [name for name, _w, _v in EXPECTED]
     assert mock_story == kip966_story
-
-
-def test_mock_story_is_real_kafkas_through_the_min_isr_changes(
-    kip966_story: list[tuple[str, PartitionView | None]],
-    mock_story: list[tuple[str, PartitionView | None]],
-) -> None:
-    # the steps before the restart that the xfail above is about: they all match already
-    through = [name for name, _w, _v in EXPECTED].index("lower min isr") + 1
-    assert len(kip966_story) == len(EXPECTED)
-    assert mock_story[:through] == kip966_story[:through]

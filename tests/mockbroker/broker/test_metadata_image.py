@@ -113,3 +113,30 @@ def test_image_follows_the_controller_through_creation_fencing_and_configs():
     ctl.handle(20, 6, {"topics": [{"name": "t"}], "timeout_ms": 0})
     _replay_all(ctl, image)
     assert "t" not in image.topics and image.topic_config("t", "min.insync.replicas", "1") == "1"
+
+
+def test_clear_elr_takes_a_new_partition_epoch_as_on_the_controller():
+    ctl = Controller(cluster_id="image-test")
+    ctl.replay(
+        "FeatureLevelRecord", {"name": "eligible.leader.replicas.version", "feature_level": 1}
+    )
+    for broker_id in (1, 2, 3):
+        _register(ctl, broker_id)
+    topic = {"name": "t", "num_partitions": 1, "replication_factor": 3}
+    topic["configs"] = [{"name": "min.insync.replicas", "value": "2"}]
+    ctl.handle(19, 7, {"topics": [topic], "timeout_ms": 0})
+    ctl.fence(next(b for b in (1, 2, 3) if b != ctl.partition("t", 0).leader))
+    ctl.fence(next(b for b in ctl.partition("t", 0).isr if b != ctl.partition("t", 0).leader))
+    image = MetadataImage()
+    _replay_all(ctl, image)
+    assert image.partition("t", 0).elr
+    epoch = image.partition("t", 0).partition_epoch
+    change = {"name": "min.insync.replicas", "config_operation": 0, "value": "1"}
+    resource = {"resource_type": 2, "resource_name": "t", "configs": [change]}
+    ctl.handle(44, 1, {"resources": [resource], "validate_only": False})
+    assert ctl.log[-1].name == "ClearElrRecord"
+    _replay_all(ctl, image)
+    assert (
+        image.partition("t", 0).elr == [] and image.partition("t", 0).partition_epoch == epoch + 1
+    )
+    _same_partition(ctl, image, "t", 0)
