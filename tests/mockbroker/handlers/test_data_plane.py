@@ -76,26 +76,25 @@ def test_acks_all_uses_the_effective_min_isr(cluster):
 
 
 def test_acks_zero_gets_no_response_and_the_record_is_written(cluster):
+    latest = {
+        "replica_id": -1,
+        "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+    }
+
+    def latest_offset(client: WireClient) -> int:
+        return client.call(LIST_OFFSETS, 7, latest)["topics"][0]["partitions"][0]["offset"]
+
     with WireClient(_leader(cluster, "p")) as client:
-        before = client.call(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-            },
-        )
+        start = latest_offset(client)
         client.send(PRODUCE, 9, _produce_body("p", [b"fire", b"forget"], acks=0))
-        after = client.call(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "topics": [{"name": "p", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-            },
-        )
-    start = before["topics"][0]["partitions"][0]["offset"]
-    assert after["topics"][0]["partitions"][0]["offset"] == start + 2
+        # The latest offset a consumer may read is the high watermark: it reaches the two records
+        # once the follower has fetched them, which takes a fetch round trip after the append.
+        deadline = time.monotonic() + 5
+        offsets = [latest_offset(client)]
+        while offsets[-1] < start + 2 and time.monotonic() < deadline and len(offsets) < 10_000:
+            offsets.append(latest_offset(client))
+    assert offsets[-1] == start + 2
+    assert offsets == sorted(offsets)
 
 
 def test_produce_to_a_follower_is_not_leader(cluster):
