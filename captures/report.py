@@ -147,11 +147,7 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
             f"{al['added_requests']} added.",
         )
     )
-    b.append(("h2", "Functional differences"))
-    b.append(("table", _DIFF_HEAD, _diff_rows(func)) if func else ("p", "None."))
-    b.append(("h2", "Informational differences (decode health, RTT)"))
-    b.append(("table", _DIFF_HEAD, _diff_rows(info)) if info else ("p", "None."))
-
+    # The summaries come first: the full difference table can run to hundreds of rows.
     _metadata_blocks(report, b)
     b.append(("h2", "Errors seen by clients"))
     b.append(
@@ -167,6 +163,10 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
         if report.client_errors
         else ("p", "No response carried an error code.")
     )
+    b.append(("h2", "Functional differences"))
+    b.append(("table", _DIFF_HEAD, _diff_rows(func)) if func else ("p", "None."))
+    b.append(("h2", "Informational differences (decode health, RTT)"))
+    b.append(("table", _DIFF_HEAD, _diff_rows(info)) if info else ("p", "None."))
     b.append(("h2", "Request mix"))
     for name, caption in plots:
         if name == "request_mix.png":
