@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint generate check bench bench-capture clean
+.PHONY: test demo lint generate check bench bench-capture bench-realkafka clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,9 +32,14 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/codec_bench.py
 	$(PY) benchmarks/records_bench.py
+	$(PY) benchmarks/controller_bench.py
+	$(PY) benchmarks/mock_bench.py
 
 bench-capture: $(STAMP)
 	$(PY) benchmarks/capture_bench.py
+
+bench-realkafka: $(STAMP)
+	$(PY) benchmarks/realkafka_bench.py
 
 clean:
 	rm -rf $(VENV)
