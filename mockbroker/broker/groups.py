@@ -312,8 +312,13 @@ class GroupCoordinator:
         self._wake()
         return 0
 
-    def check_commit(self, group_id: str, generation: int, member_id: str) -> tuple[int, Group]:
+    def check_commit(
+        self, group_id: str, generation: int, member_id: str
+    ) -> tuple[int, Group | None]:
         """Whether an OffsetCommit may write: simple commits, or the current generation."""
+        if group_id not in self.groups and generation >= 0:
+            # Only a simple commit (generation -1) creates a group, as in Kafka's coordinator.
+            return ErrorCode.ILLEGAL_GENERATION, None
         group = self.group(group_id, create=True)
         assert group is not None
         if generation < 0 and not member_id:

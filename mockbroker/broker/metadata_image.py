@@ -84,6 +84,11 @@ class MetadataImage:
                 return value
         return default
 
+    def cluster_config(self, name: str, default: str) -> str:
+        """A cluster-wide broker config, else `default`."""
+        value = self.configs.get((BROKER_RESOURCE, ""), {}).get(name)
+        return default if value is None else value
+
     def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
         endpoint = r["end_points"][0] if r["end_points"] else {"host": "", "port": -1}
         self.brokers[r["broker_id"]] = BrokerInfo(

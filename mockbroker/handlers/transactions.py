@@ -11,6 +11,9 @@ from ..broker.groups import CommittedOffset
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 
+#: Kafka's transaction.max.timeout.ms default: the longest transaction timeout a producer may ask.
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = "900000"
+
 
 def _init_fail(body: Any, code: int, version: int) -> dict:
     return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
@@ -22,6 +25,11 @@ async def init_producer_id(ctx: RequestContext, body: Any) -> dict:
     txn_id = body["transactional_id"]
     if txn_id is not None and not_coordinator(ctx, txn_id):
         return _init_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    max_timeout = ctx.broker.image.cluster_config(
+        "transaction.max.timeout.ms", DEFAULT_TRANSACTION_MAX_TIMEOUT_MS
+    )
+    if txn_id is not None and not 0 < body["transaction_timeout_ms"] <= int(max_timeout):
+        return _init_fail(body, ErrorCode.INVALID_TRANSACTION_TIMEOUT, ctx.api_version)
     code, pid, epoch = ctx.broker.cluster.transactions.init_producer_id(
         txn_id,
         body["transaction_timeout_ms"],

@@ -28,22 +28,8 @@ HARNESS_CONFIG = {
 }
 
 #: mistake -> (real Kafka's answer, the mock's answer, why they differ); a new difference goes
-#: here with its reason, or gets fixed (these are in files other than this test's change owned).
-KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {
-    "offset_commit_unknown_member": (
-        "ILLEGAL_GENERATION",
-        "UNKNOWN_MEMBER_ID",
-        "Kafka's OffsetMetadataManager answers a commit with a generation >= 0 to a group that "
-        "does not exist with ILLEGAL_GENERATION (before OffsetCommit v9); the mock's group "
-        "coordinator (handlers/offsets.py) checks the member id first",
-    ),
-    "init_producer_id_timeout_too_long": (
-        "INVALID_TRANSACTION_TIMEOUT",
-        "NONE",
-        "the mock's transaction coordinator (handlers/transactions.py) does not bound "
-        "transaction_timeout_ms by transaction.max.timeout.ms (Kafka's default 900000)",
-    ),
-}
+#: here with its reason, or gets fixed. Empty: every mistake is answered as Kafka 4.1 answers it.
+KNOWN_DIFFERENCES: dict[str, tuple[str, str, str]] = {}
 
 
 #: Topic config values at and around the edges of what Kafka 4.1 accepts, for CreateTopics.
