@@ -275,3 +275,54 @@ def test_metadata_version_is_finalized_as_kafka_always_does(strict):
     finalized = {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
     assert finalized["metadata.version"] == 27  # 4.1-IV1, the level the controller works at
     assert finalized["eligible.leader.replicas.version"] == 1
+
+
+# ---------------------------------------------------------------- group and transaction coordinator
+
+FIND_COORDINATOR, OFFSET_COMMIT, INIT_PRODUCER_ID = 10, 8, 22
+
+
+def _coordinator(cluster: MockCluster, key: str, key_type: int) -> str:
+    with WireClient(_first(cluster)) as client:
+        body = client.call(FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
+    assert body["error_code"] == ErrorCode.NONE
+    return f"127.0.0.1:{body['port']}"
+
+
+def test_a_generation_commit_to_a_group_that_does_not_exist_is_illegal_generation(
+    strict, topic_name
+):
+    strict.create_topic(topic_name, partitions=1, replication_factor=1)
+    partitions = [{"partition_index": 0, "committed_offset": 0}]
+
+    def commit(generation: int, member_id: str) -> int:
+        request = {
+            "group_id": f"{topic_name}-group",
+            "generation_id_or_member_epoch": generation,
+            "member_id": member_id,
+            "topics": [{"name": topic_name, "partitions": partitions}],
+        }
+        with WireClient(_coordinator(strict, f"{topic_name}-group", 0)) as client:
+            body = client.call(OFFSET_COMMIT, 8, request)
+        return body["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(3, "no-such-member") == ErrorCode.ILLEGAL_GENERATION
+    assert commit(-1, "") == ErrorCode.NONE  # a simple commit creates the group
+    assert commit(3, "no-such-member") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.parametrize(
+    ("timeout_ms", "expected"),
+    [
+        (2**31 - 1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
+        (0, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
+        (900_000, ErrorCode.NONE),
+    ],
+)
+def test_a_transaction_timeout_is_bounded_by_transaction_max_timeout_ms(
+    strict, topic_name, timeout_ms, expected
+):
+    request = {"transactional_id": topic_name, "transaction_timeout_ms": timeout_ms}
+    with WireClient(_coordinator(strict, topic_name, 1)) as client:
+        body = client.call(INIT_PRODUCER_ID, 4, request)
+    assert body["error_code"] == expected
