@@ -458,6 +458,18 @@ class Cluster:
         """End every network cut and isolation."""
         self.network.heal()
 
+    def inject_error(
+        self,
+        api_key: int,
+        error_code: int,
+        count: int = 1,
+        broker: int | None = None,
+        link: tuple[NodeId, NodeId] | None = None,
+    ) -> None:
+        """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
+        `error_code`."""
+        self.faults.inject_error(api_key, error_code, count, broker, link)
+
     def add_latency(
         self,
         ms: float,

@@ -162,11 +162,7 @@ class MockCluster:
     ) -> None:
         """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
         `error_code`."""
-        self._in_trio(self.cluster.faults.inject_error, api_key, error_code, count, broker, link)
-
-    def set_latency(self, broker_id: int, seconds: float) -> None:
-        """Delay every response of a broker by `seconds`."""
-        self._in_trio(setattr, self.cluster.node(broker_id), "latency", seconds)
+        self._in_trio(self.cluster.inject_error, api_key, error_code, count, broker, link)
 
     def add_latency(
         self, ms: float, broker: int | None = None, link: tuple[NodeId, NodeId] | None = None

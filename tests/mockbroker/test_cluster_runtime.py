@@ -99,7 +99,7 @@ def test_injected_error_only_on_the_named_broker():
 
 def test_latency_delays_a_brokers_responses():
     with MockCluster(brokers=1) as cluster:
-        cluster.set_latency(1, 0.2)
+        cluster.add_latency(200, broker=1)
         with WireClient(cluster.bootstrap_servers) as client:
             start = time.perf_counter()
             client.call(METADATA, 12, {"topics": []})

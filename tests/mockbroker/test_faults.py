@@ -140,7 +140,7 @@ async def test_broker_latency_delays_its_client_answers(autojump_clock):
 async def test_an_error_injected_on_a_link_hits_only_that_link(autojump_clock):
     async with open_cluster(brokers=3) as cluster:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        cluster.faults.inject_error(FIND_COORDINATOR, code, count=1, link=(2, 1))
+        cluster.inject_error(FIND_COORDINATOR, code, count=1, link=(2, 1))
         from_2 = TrioWire(await cluster.network.connect(2, 1))
         from_3 = TrioWire(await cluster.network.connect(3, 1))
 
@@ -280,8 +280,8 @@ async def test_an_error_injected_on_a_link_to_the_controller(autojump_clock):
         await cluster.stop_broker(2, clean=True)
         code = ErrorCode.NOT_CONTROLLER
         # an untargeted injection is for the brokers' clients, never the controller
-        cluster.faults.inject_error(BROKER_HEARTBEAT, ErrorCode.UNKNOWN_SERVER_ERROR)
-        cluster.faults.inject_error(BROKER_HEARTBEAT, code, link=(2, CONTROLLER))
+        cluster.inject_error(BROKER_HEARTBEAT, ErrorCode.UNKNOWN_SERVER_ERROR)
+        cluster.inject_error(BROKER_HEARTBEAT, code, link=(2, CONTROLLER))
 
         async def heartbeat(broker: int) -> int:
             wire = TrioWire(await cluster.network.connect(broker, CONTROLLER))
