@@ -1,7 +1,8 @@
 """kipwire.mockbroker: a mock KRaft controller and mock brokers for integration tests.
 
 `MockCluster` (sync: trio in a thread) and `open_cluster` (trio) start a controller and N
-brokers on 127.0.0.1 that real Kafka clients produce to, consume from and administer.
+brokers on 127.0.0.1 that real Kafka clients produce to, consume from and administer;
+`CONTROLLER` names the controller node in network faults (`partition_network(2, CONTROLLER)`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .cluster import Cluster, ClusterError, open_cluster
     from .controller import Semantics
+    from .network import CONTROLLER
     from .sync_cluster import MockCluster
 
-__all__ = ["Cluster", "ClusterError", "MockCluster", "Semantics", "open_cluster"]
+__all__ = ["CONTROLLER", "Cluster", "ClusterError", "MockCluster", "Semantics", "open_cluster"]
 
 # Loaded on first use, so importing the sans-I/O controller alone does not start up trio.
 _WHERE = {
@@ -23,6 +25,7 @@ _WHERE = {
     "open_cluster": ".cluster",
     "MockCluster": ".sync_cluster",
     "Semantics": ".controller",
+    "CONTROLLER": ".network",
 }
 
 
