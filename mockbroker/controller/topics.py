@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ErrorCode
 
-from .configs import validate
+from .configs import validate, write_configs
 from .features import MV_4_0_IV1
 from .state import RECOVERED, TOPIC_RESOURCE
 
@@ -133,17 +133,9 @@ def _create_one(ctl: Controller, t: Any, validate_only: bool) -> dict:
     topic_id = uuid.uuid4()
     if not validate_only:
         ctl.append("TopicRecord", {"name": name, "topic_id": topic_id})
-        # Configs go between the TopicRecord and the PartitionRecords, as in Kafka.
-        for key, value in configs.items():
-            ctl.append(
-                "ConfigRecord",
-                {
-                    "resource_type": TOPIC_RESOURCE,
-                    "resource_name": name,
-                    "name": key,
-                    "value": value,
-                },
-            )
+        # Configs go between the TopicRecord and the PartitionRecords, as in Kafka, which also
+        # writes a ClearElrRecord after a min.insync.replicas there (recorded from Kafka 4.1).
+        write_configs(ctl, TOPIC_RESOURCE, name, configs)
         for index, (replicas, isr) in enumerate(plan):
             ctl.append("PartitionRecord", _partition_record(ctl, topic_id, index, replicas, isr))
     return {

@@ -234,3 +234,28 @@ def test_d19_same_cluster_value_still_clears(semantics: Semantics) -> None:
     set_config(ctl, "min.insync.replicas", "3", topic=None)
     assert ctl.log[-1].name == "ClearElrRecord"
     assert ctl.partition("t", 0).elr == []
+
+
+@pytest.mark.parametrize(
+    ("semantics", "records"),
+    [
+        (
+            Semantics.KAFKA_4_1,
+            ["TopicRecord", "ConfigRecord", "ClearElrRecord", "PartitionRecord", "PartitionRecord"],
+        ),
+        (
+            Semantics.KAFKA_3_9,
+            ["TopicRecord", "ConfigRecord", "PartitionRecord", "PartitionRecord"],
+        ),
+    ],
+)
+def test_d19_a_topic_created_with_min_isr_gets_a_clear_elr_record_as_kafka_4_1_writes(
+    semantics: Semantics, records: list[str]
+) -> None:
+    # tests/realkafka/data/kip966_kafka_4_1.json: Kafka 4.1 wrote exactly this order.
+    ctl = replay_cluster(semantics)
+    start = ctl.end_offset
+    topic = {"name": "created", "num_partitions": 2, "replication_factor": 3}
+    topic["configs"] = [{"name": "min.insync.replicas", "value": "2"}]
+    assert ctl.handle(19, 7, {"topics": [topic], "timeout_ms": 0}).topics[0].error_code == 0
+    assert names(ctl, start) == records
