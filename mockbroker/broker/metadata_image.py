@@ -78,11 +78,8 @@ class MetadataImage:
 
     def topic_config(self, topic: str, name: str, default: str) -> str:
         """A topic's config: set on the topic, else cluster-wide, else `default`."""
-        for key in ((TOPIC_RESOURCE, topic), (BROKER_RESOURCE, "")):
-            value = self.configs.get(key, {}).get(name)
-            if value is not None:
-                return value
-        return default
+        value = self.configs.get((TOPIC_RESOURCE, topic), {}).get(name)
+        return self.cluster_config(name, default) if value is None else value
 
     def cluster_config(self, name: str, default: str) -> str:
         """A cluster-wide broker config, else `default`."""
