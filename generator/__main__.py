@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "jsonschemas"
 OUTPUT = ROOT / "codec" / "messages"
 ERRORS = SCHEMAS / "errors.tsv"
+ENUMS = SCHEMAS / "enums.tsv"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("schema_dirs", nargs="+", type=Path)
     comp.add_argument("--out", type=Path, required=True, help="the package folder to write")
     comp.add_argument("--errors", type=Path, help="an errors.tsv (code, name, retriable)")
+    comp.add_argument("--enums", type=Path, help="an enums.tsv (enum, member, value, note)")
     imp = sub.add_parser("import-upstream", help="extract facts from Kafka's schema folders")
     imp.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return import_main(args.args) or 0
         if args.command == "compile":
-            files = generate(args.schema_dirs, args.errors, command="compile")
+            files = generate(args.schema_dirs, args.errors, "compile", args.enums)
             write(files, args.out)
             print(f"wrote {len(files)} files to {args.out}")
             return 0
@@ -46,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        files = generate([SCHEMAS], ERRORS if ERRORS.exists() else None)
+        files = generate(
+            [SCHEMAS],
+            ERRORS if ERRORS.exists() else None,
+            enums_tsv=ENUMS if ENUMS.exists() else None,
+        )
         if args.command == "build":
             write(files, OUTPUT)
             print(f"wrote {len(files)} files to {OUTPUT.relative_to(ROOT)}")

@@ -129,11 +129,14 @@ def _enum_name(name: str) -> str:
     return snake_case(name).upper()
 
 
-def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None, command: str) -> str:
+def _enums_module(
+    specs: list[MessageSpec], errors_tsv: Path | None, enums_tsv: Path | None, command: str
+) -> str:
     lines = [
-        _header(command) + '"""API keys and error codes as IntEnums."""',
+        _header(command)
+        + '"""API keys, error codes and the protocol\'s other numbered values as enums."""',
         "",
-        "from enum import IntEnum",
+        "from enum import IntEnum, StrEnum",
         "",
         "",
         "class ApiKey(IntEnum):",
@@ -183,7 +186,32 @@ def _enums_module(specs: list[MessageSpec], errors_tsv: Path | None, command: st
             "",
             render(literal_group(frozenset(retriable)), 0, "_RETRIABLE = "),
         ]
+    if enums_tsv is not None:
+        lines += _wire_enums(enums_tsv)
     return "\n".join(lines) + "\n"
+
+
+def _wire_enums(enums_tsv: Path) -> list[str]:
+    """Classes for enums.tsv (enum, member, value, note): a `-` member row gives the docstring."""
+    rows = [r.split("\t") for r in enums_tsv.read_text(encoding="utf-8").splitlines()[1:] if r]
+    lines: list[str] = []
+    for enum, member, value, note in ((*r, "")[:4] for r in rows):
+        if member == "-":
+            kind = (
+                "StrEnum" if any(x[0] == enum and x[2].startswith('"') for x in rows) else "IntEnum"
+            )
+            lines += [
+                "",
+                "",
+                f"class {enum}({kind}):",
+                f'    """{note[:1].upper()}{note[1:]}."""',
+                "",
+            ]
+            continue
+        comment = f"  # {note}" if note else ""
+        literal = value if value.startswith('"') else str(int(value))
+        lines.append(f"    {member} = {literal}{comment}")
+    return lines
 
 
 PACKAGE_INIT = '''"""Generated codecs: `message(name, version)` returns one as a construct."""
@@ -200,14 +228,17 @@ __all__ = ["APIS", "MESSAGES", "RECORDS", "Api", "message", "registry"]
 
 
 def generate(
-    schema_dirs: list[Path], errors_tsv: Path | None = None, command: str = "build"
+    schema_dirs: list[Path],
+    errors_tsv: Path | None = None,
+    command: str = "build",
+    enums_tsv: Path | None = None,
 ) -> dict[str, str]:
     """Every file of the generated package, by file name, as `generator <command>` writes it."""
     specs = load_schemas(schema_dirs)
     files = {
         "__init__.py": _header(command) + PACKAGE_INIT,
         "_index.py": _index_module(specs, command),
-        "_enums.py": _enums_module(specs, errors_tsv, command),
+        "_enums.py": _enums_module(specs, errors_tsv, enums_tsv, command),
     }
     for spec in specs:
         files[f"{module_name(spec.name)}.py"] = emit_module(spec, Path(spec.source).name, command)

@@ -36,3 +36,14 @@ def test_a_version_that_is_not_an_int() -> None:
         codec.message("FetchRequest", "15")  # type: ignore[arg-type]
     with pytest.raises(codec.UnsupportedVersionError, match=r"no version 99 \(versions 0-"):
         codec.message("FetchRequest", 99)
+
+
+def test_wire_enums_carry_kafkas_numbers() -> None:
+    from kipwire import codec
+
+    assert codec.ConfigResourceType.BROKER == 4 and codec.ConfigResourceType.GROUP == 32
+    assert codec.ConfigSource.DEFAULT_CONFIG == 5
+    assert codec.ElectionType.UNCLEAN == 1 and codec.LeaderRecoveryState.RECOVERING == 1
+    assert codec.AclOperation.IDEMPOTENT_WRITE == 12 and codec.PatternType.PREFIXED == 4
+    assert codec.UncleanRecoveryStrategy("Balanced") is codec.UncleanRecoveryStrategy.BALANCED
+    assert codec.OffsetSpec.MAX_TIMESTAMP == -3 and codec.CoordinatorType.SHARE == 2

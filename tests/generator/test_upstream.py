@@ -202,7 +202,11 @@ def test_api_keys_are_upstream_ones():
 def test_reimport_reproduces_the_committed_files_byte_for_byte(tmp_path: Path):
     written = import_upstream(UPSTREAM_DIRS, tmp_path, SCHEMAS / "extensions")
     written.append(import_errors(SHARED / "kafka-errors.tsv", tmp_path))
-    committed = sorted(p.name for p in SCHEMAS.iterdir() if p.is_file() and p.suffix != ".md")
+    # enums.tsv holds numbers Kafka defines in Java classes, not in schema files: kept by hand
+    own = {"enums.tsv"}
+    committed = sorted(
+        p.name for p in SCHEMAS.iterdir() if p.is_file() and p.suffix != ".md" and p.name not in own
+    )
     assert sorted(written) == committed
     for name in committed:
         assert (tmp_path / name).read_bytes() == (SCHEMAS / name).read_bytes(), name
