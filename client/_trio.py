@@ -135,6 +135,7 @@ class TrioConnection:
     async def request(self, api_key: int, api_version: int, body: dict) -> Response | None:
         """Send one request and return its decoded response (None for a Produce with acks=0)."""
         async with self._lock:
+            self._core.ensure_usable()
             if self._core.awaiting:
                 raise ClientError(
                     f"{len(self._core.awaiting)} earlier request(s) await answers: "
