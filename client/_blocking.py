@@ -91,12 +91,13 @@ class Connection:
         """The answer to the oldest request awaiting one; after `timeout` s that request is
         abandoned and RequestTimeoutError raised."""
         deadline = time.monotonic() + self.timeout
-        oldest = self._core.awaiting[:1]
+        oldest = self._core.oldest_awaiting()
         try:
             while (reply := self._core.next_reply()) is None:
                 self._read(deadline)
         except RequestTimeoutError:
-            self._core.abandon(oldest[0])
+            assert oldest is not None  # next_reply raised ClientError otherwise
+            self._core.abandon(oldest)
             raise
         return reply
 
@@ -111,9 +112,10 @@ class Connection:
     def request(self, api_key: int, api_version: int, body: dict) -> Response | None:
         """Send one request and return its decoded response (None for a Produce with acks=0)."""
         self._core.ensure_usable()
-        if self._core.awaiting:
+        if self._core.awaiting_count:
             raise ClientError(
-                f"{len(self._core.awaiting)} earlier request(s) await answers: receive() them first"
+                f"{self._core.awaiting_count} earlier request(s) await answers: "
+                "receive() them first"
             )
         sent = self.send(api_key, api_version, body)
         return self.receive().decode() if sent.expects_response else None

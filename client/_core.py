@@ -111,6 +111,15 @@ class ConnectionCore:
         return tuple(r for r in self._waiting if r.correlation_id not in self._abandoned)
 
     @property
+    def awaiting_count(self) -> int:
+        """How many requests await answers (abandoned ones left out), without building a tuple."""
+        return len(self._waiting) - len(self._abandoned)
+
+    def oldest_awaiting(self) -> InFlight | None:
+        """The request whose answer `next_reply` returns next, None if none awaits one."""
+        return next((r for r in self._waiting if r.correlation_id not in self._abandoned), None)
+
+    @property
     def usable(self) -> bool:
         """False once the peer closed, this side closed, or the stream went out of step."""
         return self._failure is None and not self._peer_closed
@@ -168,15 +177,15 @@ class ConnectionCore:
         if self._failure is not None:
             raise ConnectionClosedError(f"the connection cannot be used: {self._failure}")
         while True:
-            awaiting = self.awaiting
-            if not awaiting:
+            if not self.awaiting_count:
                 raise ClientError("no request on this connection awaits an answer")
             frame = self._take_frame()
             if frame is None:
                 if self._peer_closed:
-                    oldest = awaiting[0]
+                    oldest = self.oldest_awaiting()
+                    assert oldest is not None
                     raise ConnectionClosedError(
-                        f"the peer closed the connection with {len(awaiting)} request(s) "
+                        f"the peer closed the connection with {self.awaiting_count} request(s) "
                         f"unanswered, the oldest {api_name(oldest.api_key)} "
                         f"v{oldest.api_version} (correlation id {oldest.correlation_id})"
                     )
@@ -210,6 +219,7 @@ class ConnectionCore:
     def abandon(self, request: InFlight) -> None:
         """Give up waiting for `request`'s answer (timed out, cancelled); it is dropped when it
         comes, and the connection stays in step."""
+        # only a request still waiting, so that the abandoned stay a subset of the waiting
         if request in self._waiting:
             self._abandoned.add(request.correlation_id)
 

@@ -113,14 +113,14 @@ class TrioConnection:
     async def receive(self) -> Reply:
         """The answer to the oldest request awaiting one; a request whose wait times out or is
         cancelled is abandoned (its answer dropped when it comes)."""
-        oldest = self._core.awaiting[:1]
+        oldest = self._core.oldest_awaiting()
         try:
             with _bounded(self.timeout, "waiting for a response"):
                 while (reply := self._core.next_reply()) is None:
                     await self._read()
         except BaseException:
-            if oldest:
-                self._core.abandon(oldest[0])
+            if oldest is not None:
+                self._core.abandon(oldest)
             raise
         return reply
 
@@ -136,9 +136,9 @@ class TrioConnection:
         """Send one request and return its decoded response (None for a Produce with acks=0)."""
         async with self._lock:
             self._core.ensure_usable()
-            if self._core.awaiting:
+            if self._core.awaiting_count:
                 raise ClientError(
-                    f"{len(self._core.awaiting)} earlier request(s) await answers: "
+                    f"{self._core.awaiting_count} earlier request(s) await answers: "
                     "receive() them first"
                 )
             sent = await self.send(api_key, api_version, body)

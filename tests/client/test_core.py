@@ -118,6 +118,7 @@ def test_the_answer_to_an_abandoned_request_is_dropped():
     core.abandon(late)
     wanted, _ = core.request(ApiKey.METADATA, 12, METADATA_BODY)
     assert core.awaiting == (wanted,)
+    assert (core.awaiting_count, core.oldest_awaiting()) == (1, wanted)
     core.receive_data(_answer(late.correlation_id) + _answer(wanted.correlation_id))
     assert core.next_reply().request == wanted
 
