@@ -8,14 +8,10 @@ real broker's.
 
 from __future__ import annotations
 
-import itertools
-import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import trio
-
-from kipwire.codec import decode_record, decode_response, encode_request
-from kipwire.codec.framing import FrameBuffer
+from kipwire.client import TrioConnection
+from kipwire.codec import ApiKey, decode_record
 from kipwire.codec.records import iter_batches
 
 from ..controller import METADATA_TOPIC
@@ -25,52 +21,18 @@ from ..network import CONTROLLER, Network, NodeId
 if TYPE_CHECKING:
     from .node import BrokerNode
 
-FETCH, FETCH_VERSION = 1, 17
+FETCH_VERSION = 17
 METADATA_FETCH_WAIT_MS = 500
-_SIZE = struct.Struct(">i").pack
 
 
-class ControllerConnection:
-    """One TCP connection to the controller; `call` sends a request and awaits its answer."""
-
-    def __init__(self, stream: trio.abc.Stream, client_id: str) -> None:
-        self._stream = stream
-        self._frames = FrameBuffer()
-        self._client_id = client_id
-        self._ids = itertools.count(1)
-        self._lock = trio.Lock()
+class ControllerConnection(TrioConnection):
+    """kipwire.client's trio connection, dialled through the link layer: `call` sends a request
+    and awaits its answer; a closed or out-of-step connection raises an OSError."""
 
     @classmethod
     async def open(cls, network: Network, src: NodeId) -> ControllerConnection:
         """Connect node `src` to the controller through the link layer."""
         return cls(await network.connect(src, CONTROLLER), f"broker-{src}")
-
-    async def call(self, api_key: int, api_version: int, body: dict) -> Any:
-        """Send one request and return the decoded response body."""
-        async with self._lock:
-            cid = next(self._ids)
-            payload = encode_request(
-                api_key, api_version, body, correlation_id=cid, client_id=self._client_id
-            )
-            await self._stream.send_all(_SIZE(len(payload)) + payload)
-            while True:
-                response = self._frames.next_frame()
-                if response is not None:
-                    break
-                data = await self._stream.receive_some(1 << 20)
-                if not data:
-                    raise trio.BrokenResourceError("the controller closed the connection")
-                self._frames.feed(data)
-            decoded = decode_response(response, api_key, api_version)
-            if decoded.correlation_id != cid:
-                raise trio.BrokenResourceError(
-                    f"controller answered correlation id {decoded.correlation_id}, not {cid}"
-                )
-            return decoded.body
-
-    async def aclose(self) -> None:
-        """Close the connection."""
-        await self._stream.aclose()
 
 
 async def fetch_metadata(broker: BrokerNode, connection: ControllerConnection) -> None:
@@ -94,7 +56,7 @@ async def fetch_metadata(broker: BrokerNode, connection: ControllerConnection) -
                 }
             ],
         }
-        response = await connection.call(FETCH, FETCH_VERSION, body)
+        response = await connection.call(ApiKey.FETCH, FETCH_VERSION, body)
         (topic,) = response["responses"]
         (part,) = topic["partitions"]
         replayed = False

@@ -1,58 +1,30 @@
-"""A trio Kafka client built on the codec, for tests that run inside the cluster's trio loop (and
-so under its MockClock): an idempotent acks=all producer that remembers what was acknowledged,
-and a reader of a partition up to its high watermark."""
+"""Trio test helpers on kipwire.client's trio connection, for tests that run inside the cluster's
+trio loop (and so under its MockClock): an idempotent acks=all producer that remembers what was
+acknowledged, and a reader of a partition up to its high watermark."""
 
 from __future__ import annotations
 
-import itertools
-import struct
 from typing import Any
 
 import trio
 
-from kipwire.codec import ErrorCode, decode_response, encode_request
-from kipwire.codec.framing import FrameBuffer
+from kipwire.client import ClientError, TrioConnection
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker.cluster import Cluster
 
-PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 PRODUCE_VERSION, FETCH_VERSION, INIT_PRODUCER_ID_VERSION = 9, 12, 4
-_SIZE = struct.Struct(">i").pack
 
 
 class WireError(Exception):
     """A request that got no usable answer (closed, timed out) or an error code."""
 
 
-class TrioWire:
-    """One client connection to a broker; `call` sends one request and awaits its answer."""
+class TrioWire(TrioConnection):
+    """kipwire.client's trio connection over a given stream, with the tests' client id."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self._stream = stream
-        self._frames = FrameBuffer()
-        self._ids = itertools.count(1)
-
-    @classmethod
-    async def open(cls, address: str) -> TrioWire:
-        """Connect to host:port."""
-        host, port = address.rsplit(":", 1)
-        return cls(await trio.open_tcp_stream(host, int(port)))
-
-    async def call(self, api_key: int, version: int, body: dict) -> Any:
-        """Send a request, return the decoded response body."""
-        cid = next(self._ids)
-        payload = encode_request(api_key, version, body, correlation_id=cid, client_id="trio-test")
-        await self._stream.send_all(_SIZE(len(payload)) + payload)
-        while (frame := self._frames.next_frame()) is None:
-            data = await self._stream.receive_some(1 << 20)
-            if not data:
-                raise WireError("the broker closed the connection")
-            self._frames.feed(data)
-        return decode_response(frame, api_key, version).body
-
-    async def aclose(self) -> None:
-        """Close the connection."""
-        await self._stream.aclose()
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        super().__init__(stream, "trio-test")
 
 
 async def call_broker(
@@ -64,15 +36,16 @@ async def call_broker(
         raise WireError(f"broker {broker_id} is not running")
     with trio.move_on_after(timeout):
         try:
-            wire = await TrioWire.open(node.address)
+            wire = await TrioConnection.connect(node.address, client_id="trio-test")
         except OSError as exc:
             raise WireError(f"broker {broker_id}: {exc}") from None
         try:
             return await wire.call(api_key, version, body)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        except (OSError, ClientError) as exc:
             raise WireError(f"broker {broker_id}: {exc}") from None
         finally:
-            await wire.aclose()
+            with trio.CancelScope(shield=True):
+                await wire.aclose()
     raise WireError(f"broker {broker_id} did not answer within {timeout} s")
 
 
@@ -93,12 +66,12 @@ class AcksAllProducer:
         response = await call_broker(
             self.cluster,
             broker_id,
-            INIT_PRODUCER_ID,
+            ApiKey.INIT_PRODUCER_ID,
             INIT_PRODUCER_ID_VERSION,
             body,
             self.timeout,
         )
-        if response["error_code"]:
+        if response["error_code"] != ErrorCode.NONE:
             raise WireError(f"InitProducerId: {ErrorCode(response['error_code']).name}")
         self.producer_id, self.epoch = response["producer_id"], response["producer_epoch"]
 
@@ -133,7 +106,7 @@ class AcksAllProducer:
         }
         try:
             response = await call_broker(
-                self.cluster, leader, PRODUCE, PRODUCE_VERSION, body, self.timeout
+                self.cluster, leader, ApiKey.PRODUCE, PRODUCE_VERSION, body, self.timeout
             )
         except WireError:
             return False
@@ -172,7 +145,7 @@ async def read_partition(
                 }
             ],
         }
-        response = await call_broker(cluster, broker_id, FETCH, FETCH_VERSION, body, timeout)
+        response = await call_broker(cluster, broker_id, ApiKey.FETCH, FETCH_VERSION, body, timeout)
         (part,) = response["responses"][0]["partitions"]
         if part["error_code"]:
             raise WireError(f"Fetch from {broker_id}: {ErrorCode(part['error_code']).name}")
