@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from kipwire import codec
-from kipwire.captures.pcap import PcapngWriter, scan_index
+from kipwire.captures.reading.pcap import PcapngWriter, scan_index
 
 T0 = 1_700_000_000_123_456_789  # ends in nanoseconds a microsecond clock would lose
 TOPIC_ID = uuid.UUID("6b1f5a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
