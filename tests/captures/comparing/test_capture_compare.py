@@ -29,6 +29,7 @@ from kipwire.captures.comparing.compare import (
 from kipwire.captures.decoding.pipeline import decode_capture
 from kipwire.captures.engines.schema import CONNECTIONS, PAIRS, PDUS, write_tables
 from kipwire.captures.reading.pcapng_writer import PcapngWriter
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 
 TOPICS = {"orders": 2, "audit": 1}
@@ -52,7 +53,7 @@ class Run:
     # functional changes for the tests
     value_suffix: bytes = b""
     extra_metadata: bool = False
-    produce_error: int = 0
+    produce_error: int = ErrorCode.NONE
     # one Produce per partition, as librdkafka sends them; the order is not a client setting
     per_partition: bool = False
     reverse_partitions: bool = False
@@ -98,9 +99,9 @@ def _handshake(c: _Client, run: Run) -> None:
         {"client_software_name": "kipwire-test", "client_software_version": "1.0"},
         {
             "api_keys": [
-                {"api_key": 0, "min_version": 0, "max_version": 11},
-                {"api_key": 1, "min_version": 0, "max_version": 16},
-                {"api_key": 3, "min_version": 0, "max_version": 12},
+                {"api_key": ApiKey.PRODUCE, "min_version": 0, "max_version": 11},
+                {"api_key": ApiKey.FETCH, "min_version": 0, "max_version": 16},
+                {"api_key": ApiKey.METADATA, "min_version": 0, "max_version": 12},
             ],
             "throttle_time_ms": run.throttle,
         },
@@ -161,7 +162,7 @@ def write_workload(path, run: Run) -> None:
                     blob = _records(run, t, p, b)
                     batches.setdefault((t, p), []).append(blob)
                     parts.append({"index": p, "records": blob})
-                    err = run.produce_error if (t, p, b) == ("orders", 1, 1) else 0
+                    err = run.produce_error if (t, p, b) == ("orders", 1, 1) else ErrorCode.NONE
                     presp.append({"index": p, "error_code": err, "base_offset": 3 * b})
                 topic_data.append({"name": t, "partition_data": parts})
                 responses.append({"name": t, "partition_responses": presp})
@@ -360,7 +361,7 @@ def test_compression_change_is_the_only_functional_difference(tmp_path):
         "candidate",
         "count",
     }
-    assert changed[0]["functional"] is True and changed[0]["api_key"] == 0
+    assert changed[0]["functional"] is True and changed[0]["api_key"] == ApiKey.PRODUCE
 
 
 def test_requests_sent_in_another_order_are_matched_not_added(tmp_path):
@@ -385,7 +386,7 @@ def test_produce_version_change_is_a_version_difference(tmp_path):
     (d,) = func
     assert (d.kind, d.api_key, d.api_name, d.client_id) == (
         "version",
-        0,
+        ApiKey.PRODUCE,
         "Produce",
         "orders-producer",
     )
@@ -411,7 +412,7 @@ def test_added_request_error_code_and_records(tmp_path):
             **{
                 **VOLATILE_RUN.__dict__,
                 "extra_metadata": True,
-                "produce_error": 6,
+                "produce_error": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 "value_suffix": b"!",
             }
         ),
@@ -430,7 +431,11 @@ def test_added_request_error_code_and_records(tmp_path):
     assert "removed" not in by_kind
     (err,) = by_kind["error_code"]
     assert err.path == "responses[orders].partition_responses[1].error_code"
-    assert (err.baseline, err.candidate, err.count) == (0, 6, 1)
+    assert (err.baseline, err.candidate, err.count) == (
+        ErrorCode.NONE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        1,
+    )
     recs = {d.path for d in by_kind["records"]}
     assert "produce orders-0 value_hash" in recs and "fetch audit-0 value_hash" in recs
     assert not any("key_hash" in p or "record_count" in p for p in recs)

@@ -17,6 +17,7 @@ from kipwire.captures.decoding.pairing import (
 )
 from kipwire.captures.reading.packets import ACK, PSH, SYN, TcpSegment
 from kipwire.captures.reading.reassembly import reassemble
+from kipwire.codec import ApiKey, ErrorCode
 
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 19092)
@@ -52,8 +53,9 @@ def rows_of(segs, decoder=FAKE):
 
 
 def test_rows_have_the_table_columns_and_pair_up():
-    reqs = [request_frame(3, 1, 5), request_frame(0, 7, 6, client="p")]
-    resps = [response_frame(5), response_frame(6, b"\x00\x07")]
+    reqs = [request_frame(ApiKey.METADATA, 1, 5), request_frame(ApiKey.PRODUCE, 7, 6, client="p")]
+    timed_out = struct.pack(">h", ErrorCode.REQUEST_TIMED_OUT)
+    resps = [response_frame(5), response_frame(6, timed_out)]
     rows = rows_of(conversation(reqs, resps))
     assert all(list(r) == list(PDU_COLUMNS) for r in rows.pdus)
     assert all(set(r) == set(PAIR_COLUMNS) for r in rows.pairs)
@@ -63,14 +65,17 @@ def test_rows_have_the_table_columns_and_pair_up():
         for r in rows.pdus
     ]
     assert got == [
-        ("request", 3, 1, 5, "ok"),
-        ("request", 0, 7, 6, "ok"),
-        ("response", 3, 1, 5, "ok"),
-        ("response", 0, 7, 6, "ok"),
+        ("request", ApiKey.METADATA, 1, 5, "ok"),
+        ("request", ApiKey.PRODUCE, 7, 6, "ok"),
+        ("response", ApiKey.METADATA, 1, 5, "ok"),
+        ("response", ApiKey.PRODUCE, 7, 6, "ok"),
     ]
     assert [p["status"] for p in rows.pairs] == ["answered", "answered"]
     assert [p["rtt_ms"] for p in rows.pairs] == [0.0005, 0.0005]
-    assert rows.pairs[1]["error_code"] == 7 and rows.pairs[1]["client_id"] == "p"
+    assert (
+        rows.pairs[1]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+        and rows.pairs[1]["client_id"] == "p"
+    )
     assert rows.pdus[0]["api_name"] == "Api3" and rows.pdus[0]["client_id"] == "cli"
     assert rows.pdus[0]["length"] == len(reqs[0]) - 4
     conn = rows.connection
@@ -81,10 +86,12 @@ def test_rows_have_the_table_columns_and_pair_up():
 
 def test_statuses_unknown_api_unsupported_malformed_request_missing_and_no_response():
     reqs = [
-        request_frame(77, 0, 1),  # an API key the codec does not know
-        request_frame(3, 99, 2),  # a version it does not know
-        request_frame(3, 1, 3, b"BAD"),  # a body that does not decode
-        request_frame(3, 1, 4),  # never answered
+        request_frame(
+            ApiKey.SHARE_GROUP_DESCRIBE, 0, 1
+        ),  # a real key the stand-in codec does not know
+        request_frame(ApiKey.METADATA, 99, 2),  # a version it does not know
+        request_frame(ApiKey.METADATA, 1, 3, b"BAD"),  # a body that does not decode
+        request_frame(ApiKey.METADATA, 1, 4),  # never answered
     ]
     resps = [response_frame(1), response_frame(2), response_frame(3, b"BAD"), None]
     segs = conversation(reqs, resps)
@@ -113,7 +120,7 @@ def test_statuses_unknown_api_unsupported_malformed_request_missing_and_no_respo
 
 
 def test_capture_cut_mid_connection_gives_request_missing():
-    reqs = [request_frame(3, 1, i) for i in range(1, 5)]
+    reqs = [request_frame(ApiKey.METADATA, 1, i) for i in range(1, 5)]
     resps = [response_frame(i) for i in range(1, 5)]
     # the capture starts after the first request was sent: no SYN, no request 1
     segs = [s for s in conversation(reqs, resps, syn=False) if s[0] > 1000]
@@ -126,7 +133,7 @@ def test_capture_cut_mid_connection_gives_request_missing():
 
 
 def test_gap_rows_and_resync_with_correlation_ids():
-    reqs = [request_frame(3, 1, i, b"z" * 30) for i in range(10, 16)]
+    reqs = [request_frame(ApiKey.METADATA, 1, i, b"z" * 30) for i in range(10, 16)]
     resps = [response_frame(i, b"\x00\x00" + b"w" * 40) for i in range(10, 16)]
     rows = rows_of(conversation(reqs, resps, drop_req={2}, drop_resp={3}))
     req = [
@@ -166,7 +173,7 @@ def test_gap_rows_and_resync_with_correlation_ids():
 
 
 def test_gap_inside_a_frame_then_resync_by_search():
-    reqs = [request_frame(3, 1, i, b"z" * 30) for i in range(1, 6)]
+    reqs = [request_frame(ApiKey.METADATA, 1, i, b"z" * 30) for i in range(1, 6)]
     data = b"".join(reqs)
     # 47-byte frames; bytes 55..75 lost: frame 2 is cut, its size prefix survives, so its end
     # (and the next frame's start) is known without searching
@@ -221,7 +228,7 @@ def test_gap_inside_a_frame_then_resync_by_search():
     st.sets(st.integers(0, 11)),
 )
 def test_every_captured_byte_is_accounted_for(sizes, drop_req, drop_resp):
-    reqs = [request_frame(1, 4, 100 + i, b"q" * n) for i, n in enumerate(sizes)]
+    reqs = [request_frame(ApiKey.FETCH, 4, 100 + i, b"q" * n) for i, n in enumerate(sizes)]
     resps = [response_frame(100 + i, b"\x00\x00" + b"r" * n) for i, n in enumerate(sizes)]
     segs = conversation(reqs, resps, drop_req=drop_req, drop_resp=drop_resp)
     (conn,) = reassemble(segs)

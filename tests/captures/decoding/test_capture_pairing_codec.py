@@ -12,6 +12,7 @@ from kafka_capture_kit import T0, frame, metadata_pair
 from kipwire import codec
 from kipwire.captures.decoding.pipeline import decode_capture
 from kipwire.captures.reading.pcap import PcapngWriter
+from kipwire.codec import ApiKey, ErrorCode
 
 needs_trailing = pytest.mark.skipif(
     "trailing" not in inspect.signature(codec.decode_request).parameters,
@@ -44,19 +45,27 @@ def test_bytes_after_a_body_are_counted_not_malformed(tmp_path: Path) -> None:
 
 def test_a_response_that_does_not_decode_keeps_its_error_code(tmp_path: Path) -> None:
     """As the librdkafka mock's broken ApiVersions v3 reply: UNSUPPORTED_VERSION, then junk."""
-    req = frame(codec.encode_request(18, 3, {}, correlation_id=9, client_id="rdkafka"))
-    resp = frame(struct.pack(">ih", 9, 35) + b"\xff\xff\xff")
+    req = frame(
+        codec.encode_request(ApiKey.API_VERSIONS, 3, {}, correlation_id=9, client_id="rdkafka")
+    )
+    resp = frame(struct.pack(">ih", 9, ErrorCode.UNSUPPORTED_VERSION) + b"\xff\xff\xff")
     _capture(tmp_path / "c.pcapng", [(req, resp)])
     rows = decode_capture(tmp_path / "c.pcapng")
     response = rows.pdus[1]
-    assert response["decode_status"] == "malformed" and response["error_code"] == 35
+    assert (
+        response["decode_status"] == "malformed"
+        and response["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    )
     (pair,) = rows.pairs
-    assert (pair["status"], pair["error_code"]) == ("answered_malformed", 35)
+    assert (pair["status"], pair["error_code"]) == (
+        "answered_malformed",
+        ErrorCode.UNSUPPORTED_VERSION,
+    )
 
 
 def test_a_request_that_does_not_decode_keeps_its_client_id(tmp_path: Path) -> None:
     good = codec.encode_request(
-        3, 12, {"topics": [{"name": "t"}]}, correlation_id=4, client_id="c1"
+        ApiKey.METADATA, 12, {"topics": [{"name": "t"}]}, correlation_id=4, client_id="c1"
     )
     bad = frame(good[:-2])  # the body cut short; the header is whole
     _capture(tmp_path / "c.pcapng", [(bad, metadata_pair(4, "t")[1])])

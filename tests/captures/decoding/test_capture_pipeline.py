@@ -10,6 +10,7 @@ from captures_testkit import ether, fake_codec, ipv4, pcap_bytes, request_frame,
 from kipwire.captures.decoding.pairing import decode_connection
 from kipwire.captures.decoding.pipeline import decode_capture, read_flow_dir
 from kipwire.captures.reading.pcap import PcapngWriter
+from kipwire.codec import ApiKey
 
 
 def _recording() -> bytes:
@@ -17,7 +18,7 @@ def _recording() -> bytes:
     with PcapngWriter(buf) as w:
         conv = w.conversation(("10.0.0.1", 40001), ("10.0.0.2", 19092), ts_ns=10**18)
         for i in range(3):
-            conv.client_sends(request_frame(3, 1, i, b"a" * 100), ts_ns=10**18 + i)
+            conv.client_sends(request_frame(ApiKey.METADATA, 1, i, b"a" * 100), ts_ns=10**18 + i)
             conv.server_sends(response_frame(i, b"\0\0" + b"b" * 100), ts_ns=10**18 + i)
         conv.close(ts_ns=10**18 + 10)
     return buf.getvalue()
@@ -52,7 +53,7 @@ def test_whole_recording_round_trips_to_rows():
 
 
 def test_flow_directory_decodes_with_roles_from_the_payload(tmp_path):
-    reqs = [request_frame(3, 1, i) for i in (1, 2)]
+    reqs = [request_frame(ApiKey.METADATA, 1, i) for i in (1, 2)]
     resps = [response_frame(i) for i in (1, 2)]
     # the broker listens on a port above the client's: the payload, not the port, decides
     (tmp_path / "010.000.000.001.01234-010.000.000.002.40000").write_bytes(b"".join(reqs))
@@ -72,6 +73,8 @@ def test_flow_directory_decodes_with_roles_from_the_payload(tmp_path):
 
 
 def test_lone_direction_file(tmp_path):
-    (tmp_path / "010.000.000.001.50000-010.000.000.002.09092").write_bytes(request_frame(0, 3, 9))
+    (tmp_path / "010.000.000.001.50000-010.000.000.002.09092").write_bytes(
+        request_frame(ApiKey.PRODUCE, 3, 9)
+    )
     (conn,) = read_flow_dir(tmp_path, broker_ports=[9092])
     assert conn.server[1] == 9092 and conn.to_client.captured == 0

@@ -9,6 +9,7 @@ from captures_testkit import SHARED_CAPTURES, TSHARK
 
 from kipwire.captures.decoding.pipeline import decode_capture
 from kipwire.captures.reading.pcap import scan_index
+from kipwire.codec import ErrorCode
 
 codec = pytest.importorskip("kipwire.codec")
 if not hasattr(codec, "decode_request"):
@@ -80,7 +81,7 @@ def test_known_facts_of_the_shared_captures():
     # default label: the name of the file given, not its parent folder
     assert rows.pdus[0]["capture"] == "00-produce-v9.pcap"
     av = decode_capture(SHARED_CAPTURES / DF / "18-api-versions-v3.pcap").pdus[1]
-    assert av["header_version"] == 0 and av["error_code"] == 0
+    assert av["header_version"] == 0 and av["error_code"] == ErrorCode.NONE
     go = decode_capture(SHARED_CAPTURES / "go-sniffer" / "kafka.pcap")
     assert len(go.connections) == 2 and {c["role_source"] for c in go.connections} == {"syn"}
 

@@ -8,6 +8,7 @@ from kipwire.captures.decoding.framing import split_frames
 from kipwire.captures.decoding.roles import orient
 from kipwire.captures.reading.packets import ACK, PSH, SYN, TcpSegment
 from kipwire.captures.reading.reassembly import reassemble
+from kipwire.codec import ApiKey
 
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 9092)
@@ -20,7 +21,10 @@ def seg(src, dst, seq, payload=b"", flags=ACK | PSH):
 
 
 def requests(n, first_corr=1):
-    return [request_frame(3, 9, first_corr + i, b"b" * (((i * 37) % 50) + 1)) for i in range(n)]
+    return [
+        request_frame(ApiKey.METADATA, 9, first_corr + i, b"b" * (((i * 37) % 50) + 1))
+        for i in range(n)
+    ]
 
 
 def test_mid_connection_start_roles_from_kafka_requests():

@@ -22,6 +22,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from kipwire.captures.decoding.pipeline import decode_capture  # noqa: E402
 from kipwire.captures.engines.local import run_local  # noqa: E402
 from kipwire.captures.engines.schema import TABLES  # noqa: E402
+from kipwire.codec import ApiKey  # noqa: E402
 
 
 def _tables(out: Path) -> dict[str, list[dict]]:
@@ -73,12 +74,12 @@ def test_fetch_v13_gets_topic_names_from_metadata(tmp_path: Path) -> None:
     write_metadata_then_fetch(tmp_path / "cap.pcapng")
     run_local([str(tmp_path / "cap.pcapng")], tmp_path / "out", capture="ids")
     pdus = _tables(tmp_path / "out")["pdus"]
-    fetch = [r for r in pdus if r["api_key"] == 1]
+    fetch = [r for r in pdus if r["api_key"] == ApiKey.FETCH]
     assert len(fetch) == 2 and {r["api_version"] for r in fetch} == {13}
     assert all(r["topics"] == ["orders"] for r in fetch), fetch
     assert all(r["topic_ids"] == ["6b1f5a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"] for r in fetch)
     # the Fetch is on another connection than the Metadata that named the id
-    meta = [r for r in pdus if r["api_key"] == 3 and r["direction"] == "response"]
+    meta = [r for r in pdus if r["api_key"] == ApiKey.METADATA and r["direction"] == "response"]
     assert meta[0]["flow_uid"] != fetch[0]["flow_uid"]
 
 

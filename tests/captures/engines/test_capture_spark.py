@@ -34,34 +34,65 @@ pc = pytest.importorskip("pyarrow.compute")
 from kipwire import codec  # noqa: E402
 from kipwire.captures.decoding.pipeline import decode_capture  # noqa: E402
 from kipwire.captures.reading.pcap import PcapngWriter, scan_index  # noqa: E402
+from kipwire.codec import ApiKey  # noqa: E402
 
 SPLIT = 4096
 
 # per file: (direction, api_key, api_version, correlation_id, decode_status), in table order
 EXPECTED = {
-    "00-produce-v2.pcap": [("request", 0, 2, 1, "ok"), ("response", 0, 2, 1, "ok")],
-    "00-produce-v7-sw8.pcap": [("request", 0, 7, 1, "ok"), ("response", 0, 7, 1, "ok")],
-    "00-produce-v9.pcap": [("request", 0, 9, 47, "ok"), ("response", 0, 9, 47, "ok")],
-    "01-fetch-v12-ok.pcap": [("request", 1, 12, 15603, "ok"), ("response", 1, 12, 15603, "ok")],
-    "01-fetch-v12-perf.pcap": [("request", 1, 12, 20, "ok"), ("response", 1, 12, 20, "ok")],
-    "01-fetch-v12-unknown.pcap": [("request", 1, 12, 20, "ok"), ("response", 1, 12, 20, "ok")],
-    "11-join-group-v7.pcap": [("request", 11, 7, 120, "ok"), ("response", 11, 7, 120, "ok")],
-    "13-leave-group-v4.pcap": [("request", 13, 4, 201, "ok"), ("response", 13, 4, 201, "ok")],
-    "14-sync-group-v5.pcap": [("request", 14, 5, 120, "ok"), ("response", 14, 5, 120, "ok")],
-    "18-api-versions-v3.pcap": [("request", 18, 3, 2, "ok"), ("response", 18, 3, 2, "ok")],
+    "00-produce-v2.pcap": [
+        ("request", ApiKey.PRODUCE, 2, 1, "ok"),
+        ("response", ApiKey.PRODUCE, 2, 1, "ok"),
+    ],
+    "00-produce-v7-sw8.pcap": [
+        ("request", ApiKey.PRODUCE, 7, 1, "ok"),
+        ("response", ApiKey.PRODUCE, 7, 1, "ok"),
+    ],
+    "00-produce-v9.pcap": [
+        ("request", ApiKey.PRODUCE, 9, 47, "ok"),
+        ("response", ApiKey.PRODUCE, 9, 47, "ok"),
+    ],
+    "01-fetch-v12-ok.pcap": [
+        ("request", ApiKey.FETCH, 12, 15603, "ok"),
+        ("response", ApiKey.FETCH, 12, 15603, "ok"),
+    ],
+    "01-fetch-v12-perf.pcap": [
+        ("request", ApiKey.FETCH, 12, 20, "ok"),
+        ("response", ApiKey.FETCH, 12, 20, "ok"),
+    ],
+    "01-fetch-v12-unknown.pcap": [
+        ("request", ApiKey.FETCH, 12, 20, "ok"),
+        ("response", ApiKey.FETCH, 12, 20, "ok"),
+    ],
+    "11-join-group-v7.pcap": [
+        ("request", ApiKey.JOIN_GROUP, 7, 120, "ok"),
+        ("response", ApiKey.JOIN_GROUP, 7, 120, "ok"),
+    ],
+    "13-leave-group-v4.pcap": [
+        ("request", ApiKey.LEAVE_GROUP, 4, 201, "ok"),
+        ("response", ApiKey.LEAVE_GROUP, 4, 201, "ok"),
+    ],
+    "14-sync-group-v5.pcap": [
+        ("request", ApiKey.SYNC_GROUP, 5, 120, "ok"),
+        ("response", ApiKey.SYNC_GROUP, 5, 120, "ok"),
+    ],
+    "18-api-versions-v3.pcap": [
+        ("request", ApiKey.API_VERSIONS, 3, 2, "ok"),
+        ("response", ApiKey.API_VERSIONS, 3, 2, "ok"),
+    ],
     "mixed-with-unsupported.pcap": [
-        ("request", 1, 13, 15551976, "ok"),
-        ("request", 8, 8, 15551977, "ok"),
-        ("request", 12, 4, 15551978, "ok"),
-        ("response", 1, 13, 15551976, "ok"),
-        ("response", 8, 8, 15551977, "ok"),
-        ("response", 12, 4, 15551978, "ok"),
+        ("request", ApiKey.FETCH, 13, 15551976, "ok"),
+        ("request", ApiKey.OFFSET_COMMIT, 8, 15551977, "ok"),
+        ("request", ApiKey.HEARTBEAT, 4, 15551978, "ok"),
+        ("response", ApiKey.FETCH, 13, 15551976, "ok"),
+        ("response", ApiKey.OFFSET_COMMIT, 8, 15551977, "ok"),
+        ("response", ApiKey.HEARTBEAT, 4, 15551978, "ok"),
     ],
     "kafka.pcap": [
-        ("request", 0, 1, 1, "ok"),
-        ("request", 3, 0, 1, "ok"),
-        ("response", 0, 1, 1, "ok"),
-        ("response", 3, 0, 1, "ok"),
+        ("request", ApiKey.PRODUCE, 1, 1, "ok"),
+        ("request", ApiKey.METADATA, 0, 1, "ok"),
+        ("response", ApiKey.PRODUCE, 1, 1, "ok"),
+        ("response", ApiKey.METADATA, 0, 1, "ok"),
     ],
 }
 
@@ -72,7 +103,11 @@ def _frame(payload: bytes) -> bytes:
 
 def _metadata_pair(corr: int, topic: str) -> tuple[bytes, bytes]:
     req = codec.encode_request(
-        3, 12, {"topics": [{"name": topic}]}, correlation_id=corr, client_id="spark-test"
+        ApiKey.METADATA,
+        12,
+        {"topics": [{"name": topic}]},
+        correlation_id=corr,
+        client_id="spark-test",
     )
     body = {
         "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 9092}],
@@ -85,7 +120,9 @@ def _metadata_pair(corr: int, topic: str) -> tuple[bytes, bytes]:
             }
         ],
     }
-    return _frame(req), _frame(codec.encode_response(3, 12, body, correlation_id=corr))
+    return _frame(req), _frame(
+        codec.encode_response(ApiKey.METADATA, 12, body, correlation_id=corr)
+    )
 
 
 def _write_big(path: Path) -> None:
@@ -306,7 +343,7 @@ def test_inputs_without_packets_and_topic_ids_match_the_local_engine(
     rows = [r for r in tables["pdus"] if r["file"] in names]
     assert len(names) == 3 and len(rows) == len(pure) == 4 + 3 + 4
     assert sorted(map(_comparable, rows)) == sorted(map(_comparable, pure))
-    fetch = [r for r in rows if r["api_key"] == 1]
+    fetch = [r for r in rows if r["api_key"] == ApiKey.FETCH]
     assert len(fetch) == 2 and all(r["topics"] == ["orders"] for r in fetch)
     assert {r["decode_status"] for r in rows} == {"ok"}
 

@@ -12,6 +12,7 @@ from kipwire.captures.decoding.framing import split_frames
 from kipwire.captures.reading.packets import ACK, FIN, SYN, parse_tcp
 from kipwire.captures.reading.pcap import PcapngWriter, read_packets
 from kipwire.captures.reading.reassembly import reassemble
+from kipwire.codec import ApiKey
 
 
 def _conversation(dest, client=("10.1.0.1", 50001), server=("10.1.0.2", 19092), n=5, big=5000):
@@ -19,7 +20,7 @@ def _conversation(dest, client=("10.1.0.1", 50001), server=("10.1.0.2", 19092), 
     with PcapngWriter(dest, mss=1000) as w:
         conv = w.conversation(client, server, ts_ns=1_000_000_000, isn=(0xFFFFFF00, 7))
         for i in range(n):
-            req = request_frame(3, 12, i, b"x" * (big if i == 2 else 10))
+            req = request_frame(ApiKey.METADATA, 12, i, b"x" * (big if i == 2 else 10))
             resp = response_frame(i, b"y" * (big if i == 3 else 20))
             conv.client_sends(req, ts_ns=2_000_000_000 + i * 1000)
             conv.server_sends(resp, ts_ns=2_000_000_000 + i * 1000 + 500)
@@ -114,7 +115,8 @@ def test_without_a_destination_the_bytes_are_handed_over_not_written(tmp_path):
     )
     for i in range(5):
         conv.client_sends(
-            request_frame(3, 12, i, b"x" * (5000 if i == 2 else 10)), 2_000_000_000 + i * 1000
+            request_frame(ApiKey.METADATA, 12, i, b"x" * (5000 if i == 2 else 10)),
+            2_000_000_000 + i * 1000,
         )
         conv.server_sends(
             response_frame(i, b"y" * (5000 if i == 3 else 20)), 2_000_000_000 + i * 1000 + 500

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kipwire.captures.decoding.framing import split_frames
 from kipwire.captures.reading.packets import ACK, FIN, PSH, SYN, TcpSegment
 from kipwire.captures.reading.reassembly import reassemble
+from kipwire.codec import ApiKey
 
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 9092)
@@ -23,7 +24,7 @@ def seg(src, dst, seq, payload=b"", flags=ACK | PSH, ack=0, wire_len=None):
 
 def requests(n, first_corr=1, sizes=None):
     sizes = sizes or [((i * 37) % 50) + 1 for i in range(n)]
-    return [request_frame(3, 9, first_corr + i, b"b" * sizes[i]) for i in range(n)]
+    return [request_frame(ApiKey.METADATA, 9, first_corr + i, b"b" * sizes[i]) for i in range(n)]
 
 
 def _cut(data: bytes, cuts: list[int]) -> list[tuple[int, bytes]]:
@@ -35,7 +36,7 @@ def _cut(data: bytes, cuts: list[int]) -> list[tuple[int, bytes]]:
 def scenarios(draw):
     n = draw(st.integers(1, 12))
     sizes = draw(st.lists(st.integers(0, 300), min_size=n, max_size=n))
-    frames = [request_frame(3, 9, 100 + i, bytes([i]) * sizes[i]) for i in range(n)]
+    frames = [request_frame(ApiKey.METADATA, 9, 100 + i, bytes([i]) * sizes[i]) for i in range(n)]
     data = b"".join(frames)
     cuts = draw(st.lists(st.integers(0, len(data)), max_size=40))
     pieces = _cut(data, cuts)
