@@ -3,7 +3,8 @@
 `make demo` (`kipwire`, `python -m kipwire.demo`) runs a 3-broker mock cluster through KIP-966's
 "last replica standing" with a real client, ELR on and then off, records both runs, decodes the
 captures and compares them into a report. DESIGN.md lets `mockbroker` import nothing from
-`captures` but the pcap writer; this package sits below both and may import either.
+`captures` but the pcap writer, so the story that needs both lives here: this package imports
+`mockbroker`, `captures` and `codec`, and nothing imports it.
 
   `story`  one recorded run of the story against the mock cluster (`run_story`, `Progress`)
   `cli`    the five steps (`run`), the side-by-side table, the decode and compare, `main`
