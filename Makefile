@@ -17,7 +17,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	$(PY) -m kipwire.mockbroker.demo
+	$(PY) -m kipwire.demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

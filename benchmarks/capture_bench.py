@@ -200,7 +200,7 @@ def run_spark(folder: Path, warm: Path, master: str, out: Path, runs: int = 1) -
     """
     code = (
         "import json,sys,time;t=time.perf_counter();"
-        "from kipwire.captures.job import run_decode, session;"
+        "from kipwire.captures.engines.spark_job import run_decode, session;"
         f"s=session({master!r});t1=time.perf_counter();"
         f"run_decode([{str(warm)!r}], {str(out) + '-warm'!r}, spark=s);t2=time.perf_counter();"
         "times=[]\n"
@@ -252,7 +252,7 @@ def run_tshark(paths: list[Path], mode: str) -> tuple[float, float, int]:
 
 def run_local_engine(folder: Path, out: Path, runs: int) -> tuple[list[float], list[float], dict]:
     """Wall and CPU seconds of each in-process decode of `folder`, and the last summary."""
-    from kipwire.captures.local_engine import run_local
+    from kipwire.captures import run_local
 
     walls, cpus, summary = [], [], {}
     for _ in range(runs):

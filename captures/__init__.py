@@ -1,41 +1,93 @@
-"""Kafka captures: read traffic, reassemble and decode it into tables, compare two decodes.
+"""Kafka captures by stage: read traffic, decode it into tables, compare two decodes.
 
-Reading (standard library only: `pcap` imports without construct, pyarrow or pyspark, so the
-mock broker records with it):
-  `pcap`           pcap/pcapng readers, the index scan that splits big files, `PcapngWriter`
-  `pcapng_writer`  pcapng of synthetic TCP conversations (sans-I/O with `data_to_send()`)
-  `packets`        link, IPv4/IPv6 and TCP headers: a captured frame to a TCP segment
-  `tcpflow`        tcpflow stream files (one per direction) as TCP segments
-  `frame_dumps`    raw size-prefixed frame dumps as the segments of one connection
-  `inputs`         input paths to files of a kind (pcap, tcpflow, frames), rotation sets, checks
+The face, importable from here (each loaded on first use, so `import kipwire.captures` stays
+light): `decode_capture` (one capture to rows, in process), `write_tables` (rows to Parquet,
+pyarrow), `run_local` (many inputs to Parquet in process, pyarrow), `run_decode` (the same on
+Spark, pyspark), `compare` and `write_report` (two decoded folders to a report), and `pcap`.
 
-From segments to rows (needs `kipwire.codec` to decode):
-  `reassembly`     TCP segments to per-direction byte streams, gaps recorded
-  `roles`          which end is the client when no SYN says so
-  `framing`        a reassembled direction cut into size-prefixed frames, with resynchronisation
-  `pairing`        frames decoded and responses paired with requests, as row dicts
-  `topic_ids`      topic names for rows that name topics by id (Fetch v13+), from Metadata
-  `pipeline`       one input to the rows of the three tables, in process
+Stages, arrows pointing down (a stage imports only the stages above it):
 
-Tables and engines (pyarrow; `datasource` and `job` also pyspark):
-  `schema`         every Arrow schema (tables, fragments, union), and the Spark DDL from them
-  `table_files`    Parquet part files written by any task, finished and summarised
-  `local_engine`   the in-process engine (`--engine local`)
-  `fragments`      an input or packet range as segment fragments, for the Spark shuffle
-  `fragment_decode`  fragments, sorted by connection, decoded into a sink
-  `datasource`     the `kafkacapture` PySpark data source: partitions and their readers
-  `job`            the PySpark job: one pass from inputs to Parquet
-  `py_files`       the zip of kipwire for `spark-submit --py-files`
+`reading/` (standard library only; no Kafka decoding):
+  `reading.pcap`           pcap/pcapng readers, the index scan that splits big files
+  `reading.pcapng_writer`  pcapng of synthetic TCP conversations (sans-I/O with `data_to_send()`)
+  `reading.packets`        link, IPv4/IPv6 and TCP headers: a captured frame to a TCP segment
+  `reading.tcpflow`        tcpflow stream files (one per direction) as TCP segments
+  `reading.frame_dumps`    raw size-prefixed frame dumps as segments; what a request header
+                           and a frame dump look like
+  `reading.inputs`         input paths to files of a kind (pcap, tcpflow, frames), rotation sets
+  `reading.reassembly`     TCP segments to per-direction byte streams, gaps recorded (TCP only:
+                           roles from the handshake, or left to `decoding.roles`)
 
-Comparing two decodes:
-  `compare`        loads two decoded captures, compares them, the `compare` command
-  `compare_model`  what compare loads and reports: captures, connections, differences
-  `normalise`      volatile fields (ids, times, ports) made comparable
-  `align`          connections matched and requests aligned across captures
-  `diffs`          field-path differences between two bodies, grouped
-  `metadata_records`  the controller's partition records (ELR fields) from metadata fetches
-  `report`         report.md, self-contained report.html, diff.json
-  `charts`         the PNG charts of the report, standard library only
+`decoding/` (needs `kipwire.codec`; `topic_ids` also pyarrow):
+  `decoding.roles`         which end is the client when no handshake says so
+  `decoding.framing`       a reassembled direction cut into size-prefixed frames, resynchronised
+  `decoding.pairing`       frames decoded and responses paired with requests, as row dicts
+  `decoding.pipeline`      one input to the rows of the three tables, in process
+  `decoding.topic_ids`     topic names for rows that name topics by id (Fetch v13+), from Metadata
+  `decoding.metadata_records`  the controller's partition records (ELR fields) in metadata fetches
 
-`cli` is `kipwire-capture` (`python -m kipwire.captures`): `decode` and `compare`.
+`engines/` (pyarrow; the `spark_` modules also pyspark):
+  `engines.schema`           every Arrow schema (tables, fragments, union), and the Spark DDL
+  `engines.table_files`      Parquet part files written by any task, finished and summarised
+  `engines.fragments`        an input or packet range as segment fragments, for the shuffle
+  `engines.fragment_decode`  fragments, sorted by connection, decoded into a sink
+  `engines.local`            the in-process engine (`--engine local`)
+  `engines.spark_datasource` the `kafkacapture` PySpark data source: how inputs split into tasks
+  `engines.spark_job`        the PySpark job: one pass from inputs to Parquet
+  `engines.py_files`         the zip of kipwire for `spark-submit --py-files`
+
+`comparing/` (reads the tables; pyarrow):
+  `comparing.model`      what compare loads and reports: captures, connections, differences
+  `comparing.load`       a decoded folder's tables as exchanges per connection
+  `comparing.normalise`  volatile fields (ids, times, ports) made comparable
+  `comparing.align`      connections matched and requests aligned across captures
+  `comparing.diffs`      field-path differences between two bodies, grouped
+  `comparing.compare`    the comparison, `write_report`, and the `compare` command
+  `comparing.report`     report.md, self-contained report.html, diff.json
+  `comparing.charts`     the PNG charts of the report, standard library only
+
+`pcap` is the stable name of the reading stage's capture files (`PcapngWriter`, `PacketReader`,
+`scan_index`) for other packages; `cli` is `kipwire-capture` (`python -m kipwire.captures`):
+`decode`, `compare` and `py-files`.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .comparing.compare import compare, write_report
+    from .decoding.pipeline import decode_capture
+    from .engines.local import run_local
+    from .engines.schema import write_tables
+    from .engines.spark_job import run_decode
+
+__all__ = [
+    "compare",
+    "decode_capture",
+    "pcap",
+    "run_decode",
+    "run_local",
+    "write_report",
+    "write_tables",
+]
+
+# Loaded on first use: the engines need pyarrow or pyspark, which the mock broker (it imports
+# `captures.pcap`) must not pull in.
+_WHERE = {
+    "compare": ".comparing.compare",
+    "write_report": ".comparing.compare",
+    "decode_capture": ".decoding.pipeline",
+    "run_local": ".engines.local",
+    "write_tables": ".engines.schema",
+    "run_decode": ".engines.spark_job",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "pcap":
+        return importlib.import_module(".pcap", __name__)
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name], __name__), name)

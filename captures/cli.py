@@ -153,7 +153,7 @@ def choose_engine(
     engine: str, master: str | None, inputs: Sequence[str], max_local_bytes: int
 ) -> tuple[str, str]:
     """(engine, why): spark when asked, given a master, a remote input or a large input."""
-    from .inputs import expand_inputs, file_size, is_remote
+    from .reading.inputs import expand_inputs, file_size, is_remote
 
     if engine != "auto":
         return engine, f"--engine {engine}"
@@ -176,7 +176,7 @@ def _size_text(n: int) -> str:
 
 def _check_out(out: str) -> None:
     """The output folder can be made and written (local outputs only)."""
-    from .inputs import is_remote, local_path
+    from .reading.inputs import is_remote, local_path
 
     if is_remote(out):
         return
@@ -207,7 +207,7 @@ def decode_main(argv: Sequence[str]) -> int:
             f"--master {args.master}: not a Spark master URL (local, local[N], "
             "local-cluster[N,C,M], spark://, yarn, k8s://)"
         )
-    from .inputs import check_inputs
+    from .reading.inputs import check_inputs
 
     problems = check_inputs(args.inputs, fmt=args.format, pairs=args.pair)
     for line in problems:
@@ -228,8 +228,8 @@ def decode_main(argv: Sequence[str]) -> int:
         raise _Usage(f"--engine local reads local files only, not {remote[0]}")
     print(f"engine: {engine} ({why})", file=sys.stderr, flush=True)
     if engine == "local":
-        from .inputs import input_label
-        from .local_engine import run_local
+        from .engines.local import run_local
+        from .reading.inputs import input_label
 
         summary = run_local(
             args.inputs,
@@ -242,7 +242,7 @@ def decode_main(argv: Sequence[str]) -> int:
             progress=progress,
         )
     else:
-        from .job import run_decode
+        from .engines.spark_job import run_decode
 
         master = args.master or (None if _under_spark_submit() else "local[*]")
         summary = _spark_errors_in_one_line(
@@ -279,7 +279,7 @@ def py_files_main(argv: Sequence[str]) -> int:
         args = p.parse_args(list(argv))
     except SystemExit as exc:
         return 2 if exc.code else 0
-    from .py_files import write_py_files
+    from .engines.py_files import write_py_files
 
     try:
         path = write_py_files(args.zip)
@@ -310,7 +310,7 @@ def _run(cmd: str, rest: list[str]) -> int:
         return decode_main(rest)
     if cmd == "py-files":
         return py_files_main(rest)
-    from .compare import main_compare  # imported only when used
+    from .comparing.compare import main_compare  # imported only when used
 
     return main_compare(rest)
 

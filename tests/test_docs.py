@@ -465,14 +465,14 @@ def _arrow_type(t: object) -> str:
 
 
 def test_capture_table_columns_are_documented_as_the_schema_defines_them() -> None:
-    schema = pytest.importorskip("kipwire.captures.schema")
+    schema = pytest.importorskip("kipwire.captures.engines.schema")
     text = (DOCS_DIR / "captures.md").read_text(encoding="utf-8")
     for name, table in schema.TABLES.items():
         assert _documented_columns(text, name) == [(f.name, _arrow_type(f.type)) for f in table]
 
 
 def test_every_difference_kind_of_compare_is_documented() -> None:
-    model = pytest.importorskip("kipwire.captures.compare_model")
+    model = pytest.importorskip("kipwire.captures.comparing.model")
     text = (DOCS_DIR / "captures.md").read_text(encoding="utf-8")
     kinds = model.FUNCTIONAL_KINDS + model.INFORMATIONAL_KINDS
     assert [k for k in kinds if f"`{k}`" not in text] == []

@@ -8,6 +8,8 @@ import struct
 import types
 from pathlib import Path
 
+from kipwire.codec import ApiKey, ErrorCode
+
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 SHARED_CAPTURES = SHARED / "captures"
 TSHARK = shutil.which("tshark")
@@ -127,9 +129,22 @@ class FakeUnsupportedVersion(FakeDecodeError):
     pass
 
 
-def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
+KNOWN_TO_THE_FAKE = (
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.METADATA,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.API_VERSIONS,
+)
+
+
+def fake_codec(known=KNOWN_TO_THE_FAKE, max_version=20):
     """A stand-in for `codec` with its public API: bodies decode to their raw bytes' hex."""
-    api_key = enum.IntEnum("ApiKey", {f"API_{k}": k for k in known})
+    api_key = enum.IntEnum("ApiKey", {f"API_{int(k)}": int(k) for k in known})
 
     def decode_request(data: bytes):
         data = bytes(data)
@@ -141,7 +156,7 @@ def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
         if data[10 + max(n, 0) :].startswith(b"BAD"):
             raise FakeDecodeError("bad body")
         cid = data[10 : 10 + n].decode() if n >= 0 else None
-        body = {"error_code": 0, "raw": data[10 + max(n, 0) :].hex()}
+        body = {"error_code": ErrorCode.NONE, "raw": data[10 + max(n, 0) :].hex()}
         return types.SimpleNamespace(
             api_key=key,
             api_version=version,
@@ -158,7 +173,7 @@ def fake_codec(known=(0, 1, 3, 8, 11, 12, 13, 14, 18), max_version=20):
             raise FakeUnsupportedVersion(f"version {version}")
         if data[4:].startswith(b"BAD"):
             raise FakeDecodeError("bad body")
-        err = struct.unpack_from(">h", data, 4)[0] if len(data) >= 6 else 0
+        err = struct.unpack_from(">h", data, 4)[0] if len(data) >= 6 else ErrorCode.NONE
         return types.SimpleNamespace(correlation_id=corr, header={}, body={"error_code": err})
 
     def peek_request_header(data: bytes):

@@ -8,7 +8,8 @@ import uuid
 from pathlib import Path
 
 from kipwire import codec
-from kipwire.captures.pcap import PcapngWriter, scan_index
+from kipwire.captures.reading.pcap import PcapngWriter, scan_index
+from kipwire.codec import ApiKey
 
 T0 = 1_700_000_000_123_456_789  # ends in nanoseconds a microsecond clock would lose
 TOPIC_ID = uuid.UUID("6b1f5a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
@@ -22,7 +23,11 @@ def frame(payload: bytes) -> bytes:
 def metadata_pair(corr: int, topic: str, version: int = 12) -> tuple[bytes, bytes]:
     """A Metadata request and its response naming `topic` (with TOPIC_ID from v10)."""
     req = codec.encode_request(
-        3, version, {"topics": [{"name": topic}]}, correlation_id=corr, client_id="kit"
+        ApiKey.METADATA,
+        version,
+        {"topics": [{"name": topic}]},
+        correlation_id=corr,
+        client_id="kit",
     )
     body = {
         "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 9092}],
@@ -36,13 +41,15 @@ def metadata_pair(corr: int, topic: str, version: int = 12) -> tuple[bytes, byte
             }
         ],
     }
-    return frame(req), frame(codec.encode_response(3, version, body, correlation_id=corr))
+    return frame(req), frame(
+        codec.encode_response(ApiKey.METADATA, version, body, correlation_id=corr)
+    )
 
 
 def fetch13_pair(corr: int) -> tuple[bytes, bytes]:
     """A Fetch v13 request and response: topics named by TOPIC_ID only."""
     req = codec.encode_request(
-        1,
+        ApiKey.FETCH,
         13,
         {
             "replica_id": -1,
@@ -54,7 +61,7 @@ def fetch13_pair(corr: int) -> tuple[bytes, bytes]:
         client_id="kit",
     )
     resp = codec.encode_response(
-        1,
+        ApiKey.FETCH,
         13,
         {"responses": [{"topic_id": TOPIC_ID, "partitions": [{"partition_index": 0}]}]},
         correlation_id=corr,

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from kafka_capture_kit import write_frame_dumps, write_rotated
 
-from kipwire.captures import cli, inputs
+from kipwire.captures import cli
 from kipwire.captures.cli import choose_engine, main
+from kipwire.captures.reading import inputs
 
 
 def _run(*args: str, pre: str = "") -> subprocess.CompletedProcess:
@@ -83,7 +84,7 @@ def test_bad_arguments_exit_2_without_traceback(tmp_path: Path, capsys) -> None:
 
 
 def test_compare_out_in_a_place_it_cannot_write(tmp_path: Path, capsys) -> None:
-    from kipwire.captures.local_engine import run_local
+    from kipwire.captures.engines.local import run_local
 
     write_rotated(tmp_path / "caps")
     run_local([str(tmp_path / "caps")], tmp_path / "a", capture="a")
@@ -154,7 +155,7 @@ def test_without_the_captures_extra_one_line_names_it(tmp_path: Path, missing: s
 
 
 def test_statuses_of_fail_on_are_the_pipelines() -> None:
-    from kipwire.captures import pairing
+    from kipwire.captures.decoding import pairing
 
     made = set(pairing._STATUS.values()) - {"ok"}
     assert made <= set(cli._STATUSES)

@@ -40,9 +40,9 @@ import inspect  # noqa: E402
 
 import real_clients_kit as kit  # noqa: E402
 
-from kipwire.captures.compare import compare  # noqa: E402
-from kipwire.captures.pipeline import decode_capture  # noqa: E402
-from kipwire.captures.schema import write_tables  # noqa: E402
+from kipwire.captures.comparing.compare import compare  # noqa: E402
+from kipwire.captures.decoding.pipeline import decode_capture  # noqa: E402
+from kipwire.captures.engines.schema import write_tables  # noqa: E402
 
 # The mocks' two defects are bytes after a body; a codec that ignores them, as Kafka does,
 # decodes both replies (the ApiVersions one as its v0 error form)
@@ -362,7 +362,7 @@ def test_spark_job_agrees(mixed, tmp_path):
     pytest.importorskip("pyspark")
     import pyarrow.parquet as pq
 
-    from kipwire.captures.job import run_decode, session
+    from kipwire.captures.engines.spark_job import run_decode, session
 
     spark = session("local[2]")
     try:

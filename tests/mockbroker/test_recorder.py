@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
-from kipwire.captures.pipeline import decode_capture
+from kipwire.captures import decode_capture
 from kipwire.mockbroker import MockCluster
 
 

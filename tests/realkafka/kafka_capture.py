@@ -62,12 +62,12 @@ def record(path: Path, ports: list[int]) -> Iterator[Recording]:
 def whole_connections(path: Path) -> Iterator[tuple[list[bytes], list[bytes]]]:
     """(request frames, response frames) of each connection captured whole: from its SYN on,
     both ways, without a gap. Connections open before tcpdump started are left out."""
+    from kipwire.captures.decoding.pipeline import segments
     from kipwire.captures.pcap import PacketReader
-    from kipwire.captures.pipeline import segments
-    from kipwire.captures.reassembly import TcpReassembler
+    from kipwire.captures.reading.reassembly import TcpReassembler
     from kipwire.codec.framing import FrameBuffer
 
-    reassembler = TcpReassembler(())
+    reassembler = TcpReassembler()
     reassembler.add_many(segments(PacketReader(path)))
     for conn in reassembler.finish():
         streams = (conn.to_server, conn.to_client)

@@ -17,7 +17,7 @@ from kafka_capture import record, whole_connections
 from kafka_harness import KafkaCluster
 from kip966_story import StoryRun
 
-from kipwire.captures.pipeline import decode_capture
+from kipwire.captures import decode_capture
 from kipwire.codec import decode_request, decode_response, encode_request, encode_response
 
 TSHARK = shutil.which("tshark")

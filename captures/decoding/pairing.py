@@ -1,0 +1,579 @@
+"""Decode a connection's frames and pair responses with requests, as plain row dicts.
+
+The rows carry the columns of the `pdus`, `pairs` and `connections` tables (issue 4, item 5), so
+the Spark job only wraps them. Timestamps are epoch nanoseconds (int); the job casts them.
+A response is decoded with the API key and version of the request that has its correlation id
+on the same connection; without that request it is a `request_missing` row.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import struct
+from collections import deque
+from collections.abc import Collection
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+from uuid import UUID
+
+from kipwire.codec import ErrorCode
+
+from ..reading.reassembly import Connection
+from .framing import FrameItem, split_frames
+from .roles import orient
+
+__all__ = [
+    "ConnectionRows",
+    "PDU_COLUMNS",
+    "PAIR_COLUMNS",
+    "CONNECTION_COLUMNS",
+    "count_records",
+    "decode_connection",
+    "load_codec",
+]
+
+# The column names of `engines.schema`'s tables, repeated so that building rows needs no
+# pyarrow; tests/captures/engines/test_capture_schema.py holds the two equal.
+PDU_COLUMNS = (
+    "capture",
+    "file",
+    "flow_uid",
+    "orig_h",
+    "orig_p",
+    "resp_h",
+    "resp_p",
+    "direction",
+    "pdu_index",
+    "ts",
+    "length",
+    "api_key",
+    "api_name",
+    "api_version",
+    "header_version",
+    "correlation_id",
+    "client_id",
+    "error_code",
+    "topics",
+    "record_count",
+    "decode_status",
+    "decode_error",
+    "body_json",
+    "stream_offset",
+    "captured_bytes",
+    "trailing_bytes",
+    "topic_ids",
+)
+PAIR_COLUMNS = (
+    "capture",
+    "file",
+    "flow_uid",
+    "correlation_id",
+    "api_key",
+    "api_name",
+    "api_version",
+    "client_id",
+    "request_ts",
+    "response_ts",
+    "rtt_ms",
+    "request_length",
+    "response_length",
+    "error_code",
+    "status",
+)
+CONNECTION_COLUMNS = (
+    "capture",
+    "file",
+    "flow_uid",
+    "orig_h",
+    "orig_p",
+    "resp_h",
+    "resp_p",
+    "first_ts",
+    "last_ts",
+    "duration_s",
+    "request_pdus",
+    "response_pdus",
+    "request_bytes",
+    "response_bytes",
+    "missed_bytes",
+    "role_source",
+    "packets",
+)
+
+_req_fixed = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlation_id
+_i32 = struct.Struct(">i").unpack_from
+
+
+@dataclass(slots=True)
+class ConnectionRows:
+    """The rows one connection contributes to each table."""
+
+    pdus: list[dict[str, Any]]
+    pairs: list[dict[str, Any]]
+    connection: dict[str, Any]
+
+
+def load_codec() -> ModuleType:
+    """Import the codec lazily: reading and reassembly work without it."""
+    from kipwire import codec
+
+    return codec
+
+
+class _Api:
+    """API names of the decoder, its error classes for each decode status, and its framing."""
+
+    def __init__(self, decoder: Any) -> None:
+        apis = getattr(decoder, "APIS", None)
+        if apis:
+            self.names = {int(k): v[0] for k, v in apis.items()}
+        else:
+            self.names = {int(k): _pascal(k.name) for k in decoder.ApiKey}
+        # a codec without the finer error classes still reports every failure as malformed
+        self.unknown = getattr(decoder, "UnknownApiError", ())
+        self.unsupported = getattr(decoder, "UnsupportedVersionError", ())
+        # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
+        params = inspect.signature(decoder.decode_request).parameters
+        self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        framing = getattr(decoder, "framing", None)
+        self.peek_header = getattr(framing, "peek_request_header", None)
+        self.peek_error = getattr(framing, "peek_error_code", None)
+
+    def client_id(self, frame: bytes | memoryview) -> str | None:
+        """The client id of a request frame whose body did not decode, from its header."""
+        if self.peek_header is None:
+            return None
+        try:
+            return self.peek_header(frame).client_id
+        except Exception:  # noqa: BLE001 - a header that does not parse has no client id
+            return None
+
+    def error_code(self, frame: bytes | memoryview, key: int, version: int) -> int | None:
+        """The top-level error code of a response that did not decode, when the bytes hold it."""
+        if self.peek_error is None:
+            return None
+        try:
+            return self.peek_error(frame, key, version)
+        except Exception:  # noqa: BLE001 - no error code to read is no error code
+            return None
+
+    def name(self, key: int | None) -> str | None:
+        """Kafka's name of an API key (Produce, ApiVersions, ...), None when unknown."""
+        return None if key is None else self.names.get(key)
+
+
+def _pascal(name: str) -> str:
+    """API_VERSIONS -> ApiVersions."""
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def count_records(blob: bytes | memoryview | None) -> int | None:
+    """Records in a record-batch blob, from batch headers only; None if they cannot be counted.
+
+    v2 batches carry their record count; legacy (v0/v1) message sets count one record per
+    message, and a compressed legacy wrapper hides its count (None). A batch cut at the end, as
+    fetch responses do, is not counted.
+    """
+    if blob is None:
+        return None
+    n = len(blob)
+    pos, total = 0, 0
+    while pos + 17 <= n:
+        (length,) = _i32(blob, pos + 8)
+        end = pos + 12 + length
+        if length < 0 or end > n:
+            break
+        magic = blob[pos + 16]
+        if magic == 2:
+            if pos + 61 > n:
+                break
+            total += _i32(blob, pos + 57)[0]
+        else:
+            if pos + 22 > n or blob[pos + 21] & 0x07:
+                return None
+            total += 1
+        pos = end
+    return total
+
+
+Facts = tuple[int | None, list[str] | None, int | None, bool, list[str] | None]
+
+
+def _facts(body: Any) -> Facts:
+    """error_code, topic names, record count, whether it has records, topic ids of a body."""
+    if not isinstance(body, dict):
+        return None, None, None, False, None
+    acc = _Acc()
+    _scan(body, 0, acc)
+    top = body.get("error_code")
+    err = top if isinstance(top, int) else acc.first_err
+    return err, (acc.topics or None), acc.records, acc.seen_records, (acc.ids or None)
+
+
+class _Acc:
+    """What `_scan` has found so far."""
+
+    __slots__ = ("first_err", "topics", "seen", "ids", "seen_ids", "records", "seen_records")
+
+    def __init__(self) -> None:
+        self.first_err: int | None = None
+        self.topics: list[str] = []
+        self.seen: set[str] = set()  # the topics, for a quick membership test
+        self.ids: list[str] = []  # topic ids (Fetch v13+ names topics by id alone)
+        self.seen_ids: set[str] = set()
+        self.records: int | None = None
+        self.seen_records = False
+
+
+_BLOB = (bytes, bytearray, memoryview)
+
+
+def _scan(value: Any, depth: int, acc: _Acc) -> None:
+    """Visit every field of a decoded body depth-first (to depth 6), noting what `_facts` needs.
+
+    A plain recursion, without generators: every decoded field passes here, so generator frames
+    and tuples per field were a top cost of the decode.
+    """
+    if depth > 6:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict):
+                _scan(v, depth + 1, acc)
+            elif isinstance(v, list):
+                if "topic" in k or k == "responses":
+                    for item in v:
+                        if isinstance(item, dict):
+                            name = item.get("name", item.get("topic", item.get("topic_name")))
+                            if isinstance(name, str) and name not in acc.seen:
+                                acc.seen.add(name)
+                                acc.topics.append(name)
+                            tid = item.get("topic_id")
+                            if isinstance(tid, UUID) and tid.int and str(tid) not in acc.seen_ids:
+                                acc.seen_ids.add(str(tid))
+                                acc.ids.append(str(tid))
+                _scan(v, depth + 1, acc)
+            elif k == "error_code":
+                if isinstance(v, int) and (
+                    acc.first_err is None
+                    or (acc.first_err == ErrorCode.NONE and v != ErrorCode.NONE)
+                ):
+                    acc.first_err = v
+            elif k == "records" and isinstance(v, _BLOB):
+                acc.seen_records = True
+                c = count_records(v)
+                if c is not None:
+                    acc.records = (acc.records or 0) + c
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (dict, list)):
+                _scan(v, depth + 1, acc)
+
+
+def _header_version(msg: Any) -> int | None:
+    v = getattr(msg, "header_version", None)
+    if isinstance(v, int):
+        return v
+    header = getattr(msg, "header", None)
+    if isinstance(header, dict):
+        v = header.get("header_version", header.get("version"))
+        if isinstance(v, int):
+            return v
+    return None
+
+
+def _error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+class _Decoded:
+    __slots__ = (
+        "status",
+        "error",
+        "api_version",
+        "header_version",
+        "client_id",
+        "facts",
+        "json",
+        "trailing",
+        "error_code",
+    )
+
+    def __init__(self) -> None:
+        self.status = "ok"
+        self.trailing: int | None = None
+        self.error_code: int | None = None  # of a response that did not decode
+        self.error: str | None = None
+        self.api_version: int | None = None
+        self.header_version: int | None = None
+        self.client_id: str | None = None
+        self.facts: Facts = (None, None, None, False, None)
+        self.json: str | None = None
+
+
+def _expand(tree: Any, expand: Any) -> None:
+    """Replace base64 `records` blobs in a to_json tree with their decoded batches, in place."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in items:
+            if k == "records" and isinstance(v, str) and v:
+                try:
+                    node[k] = expand(base64.b64decode(v))
+                except Exception as exc:  # noqa: BLE001 - keep the raw blob and say why
+                    node["records_error"] = _error_text(exc)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+
+
+def _records_expander(decoder: Any) -> Any:
+    """codec.records.expand_records when the codec has it (only the real codec does)."""
+    records = getattr(decoder, "records", None)
+    if records is None and getattr(decoder, "__name__", "") == "kipwire.codec":
+        try:
+            from kipwire.codec import records
+        except ImportError:
+            return None
+    return getattr(records, "expand_records", None)
+
+
+# json.dumps with non-default options builds a new encoder per call; one is enough
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _body_json(decoder: Any, body: Any, has_records: bool) -> str:
+    tree = decoder.to_json(body)
+    expand = _records_expander(decoder) if has_records else None
+    if expand is not None and isinstance(tree, (dict, list)):
+        _expand(tree, expand)
+    return _ENCODE(tree)
+
+
+def _decode(
+    decoder: Any,
+    api: _Api,
+    frame: bytes | memoryview,
+    api_key: int,
+    api_version: int,
+    request: bool,
+    with_json: bool,
+) -> _Decoded:
+    """Decode one whole frame, classifying any failure into a decode status."""
+    d = _Decoded()
+    d.api_version = api_version
+    if api_key not in api.names:
+        d.status, d.error = "unknown_api", f"API key {api_key} is not known to the codec"
+        return d
+    try:
+        if request:
+            msg = decoder.decode_request(frame, **api.trailing)
+            d.client_id = msg.client_id
+        else:
+            msg = decoder.decode_response(frame, api_key, api_version, **api.trailing)
+        d.trailing = getattr(msg, "trailing_bytes", 0)
+        # an ApiVersions error response is parsed as v0 and says so
+        v = getattr(msg, "api_version", None)
+        if isinstance(v, int):
+            d.api_version = v
+        d.header_version = _header_version(msg)
+        d.facts = _facts(msg.body)
+        if with_json:
+            d.json = _body_json(decoder, msg.body, d.facts[3])
+    except api.unknown as exc:
+        d.status, d.error = "unknown_api", _error_text(exc)
+    except api.unsupported as exc:
+        d.status, d.error = "unsupported_version", _error_text(exc)
+    except decoder.DecodeError as exc:
+        d.status, d.error = "malformed", _error_text(exc)
+    if d.status != "ok":
+        if request:
+            d.client_id = api.client_id(frame)
+        else:
+            d.error_code = api.error_code(frame, api_key, api_version)
+    return d
+
+
+def decode_connection(
+    conn: Connection,
+    *,
+    capture: str,
+    file: str,
+    decoder: Any = None,
+    with_body_json: bool = True,
+    broker_ports: Collection[int] = (),
+) -> ConnectionRows:
+    """All rows of one connection: its PDUs (and gaps), request/response pairs, and a summary.
+
+    A connection seen without its handshake gets its roles first (`roles.orient`, where
+    `broker_ports` are the weakest hint).
+    """
+    conn = orient(conn, broker_ports)
+    if decoder is None:
+        decoder = load_codec()
+    api = _Api(decoder)
+    uid = conn.uid
+    base = {
+        "capture": capture,
+        "file": file,
+        "flow_uid": uid,
+        "orig_h": conn.orig_h,
+        "orig_p": conn.client[1],
+        "resp_h": conn.resp_h,
+        "resp_p": conn.server[1],
+    }
+    req_items = split_frames(conn.to_server, requests=True)
+    corrs = [
+        _i32(it.data, 4)[0]
+        for it in req_items
+        if it.kind in ("frame", "truncated") and len(it.data) >= 8
+    ]
+    resp_items = split_frames(conn.to_client, requests=False, expected_corr=corrs)
+
+    pdus: list[dict[str, Any]] = []
+    pairs: list[dict[str, Any]] = []
+    waiting: dict[int, deque[dict[str, Any]]] = {}  # correlation id -> pair rows not yet answered
+
+    for i, it in enumerate(req_items):
+        row = _pdu_row(base, "request", i, it)
+        pdus.append(row)
+        if it.kind not in ("frame", "truncated") or len(it.data) < 8:
+            continue
+        key, version, corr = _req_fixed(it.data, 0)
+        row.update(api_key=key, api_name=api.name(key), api_version=version, correlation_id=corr)
+        if it.kind == "frame":
+            d = _decode(decoder, api, it.data, key, version, True, with_body_json)
+            row.update(
+                decode_status=d.status,
+                decode_error=d.error,
+                header_version=d.header_version,
+                client_id=d.client_id,
+                error_code=d.facts[0],
+                topics=d.facts[1],
+                record_count=d.facts[2],
+                body_json=d.json,
+                topic_ids=d.facts[4],
+                trailing_bytes=d.trailing,
+            )
+        else:
+            row["client_id"] = api.client_id(it.data)
+        pair = {
+            "capture": capture,
+            "file": file,
+            "flow_uid": uid,
+            "correlation_id": corr,
+            "api_key": key,
+            "api_name": row["api_name"],
+            "api_version": version,
+            "client_id": row["client_id"],
+            "request_ts": it.ts_ns,
+            "response_ts": None,
+            "rtt_ms": None,
+            "request_length": it.length,
+            "response_length": None,
+            "error_code": None,
+            "status": "no_response",
+        }
+        pairs.append(pair)
+        waiting.setdefault(corr, deque()).append(pair)
+
+    for i, it in enumerate(resp_items):
+        row = _pdu_row(base, "response", i, it)
+        pdus.append(row)
+        if it.kind not in ("frame", "truncated") or len(it.data) < 4:
+            continue
+        (corr,) = _i32(it.data, 0)
+        row["correlation_id"] = corr
+        queue = waiting.get(corr)
+        pair = queue.popleft() if queue else None
+        if pair is None:
+            if it.kind == "frame":
+                row["decode_status"] = "request_missing"
+                row["decode_error"] = f"no captured request has correlation id {corr}"
+            pairs.append(_orphan(capture, file, uid, corr, it))
+            continue
+        key, version = pair["api_key"], pair["api_version"]
+        row.update(api_key=key, api_name=pair["api_name"], api_version=version)
+        row["client_id"] = pair["client_id"]
+        pair.update(
+            response_ts=it.ts_ns,
+            response_length=it.length,
+            status="answered",
+            rtt_ms=(
+                (it.ts_ns - pair["request_ts"]) / 1e6
+                if it.ts_ns is not None and pair["request_ts"] is not None
+                else None
+            ),
+        )
+        if it.kind == "frame":
+            d = _decode(decoder, api, it.data, key, version, False, with_body_json)
+            row.update(
+                decode_status=d.status,
+                decode_error=d.error,
+                api_version=d.api_version,
+                header_version=d.header_version,
+                error_code=d.facts[0],
+                topics=d.facts[1],
+                record_count=d.facts[2],
+                body_json=d.json,
+                topic_ids=d.facts[4],
+                trailing_bytes=d.trailing,
+            )
+            if d.status != "ok":
+                row["error_code"] = d.error_code
+                pair["status"] = f"answered_{d.status}"  # the pair holds a failed response
+            pair["error_code"] = row["error_code"]
+
+    ts = conn.first_ts, conn.last_ts
+    connection = {
+        **base,
+        "first_ts": ts[0],
+        "last_ts": ts[1],
+        "duration_s": (ts[1] - ts[0]) / 1e9,
+        "request_pdus": sum(1 for it in req_items if it.kind in ("frame", "truncated")),
+        "response_pdus": sum(1 for it in resp_items if it.kind in ("frame", "truncated")),
+        "request_bytes": conn.to_server.captured,
+        "response_bytes": conn.to_client.captured,
+        "missed_bytes": conn.to_server.missing + conn.to_client.missing,
+        "role_source": conn.role_source,
+        "packets": conn.packets,
+    }
+    return ConnectionRows(pdus, pairs, connection)
+
+
+_STATUS = {"frame": "ok", "truncated": "truncated", "gap": "gap", "skipped": "malformed"}
+
+
+def _pdu_row(base: dict[str, Any], direction: str, index: int, it: FrameItem) -> dict[str, Any]:
+    row = dict.fromkeys(PDU_COLUMNS)
+    row.update(base)
+    row.update(
+        direction=direction,
+        pdu_index=index,
+        ts=it.ts_ns,
+        length=it.length,
+        decode_status=_STATUS[it.kind],
+        decode_error=it.note or None,
+        stream_offset=it.offset,
+        captured_bytes=it.captured,
+    )
+    if it.kind == "skipped":
+        row["decode_error"] = f"{it.length} bytes skipped: {it.note}"
+    return row
+
+
+def _orphan(capture: str, file: str, uid: str, corr: int, it: FrameItem) -> dict[str, Any]:
+    row = dict.fromkeys(PAIR_COLUMNS)
+    row.update(
+        capture=capture,
+        file=file,
+        flow_uid=uid,
+        correlation_id=corr,
+        response_ts=it.ts_ns,
+        response_length=it.length,
+        status="orphan_response",
+    )
+    return row

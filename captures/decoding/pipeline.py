@@ -1,0 +1,266 @@
+"""One input (a capture file or a packet range of it, a tcpflow connection, a frame dump) to
+table rows, without Spark.
+
+The Spark job runs the same steps split across tasks: `input_segments` per packet range, a
+shuffle on the connection key, then `TcpReassembler` and `decode_connection` per connection.
+`read_flow_dir` gives a tcpflow folder's connections, their roles decided.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..reading.frame_dumps import frame_dump_segments
+from ..reading.inputs import CaptureFile, input_label
+from ..reading.packets import TcpSegment, parse_tcp
+from ..reading.pcap import FileIssue, PacketRange, PacketReader
+from ..reading.reassembly import Connection, TcpReassembler, reassemble
+from ..reading.tcpflow import parse_flow_name, tcpflow_segments
+from .pairing import PDU_COLUMNS, decode_connection
+from .roles import orient
+
+__all__ = [
+    "CaptureRows",
+    "PacketStats",
+    "connections_from_files",
+    "decode_capture",
+    "decode_input",
+    "drop_stand_in_times",
+    "input_segments",
+    "issue_row",
+    "read_flow_dir",
+    "rows_for_connections",
+    "segments",
+]
+
+
+@dataclass(slots=True)
+class PacketStats:
+    """What the reader saw: every packet is TCP or is counted under the reason it is not."""
+
+    packets: int = 0
+    tcp: int = 0
+    truncated: int = 0  # packets whose TCP payload was cut by the snap length
+    skipped: Counter = field(default_factory=Counter)  # reason -> packets
+
+    def merge(self, other: PacketStats) -> None:
+        """Add another range's counts."""
+        self.packets += other.packets
+        self.tcp += other.tcp
+        self.truncated += other.truncated
+        self.skipped.update(other.skipped)
+
+
+@dataclass(slots=True)
+class CaptureRows:
+    """Rows of the three tables, plus what the reader noticed."""
+
+    pdus: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    connections: list[dict[str, Any]] = field(default_factory=list)
+    stats: PacketStats = field(default_factory=PacketStats)
+    issues: list[FileIssue] = field(default_factory=list)
+
+
+def segments(
+    reader: PacketReader, stats: PacketStats | None = None, *, copy: bool = False
+) -> Iterator[tuple[int, TcpSegment]]:
+    """(ts_ns, segment) for every TCP packet; `copy` detaches payloads from the file buffer."""
+    st = stats if stats is not None else PacketStats()
+    for pkt in reader:
+        st.packets += 1
+        seg = parse_tcp(pkt.linktype, pkt.data)
+        if type(seg) is str:
+            st.skipped[seg] += 1
+            continue
+        st.tcp += 1
+        if len(seg.payload) < seg.wire_len:
+            st.truncated += 1
+        if copy:
+            seg = seg._replace(payload=bytes(seg.payload))
+        yield pkt.ts_ns, seg
+
+
+def input_segments(
+    file: CaptureFile,
+    stats: PacketStats | None = None,
+    packet_range: PacketRange | None = None,
+    *,
+    copy: bool = False,
+    issues: list[FileIssue] | None = None,
+    content: bytes | None = None,
+    mtime: int = 0,
+) -> Iterator[tuple[int, TcpSegment]]:
+    """(ts_ns, segment) of any input kind; a pcap's file problems are appended to `issues`.
+
+    `content` is the file's bytes when they were read elsewhere (Spark's binaryFile source),
+    `mtime` its modification time (epoch ns).
+    """
+    if file.kind == "tcpflow":
+        yield from tcpflow_segments(file.path, file.peer, content=content, mtime=mtime)
+    elif file.kind == "frames":
+        yield from frame_dump_segments(file.path, file.peer, content=content, mtime=mtime)
+    else:
+        reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
+        yield from segments(reader, stats, copy=copy)
+        if issues is not None:
+            issues.extend(reader.issues)
+
+
+def drop_stand_in_times(rows: CaptureRows) -> None:
+    """Empty the PDU and pair times of an input that has none (tcpflow, frame dumps), in place.
+
+    Their segments carry the file's modification time only so reassembly has a clock; that time
+    stays on the connection row, and no RTT is made up from it.
+    """
+    for r in rows.pdus:
+        r["ts"] = None
+    for r in rows.pairs:
+        r.update(request_ts=None, response_ts=None, rtt_ms=None)
+
+
+def rows_for_connections(
+    conns: Iterable[Connection],
+    *,
+    capture: str,
+    file: str,
+    decoder: Any = None,
+    with_body_json: bool = True,
+    out: CaptureRows | None = None,
+    broker_ports: Iterable[int] = (),
+) -> CaptureRows:
+    """Decode reassembled connections into rows (`broker_ports`: hints for `roles.orient`)."""
+    rows = out if out is not None else CaptureRows()
+    ports = frozenset(broker_ports)
+    for conn in conns:
+        r = decode_connection(
+            conn,
+            capture=capture,
+            file=file,
+            decoder=decoder,
+            with_body_json=with_body_json,
+            broker_ports=ports,
+        )
+        rows.pdus.extend(r.pdus)
+        rows.pairs.extend(r.pairs)
+        rows.connections.append(r.connection)
+    return rows
+
+
+def issue_row(capture: str, file: str, issue: FileIssue) -> dict[str, Any]:
+    """The `pdus` row that reports a problem with the capture file itself."""
+    row = dict.fromkeys(PDU_COLUMNS)
+    row.update(
+        capture=capture,
+        file=file,
+        length=issue.length,
+        decode_status=issue.status,
+        decode_error=f"file offset {issue.offset}: {issue.message}",
+        stream_offset=issue.offset,
+        captured_bytes=issue.length if issue.status == "malformed" else 0,
+    )
+    return row
+
+
+def decode_capture(
+    source: str | os.PathLike | bytes,
+    *,
+    capture: str | None = None,
+    file: str | None = None,
+    broker_ports: Iterable[int] = (),
+    decoder: Any = None,
+    with_body_json: bool = True,
+    packet_range: PacketRange | None = None,
+) -> CaptureRows:
+    """Read, reassemble, frame, decode and pair one capture file into table rows.
+
+    A damaged file still yields rows: its problems become `truncated`/`malformed` rows.
+    """
+    if file is None:
+        file = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
+    if capture is None:
+        capture = input_label(file) if file else ""
+    reader = PacketReader(source, packet_range=packet_range)
+    rows = CaptureRows()
+    reasm = TcpReassembler()
+    reasm.add_many(segments(reader, rows.stats))
+    rows_for_connections(
+        reasm.finish(),
+        capture=capture,
+        file=file,
+        decoder=decoder,
+        with_body_json=with_body_json,
+        out=rows,
+        broker_ports=broker_ports,
+    )
+    rows.issues = list(reader.issues)
+    rows.pdus.extend(issue_row(capture, file, i) for i in reader.issues)
+    return rows
+
+
+def decode_input(
+    file: CaptureFile,
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    decoder: Any = None,
+    with_body_json: bool = True,
+) -> CaptureRows:
+    """Decode one whole input of any kind into table rows; an unreadable one is an issue row."""
+    if file.kind == "pcap":
+        return decode_capture(
+            file.path,
+            capture=capture,
+            file=file.name,
+            broker_ports=broker_ports,
+            decoder=decoder,
+            with_body_json=with_body_json,
+        )
+    rows = CaptureRows()
+    reasm = TcpReassembler()
+    reasm.add_many(input_segments(file, rows.stats))
+    rows_for_connections(
+        reasm.finish(),
+        capture=capture,
+        file=file.name,
+        decoder=decoder,
+        with_body_json=with_body_json,
+        out=rows,
+        broker_ports=broker_ports,
+    )
+    drop_stand_in_times(rows)
+    return rows
+
+
+def connections_from_files(
+    paths: Iterable[str | os.PathLike], broker_ports: Iterable[int] = ()
+) -> list[Connection]:
+    """Pair tcpflow files by 4-tuple into connections (a lone direction gets an empty peer).
+
+    tcpflow keeps no handshake: each connection's roles come from its bytes (`roles.orient`),
+    `broker_ports` being the weakest hint.
+    """
+    hints = frozenset(broker_ports)
+    groups: dict[tuple, list[str]] = {}
+    for path in paths:
+        name = parse_flow_name(os.fspath(path))
+        if name is None:
+            continue
+        a, b = sorted((name.src, name.dst))
+        groups.setdefault((a, b, name.vlan, name.conn), []).append(os.fspath(path))
+    conns = []
+    for _key, files in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        conns.extend(orient(c, hints) for c in reassemble(tcpflow_segments(*sorted(files)[:2])))
+    return conns
+
+
+def read_flow_dir(
+    directory: str | os.PathLike, broker_ports: Iterable[int] = ()
+) -> list[Connection]:
+    """All connections in a tcpflow output directory."""
+    return connections_from_files(sorted(Path(directory).iterdir()), broker_ports)

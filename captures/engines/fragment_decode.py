@@ -1,0 +1,182 @@
+"""Decoding for the Spark job: segment fragments (sorted by connection key) to table rows.
+
+`decode_fragments` is the body of the job's `mapInArrow`: it feeds each connection's fragments
+to a reassembler, then frames, decodes and pairs the connection (`pipeline.rows_for_connections`)
+into a sink: `table_files.ParquetSink` (the tasks write the tables) or `UnionBatches` (Spark
+writes them). `decode_file` is the shortcut for a read partition that holds whole connections.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..decoding.pairing import load_codec
+from ..decoding.pipeline import (
+    CaptureRows,
+    decode_input,
+    drop_stand_in_times,
+    issue_row,
+    rows_for_connections,
+)
+from ..reading.inputs import CaptureFile, file_size
+from ..reading.packets import TcpSegment
+from ..reading.pcap import CaptureFormatError, FileIssue
+from ..reading.reassembly import TcpReassembler
+from .table_files import OUT_ROWS, ParquetSink, UnionBatches
+
+__all__ = ["decode_file", "decode_fragments"]
+
+
+def decode_file(
+    file: CaptureFile,
+    sink: Any,
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    with_body_json: bool = True,
+) -> None:
+    """Decode one whole input into `sink`, the same rows as `pipeline.decode_input`."""
+    try:
+        rows = decode_input(
+            file,
+            capture=capture,
+            broker_ports=broker_ports,
+            decoder=load_codec(),
+            with_body_json=with_body_json,
+        )
+    except (CaptureFormatError, OSError, ValueError) as exc:
+        issue = FileIssue(0, "malformed", file_size(file.path), f"not readable: {exc}")
+        sink.add("pdus", [issue_row(capture, file.name, issue)])
+        return
+    sink.add("pdus", rows.pdus)
+    sink.add("pairs", rows.pairs)
+    sink.add("connections", rows.connections)
+
+
+class _Decoder:
+    """Feeds fragments to a reassembler and decodes the connections into rows."""
+
+    def __init__(self, capture: str, broker_ports: Iterable[int], with_body_json: bool) -> None:
+        self.capture = capture
+        self.broker_ports = tuple(broker_ports)
+        self.with_body_json = with_body_json
+        self.reasm = TcpReassembler()
+        # connection key -> ([first ts of each fragment], [its file]), in replay order
+        self.files: dict[tuple, tuple[list[int], list[str]]] = {}
+        self.untimed: set[tuple] = set()  # keys of connections read from inputs without times
+
+    def feed(
+        self, a: tuple[bytes, int], b: tuple[bytes, int], file: str, timed: bool, cols: dict
+    ) -> None:
+        """Add one fragment's segments (`cols`: its list columns) to its connection."""
+        ts = cols["ts"]
+        if not ts:
+            return
+        stamps, names = self.files.setdefault((a, b), ([], []))
+        if not timed:
+            self.untimed.add((a, b))
+        if not names or names[-1] != file:
+            stamps.append(ts[0])
+            names.append(file)
+        add = self.reasm.add
+        for t, seq, ack, flags, wire, fa, pay in zip(
+            ts,
+            cols["seq"],
+            cols["ack"],
+            cols["flags"],
+            cols["wire_len"],
+            cols["from_a"],
+            cols["payload"],
+            strict=True,
+        ):
+            src, dst = (a, b) if fa else (b, a)
+            add(t, TcpSegment(src[0], src[1], dst[0], dst[1], seq, ack, flags, pay, wire))
+
+    def flush(self, out: Any, decoder: Any) -> None:
+        """Decode every connection fed so far into `out`."""
+        for conn in self.reasm.finish():
+            key = tuple(sorted((conn.client, conn.server)))
+            stamps, names = self.files.get(key, ([], [""]))
+            rows = rows_for_connections(
+                [conn],
+                capture=self.capture,
+                file=names[0],
+                decoder=decoder,
+                with_body_json=self.with_body_json,
+                out=CaptureRows(),
+                broker_ports=self.broker_ports,
+            )
+            if key in self.untimed:
+                drop_stand_in_times(rows)
+            elif len(names) > 1:
+                # a connection spanning rotated files: each row names the file holding its start
+                def file_at(ts: int | None, stamps: list[int] = stamps, names=names) -> str:
+                    if ts is None:
+                        return names[0]
+                    return names[max(bisect_right(stamps, ts) - 1, 0)]
+
+                for r in rows.pdus:
+                    r["file"] = file_at(r["ts"])
+                for r in rows.pairs:
+                    r["file"] = file_at(r["request_ts"] or r["response_ts"])
+            out.add("pdus", rows.pdus)
+            out.add("pairs", rows.pairs)
+            out.add("connections", rows.connections)
+        self.files = {}
+        self.untimed = set()
+
+
+def decode_fragments(
+    batches: Iterable[pa.RecordBatch],
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    with_body_json: bool = True,
+    keys_sorted: bool = True,
+    sink: ParquetSink | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Fragments to rows: union-schema batches, or with `sink` its `STATS` once written.
+
+    With `keys_sorted` (after the shuffle and sort) each connection is decoded as soon as its
+    key ends, so memory holds one connection at a time; otherwise all at the end.
+    """
+    codec = load_codec()
+    state = _Decoder(capture, broker_ports, with_body_json)
+    out: Any = sink if sink is not None else UnionBatches()
+    current: tuple | None = None
+    for batch in batches:
+        cols = batch.to_pydict()
+        for i in range(batch.num_rows):
+            status = cols["issue_status"][i]
+            if status is not None:
+                issue = FileIssue(
+                    cols["issue_offset"][i],
+                    status,
+                    cols["issue_length"][i],
+                    cols["issue_message"][i],
+                )
+                out.add("pdus", [issue_row(capture, cols["file"][i], issue)])
+                continue
+            a = (cols["a_ip"][i], cols["a_port"][i])
+            b = (cols["b_ip"][i], cols["b_port"][i])
+            group = cols["group"][i]
+            if current is not None and group != current[0]:
+                state.flush(out, codec)  # another rotation set: its connections are apart
+            elif keys_sorted and current is not None and (a, b) != current[1]:
+                state.flush(out, codec)
+            current = (group, (a, b))
+            row = {k: cols[k][i] for k in ("ts", "seq", "ack", "flags", "wire_len", "from_a")}
+            row["payload"] = cols["payload"][i]
+            state.feed(a, b, cols["file"][i], cols["timed"][i], row)
+            if sink is None and out.count >= OUT_ROWS:
+                yield out.batch()
+    state.flush(out, codec)
+    if sink is not None:
+        sink.close()
+        yield sink.stats()
+    elif out.count:
+        yield out.batch()

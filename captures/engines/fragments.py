@@ -1,0 +1,139 @@
+"""Reading for the Spark job: one input (or packet range) into segment fragments.
+
+A fragment is one row per TCP connection seen in a read partition: that partition's segments of
+it (times, sequence numbers, flags, payloads as parallel Arrow lists, `schema.FRAGMENTS`). Rows
+carry the connection key (both endpoints, in a direction-independent order), the file's rotation
+ordinal and where the fragment starts in the file (its first segment's position among the file's
+TCP segments, counted from its packet range's first packet), so after a shuffle by key and a
+sort by (key, file_ord, first_index) every connection's segments arrive at one task in capture
+order, whichever packet ranges or rotated files (tcpdump -C) they came from. Problems with the
+file itself travel as rows with `issue_*` set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..decoding.pipeline import input_segments
+from ..reading.inputs import CaptureFile, file_size
+from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange
+from .schema import FRAGMENTS
+
+__all__ = ["fragments_of"]
+
+# A fragment is closed at this many payload bytes or segments, so no Spark row grows huge
+_FRAG_BYTES = 4 << 20
+_FRAG_SEGS = 20_000
+_BATCH_BYTES = 8 << 20  # Arrow batch size the reader aims for
+
+
+class _Frag:
+    __slots__ = (
+        "a",
+        "b",
+        "first_index",
+        "ts",
+        "seq",
+        "ack",
+        "flags",
+        "wire",
+        "from_a",
+        "pay",
+        "nbytes",
+    )
+
+    def __init__(self, a: tuple[bytes, int], b: tuple[bytes, int], first_index: int) -> None:
+        self.a, self.b, self.first_index = a, b, first_index
+        self.ts: list[int] = []
+        self.seq: list[int] = []
+        self.ack: list[int] = []
+        self.flags: list[int] = []
+        self.wire: list[int] = []
+        self.from_a: list[bool] = []
+        self.pay: list[bytes] = []
+        self.nbytes = 0
+
+
+def _batch(frags: list[_Frag], issues: Sequence[FileIssue], file: CaptureFile) -> pa.RecordBatch:
+    n = len(frags) + len(issues)
+    none = [None] * len(issues)
+    cols: dict[str, list[Any]] = {
+        "group": [file.group] * n,
+        "a_ip": [f.a[0] for f in frags] + none,
+        "a_port": [f.a[1] for f in frags] + none,
+        "b_ip": [f.b[0] for f in frags] + none,
+        "b_port": [f.b[1] for f in frags] + none,
+        "file": [file.name] * n,
+        "file_ord": [file.ord] * n,
+        "timed": [file.kind == "pcap"] * n,
+        "first_index": [f.first_index for f in frags] + [i.offset for i in issues],
+        "ts": [f.ts for f in frags] + none,
+        "seq": [f.seq for f in frags] + none,
+        "ack": [f.ack for f in frags] + none,
+        "flags": [f.flags for f in frags] + none,
+        "wire_len": [f.wire for f in frags] + none,
+        "from_a": [f.from_a for f in frags] + none,
+        "payload": [f.pay for f in frags] + none,
+        "issue_status": [None] * len(frags) + [i.status for i in issues],
+        "issue_offset": [None] * len(frags) + [i.offset for i in issues],
+        "issue_length": [None] * len(frags) + [i.length for i in issues],
+        "issue_message": [None] * len(frags) + [i.message for i in issues],
+    }
+    return pa.RecordBatch.from_pydict(cols, schema=FRAGMENTS)
+
+
+def fragments_of(
+    file: CaptureFile,
+    packet_range: PacketRange | None = None,
+    extra_issues: Sequence[FileIssue] = (),
+    content: bytes | None = None,
+    mtime: int = 0,
+) -> Iterator[pa.RecordBatch]:
+    """Segment fragments (Arrow batches of `FRAGMENTS`) of one input or packet range of it.
+
+    `content` holds the file's bytes when Spark read them (binaryFile, remote inputs), `mtime`
+    its modification time (epoch ns).
+    """
+    open_: dict[tuple, _Frag] = {}
+    done: list[_Frag] = []
+    done_bytes = 0
+    issues: list[FileIssue] = []
+    try:
+        for index, (ts, seg) in enumerate(
+            input_segments(
+                file, packet_range=packet_range, issues=issues, content=content, mtime=mtime
+            )
+        ):
+            src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
+            from_a = src <= dst
+            key = (src, dst) if from_a else (dst, src)
+            frag = open_.get(key)
+            if frag is None:
+                first = index if packet_range is None else packet_range.first_index + index
+                frag = open_[key] = _Frag(key[0], key[1], first)
+            payload = bytes(seg.payload)
+            frag.ts.append(ts)
+            frag.seq.append(seg.seq)
+            frag.ack.append(seg.ack)
+            frag.flags.append(seg.flags)
+            frag.wire.append(seg.wire_len)
+            frag.from_a.append(from_a)
+            frag.pay.append(payload)
+            frag.nbytes += len(payload)
+            if len(frag.pay) >= _FRAG_SEGS or frag.nbytes >= _FRAG_BYTES:
+                # closed early so rows stay small; the next fragment of this key sorts after it
+                done.append(open_.pop(key))
+                done_bytes += frag.nbytes
+                if done_bytes >= _BATCH_BYTES:
+                    yield _batch(done, (), file)
+                    done, done_bytes = [], 0
+    except (CaptureFormatError, OSError, ValueError) as exc:
+        size = len(content) if content is not None else file_size(file.path)
+        issues.append(FileIssue(0, "malformed", size, f"not readable: {exc}"))
+    done.extend(sorted(open_.values(), key=lambda f: f.first_index))
+    issues.extend(extra_issues)
+    if done or issues:
+        yield _batch(done, issues, file)

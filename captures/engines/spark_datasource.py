@@ -1,0 +1,162 @@
+"""The `kafkacapture` PySpark data source: inputs planned into partitions, read as fragments.
+
+One partition per input; a pcap file larger than `splitBytes` becomes one partition per packet
+range after a quick `scan_index`. A partition yields segment fragments (`fragments`)
+for the job to shuffle by connection key and decode (`fragment_decode`). Most inputs
+need no shuffle at all: a whole input that is not part of a rotation set holds every packet of
+its connections, so with the `out` option the reader decodes it where it reads it and writes its
+rows as Parquet under `out` (`table_files.ParquetSink`), yielding no fragments.
+
+    spark.dataSource.register(KafkaCaptureDataSource)
+    frags = spark.read.format("kafkacapture").load(["/caps/2024-05-01"])
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from ..reading.inputs import CaptureFile, expand_inputs, file_size
+from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange, scan_index
+from .fragment_decode import decode_file
+from .fragments import fragments_of
+from .schema import FRAGMENTS, spark_ddl
+from .table_files import ParquetSink
+
+__all__ = [
+    "DEFAULT_SPLIT_BYTES",
+    "CapturePartition",
+    "KafkaCaptureDataSource",
+    "KafkaCaptureReader",
+    "plan_partitions",
+]
+
+DEFAULT_SPLIT_BYTES = 64 << 20
+
+
+class CapturePartition(InputPartition):
+    """A whole input, or one packet range of a large pcap file (with the scan's leftover issues).
+
+    `whole` marks a partition that holds every packet of its connections (a whole input that is
+    not part of a rotation set): it can be decoded where it is read, with no shuffle.
+    """
+
+    def __init__(
+        self,
+        file: CaptureFile,
+        packet_range: PacketRange | None = None,
+        issues: Sequence[FileIssue] = (),
+        *,
+        index: int = 0,
+        whole: bool = False,
+    ) -> None:
+        super().__init__(file.name)
+        self.file = file
+        self.packet_range = packet_range
+        self.issues = tuple(issues)
+        self.index = index
+        self.whole = whole
+
+
+def plan_partitions(files: Sequence[CaptureFile], split_bytes: int) -> list[CapturePartition]:
+    """Partitions for `files`: whole small inputs, packet ranges of big pcap files."""
+    members = Counter(f.group for f in files)
+    parts: list[CapturePartition] = []
+
+    def add(f: CaptureFile, rng: PacketRange | None = None, issues: Sequence = ()) -> None:
+        # a file alone in its rotation set, read whole, holds all of its connections
+        whole = rng is None and members[f.group] == 1
+        parts.append(CapturePartition(f, rng, issues, index=len(parts), whole=whole))
+
+    for f in files:
+        if f.kind != "pcap" or file_size(f.path) <= split_bytes:
+            add(f)
+            continue
+        try:
+            index = scan_index(f.path)
+        except (CaptureFormatError, OSError):
+            add(f)  # the reader reports it as a malformed file
+            continue
+        ranges = index.split(split_bytes)
+        # issues past the last whole packet are seen by no range reader: report them once
+        leftover = [i for i in index.issues if i.offset >= index.data_end]
+        if not ranges:
+            add(f)
+            continue
+        for i, rng in enumerate(ranges):
+            add(f, rng, leftover if i == len(ranges) - 1 else ())
+    return parts
+
+
+class KafkaCaptureReader(DataSourceReader):
+    """Plans partitions (inputs and packet ranges) and reads them into segment fragments.
+
+    With the `out` option (a local folder) a partition that holds whole connections is decoded
+    right here and written as Parquet part files under `out`: it yields no fragments at all, so
+    only connections that may continue in another partition cross the JVM and the shuffle.
+    """
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        self.out = options.get("out") or None
+        self.capture = options.get("capture", "")
+        self.broker_ports = tuple(json.loads(options.get("brokerPorts", "[]")))
+        self.with_body_json = options.get("bodyJson", "true") == "true"
+        if "files" in options:
+            # the job passes names, paths, kinds and rotation order already resolved
+            self.files = [CaptureFile(*f) for f in json.loads(options["files"])]
+        else:
+            paths = json.loads(options["paths"]) if "paths" in options else []
+            if options.get("path"):
+                paths.append(options["path"])
+            self.files = expand_inputs(paths)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """One partition per input; a pcap file over `splitBytes` is cut into packet ranges."""
+        return plan_partitions(self.files, self.split_bytes)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Yield Arrow batches of segment fragments for one partition (none if decoded here)."""
+        assert isinstance(partition, CapturePartition)
+        if self.out is not None and partition.whole:
+            sink = ParquetSink(self.out, f"r{partition.index:05d}")
+            decode_file(
+                partition.file,
+                sink,
+                capture=self.capture,
+                broker_ports=self.broker_ports,
+                with_body_json=self.with_body_json,
+            )
+            sink.close()
+            return iter(())
+        return fragments_of(partition.file, partition.packet_range, partition.issues)
+
+
+class KafkaCaptureDataSource(DataSource):
+    """`spark.read.format("kafkacapture").load(paths)`: TCP segment fragments of captures.
+
+    Options: `splitBytes` (default 64 MiB), or `files` (JSON [[name, path, ord, group, kind,
+    peer], ...]) instead of paths. Decode the result with `fragment_decode.decode_fragments`
+    after a shuffle by connection key (`spark_job.decode_dataframe` does it). With `out` (a
+    local folder; and `capture`, `brokerPorts` as JSON, `bodyJson` "true"/"false") partitions of
+    whole connections are decoded by the reader into Parquet under `out` and yield no rows.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return "kafkacapture"
+
+    def schema(self) -> str:
+        """Schema of the fragment rows."""
+        return spark_ddl(FRAGMENTS)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        """A reader for the configured inputs."""
+        return KafkaCaptureReader(dict(self.options))

@@ -1,0 +1,452 @@
+"""The PySpark decode job: inputs in, Parquet tables `pdus`, `pairs`, `connections` out.
+
+Local inputs are read by the `kafkacapture` data source (split by input and packet range); URIs
+such as hdfs:// or s3a:// through Spark's `binaryFile` source (any kind, told by name and
+content), so the same job runs on a cluster. Both give segment fragments, which are shuffled by
+connection key, sorted into capture order, and decoded per connection by
+`captures.engines.fragment_decode` in `mapInArrow`.
+
+For a local output folder (the default writer, "arrow") the job is one Spark pass: the reader
+decodes whole inputs itself, the decode tasks write their rows as Parquet part files, and
+only a few counts come back to the JVM; the summary is read from the written files. Outputs
+only Spark can write (hdfs://, s3a://) go through Spark's writer (writer "spark").
+
+Workers import kipwire as installed on them, or from `--py-files` (a wheel or a zip of the
+`kipwire/` tree, see README): nothing here puts a source folder on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..reading.inputs import (
+    CaptureFile,
+    expand_inputs,
+    input_label,
+    input_set,
+    is_remote,
+    kind_of_bytes,
+    local_path,
+    natural_key,
+)
+from .fragment_decode import decode_fragments
+from .fragments import fragments_of
+from .schema import FRAGMENTS, STATS, TABLES, UNION, spark_ddl
+from .spark_datasource import DEFAULT_SPLIT_BYTES, KafkaCaptureDataSource, plan_partitions
+from .table_files import ParquetSink, finish_tables, prepare_tables, summary_dict, summary_of_tables
+
+__all__ = [
+    "Fragments",
+    "capture_label",
+    "decode_dataframe",
+    "fragments_dataframe",
+    "remote_fragments",
+    "run_decode",
+    "session",
+]
+
+_KEY = ("group", "a_ip", "a_port", "b_ip", "b_port")
+
+# Spark's own logging, quiet unless asked: the job prints its own progress. The repl logger at
+# the root's level keeps Spark from announcing a shell default of WARN.
+_LOG4J2 = """status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.console.ref = console
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
+"""
+
+
+def _log_config(level: str) -> str:
+    """A log4j2 configuration file with Spark's root level at `level`."""
+    fd, path = tempfile.mkstemp(prefix="kipwire-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(_LOG4J2.replace("{level}", level.lower()))
+    return path
+
+
+def session(
+    master: str | None = "local[*]", app: str = "kipwire-capture", log_level: str = "error"
+) -> SparkSession:
+    """Start (or reuse) a Spark session for the job; `master` None keeps spark-submit's."""
+    # the Python workers run this interpreter (it has pyarrow and kipwire), unless told otherwise
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    quiet = f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}"
+    builder = SparkSession.builder.appName(app)
+    if master is not None:
+        builder = builder.master(master)
+    spark = (
+        builder.config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", quiet)
+        .config("spark.executor.extraJavaOptions", quiet)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
+        # a fragment row holds up to 4 MiB of payload: cap the batches fed to the decode by size
+        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))
+        # Spark's own writer holds microseconds at best (captures.engines.schema says why)
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        # reading the nanosecond tables back in Spark gives epoch nanoseconds, not an error
+        .config("spark.sql.legacy.parquet.nanosAsLong", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel(log_level.upper())
+    spark.dataSource.register(KafkaCaptureDataSource)
+    return spark
+
+
+def capture_label(inputs: Sequence[str], name: str | None = None) -> str:
+    """`name`, else the name of the first input as given (a file's or a folder's own name)."""
+    return name or input_label(inputs[0])
+
+
+def remote_fragments(
+    batches: Iterable[pa.RecordBatch], ords: dict[str, int], groups: dict[str, int]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow over `binaryFile` rows (path, modificationTime, content): whole files.
+
+    Each file's kind comes from its bytes and name (`inputs.kind_of_bytes`); a tcpflow file is
+    one direction, which meets the other in the shuffle by connection.
+    """
+    for batch in batches:
+        mtimes = pc.cast(batch.column("modificationTime"), pa.int64()).to_pylist()
+        for path, mtime_us, content in zip(
+            batch.column("path").to_pylist(),
+            mtimes,
+            batch.column("content").to_pylist(),
+            strict=True,
+        ):
+            kind = kind_of_bytes(path, content)
+            f = CaptureFile(path, path, ords.get(path, 0), groups.get(path, 0), kind)
+            yield from fragments_of(f, content=content, mtime=(mtime_us or 0) * 1000)
+
+
+class Fragments(NamedTuple):
+    """The fragment rows of all inputs, with how they were planned."""
+
+    frame: DataFrame
+    partitions: int  # read partitions (files and packet ranges)
+    shuffled: int  # of them, those whose fragments must meet others after a shuffle
+
+
+def fragments_dataframe(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    *,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    decode_into: dict[str, str] | None = None,
+    fmt: str | None = None,
+    pairs: Sequence[Sequence[str]] = (),
+) -> Fragments:
+    """Segment fragments of all inputs.
+
+    `decode_into` (the reader options `out`, `capture`, `brokerPorts`, `bodyJson`) lets the
+    reader decode partitions that hold whole connections itself, writing Parquet under `out`;
+    those partitions then yield no fragments. `fmt` forces the kind of local inputs; `pairs`
+    are (requests, responses) frame dumps.
+    """
+    local = [i for i in inputs if not is_remote(i)]
+    remote = [i for i in inputs if is_remote(i)]
+    frames: list[DataFrame] = []
+    parts = shuffled = 0
+    files = expand_inputs(local, fmt=fmt, pairs=pairs)
+    if files:
+        opts = {
+            "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
+            "splitBytes": str(split_bytes),
+            **(decode_into or {}),
+        }
+        plan = plan_partitions(files, split_bytes)
+        parts += len(plan)
+        shuffled += sum(1 for p in plan if not (decode_into and p.whole))
+        frames.append(spark.read.format("kafkacapture").options(**opts).load())
+    if remote:
+        raw = (
+            spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .load(remote)
+            .select("path", "modificationTime", "content")
+        )
+        paths = sorted(
+            (r.path for r in raw.select("path").collect()),
+            key=natural_key,
+        )
+        base = len(files)
+        ords = {p: base + i for i, p in enumerate(paths)}
+        sets: dict[tuple, int] = {}
+        groups = {p: base + sets.setdefault(input_set(p), len(sets)) for p in paths}
+        parts += len(paths)
+        shuffled += len(paths)
+        frames.append(
+            raw.mapInArrow(
+                lambda it: remote_fragments(it, ords, groups),
+                spark_ddl(FRAGMENTS),
+            )
+        )
+    if not frames:
+        raise FileNotFoundError(f"no capture files in {list(inputs)}")
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    return Fragments(df, parts, shuffled)
+
+
+def decode_dataframe(
+    fragments: DataFrame,
+    *,
+    capture: str,
+    partitions: int,
+    broker_ports: Sequence[int] = (),
+    with_body_json: bool = True,
+    out_dir: str | None = None,
+) -> DataFrame:
+    """Decode segment fragments that may continue in other partitions, after a shuffle.
+
+    Without `out_dir`: union rows of the three tables (`table` column). With it (a local
+    folder): the rows are written there as Parquet by the Python workers, and the frame holds
+    only `schema.STATS` rows. `partitions` is how many read partitions yield fragments.
+    """
+    spark = fragments.sparkSession
+    ports = tuple(broker_ports)
+    if partitions > 1:
+        # a connection may span packet ranges or rotated files: bring its fragments together,
+        # in capture order (rotation ordinal, then packet index). Connections hash onto
+        # partitions unevenly, and one connection is one task's work: several partitions per
+        # core let the scheduler even the load out (an empty one costs a few milliseconds).
+        n = max(partitions, 4 * spark.sparkContext.defaultParallelism)
+        fragments = fragments.repartition(n, *_KEY).sortWithinPartitions(
+            *_KEY, "file_ord", "first_index"
+        )
+        keys_sorted = True
+    else:
+        keys_sorted = False  # one partition holds everything, already in capture order
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sink = None
+        if out_dir is not None:
+            ctx = TaskContext.get()
+            sink = ParquetSink(out_dir, f"s{ctx.partitionId() if ctx else 0:05d}")
+        return decode_fragments(
+            batches,
+            capture=capture,
+            broker_ports=ports,
+            with_body_json=with_body_json,
+            keys_sorted=keys_sorted,
+            sink=sink,
+        )
+
+    schema = spark_ddl(STATS if out_dir is not None else UNION)
+    return fragments.mapInArrow(decode, schema)
+
+
+def _table(decoded: DataFrame, name: str) -> DataFrame:
+    """One table's columns out of the union, timestamps from epoch ns to Spark's microseconds."""
+    cols = []
+    for f in TABLES[name]:
+        if pa.types.is_timestamp(f.type):
+            # integer division: epoch ns as a double would lose the last microsecond
+            cols.append(F.expr(f"timestamp_micros(`{f.name}` div 1000)").alias(f.name))
+        else:
+            cols.append(F.col(f.name))
+    return decoded.filter(F.col("table") == name).select(*cols)
+
+
+def run_decode(
+    inputs: Sequence[str] | str,
+    out: str | os.PathLike,
+    *,
+    name: str | None = None,
+    master: str | None = "local[*]",
+    broker_ports: Iterable[int] = (),
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    spark: SparkSession | None = None,
+    with_body_json: bool = True,
+    progress: Callable[[str], None] | None = None,
+    writer: str = "auto",
+    fmt: str | None = None,
+    pairs: Sequence[Sequence[str]] = (),
+    log_level: str = "error",
+) -> dict[str, Any]:
+    """Decode captures into Parquet tables under `out`; return a summary of what was written.
+
+    Pass `spark` to reuse a running session (then `master` is ignored). `writer`: "arrow" has
+    the Python workers write the tables (local `out` only; the fast path), "spark" has Spark
+    write them (any `out` Spark can write, such as hdfs:// or s3a://); "auto" picks "arrow" for
+    a local `out`. `fmt` forces the kind of local inputs; `pairs` are (requests, responses)
+    frame dumps.
+    """
+    say = progress or (lambda _msg: None)
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    out_dir = str(out)
+    if writer == "auto":
+        writer = "spark" if is_remote(out_dir) else "arrow"
+    t0 = time.perf_counter()
+    own = spark is None
+    if spark is None:
+        say(f"starting Spark ({master or 'as spark-submit set it'})")
+        spark = session(master, log_level=log_level)
+    t_start = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    capture = capture_label(inputs or [p[0] for p in pairs], name)
+    job = _Job(spark, inputs, out_dir, capture, tuple(broker_ports), split_bytes, with_body_json)
+    job.fmt, job.pairs = fmt, pairs
+    try:
+        summary = job.write_with_arrow(say) if writer == "arrow" else job.write_with_spark(say)
+    finally:
+        if own:
+            spark.stop()  # a clean stop: at exit, a local cluster's shutdown hook logs errors
+    summary.update(
+        capture=capture,
+        out=out_dir,
+        engine="spark",
+        startup_s=t_start,
+        decode_s=time.perf_counter() - t1,
+    )
+    say("done")
+    return summary
+
+
+class _Job:
+    """One decode's settings, and its two ways of writing the tables."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        inputs: list[str],
+        out_dir: str,
+        capture: str,
+        ports: tuple[int, ...],
+        split_bytes: int,
+        with_body_json: bool,
+    ) -> None:
+        self.spark, self.inputs, self.out_dir, self.capture = spark, inputs, out_dir, capture
+        self.ports, self.split_bytes, self.with_body_json = ports, split_bytes, with_body_json
+        self.fmt: str | None = None
+        self.pairs: Sequence[Sequence[str]] = ()
+
+    def _fragments(self, decode_into: dict[str, str] | None = None) -> Fragments:
+        return fragments_dataframe(
+            self.spark,
+            self.inputs,
+            split_bytes=self.split_bytes,
+            decode_into=decode_into,
+            fmt=self.fmt,
+            pairs=self.pairs,
+        )
+
+    def write_with_arrow(self, say: Callable[[str], None]) -> dict[str, Any]:
+        """One Spark pass: readers and decode tasks write Parquet; the summary reads it back."""
+        root = os.path.abspath(local_path(self.out_dir))
+        prepare_tables(root)
+        opts = {
+            "out": root,
+            "capture": self.capture,
+            "brokerPorts": json.dumps(list(self.ports)),
+            "bodyJson": "true" if self.with_body_json else "false",
+        }
+        frags = self._fragments(opts)
+        say(
+            f"reading {frags.partitions} partition(s) of {len(self.inputs) + len(self.pairs)} "
+            f"input(s) as capture {self.capture!r}; {frags.partitions - frags.shuffled} decoded "
+            f"where read, {frags.shuffled} after a shuffle by connection"
+        )
+        stats = decode_dataframe(
+            frags.frame,
+            capture=self.capture,
+            partitions=frags.shuffled,
+            broker_ports=self.ports,
+            with_body_json=self.with_body_json,
+            out_dir=root,
+        )
+        say("decoding and writing pdus, pairs, connections")
+        stats.collect()  # the writes happen in the tasks; the rows are a few counts
+        finish_tables(root)
+        summary = summary_of_tables(root)
+        summary["partitions"] = frags.partitions
+        return summary
+
+    def write_with_spark(self, say: Callable[[str], None]) -> dict[str, Any]:
+        """Spark writes the tables: decode once into the cached union, three filtered writes."""
+        frags = self._fragments()
+        say(f"reading {frags.partitions} partition(s) as capture {self.capture!r}")
+        decoded = decode_dataframe(
+            frags.frame,
+            capture=self.capture,
+            partitions=frags.partitions,
+            broker_ports=self.ports,
+            with_body_json=self.with_body_json,
+        ).persist()
+        try:
+            names = _topic_id_names(decoded)
+            for table in TABLES:
+                say(f"writing {table}")
+                path = os.path.join(self.out_dir, table)
+                frame = _table(decoded, table)
+                if table == "pdus" and names:
+                    frame = _name_topic_ids(frame, names)
+                frame.write.mode("overwrite").parquet(path)
+            summary = _summary(decoded)
+        finally:
+            decoded.unpersist()
+        summary["partitions"] = frags.partitions
+        return summary
+
+
+def _topic_id_names(decoded: DataFrame) -> dict[str, str]:
+    """topic id -> name from the rows that hold both (Metadata responses): a small map."""
+    both = decoded.filter(
+        (F.col("table") == "pdus")
+        & F.col("topics").isNotNull()
+        & F.col("topic_ids").isNotNull()
+        & (F.size("topics") == F.size("topic_ids"))
+    ).select(F.explode(F.arrays_zip("topic_ids", "topics")).alias("pair"))
+    return {r.pair.topic_ids: r.pair.topics for r in both.distinct().collect()}
+
+
+def _name_topic_ids(pdus: DataFrame, names: dict[str, str]) -> DataFrame:
+    """`topics` for rows that name topics by id alone, as `topic_ids.name_topic_ids` does."""
+    lookup = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
+    found = F.filter(F.transform("topic_ids", lambda i: lookup[i]), lambda n: n.isNotNull())
+    fill = F.col("topics").isNull() & F.col("topic_ids").isNotNull() & (F.size(found) > 0)
+    return pdus.withColumn("topics", F.when(fill, found).otherwise(F.col("topics")))
+
+
+def _summary(decoded: DataFrame) -> dict[str, Any]:
+    """Counts for the CLI's table from the cached union: PDUs by status and API, connections."""
+    pdus = decoded.filter(F.col("table") == "pdus")
+    by_status = {r[0]: r[1] for r in pdus.groupBy("decode_status").count().collect()}
+    by_api = {
+        (r[0] if r[0] is not None else "-"): r[1]
+        for r in pdus.filter(F.col("api_name").isNotNull() | F.col("api_key").isNotNull())
+        .groupBy("api_name")
+        .count()
+        .collect()
+    }
+    conns = decoded.filter(F.col("table") == "connections").agg(
+        F.count(F.lit(1)), F.sum("missed_bytes"), F.sum("request_bytes"), F.sum("response_bytes")
+    )
+    n_conn, missed, req_b, resp_b = conns.collect()[0]
+    pairs = {
+        r[0]: r[1]
+        for r in decoded.filter(F.col("table") == "pairs").groupBy("status").count().collect()
+    }
+    return summary_dict(by_status, by_api, pairs, n_conn, missed or 0, (req_b or 0) + (resp_b or 0))
