@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 
 from controller_kit import (
-    ELECT_LEADERS,
     ELR,
     PRESETS,
     alter_partition,
+    call,
     heartbeat,
     register,
     set_config,
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from kipwire.codec import decode_record, encode_record
+from kipwire.codec import ApiKey, ErrorCode, decode_record, encode_record
 from kipwire.mockbroker.controller import Controller
 
 BROKERS = (1, 2, 3, 4)
@@ -36,16 +36,18 @@ class ControllerMachine(RuleBasedStateMachine):
         self.ctl = Controller(semantics=semantics)
         self.generation = dict.fromkeys(BROKERS, 0)
         if elr:
-            self.ctl.handle(
-                57,
+            call(
+                self.ctl,
+                ApiKey.UPDATE_FEATURES,
                 1,
                 {"feature_updates": [{"feature": ELR, "max_version_level": 1, "upgrade_type": 1}]},
             )
         for b in BROKERS:
             register(self.ctl, b)
             heartbeat(self.ctl, b)
-        self.ctl.handle(
-            19,
+        call(
+            self.ctl,
+            ApiKey.CREATE_TOPICS,
             7,
             {
                 "topics": [
@@ -86,7 +88,7 @@ class ControllerMachine(RuleBasedStateMachine):
         previous = self.ctl.broker(b).epoch if clean else -1
         self.generation[b] += 1
         resp = register(self.ctl, b, self.generation[b], previous_epoch=previous)
-        assert resp.error_code == 0
+        assert resp.error_code == ErrorCode.NONE
         if not clean and self.ctl.state.elr_enabled:
             for key in PARTITIONS:
                 if b in self.ctl.partition(*key).replicas:
@@ -117,7 +119,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @rule(kind=st.sampled_from([0, 1]))
     def elect(self, kind: int) -> None:
-        self.ctl.handle(ELECT_LEADERS, 2, {"election_type": kind, "topic_partitions": None})
+        call(self.ctl, ApiKey.ELECT_LEADERS, 2, {"election_type": kind, "topic_partitions": None})
 
     @rule(value=st.integers(1, 4), topic=st.sampled_from(["t", "u", None]))
     def min_isr(self, value: int, topic) -> None:
