@@ -62,9 +62,8 @@ class Controller:
             self.default_partitions,
             self.default_replication_factor,
         )
-        return ControllerView(
-            self.state, settings, self.now_ms, len(self.log), MappingProxyType(self.sessions)
-        )
+        sessions = MappingProxyType(self.sessions)
+        return ControllerView(self.state, settings, self.now_ms, len(self.log), sessions)
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -127,7 +126,8 @@ class Controller:
         the response body for the node to encode (protocol errors, never exceptions)."""
         result = apis.handle(self.view(), api_key, api_version, body)
         self._commit(result)
-        self.recovery.scan(self.view())
+        if self.recovery.enabled:
+            self.recovery.scan(self.view())
         return result.response
 
     def outbox(self) -> list[tuple[int, int, int, dict]]:
@@ -146,7 +146,8 @@ class Controller:
     def fence(self, broker_id: int) -> list[LogEntry]:
         """Fence a broker as a missed session timeout does (D.17); return the records written."""
         entries = self._commit(brokers.fence(self.view(), broker_id))
-        self.recovery.scan(self.view())
+        if self.recovery.enabled:
+            self.recovery.scan(self.view())
         return entries
 
     def tick(self, now_ms: int) -> list[LogEntry]:

@@ -57,7 +57,8 @@ class Pending:
 
 
 def strategy_of(state: ClusterState, topic: str) -> str:
-    """The topic's strategy; the KIP maps unclean.leader.election.enable=true to Aggressive."""
+    """E.26: the topic's strategy; the KIP maps unclean.leader.election.enable=true to
+    Aggressive."""
     explicit = state.config(ConfigResourceType.TOPIC, topic, RECOVERY_STRATEGY) is not None
     if not explicit and unclean_election_enabled(state, topic):
         return AGGRESSIVE
@@ -77,7 +78,8 @@ def balanced_strategy_may_elect(p: PartitionState, answered: Collection[int]) ->
 
 
 def needs_recovery(state: ClusterState, p: PartitionState) -> str | None:
-    """The strategy to start now for a leaderless partition, or None to wait (KIP order)."""
+    """E.26: the strategy to start now for a leaderless partition, or None to wait: not while
+    an ISR member (or, the ISR empty, an ELR member) can still lead, as the KIP orders it."""
     if p.leader != NO_LEADER:
         return None
 
@@ -118,7 +120,7 @@ class Recovery:
         return out
 
     def start(self, view: ControllerView, p: PartitionState, strategy: str) -> bool:
-        """Ask every live replica for its log; False when none is live."""
+        """E.26: ask every live replica for its log; False when none is live."""
         live = [r for r in p.replicas if is_active(view.state, r)]
         if not live:
             return False
@@ -174,8 +176,8 @@ class Recovery:
                 self.start(view, p, strategy)
 
     def deliver(self, view: ControllerView, broker_id: int, body: Any) -> ControllerResult:
-        """Take a GetReplicaLogInfo v0 response (decoded); stale epochs (a restarted broker)
-        are dropped; an election it completes comes back as records."""
+        """E.26: take a GetReplicaLogInfo v0 response (decoded); stale epochs (a restarted
+        broker) are dropped; an election it completes comes back as records."""
         draft = Draft(view)
         b = view.state.brokers.get(broker_id)
         if b is None or b.epoch != body["broker_epoch"]:
@@ -202,7 +204,8 @@ class Recovery:
         return draft.result()
 
     def tick(self, view: ControllerView) -> ControllerResult:
-        """Deadlines: elect with the answers gathered so far; the Controller scans after."""
+        """E.26's deadlines: elect with the answers gathered so far; the Controller scans
+        after."""
         draft = Draft(view)
         if not self.enabled:
             return draft.result()

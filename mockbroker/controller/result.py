@@ -4,7 +4,6 @@ append and the response (Kafka's ControllerResult). Rules never append; the Cont
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -40,8 +39,7 @@ class ControllerResult(NamedTuple):
     recoveries: tuple[tuple[UUID, int, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """The controller's settings that rules read."""
 
     semantics: Semantics
@@ -51,8 +49,7 @@ class Settings:
     default_replication_factor: int
 
 
-@dataclass(frozen=True)
-class ControllerView:
+class ControllerView(NamedTuple):
     """What a rule may read: the replayed state, the settings, the clock, the offset the next
     record takes, and the live heartbeat sessions (broker id -> last heartbeat ms)."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, TypeVar
 from uuid import UUID
@@ -60,6 +59,26 @@ class PartitionState:
         self.adding_replicas: list[int] = list(record.get("adding_replicas") or ())
         self.removing_replicas: list[int] = list(record.get("removing_replicas") or ())
         self.directories: list[UUID] = list(record.get("directories") or ())
+
+    def clone(self) -> PartitionState:
+        """A copy whose fields can be replaced without touching this one (merge replaces
+        lists, never changes them in place, so they may be shared)."""
+        other = object.__new__(PartitionState)
+        other.topic, other.topic_id, other.partition_id = (
+            self.topic,
+            self.topic_id,
+            self.partition_id,
+        )
+        other.replicas, other.isr, other.elr = self.replicas, self.isr, self.elr
+        other.last_known_elr, other.leader = self.last_known_elr, self.leader
+        other.leader_epoch, other.partition_epoch = self.leader_epoch, self.partition_epoch
+        other.leader_recovery_state = self.leader_recovery_state
+        other.adding_replicas, other.removing_replicas = (
+            self.adding_replicas,
+            self.removing_replicas,
+        )
+        other.directories = self.directories
+        return other
 
     def merge(self, change: Mapping[str, Any]) -> None:
         """Apply a PartitionChangeRecord (F.27, F.29): null fields and Leader -2 mean unchanged."""
@@ -135,6 +154,13 @@ class BrokerState:
         # A heartbeat whose CurrentMetadataOffset reaches this has seen its own registration.
         self.register_offset = offset
 
+    def clone(self) -> BrokerState:
+        """A copy whose fields can be replaced without touching this one."""
+        other = BrokerState.__new__(BrokerState)
+        for name in BrokerState.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
     @property
     def active(self) -> bool:
         """Unfenced and not shutting down: may lead and may join an ISR."""
@@ -163,6 +189,12 @@ class TopicState:
         self.name = name
         self.topic_id = topic_id
         self.partitions: dict[int, PartitionState] = {}
+
+    def clone(self) -> TopicState:
+        """A copy with its own partition index (the partitions themselves are shared)."""
+        other = TopicState(self.name, self.topic_id)
+        other.partitions = dict(self.partitions)
+        return other
 
 
 class ClusterState:
@@ -244,11 +276,19 @@ class _Overlay(MutableMapping[K, V]):
         self._deleted: set[K] = set()
 
     def __getitem__(self, key: K) -> V:
-        if key in self._set:
+        try:
             return self._set[key]
-        if key in self._deleted:
-            raise KeyError(key)
+        except KeyError:
+            if key in self._deleted:
+                raise
         return self._base[key]
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """The value of `key`, or `default`."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def __setitem__(self, key: K, value: V) -> None:
         self._deleted.discard(key)
@@ -290,35 +330,32 @@ class DraftState(ClusterState):
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
         self._own: dict[int, object] = {}
 
-    def _owned(self, obj: Any) -> Any:
+    def _owned(self, obj: Any, clone: Callable[[], Any]) -> Any:
         if id(obj) in self._own:
             return obj
-        mine = copy.copy(obj)
+        mine = clone()
         self._own[id(mine)] = mine
         return mine
 
     def _writable_broker(self, broker_id: int) -> BrokerState:
-        broker = self._owned(self.brokers[broker_id])
-        self.brokers[broker_id] = broker
+        broker = self.brokers[broker_id]
+        broker = self.brokers[broker_id] = self._owned(broker, broker.clone)
         return broker
 
     def _writable_topic(self, topic_id: UUID) -> TopicState:
         topic = self.topics[topic_id]
-        if id(topic) not in self._own:
-            topic = self._owned(topic)
-            topic.partitions = dict(topic.partitions)
-            self.topics[topic_id] = topic
+        topic = self.topics[topic_id] = self._owned(topic, topic.clone)
         return topic
 
     def _writable_partition(self, topic_id: UUID, index: int) -> PartitionState:
         topic = self._writable_topic(topic_id)
-        partition = self._owned(topic.partitions[index])
-        topic.partitions[index] = partition
+        partition = topic.partitions[index]
+        partition = topic.partitions[index] = self._owned(partition, partition.clone)
         return partition
 
     def _writable_configs(self, key: tuple[int, str]) -> dict[str, str]:
-        configs = self._owned(self.configs[key])
-        self.configs[key] = configs
+        configs = self.configs[key]
+        configs = self.configs[key] = self._owned(configs, configs.copy)
         return configs
 
 

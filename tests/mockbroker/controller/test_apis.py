@@ -148,7 +148,10 @@ def test_delete_topics_by_name_and_id() -> None:
     create(ctl, "a", configs=[("min.insync.replicas", "2")])
     b = create(ctl, "b")
     resp = call(ctl, ApiKey.DELETE_TOPICS, 5, {"topic_names": ["a", "zz"], "timeout_ms": 1000})
-    assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert [r.error_code for r in resp.responses] == [
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
     assert (
         ctl.state.topic("a") is None and ctl.state.config(TOPIC, "a", "min.insync.replicas") is None
     )
@@ -277,7 +280,10 @@ def test_update_features_errors_are_all_or_nothing() -> None:
         },
     )
     assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
-    assert [r.error_code for r in resp.results] == [0, ErrorCode.INVALID_UPDATE_VERSION]
+    assert [r.error_code for r in resp.results] == [
+        ErrorCode.NONE,
+        ErrorCode.INVALID_UPDATE_VERSION,
+    ]
     assert ctl.end_offset == start
     resp = call(
         ctl,
