@@ -2,10 +2,11 @@
 
 A `Draft` collects the records a rule writes, in order, and replays each into a copy-on-write
 draft of the state (`state.DraftState`), so a rule's later steps see its earlier ones (a
-controlled shutdown, then whether the broker still leads anything). Nothing reaches the log
-until the Controller appends `Draft.result()`'s records. Kafka's rules read the state as it
-was before the request; the mock reads its own writes, which only differs when one request
-changes one partition twice.
+controlled shutdown, then whether the broker still leads anything; unregister's ISR pass, then
+its ELR pass). Nothing reaches the log until the Controller appends `Draft.result()`'s
+records, so a rule that fails half-way writes nothing. Kafka's rules read the state as it was
+before the request; the mock's rules read their own writes, as they did when they appended
+to the log themselves.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The registries rebuilt by replaying metadata records: brokers, topics, partitions, configs."""
+"""The registries rebuilt by replaying metadata records: brokers, topics, partitions, configs;
+and DraftState, the copy-on-write view a rule's records are replayed into (see draft.py)."""
 
 from __future__ import annotations
 
@@ -64,19 +65,19 @@ class PartitionState:
         """A copy whose fields can be replaced without touching this one (merge replaces
         lists, never changes them in place, so they may be shared)."""
         other = object.__new__(PartitionState)
-        other.topic, other.topic_id, other.partition_id = (
-            self.topic,
-            self.topic_id,
-            self.partition_id,
-        )
-        other.replicas, other.isr, other.elr = self.replicas, self.isr, self.elr
-        other.last_known_elr, other.leader = self.last_known_elr, self.leader
-        other.leader_epoch, other.partition_epoch = self.leader_epoch, self.partition_epoch
+        other.topic = self.topic
+        other.topic_id = self.topic_id
+        other.partition_id = self.partition_id
+        other.replicas = self.replicas
+        other.isr = self.isr
+        other.elr = self.elr
+        other.last_known_elr = self.last_known_elr
+        other.leader = self.leader
+        other.leader_epoch = self.leader_epoch
+        other.partition_epoch = self.partition_epoch
         other.leader_recovery_state = self.leader_recovery_state
-        other.adding_replicas, other.removing_replicas = (
-            self.adding_replicas,
-            self.removing_replicas,
-        )
+        other.adding_replicas = self.adding_replicas
+        other.removing_replicas = self.removing_replicas
         other.directories = self.directories
         return other
 
