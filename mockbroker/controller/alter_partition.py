@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from uuid import UUID
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ErrorCode, LeaderRecoveryState
 
-from .election import Election
+from .draft import Draft, change_partition, election_mode
 from .partition_change import Target
-from .state import NO_LEADER_CHANGE, RECOVERED, RECOVERING, PartitionState, TopicState
+from .result import ControllerResult, ControllerView
+from .state import NO_LEADER_CHANGE, ClusterState, PartitionState
 
-if TYPE_CHECKING:
-    from .controller import Controller
+RECOVERED, RECOVERING = LeaderRecoveryState.RECOVERED, LeaderRecoveryState.RECOVERING
 
 
-def ineligible_replicas(ctl: Controller, isr_with_epochs: list[tuple[int, int]]) -> list[int]:
+def ineligible_replicas(state: ClusterState, isr_with_epochs: list[tuple[int, int]]) -> list[int]:
     """C.10.11: ISR members unregistered, shutting down, fenced, or with another epoch."""
     bad = []
     for broker_id, epoch in isr_with_epochs:
-        b = ctl.state.brokers.get(broker_id)
+        b = state.brokers.get(broker_id)
         if b is None or b.in_controlled_shutdown or b.fenced or (epoch != -1 and epoch != b.epoch):
             bad.append(broker_id)
     return bad
 
 
 def validate(
-    ctl: Controller,
+    state: ClusterState,
     version: int,
     sender: int,
     p: PartitionState | None,
@@ -55,7 +56,7 @@ def validate(
         return ErrorCode.INVALID_REQUEST
     if p.leader_recovery_state == RECOVERED and lrs == RECOVERING:
         return ErrorCode.INVALID_REQUEST
-    if ineligible_replicas(ctl, isr_with_epochs):
+    if ineligible_replicas(state, isr_with_epochs):
         return ErrorCode.INELIGIBLE_REPLICA if version >= 2 else ErrorCode.OPERATION_NOT_ATTEMPTED
     return ErrorCode.NONE
 
@@ -72,26 +73,29 @@ def _state_reply(p: PartitionState, index: int, code: int) -> dict:
     }
 
 
-def _alter_one(ctl: Controller, version: int, sender: int, topic: TopicState, req: Any) -> dict:
+def _partition(state: ClusterState, topic_id: UUID, index: int) -> PartitionState | None:
+    topic = state.topics.get(topic_id)
+    return None if topic is None else topic.partitions.get(index)
+
+
+def _alter_one(draft: Draft, version: int, sender: int, topic_id: UUID, req: Any) -> dict:
     index = req["partition_index"]
-    p = topic.partitions.get(index)
+    p = _partition(draft.state, topic_id, index)
     if version >= 3:
         isr_with_epochs = [(b["broker_id"], b["broker_epoch"]) for b in req["new_isr_with_epochs"]]
     else:
         # C.10: before v3 the ids carry epoch -1, so the epoch check cannot fire.
         isr_with_epochs = [(b, -1) for b in req["new_isr"]]
-    code = validate(ctl, version, sender, p, req, isr_with_epochs)
+    code = validate(draft.state, version, sender, p, req, isr_with_epochs)
     if code != ErrorCode.NONE:
         return {"partition_index": index, "error_code": code}
-    election = (
-        Election.UNCLEAN if ctl.election_mode(topic.name) is Election.UNCLEAN else Election.ONLINE
-    )
+    election = election_mode(draft.state, p.topic)
     target = Target(
         isr=[b for b, _ in isr_with_epochs],
         leader_recovery_state=req.get("leader_recovery_state", RECOVERED),
         election=election,
     )
-    change = ctl.change_partition(p, target)
+    change = change_partition(draft, p, target)
     if change.record is not None:
         leader = change.record.get("leader", NO_LEADER_CHANGE)
         if leader not in (NO_LEADER_CHANGE, sender):
@@ -99,21 +103,25 @@ def _alter_one(ctl: Controller, version: int, sender: int, topic: TopicState, re
             # the old leader learns the new state from the metadata log, not from the reply.
             code = ErrorCode.NEW_LEADER_ELECTED if version > 1 else ErrorCode.FENCED_LEADER_EPOCH
             return {"partition_index": index, "error_code": code}
+    # The reply carries the state the change leaves.
+    p = _partition(draft.state, topic_id, index) or p
     return _state_reply(p, index, ErrorCode.NONE)
 
 
-def handle(ctl: Controller, version: int, body: Any) -> dict:
-    """AlterPartition v0-v3 (RCM#alterPartition)."""
+def alter_partition(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """AlterPartition v0-v3 (RCM#alterPartition): C.9's request check, C.10's per-partition
+    checks, then C.11's change."""
+    draft = Draft(view)
     sender = body["broker_id"]
-    b = ctl.state.brokers.get(sender)
+    b = draft.state.brokers.get(sender)
     if b is None or b.epoch != body["broker_epoch"]:
-        return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
+        return draft.result({"error_code": ErrorCode.STALE_BROKER_EPOCH})
     topics = []
     for t in body["topics"]:
         topic = (
-            ctl.state.topics.get(t["topic_id"])
+            draft.state.topics.get(t["topic_id"])
             if version >= 2
-            else ctl.state.topic(t["topic_name"])
+            else draft.state.topic(t["topic_name"])
         )
         if topic is None:
             code = (
@@ -124,7 +132,7 @@ def handle(ctl: Controller, version: int, body: Any) -> dict:
                 for p in t["partitions"]
             ]
         else:
-            parts = [_alter_one(ctl, version, sender, topic, p) for p in t["partitions"]]
+            parts = [_alter_one(draft, version, sender, topic.topic_id, p) for p in t["partitions"]]
         key = "topic_id" if version >= 2 else "topic_name"
         topics.append({key: t[key], "partitions": parts})
-    return {"error_code": ErrorCode.NONE, "topics": topics}
+    return draft.result({"error_code": ErrorCode.NONE, "topics": topics})

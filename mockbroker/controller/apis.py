@@ -1,20 +1,21 @@
-"""Which APIs the controller serves, at which versions, and the dispatch with its error paths."""
+"""Which APIs the controller serves, at which versions, the rule that answers each, and the
+error paths. Requests arrive decoded (a codec Container, as `kipwire.codec.decode_request`
+gives it); the node encodes the response body once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from construct import Container
 
-from kipwire.codec import APIS, DecodeError, EncodeError, ErrorCode, message
-from kipwire.codec.errors import UnsupportedVersionError
+from kipwire.codec import ApiKey, DecodeError, EncodeError, ErrorCode, message
 
 from . import (
     alter_partition,
     brokers,
-    configs,
+    config_apis,
     elect_leaders,
     features,
     reassignments,
@@ -22,112 +23,130 @@ from . import (
     update_features,
 )
 from .features import METADATA_VERSION
+from .result import ControllerResult, ControllerView
+from .semantics import Semantics
 
-if TYPE_CHECKING:
-    from .controller import Controller
+Rule = Callable[[ControllerView, int, Any], ControllerResult]
 
 
 class Api(NamedTuple):
-    """One served API: its versions and the function that answers it."""
+    """One served API: its versions and the rule that answers it."""
 
     name: str
     min_version: int
     max_version: int
-    handler: Callable[[Controller, int, Any], Any]
+    rule: Rule
 
 
-def _api_versions(ctl: Controller, version: int, body: Any) -> dict:
+def api_versions(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """ApiVersions v0-v4: the APIs served here, and (v3+) the finalized features."""
+    state = view.state
     keys = [
-        {"api_key": key, "min_version": api.min_version, "max_version": max_version(ctl, key)}
+        {
+            "api_key": key,
+            "min_version": api.min_version,
+            "max_version": max_version(view.settings.semantics, key),
+        }
         for key, api in sorted(SERVED.items())
     ]
-    epoch = max((e.offset for e in ctl.log if e.name == "FeatureLevelRecord"), default=-1)
-    return {
-        "error_code": ErrorCode.NONE,
-        "api_keys": keys,
-        "supported_features": [
-            {"name": name, "min_version": lo, "max_version": hi}
-            for name, (lo, hi) in sorted(features.SUPPORTED_FEATURES.items())
-        ],
-        "finalized_features_epoch": epoch,
-        "finalized_features": [
-            {"name": name, "max_version_level": level, "min_version_level": level}
-            for name, level in sorted(
-                {METADATA_VERSION: ctl.state.metadata_version, **ctl.state.features}.items()
-            )
-        ],
-    }
+    finalized = {METADATA_VERSION: state.metadata_version, **state.features}
+    return ControllerResult(
+        response={
+            "error_code": ErrorCode.NONE,
+            "api_keys": keys,
+            "supported_features": [
+                {"name": name, "min_version": lo, "max_version": hi}
+                for name, (lo, hi) in sorted(features.SUPPORTED_FEATURES.items())
+            ],
+            "finalized_features_epoch": state.features_epoch,
+            "finalized_features": [
+                {"name": name, "max_version_level": level, "min_version_level": level}
+                for name, level in sorted(finalized.items())
+            ],
+        }
+    )
 
 
 SERVED: dict[int, Api] = {
-    18: Api("ApiVersions", 0, 4, _api_versions),
-    19: Api("CreateTopics", 0, 7, topics.handle_create_topics),
-    20: Api("DeleteTopics", 0, 6, topics.handle_delete_topics),
-    32: Api("DescribeConfigs", 0, 4, configs.handle_describe),
-    33: Api("AlterConfigs", 0, 2, configs.handle_alter),
-    37: Api("CreatePartitions", 0, 3, topics.handle_create_partitions),
-    43: Api("ElectLeaders", 0, 3, elect_leaders.handle),
-    44: Api("IncrementalAlterConfigs", 0, 1, configs.handle_incremental_alter),
-    45: Api("AlterPartitionReassignments", 0, 1, reassignments.handle_alter),
-    46: Api("ListPartitionReassignments", 0, 0, reassignments.handle_list),
-    56: Api("AlterPartition", 0, 3, alter_partition.handle),
-    57: Api("UpdateFeatures", 0, 2, update_features.handle_update),
-    62: Api("BrokerRegistration", 0, 4, brokers.handle_registration),
-    63: Api("BrokerHeartbeat", 0, 1, brokers.handle_heartbeat),
-    64: Api("UnregisterBroker", 0, 0, brokers.handle_unregister),
+    ApiKey.API_VERSIONS: Api("ApiVersions", 0, 4, api_versions),
+    ApiKey.CREATE_TOPICS: Api("CreateTopics", 0, 7, topics.create_topics),
+    ApiKey.DELETE_TOPICS: Api("DeleteTopics", 0, 6, topics.delete_topics),
+    ApiKey.DESCRIBE_CONFIGS: Api("DescribeConfigs", 0, 4, config_apis.describe_configs),
+    ApiKey.ALTER_CONFIGS: Api("AlterConfigs", 0, 2, config_apis.alter_configs),
+    ApiKey.CREATE_PARTITIONS: Api("CreatePartitions", 0, 3, topics.create_partitions),
+    ApiKey.ELECT_LEADERS: Api("ElectLeaders", 0, 3, elect_leaders.elect_leaders),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Api(
+        "IncrementalAlterConfigs", 0, 1, config_apis.incremental_alter_configs
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Api(
+        "AlterPartitionReassignments", 0, 1, reassignments.alter_partition_reassignments
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Api(
+        "ListPartitionReassignments", 0, 0, reassignments.list_partition_reassignments
+    ),
+    ApiKey.ALTER_PARTITION: Api("AlterPartition", 0, 3, alter_partition.alter_partition),
+    ApiKey.UPDATE_FEATURES: Api("UpdateFeatures", 0, 2, update_features.update_features),
+    ApiKey.BROKER_REGISTRATION: Api("BrokerRegistration", 0, 4, brokers.register_broker),
+    ApiKey.BROKER_HEARTBEAT: Api("BrokerHeartbeat", 0, 1, brokers.broker_heartbeat),
+    ApiKey.UNREGISTER_BROKER: Api("UnregisterBroker", 0, 0, brokers.unregister_broker),
 }
 
 
-def max_version(ctl: Controller, api_key: int) -> int:
+def max_version(semantics: Semantics, api_key: int) -> int:
     """The highest version served; ElectLeaders v3 (DesiredLeaders) only with designation on."""
-    if api_key == 43 and not ctl.semantics.elect_leaders_designation:
+    if api_key == ApiKey.ELECT_LEADERS and not semantics.elect_leaders_designation:
         return 2
     return SERVED[api_key].max_version
 
 
-def error_body(api_key: int, version: int, code: int) -> Any:
-    """A response carrying `code` at the top level when the response has the field there."""
-    api = APIS.get(api_key)
-    if api is None:
-        return {"error_code": code}
-    try:
-        codec = message(api.response, version)
-        return codec.parse(codec.build({"error_code": code}))
-    except (EncodeError, UnsupportedVersionError):
-        return {"error_code": code}
+def error_body(code: int) -> dict:
+    """A response carrying `code` at the top level; the node encodes it at the request's
+    version (a response without a top-level error code cannot carry it, and fails to encode)."""
+    return {"error_code": code}
 
 
 @cache
-def _request_fields(name: str, version: int) -> frozenset[str]:
-    codec = message(f"{name}Request", version)
+def _fields(name: str, version: int) -> frozenset[str]:
+    # The top-level fields of a message version, found once per (name, version).
+    codec = message(name, version)
     return frozenset(codec.parse(codec.build({})).keys())
 
 
-def _normalise(name: str, version: int, body: Mapping[str, Any] | None) -> Any:
-    """The request as the codec decodes it: defaults filled, unknown fields refused. A body the
-    codec decoded at this version (it has every field) is taken as it is."""
-    if isinstance(body, Container) and body.keys() >= _request_fields(name, version):
+def decode_at_node_boundary(name: str, version: int, body: Mapping[str, Any] | None) -> Any:
+    """A message (`AlterPartitionRequest`, `GetReplicaLogInfoResponse`, ...) as the node
+    decodes it from the wire: a Container decoded at this version passes as it is; anything
+    else (a plain dict from a caller that skips the wire) is encoded and decoded here, the one
+    place that does it, so defaults are filled and unknown fields refused."""
+    if isinstance(body, Container) and body.keys() >= _fields(name, version):
         return body
-    codec = message(f"{name}Request", version)
+    codec = message(name, version)
     return codec.parse(codec.build(dict(body or {})))
 
 
-def dispatch(ctl: Controller, api_key: int, version: int, body: Mapping[str, Any] | None) -> Any:
-    """Answer one request; bad versions and bodies get protocol errors."""
+def handle(view: ControllerView, api_key: int, version: int, body: Any) -> ControllerResult:
+    """Answer one request with its rule; bad versions and bodies get protocol errors."""
     api = SERVED.get(api_key)
-    if api is None or not api.min_version <= version <= max_version(ctl, api_key):
-        if api_key == 18:
+    if api is None or not api.min_version <= version <= max_version(
+        view.settings.semantics, api_key
+    ):
+        if api_key == ApiKey.API_VERSIONS:
             # Kafka answers an ApiVersions it cannot parse in v0, with its own range.
-            return {
-                "error_code": ErrorCode.UNSUPPORTED_VERSION,
-                "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}],
-            }
-        return error_body(api_key, version, ErrorCode.UNSUPPORTED_VERSION)
+            api = SERVED[ApiKey.API_VERSIONS]
+            return ControllerResult(
+                response={
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    "api_keys": [
+                        {
+                            "api_key": ApiKey.API_VERSIONS,
+                            "min_version": api.min_version,
+                            "max_version": api.max_version,
+                        }
+                    ],
+                }
+            )
+        return ControllerResult(response=error_body(ErrorCode.UNSUPPORTED_VERSION))
     try:
-        request = _normalise(api.name, version, body)
+        request = decode_at_node_boundary(f"{api.name}Request", version, body)
     except (EncodeError, DecodeError, TypeError, ValueError):
-        return error_body(api_key, version, ErrorCode.INVALID_REQUEST)
-    response = api.handler(ctl, version, request)
-    codec = message(f"{api.name}Response", version)
-    return codec.parse(codec.build(response))
+        return ControllerResult(response=error_body(ErrorCode.INVALID_REQUEST))
+    return api.rule(view, version, request)

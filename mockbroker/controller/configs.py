@@ -1,35 +1,27 @@
-"""Topic and cluster configs: resolution, validation, ClearElrRecord (D.19), the config APIs."""
+"""Topic and cluster configs: the ones the mock knows, their checks and their resolution.
+
+The config APIs and D.19's ClearElrRecord are in config_apis.py.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ConfigResourceType, ConfigSource, UncleanRecoveryStrategy
 
-from .state import BROKER_RESOURCE, TOPIC_RESOURCE, ClusterState
-
-if TYPE_CHECKING:
-    from .controller import Controller
+from .state import ClusterState
 
 MIN_ISR = "min.insync.replicas"
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
 RECOVERY_STRATEGY = "unclean.recovery.strategy"
 RECOVERY_TIMEOUT = "unclean.recovery.timeout.ms"
-STRATEGIES = ("Aggressive", "Balanced", "None")
-
-# ConfigSource values of DescribeConfigs.
-SOURCE_TOPIC = 1
-SOURCE_BROKER = 2
-SOURCE_CLUSTER = 3
-SOURCE_DEFAULT = 5
-
-# IncrementalAlterConfigs operations; APPEND (2) and SUBTRACT (3) apply to list configs only,
-# and the configs here are all scalars.
-OP_SET, OP_DELETE = 0, 1
-
+STRATEGIES = (
+    UncleanRecoveryStrategy.AGGRESSIVE,
+    UncleanRecoveryStrategy.BALANCED,
+    UncleanRecoveryStrategy.NONE,
+)
 
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
 _PAIR = re.compile(r"\d+:\d+")
@@ -112,7 +104,7 @@ def _cleanup_policy(value: str) -> str | None:
 KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     MIN_ISR: ("1", _int_at_least(1)),
     UNCLEAN_ELECTION: ("false", _bool),
-    RECOVERY_STRATEGY: ("Balanced", _one_of(STRATEGIES)),
+    RECOVERY_STRATEGY: (UncleanRecoveryStrategy.BALANCED.value, _one_of(STRATEGIES)),
     RECOVERY_TIMEOUT: ("300000", _long_at_least(0)),
     "retention.ms": ("604800000", _long_at_least(-1)),
     "retention.bytes": ("-1", _long_at_least(-1)),
@@ -150,15 +142,15 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
 }
 
 
-def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, int]:
+def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, ConfigSource]:
     """A topic config's value and source: topic, then cluster default, then built-in default."""
-    value = state.config(TOPIC_RESOURCE, topic, name)
+    value = state.config(ConfigResourceType.TOPIC, topic, name)
     if value is not None:
-        return value, SOURCE_TOPIC
-    value = state.config(BROKER_RESOURCE, "", name)
+        return value, ConfigSource.DYNAMIC_TOPIC_CONFIG
+    value = state.config(ConfigResourceType.BROKER, "", name)
     if value is not None:
-        return value, SOURCE_CLUSTER
-    return KNOWN[name][0], SOURCE_DEFAULT
+        return value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return KNOWN[name][0], ConfigSource.DEFAULT_CONFIG
 
 
 def min_insync_replicas(state: ClusterState, topic: str) -> int:
@@ -189,144 +181,3 @@ def validate(name: str, value: str | None) -> str | None:
     if value is None:
         return None
     return known[1](value)
-
-
-def write_configs(ctl: Controller, resource_type: int, resource_name: str, changes: dict) -> None:
-    """ConfigRecords for `changes` (None deletes), then ClearElrRecord on a min ISR change.
-
-    As Kafka's ConfigurationControlManager, a topic config set to its current value writes
-    nothing, so the ELR stays; broker and cluster configs are always written (KAFKA-14136: the
-    record makes brokers reload them).
-    """
-    if resource_type != BROKER_RESOURCE:
-        current = ctl.state.configs.get((resource_type, resource_name), {})
-        changes = {name: value for name, value in changes.items() if current.get(name) != value}
-    for name, value in changes.items():
-        ctl.append(
-            "ConfigRecord",
-            {
-                "resource_type": resource_type,
-                "resource_name": resource_name,
-                "name": name,
-                "value": value,
-            },
-        )
-    if MIN_ISR in changes and ctl.semantics.clear_elr_on_min_isr_change and ctl.state.elr_enabled:
-        topic = resource_name if resource_type == TOPIC_RESOURCE else ""
-        ctl.append("ClearElrRecord", {"topic_name": topic})
-
-
-def _check_resource(ctl: Controller, resource_type: int, name: str) -> tuple[int, str] | None:
-    if resource_type == TOPIC_RESOURCE:
-        if ctl.state.topic(name) is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}"
-        return None
-    if resource_type == BROKER_RESOURCE:
-        if name and not name.isdigit():
-            return ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id"
-        return None
-    return ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here"
-
-
-def _check_changes(
-    ctl: Controller, resource_type: int, name: str, changes: Mapping[str, str | None]
-) -> tuple[int, str] | None:
-    for key, value in changes.items():
-        problem = validate(key, value)
-        if problem is not None:
-            return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
-        # D.19: while ELR is on, min ISR lives at the cluster level only, and stays there.
-        if key == MIN_ISR and resource_type == BROKER_RESOURCE and ctl.state.elr_enabled:
-            if name:
-                return ErrorCode.INVALID_CONFIG, "broker-level min.insync.replicas with ELR on"
-            if value is None:
-                return ErrorCode.INVALID_CONFIG, "cluster min.insync.replicas cannot be deleted"
-    return None
-
-
-def _result(resource: Any, error: tuple[int, str] | None) -> dict:
-    code, message = error if error is not None else (ErrorCode.NONE, None)
-    return {
-        "error_code": code,
-        "error_message": message,
-        "resource_type": resource["resource_type"],
-        "resource_name": resource["resource_name"],
-    }
-
-
-def handle_incremental_alter(ctl: Controller, version: int, body: Any) -> dict:
-    """IncrementalAlterConfigs v0-v1: SET and DELETE per config."""
-    responses = []
-    for res in body["resources"]:
-        rtype, rname = res["resource_type"], res["resource_name"]
-        error = _check_resource(ctl, rtype, rname)
-        changes: dict[str, str | None] = {}
-        for cfg in res["configs"] if error is None else ():
-            op = cfg["config_operation"]
-            if op == OP_SET:
-                changes[cfg["name"]] = cfg["value"]
-            elif op == OP_DELETE:
-                changes[cfg["name"]] = None
-            else:
-                error = ErrorCode.INVALID_CONFIG, f"{cfg['name']} is not a list config"
-                break
-        if error is None:
-            error = _check_changes(ctl, rtype, rname, changes)
-        if error is None and not body["validate_only"]:
-            write_configs(ctl, rtype, rname, changes)
-        responses.append(_result(res, error))
-    return {"responses": responses}
-
-
-def handle_alter(ctl: Controller, version: int, body: Any) -> dict:
-    """AlterConfigs v0-v2: the given set replaces the resource's configs."""
-    responses = []
-    for res in body["resources"]:
-        rtype, rname = res["resource_type"], res["resource_name"]
-        error = _check_resource(ctl, rtype, rname)
-        changes: dict[str, str | None] = {c["name"]: c["value"] for c in res["configs"]}
-        if error is None:
-            for old in ctl.state.configs.get((rtype, rname), {}):
-                changes.setdefault(old, None)
-            error = _check_changes(ctl, rtype, rname, changes)
-        if error is None and not body["validate_only"]:
-            write_configs(ctl, rtype, rname, changes)
-        responses.append(_result(res, error))
-    return {"responses": responses}
-
-
-def _describe_one(ctl: Controller, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
-    out = []
-    for name in sorted(KNOWN):
-        if keys is not None and name not in keys:
-            continue
-        if rtype == TOPIC_RESOURCE:
-            value, source = resolve(ctl.state, rname, name)
-        else:
-            value = ctl.state.config(BROKER_RESOURCE, rname, name)
-            source = SOURCE_BROKER if rname else SOURCE_CLUSTER
-            if value is None and rname:
-                value, source = ctl.state.config(BROKER_RESOURCE, "", name), SOURCE_CLUSTER
-            if value is None:
-                value, source = KNOWN[name][0], SOURCE_DEFAULT
-        entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
-        if version == 0:
-            entry["is_default"] = source == SOURCE_DEFAULT
-        else:
-            entry["config_source"] = source
-        out.append(entry)
-    return out
-
-
-def handle_describe(ctl: Controller, version: int, body: Any) -> dict:
-    """DescribeConfigs v0-v4 for topics and brokers (the configs in KNOWN)."""
-    results = []
-    for res in body["resources"]:
-        rtype, rname = res["resource_type"], res["resource_name"]
-        error = _check_resource(ctl, rtype, rname)
-        result = _result(res, error)
-        result["configs"] = (
-            [] if error else _describe_one(ctl, version, rtype, rname, res["configuration_keys"])
-        )
-        results.append(result)
-    return {"results": results}

@@ -1,20 +1,25 @@
-"""The Controller: a sans-I/O KRaft controller whose whole state is the replay of its log."""
+"""The Controller: a sans-I/O KRaft controller whose whole state is the replay of its log.
+
+Rules (brokers.py, topics.py, alter_partition.py, ...) read a `ControllerView` and return a
+`ControllerResult` of records and a response; only the Controller appends those records to
+the log and replays them into the state, as Kafka's QuorumController does.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from kipwire.codec import decode_record
+from kipwire.codec import ApiKey, decode_record
 
-from . import apis, brokers, configs, elect_leaders
+from . import apis, brokers, draft, elect_leaders
 from .election import Election
-from .elr import effective_min_isr
 from .features import record_version
-from .metadata_log import LogEntry, frame, latest_version
+from .metadata_log import LogEntry, encode, latest_version
 from .metrics import Metrics
-from .partition_change import Change, Rules, Target, build_change
 from .recovery import Recovery
+from .result import ControllerResult, ControllerView, Settings
 from .semantics import Semantics
 from .state import BrokerState, ClusterState, PartitionState
 
@@ -46,7 +51,19 @@ class Controller:
         # Live heartbeat sessions, as Kafka's BrokerHeartbeatManager keeps them: not replayed.
         self.sessions: dict[int, int] = {}
         self.counters = Metrics(semantics.elr_election_metric)
-        self.recovery = Recovery(self)
+        self.recovery = Recovery(semantics.unclean_recovery)
+
+    def view(self) -> ControllerView:
+        """What the rules read: the state, the settings, the clock, the log's end, sessions."""
+        settings = Settings(
+            self.semantics,
+            self.cluster_id,
+            self.session_timeout_ms,
+            self.default_partitions,
+            self.default_replication_factor,
+        )
+        sessions = MappingProxyType(self.sessions)
+        return ControllerView(self.state, settings, self.now_ms, len(self.log), sessions)
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -55,26 +72,48 @@ class Controller:
         """The offset the next record will take."""
         return len(self.log)
 
-    def replay(self, name: str, body: Mapping[str, Any], version: int | None = None) -> LogEntry:
-        """Append a metadata record (a codec dict or Container) and apply it, as from a snapshot."""
-        return self.append(name, body, version)
-
-    def replay_bytes(self, data: bytes) -> LogEntry:
-        """Append and apply one framed metadata record, as `records_since` hands them out."""
-        name, version, record = decode_record(data)
-        return self._commit(LogEntry(len(self.log), name, version, record, bytes(data)))
-
     def append(self, name: str, body: Mapping[str, Any], version: int | None = None) -> LogEntry:
-        """Encode a record with the codec, append it and replay it into the state."""
+        """Append a metadata record (a codec dict or Container) and replay it into the state;
+        the version follows the metadata.version unless given."""
         if version is None:
             version = record_version(name, self.state.metadata_version, latest_version(name))
-        return self._commit(frame(len(self.log), name, version, body))
+        record, data = encode(name, version, body)
+        return self._append_entry(LogEntry(len(self.log), name, version, record, data))
 
-    def _commit(self, entry: LogEntry) -> LogEntry:
+    def replay(self, name: str, body: Mapping[str, Any], version: int | None = None) -> LogEntry:
+        """The old name of `append` (it appends, then replays), kept for existing callers."""
+        return self.append(name, body, version)
+
+    def append_bytes(self, data: bytes) -> LogEntry:
+        """Append one framed metadata record, as `records_since` hands them out, and replay it."""
+        name, version, record = decode_record(data)
+        return self._append_entry(LogEntry(len(self.log), name, version, record, bytes(data)))
+
+    def replay_bytes(self, data: bytes) -> LogEntry:
+        """The old name of `append_bytes`, kept for existing callers."""
+        return self.append_bytes(data)
+
+    def _append_entry(self, entry: LogEntry) -> LogEntry:
+        # Replayed before it joins the log: a record that cannot apply is never logged.
         self.counters.observe(self.state, entry)
-        self.state.apply(entry.name, entry.record, entry.offset)
+        self.state.replay(entry.name, entry.record, entry.offset)
         self.log.append(entry)
         return entry
+
+    def _commit(self, result: ControllerResult) -> list[LogEntry]:
+        """Append a rule's records in order and take its in-memory changes."""
+        entries = [
+            self._append_entry(LogEntry(len(self.log), r.name, r.version, r.record, r.data))
+            for r in result.records
+        ]
+        for broker_id, last in result.sessions.items():
+            if last is None:
+                self.sessions.pop(broker_id, None)
+            else:
+                self.sessions[broker_id] = last
+        if result.recoveries:
+            self.recovery.start_requested(self.view(), result.recoveries)
+        return entries
 
     def records_since(self, offset: int) -> list[LogEntry]:
         """Log entries from `offset` on; `.data` is the framed record a broker fetches."""
@@ -83,10 +122,13 @@ class Controller:
     # -- requests -----------------------------------------------------------------------------
 
     def handle(self, api_key: int, api_version: int, body: Mapping[str, Any] | None) -> Any:
-        """Serve one request body; answer a response body (protocol errors, never exceptions)."""
-        response = apis.dispatch(self, api_key, api_version, body)
-        self.recovery.scan()
-        return response
+        """Serve one request body, decoded as `kipwire.codec.decode_request` gives it; answer
+        the response body for the node to encode (protocol errors, never exceptions)."""
+        result = apis.handle(self.view(), api_key, api_version, body)
+        self._commit(result)
+        if self.recovery.enabled:
+            self.recovery.scan(self.view())
+        return result.response
 
     def outbox(self) -> list[tuple[int, int, int, dict]]:
         """Requests the controller wants sent: (broker_id, api_key, api_version, body); drained."""
@@ -94,24 +136,29 @@ class Controller:
 
     def deliver(self, broker_id: int, api_key: int, api_version: int, body: Any) -> None:
         """Feed back the response a broker gave to a request from `outbox()`."""
-        self.recovery.deliver(broker_id, api_key, api_version, body)
+        if api_key != ApiKey.GET_REPLICA_LOG_INFO or api_version != 0:
+            return
+        body = apis.decode_at_node_boundary("GetReplicaLogInfoResponse", api_version, body)
+        self._commit(self.recovery.deliver(self.view(), broker_id, body))
 
     # -- faults and time ----------------------------------------------------------------------
 
     def fence(self, broker_id: int) -> list[LogEntry]:
         """Fence a broker as a missed session timeout does (D.17); return the records written."""
-        start = self.end_offset
-        brokers.fence(self, broker_id)
-        self.recovery.scan()
-        return self.log[start:]
+        entries = self._commit(brokers.fence(self.view(), broker_id))
+        if self.recovery.enabled:
+            self.recovery.scan(self.view())
+        return entries
 
     def tick(self, now_ms: int) -> list[LogEntry]:
         """Advance time: session timeouts, periodic unclean elections, recovery deadlines."""
         start = self.end_offset
         self.now_ms = max(self.now_ms, now_ms)
-        brokers.expire_sessions(self)
-        elect_leaders.elect_unclean_leaders(self)
-        self.recovery.tick()
+        self._commit(brokers.expire_sessions(self.view()))
+        self._commit(elect_leaders.elect_unclean_leaders(self.view()))
+        if self.recovery.enabled:
+            self._commit(self.recovery.tick(self.view()))
+            self.recovery.scan(self.view())
         return self.log[start:]
 
     # -- reading the state ------------------------------------------------------------------------
@@ -132,42 +179,16 @@ class Controller:
 
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics as a dict."""
-        return self.counters.report(self)
-
-    # -- helpers the rule modules share -------------------------------------------------------
+        return self.counters.report(self.state, self.recovery)
 
     def is_active(self, broker_id: int) -> bool:
         """Registered, unfenced and not in controlled shutdown (E.20's acceptable leader)."""
-        b = self.state.brokers.get(broker_id)
-        return b is not None and b.active
+        return draft.is_active(self.state, broker_id)
 
     def min_isr(self, topic: str) -> int:
         """D.13's effective min ISR of a topic."""
-        t = self.state.topic(topic)
-        replicas = len(t.partitions[0].replicas) if t is not None and 0 in t.partitions else 1
-        return effective_min_isr(configs.min_insync_replicas(self.state, topic), replicas)
+        return draft.min_isr(self.state, topic)
 
     def election_mode(self, topic: str) -> Election:
         """D.17: UNCLEAN if the topic allows unclean elections, else ONLINE."""
-        if configs.unclean_election_enabled(self.state, topic):
-            return Election.UNCLEAN
-        return Election.ONLINE
-
-    def rules(self, topic: str, acceptable: Any = None) -> Rules:
-        """The builder's inputs for a topic; `acceptable` defaults to `is_active`."""
-        return Rules(
-            acceptable=acceptable or self.is_active,
-            min_isr=self.min_isr(topic),
-            elr_enabled=self.state.elr_enabled,
-            metadata_version=self.state.metadata_version,
-            semantics=self.semantics,
-        )
-
-    def change_partition(
-        self, p: PartitionState, target: Target, rules: Rules | None = None
-    ) -> Change:
-        """Build a partition change and append its record, if any."""
-        change = build_change(p, target, rules or self.rules(p.topic))
-        if change.record is not None:
-            self.append("PartitionChangeRecord", change.record)
-        return change
+        return draft.election_mode(self.state, topic)

@@ -67,13 +67,13 @@ def _defaults(name: str, version: int) -> tuple[Container, tuple[str, ...]]:
     return record, tuple(k for k, v in record.items() if isinstance(v, list))
 
 
-def frame(offset: int, name: str, version: int, body: Any) -> LogEntry:
-    """Encode a record body with the codec; the entry holds the record as the codec decodes
-    those bytes (defaults filled, nothing the codec would drop)."""
+def encode(name: str, version: int, body: Any) -> tuple[Any, bytes | None]:
+    """A record body as the codec decodes its encoding (defaults filled, nothing the codec
+    would drop), with those bytes; None for bytes not encoded yet."""
     if isinstance(body, Container) and body.keys() >= _defaults(name, version)[0].keys():
         # Already decoded at this version (a snapshot, another controller's log): it is what
         # its bytes decode to, and they are encoded when first asked for.
-        return LogEntry(offset, name, version, body, None)
+        return body, None
     data = encode_record(name, version, body)
     if name in _FLAT:
         defaults, lists = _defaults(name, version)
@@ -84,6 +84,12 @@ def frame(offset: int, name: str, version: int, body: Any) -> LogEntry:
                 record[key] = []
     else:
         record = decode_record(data)[2]
+    return record, data
+
+
+def frame(offset: int, name: str, version: int, body: Any) -> LogEntry:
+    """The log entry at `offset` of a record body, encoded with the codec (see `encode`)."""
+    record, data = encode(name, version, body)
     return LogEntry(offset, name, version, record, data)
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .draft import min_isr
+from .metadata_log import LogEntry
+from .recovery import Recovery
 from .state import NO_LEADER, NO_LEADER_CHANGE, ClusterState
-
-if TYPE_CHECKING:
-    from .controller import Controller
-    from .metadata_log import LogEntry
 
 
 class Metrics:
@@ -36,17 +35,16 @@ class Metrics:
         else:
             self.unclean_elections += 1
 
-    def report(self, ctl: Controller) -> dict[str, Any]:
+    def report(self, state: ClusterState, recovery: Recovery) -> dict[str, Any]:
         """The metrics as a dict of names to numbers (per-partition gauges keyed topic-index)."""
         electable = {}
         under = at = offline = 0
-        for p in ctl.state.partitions():
+        for p in state.partitions():
             electable[f"{p.topic}-{p.partition_id}"] = len(p.isr) + len(p.elr)
-            min_isr = ctl.min_isr(p.topic)
-            under += len(p.isr) < min_isr
-            at += len(p.isr) == min_isr
+            least = min_isr(state, p.topic)
+            under += len(p.isr) < least
+            at += len(p.isr) == least
             offline += p.leader == NO_LEADER
-        recovery = ctl.recovery
         return {
             "electable_leaders": electable,
             "global_under_min_isr_partition_count": under,
@@ -56,10 +54,10 @@ class Metrics:
             "election_from_eligible_leader_replicas": self.elr_elections,
             # The KIP's recovery gauges; shipped Kafka has no recovery manager, so they stay 0.
             "unclean_recovery_partitions_count": (
-                len(recovery.pending) + recovery.waiting() if recovery.enabled else 0
+                len(recovery.pending) + recovery.waiting(state) if recovery.enabled else 0
             ),
             "manual_leader_election_required_partition_count": (
-                recovery.waiting_for_operator() if recovery.enabled else 0
+                recovery.waiting_for_operator(state) if recovery.enabled else 0
             ),
             "unclean_recovery_finished_count": recovery.finished,
         }

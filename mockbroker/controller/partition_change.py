@@ -6,11 +6,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kipwire.codec import LeaderRecoveryState
+
 from .election import Candidates, Election, elect
 from .elr import last_known_leader, target_elr
 from .features import MV_3_2_IV0, MV_3_6_IV0, MV_4_0_IV1
 from .semantics import Semantics
-from .state import NO_LEADER, RECOVERING, PartitionState
+from .state import NO_LEADER, PartitionState
 
 
 class Rules(NamedTuple):
@@ -104,8 +106,9 @@ def build_change(p: PartitionState, t: Target, rules: Rules) -> Change:
         if unclean:
             # The new leader may lack committed data: it is the only replica known to be in sync.
             record["isr"] = [leader]
-            if p.leader_recovery_state != RECOVERING and rules.metadata_version >= MV_3_2_IV0:
-                record["leader_recovery_state"] = RECOVERING
+            recovering = LeaderRecoveryState.RECOVERING
+            if p.leader_recovery_state != recovering and rules.metadata_version >= MV_3_2_IV0:
+                record["leader_recovery_state"] = recovering
         elif leader != NO_LEADER and not isr and leader in elr:
             from_elr = True
             isr = [leader]

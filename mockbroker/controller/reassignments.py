@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kipwire.codec import ErrorCode
 
 from .configs import unclean_election_enabled
+from .draft import Draft, change_partition
 from .election import Election
 from .partition_change import Target
+from .result import ControllerResult, ControllerView
 from .state import PartitionState
-
-if TYPE_CHECKING:
-    from .controller import Controller
 
 
 def original_replicas(p: PartitionState) -> list[int]:
@@ -20,12 +19,12 @@ def original_replicas(p: PartitionState) -> list[int]:
     return [r for r in p.replicas if r not in p.adding_replicas]
 
 
-def _cancel(ctl: Controller, p: PartitionState) -> tuple[int, str | None]:
+def _cancel(draft: Draft, p: PartitionState) -> tuple[int, str | None]:
     if not p.adding_replicas and not p.removing_replicas:
         return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
     original = original_replicas(p)
     isr = [r for r in p.isr if r in original]
-    unclean = unclean_election_enabled(ctl.state, p.topic)
+    unclean = unclean_election_enabled(draft.state, p.topic)
     if not isr and not unclean:
         return (
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -38,16 +37,16 @@ def _cancel(ctl: Controller, p: PartitionState) -> tuple[int, str | None]:
         removing=[],
         election=Election.UNCLEAN if unclean else Election.ONLINE,
     )
-    ctl.change_partition(p, target)
+    change_partition(draft, p, target)
     return ErrorCode.NONE, None
 
 
 def _reassign(
-    ctl: Controller, p: PartitionState, wanted: list[int], allow_rf_change: bool
+    draft: Draft, p: PartitionState, wanted: list[int], allow_rf_change: bool
 ) -> tuple[int, str | None]:
     if not wanted or len(set(wanted)) != len(wanted):
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"replicas {wanted} are empty or repeat"
-    unknown = [b for b in wanted if b not in ctl.state.brokers]
+    unknown = [b for b in wanted if b not in draft.state.brokers]
     if unknown:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown brokers {unknown}"
     current = original_replicas(p)
@@ -61,25 +60,29 @@ def _reassign(
         removing=removing,
         isr=[r for r in p.isr if r in wanted or r in current],
     )
-    ctl.change_partition(p, target)
+    change_partition(draft, p, target)
     return ErrorCode.NONE, None
 
 
-def handle_alter(ctl: Controller, version: int, body: Any) -> dict:
-    """AlterPartitionReassignments v0-v1: start, replace or (null replicas) cancel."""
+def alter_partition_reassignments(
+    view: ControllerView, version: int, body: Any
+) -> ControllerResult:
+    """AlterPartitionReassignments v0-v1: start, replace or (null replicas) cancel (F.30)."""
+    draft = Draft(view)
     allow_rf_change = body.get("allow_replication_factor_change", True)
     responses = []
     for t in body["topics"]:
-        topic = ctl.state.topic(t["name"])
         parts = []
         for req in t["partitions"]:
+            # looked up again for each: an earlier entry may have changed the partition
+            topic = draft.state.topic(t["name"])
             p = topic.partitions.get(req["partition_index"]) if topic is not None else None
             if p is None:
                 code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition"
             elif req["replicas"] is None:
-                code, msg = _cancel(ctl, p)
+                code, msg = _cancel(draft, p)
             else:
-                code, msg = _reassign(ctl, p, list(req["replicas"]), allow_rf_change)
+                code, msg = _reassign(draft, p, list(req["replicas"]), allow_rf_change)
             parts.append(
                 {
                     "partition_index": req["partition_index"],
@@ -88,17 +91,16 @@ def handle_alter(ctl: Controller, version: int, body: Any) -> dict:
                 }
             )
         responses.append({"name": t["name"], "partitions": parts})
-    return {"error_code": ErrorCode.NONE, "responses": responses}
+    return draft.result({"error_code": ErrorCode.NONE, "responses": responses})
 
 
-def handle_list(ctl: Controller, version: int, body: Any) -> dict:
+def list_partition_reassignments(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """ListPartitionReassignments v0: the ongoing reassignments (all, or of the listed ones)."""
+    state = view.state
     if body["topics"] is None:
-        wanted = [(t, sorted(t.partitions)) for t in ctl.state.topics.values()]
+        wanted = [(t, sorted(t.partitions)) for t in state.topics.values()]
     else:
-        wanted = [
-            (ctl.state.topic(t["name"]), list(t["partition_indexes"])) for t in body["topics"]
-        ]
+        wanted = [(state.topic(t["name"]), list(t["partition_indexes"])) for t in body["topics"]]
     topics = []
     for topic, indexes in wanted:
         if topic is None:
@@ -117,4 +119,4 @@ def handle_list(ctl: Controller, version: int, body: Any) -> dict:
                 )
         if parts:
             topics.append({"name": topic.name, "partitions": parts})
-    return {"error_code": ErrorCode.NONE, "topics": topics}
+    return ControllerResult(response={"error_code": ErrorCode.NONE, "topics": topics})

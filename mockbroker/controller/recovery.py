@@ -1,15 +1,18 @@
-"""The KIP's unclean recovery (Semantics.unclean_recovery): GetReplicaLogInfo, then the replica
-with the highest (LastWrittenLeaderEpoch, LogEndOffset) leads, RECOVERING (KIP-704)."""
+"""The KIP's unclean recovery (E.26, Semantics.unclean_recovery): GetReplicaLogInfo, then the
+replica with the highest (LastWrittenLeaderEpoch, LogEndOffset) leads, RECOVERING (KIP-704).
+
+Unclean recovery's strategies: Aggressive starts at once; the Balanced strategy is
+`balanced_strategy_may_start` and `balanced_strategy_may_elect`; None waits for an operator.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-from construct import Container
-
-from kipwire.codec import ErrorCode, message
+from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode, UncleanRecoveryStrategy
 
 from .configs import (
     RECOVERY_STRATEGY,
@@ -17,14 +20,15 @@ from .configs import (
     recovery_timeout_ms,
     unclean_election_enabled,
 )
+from .draft import Draft, change_partition, is_active
 from .election import Election
 from .partition_change import Target
-from .state import NO_LEADER, TOPIC_RESOURCE, PartitionState
+from .result import ControllerResult, ControllerView
+from .state import NO_LEADER, ClusterState, PartitionState
 
-if TYPE_CHECKING:
-    from .controller import Controller
-
-GET_REPLICA_LOG_INFO = 93
+AGGRESSIVE = UncleanRecoveryStrategy.AGGRESSIVE
+BALANCED = UncleanRecoveryStrategy.BALANCED
+NONE = UncleanRecoveryStrategy.NONE
 # The fork's manager retries a replica that answered with an error: at once, then after
 # 50 ms, doubling up to 3 s.
 RETRY_BASE_MS = 50
@@ -52,53 +56,75 @@ class Pending:
     retry_at: dict[int, int] = field(default_factory=dict)
 
 
-class Recovery:
-    """The recovery manager: finds partitions to recover, asks replicas, elects the best."""
+def strategy_of(state: ClusterState, topic: str) -> str:
+    """E.26: the topic's strategy; the KIP maps unclean.leader.election.enable=true to
+    Aggressive."""
+    explicit = state.config(ConfigResourceType.TOPIC, topic, RECOVERY_STRATEGY) is not None
+    if not explicit and unclean_election_enabled(state, topic):
+        return AGGRESSIVE
+    return recovery_strategy(state, topic)
 
-    def __init__(self, ctl: Controller) -> None:
-        self.ctl = ctl
+
+def balanced_strategy_may_start(p: PartitionState, active: Callable[[int], bool]) -> bool:
+    """E.26, unclean recovery's Balanced strategy, part 1: start only once the ELR is empty and
+    every LastKnownElr member is back (registered, unfenced)."""
+    return not p.elr and all(active(r) for r in p.last_known_elr)
+
+
+def balanced_strategy_may_elect(p: PartitionState, answered: Collection[int]) -> bool:
+    """E.26, unclean recovery's Balanced strategy, part 2: elect only once every LastKnownElr
+    member has answered GetReplicaLogInfo (Aggressive elects among whoever answered)."""
+    return set(p.last_known_elr) <= set(answered)
+
+
+def needs_recovery(state: ClusterState, p: PartitionState) -> str | None:
+    """E.26: the strategy to start now for a leaderless partition, or None to wait: not while
+    an ISR member (or, the ISR empty, an ELR member) can still lead, as the KIP orders it."""
+    if p.leader != NO_LEADER:
+        return None
+
+    def active(r: int) -> bool:
+        return is_active(state, r)
+
+    if any(active(r) for r in p.isr) or (not p.isr and any(active(r) for r in p.elr)):
+        return None
+    strategy = strategy_of(state, p.topic)
+    if strategy == AGGRESSIVE:
+        return strategy
+    if strategy == BALANCED and balanced_strategy_may_start(p, active):
+        return strategy
+    return None
+
+
+def _partition(state: ClusterState, key: tuple[UUID, int]) -> PartitionState | None:
+    topic = state.topics.get(key[0])
+    return None if topic is None else topic.partitions.get(key[1])
+
+
+class Recovery:
+    """The recovery manager: finds partitions to recover, asks replicas, elects the best.
+
+    Its pending recoveries and outbox live in memory only; its elections come back as records
+    in a ControllerResult, which the Controller appends.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
         self.pending: dict[tuple[UUID, int], Pending] = {}
         self._outbox: list[tuple[int, int, int, dict]] = []
         self.finished = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Whether the semantics use the KIP's unclean recovery."""
-        return self.ctl.semantics.unclean_recovery
-
-    def strategy(self, topic: str) -> str:
-        """The topic's strategy; the KIP maps unclean.leader.election.enable=true to Aggressive."""
-        state = self.ctl.state
-        explicit = state.config(TOPIC_RESOURCE, topic, RECOVERY_STRATEGY) is not None
-        if not explicit and unclean_election_enabled(state, topic):
-            return "Aggressive"
-        return recovery_strategy(state, topic)
-
-    def needs_recovery(self, p: PartitionState) -> str | None:
-        """The strategy to start now for a leaderless partition, or None to wait (KIP order)."""
-        if p.leader != NO_LEADER:
-            return None
-        active = self.ctl.is_active
-        if any(active(r) for r in p.isr) or (not p.isr and any(active(r) for r in p.elr)):
-            return None
-        strategy = self.strategy(p.topic)
-        if strategy == "Aggressive":
-            return strategy
-        if strategy == "Balanced" and not p.elr and all(active(r) for r in p.last_known_elr):
-            return strategy
-        return None
 
     def drain_outbox(self) -> list[tuple[int, int, int, dict]]:
         """The GetReplicaLogInfo requests to send, oldest first; the outbox is emptied."""
         out, self._outbox = self._outbox, []
         return out
 
-    def start(self, p: PartitionState, strategy: str) -> bool:
-        """Ask every live replica for its log; False when none is live."""
-        live = [r for r in p.replicas if self.ctl.is_active(r)]
+    def start(self, view: ControllerView, p: PartitionState, strategy: str) -> bool:
+        """E.26: ask every live replica for its log; False when none is live."""
+        live = [r for r in p.replicas if is_active(view.state, r)]
         if not live:
             return False
-        deadline = self.ctl.now_ms + recovery_timeout_ms(self.ctl.state, p.topic)
+        deadline = view.now_ms + recovery_timeout_ms(view.state, p.topic)
         key = (p.topic_id, p.partition_id)
         pending = Pending(p.topic_id, p.partition_id, strategy, deadline, set(live))
         self.pending[key] = pending
@@ -106,61 +132,65 @@ class Recovery:
             self._send(pending, broker_id)
         return True
 
+    def start_requested(self, view: ControllerView, recoveries: Collection[tuple]) -> None:
+        """Start the recoveries an ElectLeaders asked for (topic id, partition, strategy)."""
+        for topic_id, index, strategy in recoveries:
+            p = _partition(view.state, (topic_id, index))
+            if p is not None:
+                self.start(view, p, strategy)
+
     def _send(self, pending: Pending, broker_id: int) -> None:
         body = {
             "topic_partitions": [
                 {"topic_id": pending.topic_id, "partitions": [pending.partition_id]}
             ]
         }
-        self._outbox.append((broker_id, GET_REPLICA_LOG_INFO, 0, body))
+        self._outbox.append((broker_id, ApiKey.GET_REPLICA_LOG_INFO, 0, body))
 
-    def _retry(self, pending: Pending, broker_id: int) -> None:
+    def _retry(self, view: ControllerView, pending: Pending, broker_id: int) -> None:
         attempt = pending.attempts.get(broker_id, 0) + 1
         pending.attempts[broker_id] = attempt
-        pending.retry_at[broker_id] = self.ctl.now_ms + retry_delay_ms(attempt)
-        self._send_due(pending)
+        pending.retry_at[broker_id] = view.now_ms + retry_delay_ms(attempt)
+        self._send_due(view, pending)
 
-    def _send_due(self, pending: Pending) -> None:
+    def _send_due(self, view: ControllerView, pending: Pending) -> None:
         for broker_id, due in sorted(pending.retry_at.items()):
-            if due <= self.ctl.now_ms:
+            if due <= view.now_ms:
                 del pending.retry_at[broker_id]
-                if self.ctl.is_active(broker_id):
+                if is_active(view.state, broker_id):
                     self._send(pending, broker_id)
 
-    def scan(self) -> None:
+    def scan(self, view: ControllerView) -> None:
         """Start recoveries for partitions that need one; drop those that found a leader."""
         if not self.enabled:
             return
         for key in list(self.pending):
-            p = self._partition(key)
+            p = _partition(view.state, key)
             if p is None or p.leader != NO_LEADER:
                 del self.pending[key]
-        for p in self.ctl.state.partitions():
+        for p in view.state.partitions():
             if (p.topic_id, p.partition_id) in self.pending:
                 continue
-            strategy = self.needs_recovery(p)
+            strategy = needs_recovery(view.state, p)
             if strategy is not None:
-                self.start(p, strategy)
+                self.start(view, p, strategy)
 
-    def deliver(self, broker_id: int, api_key: int, api_version: int, body: Any) -> None:
-        """Take a GetReplicaLogInfo response; stale epochs (a restarted broker) are dropped."""
-        if api_key != GET_REPLICA_LOG_INFO or api_version != 0:
-            return
-        if not isinstance(body, Container):
-            codec = message("GetReplicaLogInfoResponse", 0)
-            body = codec.parse(codec.build(dict(body)))
-        b = self.ctl.state.brokers.get(broker_id)
+    def deliver(self, view: ControllerView, broker_id: int, body: Any) -> ControllerResult:
+        """E.26: take a GetReplicaLogInfo v0 response (decoded); stale epochs (a restarted
+        broker) are dropped; an election it completes comes back as records."""
+        draft = Draft(view)
+        b = view.state.brokers.get(broker_id)
         if b is None or b.epoch != body["broker_epoch"]:
-            return
+            return draft.result()
         for topic in body["topic_partition_log_info_list"]:
             for info in topic["partition_log_info"]:
                 key = (topic["topic_id"], info["partition"])
                 pending = self.pending.get(key)
-                p = self._partition(key)
+                p = _partition(draft.state, key)
                 if pending is None or p is None or broker_id not in pending.asked:
                     continue
                 if info["error_code"] != ErrorCode.NONE:
-                    self._retry(pending, broker_id)
+                    self._retry(view, pending, broker_id)
                     continue
                 # KIP: the replica's view of the leader epoch fences stale answers.
                 if info["current_leader_epoch"] != p.leader_epoch:
@@ -170,69 +200,55 @@ class Recovery:
                     info["last_written_leader_epoch"],
                     info["log_end_offset"],
                 )
-                self._maybe_elect(key, pending)
+                self._maybe_elect(draft, key, pending)
+        return draft.result()
 
-    def tick(self) -> None:
-        """Deadlines: elect with the answers gathered so far, and start due recoveries."""
+    def tick(self, view: ControllerView) -> ControllerResult:
+        """E.26's deadlines: elect with the answers gathered so far; the Controller scans
+        after."""
+        draft = Draft(view)
         if not self.enabled:
-            return
+            return draft.result()
         for key, pending in list(self.pending.items()):
-            self._send_due(pending)
-            self._maybe_elect(key, pending)
-        self.scan()
+            self._send_due(view, pending)
+            self._maybe_elect(draft, key, pending)
+        return draft.result()
 
-    def broker_unfenced(self, broker_id: int) -> None:
-        """A Balanced recovery may be waiting for this broker."""
-        self.scan()
-
-    def broker_registered(self, broker_id: int) -> None:
-        """A new incarnation's old answers no longer describe its log."""
-        for pending in self.pending.values():
-            pending.answers.pop(broker_id, None)
-
-    def forget_topic(self, topic_id: UUID) -> None:
-        """Drop the recoveries of a deleted topic."""
-        for key in [k for k in self.pending if k[0] == topic_id]:
-            del self.pending[key]
-
-    def waiting_for_operator(self) -> int:
+    def waiting_for_operator(self, state: ClusterState) -> int:
         """Leaderless partitions whose strategy is None (the KIP's manual-election gauge)."""
         return sum(
             1
-            for p in self.ctl.state.partitions()
-            if p.leader == NO_LEADER and self.strategy(p.topic) == "None"
+            for p in state.partitions()
+            if p.leader == NO_LEADER and strategy_of(state, p.topic) == NONE
         )
 
-    def waiting(self) -> int:
+    def waiting(self, state: ClusterState) -> int:
         """Leaderless Balanced partitions waiting for LastKnownElr members to come back."""
         return sum(
             1
-            for p in self.ctl.state.partitions()
+            for p in state.partitions()
             if p.leader == NO_LEADER
             and (p.topic_id, p.partition_id) not in self.pending
-            and self.strategy(p.topic) == "Balanced"
-            and self.needs_recovery(p) is None
+            and strategy_of(state, p.topic) == BALANCED
+            and needs_recovery(state, p) is None
         )
 
-    def _partition(self, key: tuple[UUID, int]) -> PartitionState | None:
-        topic = self.ctl.state.topics.get(key[0])
-        return None if topic is None else topic.partitions.get(key[1])
-
-    def _maybe_elect(self, key: tuple[UUID, int], pending: Pending) -> None:
-        p = self._partition(key)
+    def _maybe_elect(self, draft: Draft, key: tuple[UUID, int], pending: Pending) -> None:
+        state = draft.state
+        p = _partition(state, key)
         if p is None or p.leader != NO_LEADER:
             self.pending.pop(key, None)
             return
         answered = {
             b: a
             for b, a in pending.answers.items()
-            if self.ctl.is_active(b) and self.ctl.state.brokers[b].epoch == a[0]
+            if is_active(state, b) and state.brokers[b].epoch == a[0]
         }
         if not answered:
             return
         everyone = pending.asked <= answered.keys()
-        expired = self.ctl.now_ms >= pending.deadline_ms
-        if pending.strategy == "Balanced" and not set(p.last_known_elr) <= answered.keys():
+        expired = draft.now_ms >= pending.deadline_ms
+        if pending.strategy == BALANCED and not balanced_strategy_may_elect(p, answered):
             return
         if not (everyone or expired):
             return
@@ -240,8 +256,8 @@ class Recovery:
         order = {r: i for i, r in enumerate(p.replicas)}
         best = max(answered, key=lambda b: (answered[b][1], answered[b][2], -order.get(b, 0)))
         del self.pending[key]
-        change = self.ctl.change_partition(
-            p, Target(election=Election.DESIGNATED, designated_leader=best)
+        change = change_partition(
+            draft, p, Target(election=Election.DESIGNATED, designated_leader=best)
         )
         if change.record is not None:
             self.finished += 1

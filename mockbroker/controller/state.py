@@ -1,20 +1,22 @@
-"""The registries rebuilt by replaying metadata records: brokers, topics, partitions, configs."""
+"""The registries rebuilt by replaying metadata records: brokers, topics, partitions, configs;
+and DraftState, the copy-on-write view a rule's records are replayed into (see draft.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import Any, TypeVar
 from uuid import UUID
+
+from kipwire.codec import ConfigResourceType, LeaderRecoveryState
 
 from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST
 
+# The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
-RECOVERED = 0
-RECOVERING = 1
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class ReplayError(ValueError):
@@ -52,10 +54,32 @@ class PartitionState:
         self.leader: int = record["leader"]
         self.leader_epoch: int = record["leader_epoch"]
         self.partition_epoch: int = record["partition_epoch"]
-        self.leader_recovery_state: int = record.get("leader_recovery_state", RECOVERED)
+        self.leader_recovery_state: int = record.get(
+            "leader_recovery_state", LeaderRecoveryState.RECOVERED
+        )
         self.adding_replicas: list[int] = list(record.get("adding_replicas") or ())
         self.removing_replicas: list[int] = list(record.get("removing_replicas") or ())
         self.directories: list[UUID] = list(record.get("directories") or ())
+
+    def clone(self) -> PartitionState:
+        """A copy whose fields can be replaced without touching this one (merge replaces
+        lists, never changes them in place, so they may be shared)."""
+        other = object.__new__(PartitionState)
+        other.topic = self.topic
+        other.topic_id = self.topic_id
+        other.partition_id = self.partition_id
+        other.replicas = self.replicas
+        other.isr = self.isr
+        other.elr = self.elr
+        other.last_known_elr = self.last_known_elr
+        other.leader = self.leader
+        other.leader_epoch = self.leader_epoch
+        other.partition_epoch = self.partition_epoch
+        other.leader_recovery_state = self.leader_recovery_state
+        other.adding_replicas = self.adding_replicas
+        other.removing_replicas = self.removing_replicas
+        other.directories = self.directories
+        return other
 
     def merge(self, change: Mapping[str, Any]) -> None:
         """Apply a PartitionChangeRecord (F.27, F.29): null fields and Leader -2 mean unchanged."""
@@ -131,6 +155,13 @@ class BrokerState:
         # A heartbeat whose CurrentMetadataOffset reaches this has seen its own registration.
         self.register_offset = offset
 
+    def clone(self) -> BrokerState:
+        """A copy whose fields can be replaced without touching this one."""
+        other = BrokerState.__new__(BrokerState)
+        for name in BrokerState.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
     @property
     def active(self) -> bool:
         """Unfenced and not shutting down: may lead and may join an ISR."""
@@ -160,16 +191,24 @@ class TopicState:
         self.topic_id = topic_id
         self.partitions: dict[int, PartitionState] = {}
 
+    def clone(self) -> TopicState:
+        """A copy with its own partition index (the partitions themselves are shared)."""
+        other = TopicState(self.name, self.topic_id)
+        other.partitions = dict(self.partitions)
+        return other
+
 
 class ClusterState:
-    """Everything the metadata log describes; changed only by `apply`."""
+    """Everything the metadata log describes; changed only by `replay`."""
 
     def __init__(self) -> None:
-        self.brokers: dict[int, BrokerState] = {}
-        self.topics: dict[UUID, TopicState] = {}
-        self.topic_ids: dict[str, UUID] = {}
-        self.configs: dict[tuple[int, str], dict[str, str]] = {}
-        self.features: dict[str, int] = {}
+        self.brokers: MutableMapping[int, BrokerState] = {}
+        self.topics: MutableMapping[UUID, TopicState] = {}
+        self.topic_ids: MutableMapping[str, UUID] = {}
+        self.configs: MutableMapping[tuple[int, str], dict[str, str]] = {}
+        self.features: MutableMapping[str, int] = {}
+        # The offset of the last FeatureLevelRecord (ApiVersions' FinalizedFeaturesEpoch).
+        self.features_epoch = -1
 
     @property
     def metadata_version(self) -> int:
@@ -194,11 +233,15 @@ class ClusterState:
         """Every partition, topics in creation order."""
         return [p for t in self.topics.values() for p in t.partitions.values()]
 
-    def apply(self, name: str, record: Mapping[str, Any], offset: int) -> None:
+    def replay(self, name: str, record: Mapping[str, Any], offset: int) -> None:
         """Replay one metadata record into the state."""
         handler = _REPLAY.get(name)
         if handler is not None:
             handler(self, record, offset)
+
+    def draft(self) -> DraftState:
+        """A state that starts equal to this one and takes replays without changing it."""
+        return DraftState(self)
 
     def snapshot(self) -> tuple:
         """The whole state as comparable values (for the replay-equals-state invariant)."""
@@ -210,6 +253,112 @@ class ClusterState:
             sorted(self.features.items()),
         )
 
+    # What replay may change in place: everything here; in a DraftState, its own copies only.
+
+    def _writable_broker(self, broker_id: int) -> BrokerState:
+        return self.brokers[broker_id]
+
+    def _writable_topic(self, topic_id: UUID) -> TopicState:
+        return self.topics[topic_id]
+
+    def _writable_partition(self, topic_id: UUID, index: int) -> PartitionState:
+        return self.topics[topic_id].partitions[index]
+
+    def _writable_configs(self, key: tuple[int, str]) -> dict[str, str]:
+        return self.configs[key]
+
+
+class _Overlay(MutableMapping[K, V]):
+    """A dict seen through the changes made to it since: writes and deletes stay here."""
+
+    def __init__(self, base: Mapping[K, V]) -> None:
+        self._base = base
+        self._set: dict[K, V] = {}
+        self._deleted: set[K] = set()
+
+    def __getitem__(self, key: K) -> V:
+        try:
+            return self._set[key]
+        except KeyError:
+            if key in self._deleted:
+                raise
+        return self._base[key]
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """The value of `key`, or `default`."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._deleted.discard(key)
+        self._set[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._set.pop(key, None)
+        self._deleted.add(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._set or (key not in self._deleted and key in self._base)
+
+    def __iter__(self) -> Iterator[K]:
+        for key in self._base:
+            if key not in self._deleted:
+                yield key
+        for key in self._set:
+            if key not in self._base:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class DraftState(ClusterState):
+    """A copy-on-write view of a ClusterState: replaying into it copies each broker, topic,
+    partition or config set before changing it, so the base never changes and the draft costs
+    only what it changes (a rule's working state, see draft.py)."""
+
+    def __init__(self, base: ClusterState) -> None:
+        self.brokers = _Overlay(base.brokers)
+        self.topics = _Overlay(base.topics)
+        self.topic_ids = _Overlay(base.topic_ids)
+        self.configs = _Overlay(base.configs)
+        self.features = _Overlay(base.features)
+        self.features_epoch = base.features_epoch
+        # ids of the objects this draft made (or copied) itself, with the objects kept alive
+        self._own: dict[int, object] = {}
+
+    def _owned(self, obj: Any, clone: Callable[[], Any]) -> Any:
+        if id(obj) in self._own:
+            return obj
+        mine = clone()
+        self._own[id(mine)] = mine
+        return mine
+
+    def _writable_broker(self, broker_id: int) -> BrokerState:
+        broker = self.brokers[broker_id]
+        broker = self.brokers[broker_id] = self._owned(broker, broker.clone)
+        return broker
+
+    def _writable_topic(self, topic_id: UUID) -> TopicState:
+        topic = self.topics[topic_id]
+        topic = self.topics[topic_id] = self._owned(topic, topic.clone)
+        return topic
+
+    def _writable_partition(self, topic_id: UUID, index: int) -> PartitionState:
+        topic = self._writable_topic(topic_id)
+        partition = topic.partitions[index]
+        partition = topic.partitions[index] = self._owned(partition, partition.clone)
+        return partition
+
+    def _writable_configs(self, key: tuple[int, str]) -> dict[str, str]:
+        configs = self.configs[key]
+        configs = self.configs[key] = self._owned(configs, configs.copy)
+        return configs
+
 
 def _register_broker(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     state.brokers[r["broker_id"]] = BrokerState(r, offset)
@@ -219,7 +368,7 @@ def _broker(state: ClusterState, broker_id: int, epoch: int) -> BrokerState:
     broker = state.brokers.get(broker_id)
     if broker is None or broker.epoch != epoch:
         raise ReplayError(f"no broker {broker_id} with epoch {epoch} is registered")
-    return broker
+    return state._writable_broker(broker_id)
 
 
 def _unregister_broker(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
@@ -262,34 +411,36 @@ def _topic_of(state: ClusterState, topic_id: UUID) -> TopicState:
 
 
 def _partition(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
-    topic = _topic_of(state, r["topic_id"])
+    _topic_of(state, r["topic_id"])
+    topic = state._writable_topic(r["topic_id"])
     topic.partitions[r["partition_id"]] = PartitionState(topic.name, topic.topic_id, r)
 
 
 def _partition_change(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
-    partition = _topic_of(state, r["topic_id"]).partitions.get(r["partition_id"])
-    if partition is None:
+    if r["partition_id"] not in _topic_of(state, r["topic_id"]).partitions:
         raise ReplayError(f"no partition {r['partition_id']} in topic {r['topic_id']}")
-    partition.merge(r)
+    state._writable_partition(r["topic_id"], r["partition_id"]).merge(r)
 
 
 def _remove_topic(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     topic = _topic_of(state, r["topic_id"])
     del state.topics[topic.topic_id]
     del state.topic_ids[topic.name]
-    state.configs.pop((TOPIC_RESOURCE, topic.name), None)
+    state.configs.pop((ConfigResourceType.TOPIC, topic.name), None)
 
 
 def _config(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     key = (r["resource_type"], r["resource_name"])
     if r["value"] is None:
-        configs = state.configs.get(key)
-        if configs is not None:
+        if key in state.configs:
+            configs = state._writable_configs(key)
             configs.pop(r["name"], None)
             if not configs:
                 del state.configs[key]
+    elif key in state.configs:
+        state._writable_configs(key)[r["name"]] = r["value"]
     else:
-        state.configs.setdefault(key, {})[r["name"]] = r["value"]
+        state.configs[key] = {r["name"]: r["value"]}
 
 
 def _feature(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
@@ -297,6 +448,7 @@ def _feature(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
         state.features.pop(r["name"], None)
     else:
         state.features[r["name"]] = r["feature_level"]
+    state.features_epoch = offset
 
 
 def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
@@ -309,8 +461,9 @@ def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     else:
         topics = list(state.topics.values())
     for topic in topics:
-        for p in topic.partitions.values():
+        for index, p in list(topic.partitions.items()):
             if p.elr or p.last_known_elr:
+                p = state._writable_partition(topic.topic_id, index)
                 p.elr = []
                 p.last_known_elr = []
                 p.partition_epoch += 1

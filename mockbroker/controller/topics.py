@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ConfigResourceType, ConfigSource, ErrorCode, LeaderRecoveryState
 
-from .configs import validate, write_configs
+from .config_apis import write_configs
+from .configs import validate
+from .draft import Draft, is_active
 from .features import MV_4_0_IV1
-from .state import RECOVERED, TOPIC_RESOURCE
-
-if TYPE_CHECKING:
-    from .controller import Controller
+from .result import ControllerResult, ControllerView
 
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -36,18 +35,18 @@ def place(active: list[int], count: int, rf: int, first_partition: int) -> list[
     ]
 
 
-def _check_assignment(ctl: Controller, replicas: list[int], index: int) -> list[int]:
+def _check_assignment(draft: Draft, replicas: list[int], index: int) -> list[int]:
     if not replicas or len(set(replicas)) != len(replicas):
         raise _Refused(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             f"partition {index}: replicas {replicas} are empty or repeat a broker",
         )
-    unknown = [b for b in replicas if b not in ctl.state.brokers]
+    unknown = [b for b in replicas if b not in draft.state.brokers]
     if unknown:
         raise _Refused(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {index}: unknown brokers {unknown}"
         )
-    isr = [b for b in replicas if ctl.is_active(b)]
+    isr = [b for b in replicas if is_active(draft.state, b)]
     if not isr:
         raise _Refused(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -57,7 +56,7 @@ def _check_assignment(ctl: Controller, replicas: list[int], index: int) -> list[
 
 
 def _partition_record(
-    ctl: Controller, topic_id: uuid.UUID, index: int, replicas: list[int], isr: list[int]
+    draft: Draft, topic_id: uuid.UUID, index: int, replicas: list[int], isr: list[int]
 ) -> dict:
     record = {
         "partition_id": index,
@@ -67,11 +66,11 @@ def _partition_record(
         "removing_replicas": [],
         "adding_replicas": [],
         "leader": isr[0],
-        "leader_recovery_state": RECOVERED,
+        "leader_recovery_state": LeaderRecoveryState.RECOVERED,
         "leader_epoch": 0,
         "partition_epoch": 0,
     }
-    if ctl.state.metadata_version >= MV_4_0_IV1:
+    if draft.state.metadata_version >= MV_4_0_IV1:
         # F.29: version 2 carries the ELR fields as [] whether or not ELR is on.
         record["eligible_leader_replicas"] = []
         record["last_known_elr"] = []
@@ -79,7 +78,7 @@ def _partition_record(
 
 
 def _plan_partitions(
-    ctl: Controller, count: int, rf: int, assignments: list[list[int]] | None, first: int
+    draft: Draft, count: int, rf: int, assignments: list[list[int]] | None, first: int
 ) -> list[tuple[list[int], list[int]]]:
     if assignments:
         if len(assignments) != count:
@@ -88,9 +87,10 @@ def _plan_partitions(
                 f"{len(assignments)} assignments for {count} partitions",
             )
         return [
-            (list(r), _check_assignment(ctl, list(r), first + i)) for i, r in enumerate(assignments)
+            (list(r), _check_assignment(draft, list(r), first + i))
+            for i, r in enumerate(assignments)
         ]
-    active = sorted(b for b in ctl.state.brokers if ctl.is_active(b))
+    active = sorted(b for b in draft.state.brokers if is_active(draft.state, b))
     if rf < 1 or rf > len(active):
         raise _Refused(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -99,11 +99,11 @@ def _plan_partitions(
     return [(r, list(r)) for r in place(active, count, rf, first)]
 
 
-def _create_one(ctl: Controller, t: Any, validate_only: bool) -> dict:
+def _create_one(draft: Draft, t: Any, validate_only: bool) -> dict:
     name = t["name"]
     if not _LEGAL_NAME.match(name) or name in (".", ".."):
         raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}")
-    if ctl.state.topic(name) is not None:
+    if draft.state.topic(name) is not None:
         raise _Refused(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
     assignments = {a["partition_index"]: list(a["broker_ids"]) for a in t["assignments"]}
     count, rf = t["num_partitions"], t["replication_factor"]
@@ -115,11 +115,11 @@ def _create_one(ctl: Controller, t: Any, validate_only: bool) -> dict:
         if sorted(assignments) != list(range(len(assignments))):
             raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partition indexes have gaps")
         count = len(assignments)
-    count = ctl.default_partitions if count == -1 else count
+    count = draft.settings.default_partitions if count == -1 else count
     if count < 1:
         raise _Refused(ErrorCode.INVALID_PARTITIONS, f"{count} partitions")
     if rf == -1:
-        rf = ctl.default_replication_factor
+        rf = draft.settings.default_replication_factor
     if rf < 1 and not assignments:
         raise _Refused(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {rf}")
     configs = {}
@@ -129,15 +129,15 @@ def _create_one(ctl: Controller, t: Any, validate_only: bool) -> dict:
             raise _Refused(ErrorCode.INVALID_CONFIG, f"{cfg['name']}: {problem}")
         configs[cfg["name"]] = cfg["value"]
     ordered = [assignments[i] for i in range(count)] if assignments else None
-    plan = _plan_partitions(ctl, count, rf, ordered, 0)
+    plan = _plan_partitions(draft, count, rf, ordered, 0)
     topic_id = uuid.uuid4()
     if not validate_only:
-        ctl.append("TopicRecord", {"name": name, "topic_id": topic_id})
+        draft.add("TopicRecord", {"name": name, "topic_id": topic_id})
         # Configs go between the TopicRecord and the PartitionRecords, as in Kafka, which also
         # writes a ClearElrRecord after a min.insync.replicas there (recorded from Kafka 4.1).
-        write_configs(ctl, TOPIC_RESOURCE, name, configs)
+        write_configs(draft, ConfigResourceType.TOPIC, name, configs)
         for index, (replicas, isr) in enumerate(plan):
-            ctl.append("PartitionRecord", _partition_record(ctl, topic_id, index, replicas, isr))
+            draft.add("PartitionRecord", _partition_record(draft, topic_id, index, replicas, isr))
     return {
         "name": name,
         "topic_id": topic_id,
@@ -146,21 +146,28 @@ def _create_one(ctl: Controller, t: Any, validate_only: bool) -> dict:
         "num_partitions": count,
         "replication_factor": len(plan[0][0]),
         "configs": [
-            {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+            {
+                "name": k,
+                "value": v,
+                "read_only": False,
+                "config_source": ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                "is_sensitive": False,
+            }
             for k, v in configs.items()
         ],
     }
 
 
-def handle_create_topics(ctl: Controller, version: int, body: Any) -> dict:
+def create_topics(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """CreateTopics v0-v7: TopicRecord, its ConfigRecords, one PartitionRecord per partition."""
+    draft = Draft(view)
     names = [t["name"] for t in body["topics"]]
     topics = []
     for t in body["topics"]:
         try:
             if names.count(t["name"]) > 1:
                 raise _Refused(ErrorCode.INVALID_REQUEST, f"topic {t['name']!r} listed twice")
-            topics.append(_create_one(ctl, t, body.get("validate_only", False)))
+            topics.append(_create_one(draft, t, body.get("validate_only", False)))
         except _Refused as e:
             topics.append(
                 {
@@ -170,11 +177,12 @@ def handle_create_topics(ctl: Controller, version: int, body: Any) -> dict:
                     "configs": None,
                 }
             )
-    return {"topics": topics}
+    return draft.result({"topics": topics})
 
 
-def handle_delete_topics(ctl: Controller, version: int, body: Any) -> dict:
+def delete_topics(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """DeleteTopics v0-v6 by name or (v6) topic id: one RemoveTopicRecord per topic."""
+    draft = Draft(view)
     if version >= 6:
         wanted = [(t["name"], t["topic_id"]) for t in body["topics"]]
     else:
@@ -183,7 +191,9 @@ def handle_delete_topics(ctl: Controller, version: int, body: Any) -> dict:
     for name, topic_id in wanted:
         zero = topic_id is None or topic_id == uuid.UUID(int=0)
         topic = (
-            ctl.state.topic(name) if zero and name is not None else ctl.state.topics.get(topic_id)
+            draft.state.topic(name)
+            if zero and name is not None
+            else draft.state.topics.get(topic_id)
         )
         if topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if zero else ErrorCode.UNKNOWN_TOPIC_ID
@@ -191,19 +201,19 @@ def handle_delete_topics(ctl: Controller, version: int, body: Any) -> dict:
                 {"name": name, "topic_id": topic_id or uuid.UUID(int=0), "error_code": code}
             )
             continue
-        ctl.append("RemoveTopicRecord", {"topic_id": topic.topic_id})
-        ctl.recovery.forget_topic(topic.topic_id)
+        draft.add("RemoveTopicRecord", {"topic_id": topic.topic_id})
         responses.append(
             {"name": topic.name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE}
         )
-    return {"responses": responses}
+    return draft.result({"responses": responses})
 
 
-def handle_create_partitions(ctl: Controller, version: int, body: Any) -> dict:
+def create_partitions(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """CreatePartitions v0-v3: PartitionRecords for the new partitions of existing topics."""
+    draft = Draft(view)
     results = []
     for t in body["topics"]:
-        topic = ctl.state.topic(t["name"])
+        topic = draft.state.topic(t["name"])
         try:
             if topic is None:
                 raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {t['name']!r}")
@@ -215,7 +225,7 @@ def handle_create_partitions(ctl: Controller, version: int, body: Any) -> dict:
             rf = len(topic.partitions[0].replicas)
             assignments = t["assignments"]
             plan = _plan_partitions(
-                ctl,
+                draft,
                 t["count"] - have,
                 rf,
                 [list(a["broker_ids"]) for a in assignments] if assignments else None,
@@ -223,11 +233,11 @@ def handle_create_partitions(ctl: Controller, version: int, body: Any) -> dict:
             )
             if not body["validate_only"]:
                 for i, (replicas, isr) in enumerate(plan):
-                    ctl.append(
+                    draft.add(
                         "PartitionRecord",
-                        _partition_record(ctl, topic.topic_id, have + i, replicas, isr),
+                        _partition_record(draft, topic.topic_id, have + i, replicas, isr),
                     )
             results.append({"name": t["name"], "error_code": ErrorCode.NONE})
         except _Refused as e:
             results.append({"name": t["name"], "error_code": e.code, "error_message": e.message})
-    return {"results": results}
+    return draft.result({"results": results})

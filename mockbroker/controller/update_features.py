@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ConfigResourceType, ErrorCode
 
 from .configs import MIN_ISR
+from .draft import Draft
 from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST, SUPPORTED_FEATURES
-from .state import BROKER_RESOURCE
-
-if TYPE_CHECKING:
-    from .controller import Controller
+from .result import ControllerResult, ControllerView
 
 
-def _check_update(ctl: Controller, version: int, update: Any, levels: dict[str, int]) -> str | None:
+def _check_update(draft: Draft, version: int, update: Any, levels: dict[str, int]) -> str | None:
     name, level = update["feature"], update["max_version_level"]
     if name not in SUPPORTED_FEATURES:
         return f"the controller does not know feature {name!r}"
     low, high = SUPPORTED_FEATURES[name]
     if level != 0 and not low <= level <= high:
         return f"{name} level {level} is outside {low}-{high}"
-    current = levels.get(name, 0 if name != METADATA_VERSION else ctl.state.metadata_version)
+    current = levels.get(name, 0 if name != METADATA_VERSION else draft.state.metadata_version)
     downgrade_allowed = update["allow_downgrade"] if version == 0 else update["upgrade_type"] > 1
     if level < current and not downgrade_allowed:
         return f"{name} {current} -> {level} is a downgrade"
@@ -30,12 +28,13 @@ def _check_update(ctl: Controller, version: int, update: Any, levels: dict[str, 
     return None
 
 
-def handle_update(ctl: Controller, version: int, body: Any) -> dict:
+def update_features(view: ControllerView, version: int, body: Any) -> ControllerResult:
     """UpdateFeatures v0-v2: FeatureLevelRecords, all or none; enabling ELR pins min ISR (D.19)."""
-    levels = dict(ctl.state.features)
+    draft = Draft(view)
+    levels = dict(draft.state.features)
     results, first_error = [], None
     for update in body["feature_updates"]:
-        problem = _check_update(ctl, version, update, levels)
+        problem = _check_update(draft, version, update, levels)
         code = ErrorCode.NONE if problem is None else ErrorCode.INVALID_UPDATE_VERSION
         if problem is None:
             levels[update["feature"]] = update["max_version_level"]
@@ -43,18 +42,18 @@ def handle_update(ctl: Controller, version: int, body: Any) -> dict:
             first_error = (code, problem)
         results.append({"feature": update["feature"], "error_code": code, "error_message": problem})
     if first_error is None and not body.get("validate_only", False):
-        enabling_elr = not ctl.state.elr_enabled
+        enabling_elr = not draft.state.elr_enabled
         for update in body["feature_updates"]:
-            ctl.append(
+            draft.add(
                 "FeatureLevelRecord",
                 {"name": update["feature"], "feature_level": update["max_version_level"]},
             )
-        pinned = ctl.state.config(BROKER_RESOURCE, "", MIN_ISR) is not None
-        if enabling_elr and ctl.state.elr_enabled and not pinned:
-            ctl.append(
+        pinned = draft.state.config(ConfigResourceType.BROKER, "", MIN_ISR) is not None
+        if enabling_elr and draft.state.elr_enabled and not pinned:
+            draft.add(
                 "ConfigRecord",
                 {
-                    "resource_type": BROKER_RESOURCE,
+                    "resource_type": ConfigResourceType.BROKER,
                     "resource_name": "",
                     "name": MIN_ISR,
                     "value": "1",
@@ -64,4 +63,4 @@ def handle_update(ctl: Controller, version: int, body: Any) -> dict:
     response = {"error_code": code, "error_message": message}
     if version < 2:
         response["results"] = results
-    return response
+    return draft.result(response)

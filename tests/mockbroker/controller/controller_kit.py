@@ -1,4 +1,9 @@
-"""Helpers for the controller tests: build a cluster by replay, or through the APIs."""
+"""Helpers for the controller tests: build a cluster by replay, or through the APIs.
+
+`call` sends a request the way the wire would: the body is encoded and decoded as the node
+decodes it, and the response the Controller answers is encoded and decoded as a client reads
+it, so a test sees what crosses the wire and a body or answer that does not encode fails.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,40 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from kipwire.codec import decode_record, encode_record
+from kipwire.codec import (
+    AlterConfigOp,
+    ApiKey,
+    ConfigResourceType,
+    LeaderRecoveryState,
+    decode_record,
+    decode_request,
+    decode_response,
+    encode_record,
+    encode_request,
+    encode_response,
+    message,
+)
 from kipwire.mockbroker.controller import Controller, Semantics
 
 TOPIC_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
 ELR = "eligible.leader.replicas.version"
 PRESETS = [Semantics.KAFKA_3_9, Semantics.KAFKA_4_0, Semantics.KAFKA_4_1, Semantics.KIP]
 
-# API keys
-API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 18, 19, 20
-DESCRIBE_CONFIGS, ALTER_CONFIGS, CREATE_PARTITIONS = 32, 33, 37
-ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 43, 44
-ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 45, 46
-ALTER_PARTITION, UPDATE_FEATURES = 56, 57
-BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 62, 63, 64
-GET_REPLICA_LOG_INFO = 93
+
+def call(ctl: Controller, api_key: int, version: int, body: dict) -> Any:
+    """One request through the wire's encodings: decoded as the node decodes it, answered,
+    and the answer decoded as a client reads it."""
+    request = decode_request(encode_request(api_key, version, body)).body
+    response = ctl.handle(api_key, version, request)
+    return decode_response(
+        encode_response(api_key, version, response, correlation_id=0), api_key, version
+    ).body
+
+
+def wire_response(name: str, version: int, body: dict) -> Any:
+    """A response a broker sends the controller, as the controller's channel decodes it."""
+    codec = message(name, version)
+    return codec.parse(codec.build(body))
 
 
 def incarnation(broker_id: int, generation: int = 0) -> uuid.UUID:
@@ -43,7 +67,7 @@ def replay_cluster(
     unclean: bool = False,
     leader_epoch: int = 100,
     partition_epoch: int = 200,
-    leader_recovery_state: int = 0,
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED,
     metadata_version: int | None = None,
     **overrides: Any,
 ) -> Controller:
@@ -89,7 +113,7 @@ def replay_cluster(
         ctl.replay(
             "ConfigRecord",
             {
-                "resource_type": 2,
+                "resource_type": ConfigResourceType.TOPIC,
                 "resource_name": "t",
                 "name": "min.insync.replicas",
                 "value": str(min_isr),
@@ -99,7 +123,7 @@ def replay_cluster(
         ctl.replay(
             "ConfigRecord",
             {
-                "resource_type": 2,
+                "resource_type": ConfigResourceType.TOPIC,
                 "resource_name": "t",
                 "name": "unclean.leader.election.enable",
                 "value": "true",
@@ -150,7 +174,7 @@ def register(
     }
     if version >= 3:
         body["previous_broker_epoch"] = previous_epoch
-    return ctl.handle(BROKER_REGISTRATION, version, body)
+    return call(ctl, ApiKey.BROKER_REGISTRATION, version, body)
 
 
 def heartbeat(
@@ -162,8 +186,9 @@ def heartbeat(
     offset: int | None = None,
 ) -> Any:
     """BrokerHeartbeat with the broker's registered epoch, caught up to the log by default."""
-    return ctl.handle(
-        BROKER_HEARTBEAT,
+    return call(
+        ctl,
+        ApiKey.BROKER_HEARTBEAT,
         1,
         {
             "broker_id": broker_id,
@@ -184,7 +209,7 @@ def alter_partition(
     leader_epoch: int | None = None,
     partition_epoch: int | None = None,
     epochs: dict[int, int] | None = None,
-    leader_recovery_state: int = 0,
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED,
     broker_epoch: int | None = None,
     topic: str = "t",
     index: int = 0,
@@ -211,8 +236,9 @@ def alter_partition(
     data["partitions"] = [part]
     if broker_epoch is None:
         broker_epoch = ctl.broker(sender).epoch if sender in ctl.state.brokers else -1
-    return ctl.handle(
-        ALTER_PARTITION,
+    return call(
+        ctl,
+        ApiKey.ALTER_PARTITION,
         version,
         {"broker_id": sender, "broker_epoch": broker_epoch, "topics": [data]},
     )
@@ -225,18 +251,23 @@ def partition_error(response: Any) -> int:
 
 def set_config(ctl: Controller, name: str, value: str | None, topic: str | None = "t") -> Any:
     """IncrementalAlterConfigs SET (or DELETE when value is None) on a topic or the cluster."""
-    return ctl.handle(
-        INCREMENTAL_ALTER_CONFIGS,
+    return call(
+        ctl,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "resources": [
                 {
-                    "resource_type": 2 if topic is not None else 4,
+                    "resource_type": (
+                        ConfigResourceType.TOPIC if topic is not None else ConfigResourceType.BROKER
+                    ),
                     "resource_name": topic if topic is not None else "",
                     "configs": [
                         {
                             "name": name,
-                            "config_operation": 0 if value is not None else 1,
+                            "config_operation": (
+                                AlterConfigOp.SET if value is not None else AlterConfigOp.DELETE
+                            ),
                             "value": value,
                         }
                     ],
@@ -257,7 +288,7 @@ def replayed(ctl: Controller) -> Controller:
     """A fresh controller fed the framed bytes of `ctl`'s whole log."""
     other = Controller(semantics=ctl.semantics, cluster_id=ctl.cluster_id)
     for entry in ctl.log:
-        other.replay_bytes(entry.data)
+        other.append_bytes(entry.data)
     return other
 
 

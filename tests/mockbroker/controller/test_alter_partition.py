@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 from controller_kit import (
-    ALTER_PARTITION,
     alter_partition,
+    call,
     changes,
     heartbeat,
     partition_error,
@@ -15,7 +15,7 @@ from controller_kit import (
     replay_cluster,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode, LeaderRecoveryState
 
 
 def test_c9_stale_broker_epoch_rejects_the_whole_request() -> None:
@@ -51,8 +51,9 @@ def test_c9_unknown_topic_error_depends_on_version(version: int, code: int) -> N
     else:
         part["new_isr"] = [1]
     topic["partitions"] = [part]
-    resp = ctl.handle(
-        ALTER_PARTITION,
+    resp = call(
+        ctl,
+        ApiKey.ALTER_PARTITION,
         version,
         {"broker_id": 1, "broker_epoch": ctl.broker(1).epoch, "topics": [topic]},
     )
@@ -71,8 +72,9 @@ def _partition_check(ctl, **kwargs) -> int:
 def test_c10_1_unknown_partition() -> None:
     ctl = replay_cluster()
     p = ctl.partition("t", 0)
-    resp = ctl.handle(
-        ALTER_PARTITION,
+    resp = call(
+        ctl,
+        ApiKey.ALTER_PARTITION,
         3,
         {
             "broker_id": 1,
@@ -139,14 +141,14 @@ def test_c10_8_isr_without_the_leader_is_invalid() -> None:
 
 
 def test_c10_9_recovering_with_more_than_one_member_is_invalid() -> None:
-    ctl = replay_cluster(isr=[1], leader_recovery_state=1)
-    code = _partition_check(ctl, isr=[1, 2], leader_recovery_state=1)
+    ctl = replay_cluster(isr=[1], leader_recovery_state=LeaderRecoveryState.RECOVERING)
+    code = _partition_check(ctl, isr=[1, 2], leader_recovery_state=LeaderRecoveryState.RECOVERING)
     assert code == ErrorCode.INVALID_REQUEST
 
 
 def test_c10_10_recovered_back_to_recovering_is_invalid() -> None:
     ctl = replay_cluster(isr=[1])
-    code = _partition_check(ctl, isr=[1], leader_recovery_state=1)
+    code = _partition_check(ctl, isr=[1], leader_recovery_state=LeaderRecoveryState.RECOVERING)
     assert code == ErrorCode.INVALID_REQUEST
 
 
@@ -166,7 +168,7 @@ def test_c10_11_fenced_member_is_ineligible_by_version(version: int, code: int) 
 
 def test_c10_11_controlled_shutdown_and_unregistered_members_are_ineligible() -> None:
     ctl = replay_cluster(brokers=(1, 2, 3), replicas=[1, 2, 3, 4], isr=[1, 2])
-    ctl.replay(
+    ctl.append(
         "BrokerRegistrationChangeRecord",
         {"broker_id": 3, "broker_epoch": 103, "in_controlled_shutdown": 1},
     )
@@ -214,10 +216,14 @@ def test_c11_no_op_writes_nothing_and_returns_current_state() -> None:
 
 
 def test_c11_recovered_report_clears_recovering() -> None:
-    ctl = replay_cluster(isr=[1], leader_recovery_state=1)
-    part = alter_partition(ctl, [1, 2], leader_recovery_state=0).topics[0].partitions[0]
+    ctl = replay_cluster(isr=[1], leader_recovery_state=LeaderRecoveryState.RECOVERING)
+    part = (
+        alter_partition(ctl, [1, 2], leader_recovery_state=LeaderRecoveryState.RECOVERED)
+        .topics[0]
+        .partitions[0]
+    )
     assert part.error_code == ErrorCode.NONE
-    assert ctl.partition("t", 0).leader_recovery_state == 0
+    assert ctl.partition("t", 0).leader_recovery_state == LeaderRecoveryState.RECOVERED
     assert ctl.partition("t", 0).leader_epoch == 100
 
 
@@ -227,7 +233,8 @@ def test_c11_recovered_report_clears_recovering() -> None:
 def test_c11_completed_reassignment_moving_the_leader(version: int, code: int) -> None:
     # Moving t-0 from [1, 2] to [2, 3]: the leader 1 is being removed.
     ctl = replay_cluster(replicas=[1, 2], isr=[1, 2])
-    ctl.handle(
+    call(
+        ctl,
         45,
         0,
         {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [2, 3]}]}]},

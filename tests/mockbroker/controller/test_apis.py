@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import pytest
 from controller_kit import (
-    ALTER_CONFIGS,
-    API_VERSIONS,
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    DESCRIBE_CONFIGS,
     ELR,
-    UPDATE_FEATURES,
+    call,
     heartbeat,
     names,
     register,
     replay_cluster,
 )
 
-from kipwire.codec import ErrorCode, message
+from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode, message
 from kipwire.mockbroker.controller import Controller, Semantics
+
+TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
 
 
 def live_cluster(n: int = 3, semantics: Semantics = Semantics.KAFKA_4_1) -> Controller:
@@ -41,8 +37,9 @@ def create(
     configs=(),
     assignments=(),
 ):
-    return ctl.handle(
-        CREATE_TOPICS,
+    return call(
+        ctl,
+        ApiKey.CREATE_TOPICS,
         version,
         {
             "topics": [
@@ -117,8 +114,9 @@ def test_create_topics_manual_assignment_and_duplicates() -> None:
     assert result.error_code == ErrorCode.NONE
     assert ctl.partition("t", 0).replicas == [3, 1] and ctl.partition("t", 0).leader == 3
     assert create(ctl).error_code == ErrorCode.TOPIC_ALREADY_EXISTS
-    resp = ctl.handle(
-        CREATE_TOPICS,
+    resp = call(
+        ctl,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [
@@ -133,8 +131,9 @@ def test_create_topics_manual_assignment_and_duplicates() -> None:
 def test_create_topics_validate_only() -> None:
     ctl = live_cluster()
     start = ctl.end_offset
-    resp = ctl.handle(
-        CREATE_TOPICS,
+    resp = call(
+        ctl,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [{"name": "v", "num_partitions": 1, "replication_factor": 1}],
@@ -148,16 +147,27 @@ def test_delete_topics_by_name_and_id() -> None:
     ctl = live_cluster()
     create(ctl, "a", configs=[("min.insync.replicas", "2")])
     b = create(ctl, "b")
-    resp = ctl.handle(DELETE_TOPICS, 5, {"topic_names": ["a", "zz"], "timeout_ms": 1000})
-    assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
-    assert ctl.state.topic("a") is None and ctl.state.config(2, "a", "min.insync.replicas") is None
-    resp = ctl.handle(
-        DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000}
+    resp = call(ctl, ApiKey.DELETE_TOPICS, 5, {"topic_names": ["a", "zz"], "timeout_ms": 1000})
+    assert [r.error_code for r in resp.responses] == [
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
+    assert (
+        ctl.state.topic("a") is None and ctl.state.config(TOPIC, "a", "min.insync.replicas") is None
     )
-    assert resp.responses[0].error_code == 0 and resp.responses[0].name == "b"
+    resp = call(
+        ctl,
+        ApiKey.DELETE_TOPICS,
+        6,
+        {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000},
+    )
+    assert resp.responses[0].error_code == ErrorCode.NONE and resp.responses[0].name == "b"
     assert ctl.log[-1].name == "RemoveTopicRecord"
-    resp = ctl.handle(
-        DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000}
+    resp = call(
+        ctl,
+        ApiKey.DELETE_TOPICS,
+        6,
+        {"topics": [{"name": None, "topic_id": b.topic_id}], "timeout_ms": 1000},
     )
     assert resp.responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
 
@@ -165,8 +175,9 @@ def test_delete_topics_by_name_and_id() -> None:
 def test_create_partitions() -> None:
     ctl = live_cluster()
     create(ctl, partitions=1)
-    resp = ctl.handle(
-        CREATE_PARTITIONS,
+    resp = call(
+        ctl,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "topics": [{"name": "t", "count": 3, "assignments": None}],
@@ -176,8 +187,9 @@ def test_create_partitions() -> None:
     )
     assert resp.results[0].error_code == ErrorCode.NONE
     assert ctl.partition("t", 2).replicas == [3, 1, 2]
-    resp = ctl.handle(
-        CREATE_PARTITIONS,
+    resp = call(
+        ctl,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "topics": [
@@ -197,22 +209,31 @@ def test_create_partitions() -> None:
 @pytest.mark.parametrize("version", [0, 1, 4])
 def test_describe_configs_resolves_topic_cluster_default(version: int) -> None:
     ctl = replay_cluster(min_isr=2)
-    ctl.replay(
+    ctl.append(
         "ConfigRecord",
         {
-            "resource_type": 4,
+            "resource_type": ConfigResourceType.BROKER,
             "resource_name": "",
             "name": "unclean.leader.election.enable",
             "value": "true",
         },
     )
-    resp = ctl.handle(
-        DESCRIBE_CONFIGS,
+    resp = call(
+        ctl,
+        ApiKey.DESCRIBE_CONFIGS,
         version,
         {
             "resources": [
-                {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
-                {"resource_type": 2, "resource_name": "nope", "configuration_keys": None},
+                {
+                    "resource_type": ConfigResourceType.TOPIC,
+                    "resource_name": "t",
+                    "configuration_keys": None,
+                },
+                {
+                    "resource_type": ConfigResourceType.TOPIC,
+                    "resource_name": "nope",
+                    "configuration_keys": None,
+                },
             ]
         },
     )
@@ -225,13 +246,14 @@ def test_describe_configs_resolves_topic_cluster_default(version: int) -> None:
 
 def test_alter_configs_replaces_the_whole_set() -> None:
     ctl = replay_cluster(min_isr=2, elr_enabled=False)
-    resp = ctl.handle(
-        ALTER_CONFIGS,
+    resp = call(
+        ctl,
+        ApiKey.ALTER_CONFIGS,
         2,
         {
             "resources": [
                 {
-                    "resource_type": 2,
+                    "resource_type": ConfigResourceType.TOPIC,
                     "resource_name": "t",
                     "configs": [{"name": "retention.ms", "value": "1000"}],
                 }
@@ -240,14 +262,15 @@ def test_alter_configs_replaces_the_whole_set() -> None:
         },
     )
     assert resp.responses[0].error_code == ErrorCode.NONE
-    assert ctl.state.configs[(2, "t")] == {"retention.ms": "1000"}
+    assert ctl.state.configs[(TOPIC, "t")] == {"retention.ms": "1000"}
 
 
 def test_update_features_errors_are_all_or_nothing() -> None:
     ctl = replay_cluster(elr_enabled=False)
     start = ctl.end_offset
-    resp = ctl.handle(
-        UPDATE_FEATURES,
+    resp = call(
+        ctl,
+        ApiKey.UPDATE_FEATURES,
         1,
         {
             "feature_updates": [
@@ -257,10 +280,14 @@ def test_update_features_errors_are_all_or_nothing() -> None:
         },
     )
     assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
-    assert [r.error_code for r in resp.results] == [0, ErrorCode.INVALID_UPDATE_VERSION]
+    assert [r.error_code for r in resp.results] == [
+        ErrorCode.NONE,
+        ErrorCode.INVALID_UPDATE_VERSION,
+    ]
     assert ctl.end_offset == start
-    resp = ctl.handle(
-        UPDATE_FEATURES,
+    resp = call(
+        ctl,
+        ApiKey.UPDATE_FEATURES,
         1,
         {
             "feature_updates": [
@@ -270,8 +297,9 @@ def test_update_features_errors_are_all_or_nothing() -> None:
     )
     assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION  # a downgrade without leave
     low = replay_cluster(elr_enabled=False, metadata_version=20)
-    resp = low.handle(
-        UPDATE_FEATURES,
+    resp = call(
+        low,
+        ApiKey.UPDATE_FEATURES,
         2,
         {"feature_updates": [{"feature": ELR, "max_version_level": 1, "upgrade_type": 1}]},
     )
@@ -280,45 +308,57 @@ def test_update_features_errors_are_all_or_nothing() -> None:
 
 def test_api_versions_lists_served_apis_and_finalized_features() -> None:
     ctl = replay_cluster()
-    resp = ctl.handle(
-        API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"}
+    resp = call(
+        ctl, ApiKey.API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"}
     )
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert keys[56] == (0, 3) and keys[62] == (0, 4) and keys[43] == (0, 2)
+    assert keys[ApiKey.ALTER_PARTITION] == (0, 3)
+    assert keys[ApiKey.BROKER_REGISTRATION] == (0, 4)
+    assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
     finalized = {f.name: f.max_version_level for f in resp.finalized_features}
     assert finalized == {ELR: 1, "metadata.version": 27}
-    kip = Controller(semantics=Semantics.KIP).handle(API_VERSIONS, 0, {})
-    assert {k.api_key: k.max_version for k in kip.api_keys}[43] == 3
+    kip = call(Controller(semantics=Semantics.KIP), ApiKey.API_VERSIONS, 0, {})
+    assert {k.api_key: k.max_version for k in kip.api_keys}[ApiKey.ELECT_LEADERS] == 3
 
 
 def test_every_response_encodes_at_its_version() -> None:
-    """Answers come back as codec Containers; re-encoding them must work at every version."""
+    """Answers cross the wire (`call` encodes them at the request's version and decodes them);
+    re-encoding what a client reads must work at every version."""
     ctl = live_cluster()
     create(ctl)
     bodies = {
-        CREATE_TOPICS: {"topics": [{"name": "e", "num_partitions": 1, "replication_factor": 1}]},
-        DELETE_TOPICS: {"topic_names": ["nope"], "topics": []},
-        DESCRIBE_CONFIGS: {
-            "resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": None}]
+        ApiKey.CREATE_TOPICS: {
+            "topics": [{"name": "e", "num_partitions": 1, "replication_factor": 1}]
         },
-        CREATE_PARTITIONS: {"topics": [{"name": "t", "count": 1, "assignments": None}]},
-        API_VERSIONS: {},
+        ApiKey.DELETE_TOPICS: {"topic_names": ["nope"], "topics": []},
+        ApiKey.DESCRIBE_CONFIGS: {
+            "resources": [
+                {
+                    "resource_type": ConfigResourceType.TOPIC,
+                    "resource_name": "t",
+                    "configuration_keys": None,
+                }
+            ]
+        },
+        ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "t", "count": 1, "assignments": None}]},
+        ApiKey.API_VERSIONS: {},
     }
     for api_key, body in bodies.items():
-        for version in range(0, {19: 8, 20: 7, 32: 5, 37: 4, 18: 5}[api_key]):
+        versions = {
+            ApiKey.CREATE_TOPICS: 8,
+            ApiKey.DELETE_TOPICS: 7,
+            ApiKey.DESCRIBE_CONFIGS: 5,
+            ApiKey.CREATE_PARTITIONS: 4,
+            ApiKey.API_VERSIONS: 5,
+        }
+        for version in range(0, versions[api_key]):
             fields = dict(body)
-            if api_key == DELETE_TOPICS:
+            if api_key == ApiKey.DELETE_TOPICS:
                 fields.pop("topics" if version < 6 else "topic_names")
-            if api_key == CREATE_TOPICS:
+            if api_key == ApiKey.CREATE_TOPICS:
                 fields = {"topics": [dict(fields["topics"][0], name=f"e{version}")]}
-            resp = ctl.handle(api_key, version, fields)
-            name = {
-                19: "CreateTopics",
-                20: "DeleteTopics",
-                32: "DescribeConfigs",
-                37: "CreatePartitions",
-                18: "ApiVersions",
-            }[api_key]
+            resp = call(ctl, api_key, version, fields)
+            name = api_key.api_name
             codec = message(f"{name}Response", version)
             assert codec.parse(codec.build(resp)) == resp, (name, version)
 
@@ -326,19 +366,20 @@ def test_every_response_encodes_at_its_version() -> None:
 @pytest.mark.parametrize(
     ("resource", "op", "code"),
     [
-        ((2, "t"), 2, ErrorCode.INVALID_CONFIG),  # APPEND on a scalar config
-        ((2, "t"), 3, ErrorCode.INVALID_CONFIG),  # SUBTRACT likewise
-        ((2, "nope"), 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-        ((4, "abc"), 0, ErrorCode.INVALID_REQUEST),
-        ((8, "x"), 0, ErrorCode.INVALID_REQUEST),
-        ((4, ""), 0, ErrorCode.NONE),
+        ((TOPIC, "t"), AlterConfigOp.APPEND, ErrorCode.INVALID_CONFIG),  # on a scalar config
+        ((TOPIC, "t"), AlterConfigOp.SUBTRACT, ErrorCode.INVALID_CONFIG),  # likewise
+        ((TOPIC, "nope"), AlterConfigOp.SET, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ((BROKER, "abc"), AlterConfigOp.SET, ErrorCode.INVALID_REQUEST),
+        ((ConfigResourceType.BROKER_LOGGER, "x"), AlterConfigOp.SET, ErrorCode.INVALID_REQUEST),
+        ((BROKER, ""), AlterConfigOp.SET, ErrorCode.NONE),
     ],
 )
 def test_incremental_alter_configs_refusals(resource: tuple, op: int, code: int) -> None:
     ctl = replay_cluster(elr_enabled=False)
     start = ctl.end_offset
-    resp = ctl.handle(
-        44,
+    resp = call(
+        ctl,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "resources": [

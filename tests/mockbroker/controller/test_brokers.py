@@ -7,8 +7,7 @@ import uuid
 
 import pytest
 from controller_kit import (
-    BROKER_REGISTRATION,
-    UNREGISTER_BROKER,
+    call,
     changes,
     heartbeat,
     names,
@@ -17,7 +16,7 @@ from controller_kit import (
     state_of,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker.controller import Controller, Semantics
 
 
@@ -28,7 +27,7 @@ def test_d17_fence_removes_from_isr_and_keeps_a_fenced_elr_member() -> None:
     assert names(ctl, start) == ["PartitionChangeRecord", "BrokerRegistrationChangeRecord"]
     assert state_of(ctl) == ([1], [2, 3], [], 1)
     start = ctl.end_offset
-    ctl.replay(
+    ctl.append(
         "BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": -1}
     )
     ctl.fence(3)  # 3 is only in the ELR: no partition change
@@ -76,8 +75,8 @@ def test_d17_controlled_shutdown_of_a_broker_leading_nothing_stops_at_once() -> 
 
 def test_d17_unclean_shutdown_handles_isr_then_elr_partitions() -> None:
     ctl = replay_cluster(isr=[1, 2], elr=[3], min_isr=3, fenced=(3,))
-    ctl.replay("TopicRecord", {"name": "u", "topic_id": uuid.UUID(int=77)})
-    ctl.replay(
+    ctl.append("TopicRecord", {"name": "u", "topic_id": uuid.UUID(int=77)})
+    ctl.append(
         "PartitionRecord",
         {
             "partition_id": 0,
@@ -104,18 +103,18 @@ def test_d17_unclean_shutdown_handles_isr_then_elr_partitions() -> None:
 def test_d17_unregister_applies_to_isr_and_elr() -> None:
     ctl = replay_cluster(isr=[1, 2], elr=[3], min_isr=3)
     start = ctl.end_offset
-    assert ctl.handle(UNREGISTER_BROKER, 0, {"broker_id": 2}).error_code == ErrorCode.NONE
+    assert call(ctl, ApiKey.UNREGISTER_BROKER, 0, {"broker_id": 2}).error_code == ErrorCode.NONE
     # The ISR pass drops 2 (into the ELR, the ISR being under min ISR); the record follows.
     assert names(ctl, start) == ["PartitionChangeRecord", "UnregisterBrokerRecord"]
     assert state_of(ctl)[:2] == ([1], [2, 3])
     start = ctl.end_offset
-    assert ctl.handle(UNREGISTER_BROKER, 0, {"broker_id": 3}).error_code == ErrorCode.NONE
+    assert call(ctl, ApiKey.UNREGISTER_BROKER, 0, {"broker_id": 3}).error_code == ErrorCode.NONE
     # The ELR pass re-runs the election only: as in Kafka, nobody leaves an ELR for it.
     assert names(ctl, start) == ["UnregisterBrokerRecord"]
     assert ctl.partition("t", 0).elr == [2, 3]
     with pytest.raises(KeyError):
         ctl.broker(3)
-    assert ctl.handle(UNREGISTER_BROKER, 0, {"broker_id": 3}).error_code == (
+    assert call(ctl, ApiKey.UNREGISTER_BROKER, 0, {"broker_id": 3}).error_code == (
         ErrorCode.BROKER_ID_NOT_REGISTERED
     )
 
@@ -183,12 +182,17 @@ def test_d18_registration_errors() -> None:
         "features": [],
         "rack": None,
     }
-    assert ctl.handle(BROKER_REGISTRATION, 0, body).error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert (
+        call(ctl, ApiKey.BROKER_REGISTRATION, 0, body).error_code
+        == ErrorCode.INCONSISTENT_CLUSTER_ID
+    )
     body["cluster_id"] = "kipwire"
     body["features"] = [
         {"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 20}
     ]
-    assert ctl.handle(BROKER_REGISTRATION, 0, body).error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert (
+        call(ctl, ApiKey.BROKER_REGISTRATION, 0, body).error_code == ErrorCode.UNSUPPORTED_VERSION
+    )
     assert ctl.end_offset == 0
 
 
@@ -205,7 +209,8 @@ def test_heartbeat_unfences_only_once_caught_up_to_the_registration() -> None:
 
 def test_heartbeat_with_a_stale_epoch() -> None:
     ctl = replay_cluster()
-    resp = ctl.handle(
+    resp = call(
+        ctl,
         63,
         1,
         {

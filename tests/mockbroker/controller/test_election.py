@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from controller_kit import (
-    ELECT_LEADERS,
     alter_partition,
+    call,
     changes,
     heartbeat,
     replay_cluster,
@@ -13,7 +13,7 @@ from controller_kit import (
     state_of,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ElectionType, ErrorCode, LeaderRecoveryState
 from kipwire.mockbroker.controller import Semantics
 
 
@@ -22,8 +22,11 @@ def elect(ctl, election_type: int, version: int = 2, partitions=(0,), desired=No
     topic = {"topic": "t", "partitions": list(partitions)}
     if version >= 3:
         topic["desired_leaders"] = desired
-    resp = ctl.handle(
-        ELECT_LEADERS, version, {"election_type": election_type, "topic_partitions": [topic]}
+    resp = call(
+        ctl,
+        ApiKey.ELECT_LEADERS,
+        version,
+        {"election_type": election_type, "topic_partitions": [topic]},
     )
     return resp.replica_election_results[0].partition_result[0].error_code
 
@@ -36,7 +39,7 @@ def test_e20_fenced_isr_member_is_not_a_valid_leader() -> None:
 
 def test_e20_elr_member_valid_only_when_isr_is_empty() -> None:
     ctl = replay_cluster(isr=[1], elr=[2], min_isr=3, fenced=(3,))
-    ctl.replay("BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": 1})
+    ctl.append("BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": 1})
     ctl.fence(1)
     assert state_of(ctl) == ([], [1, 2], [1], -1)
     heartbeat(ctl, 2)  # ISR empty: the unfenced ELR member leads
@@ -72,7 +75,11 @@ def test_e21_step3_last_known_leader_liveness(semantics: Semantics, elected: int
         assert ctl.partition("t", 0).leader == -1
     else:
         rec = changes(ctl, start)[0]
-        assert rec["leader"] == 1 and rec["isr"] == [1] and rec["leader_recovery_state"] == 1
+        assert (
+            rec["leader"] == 1
+            and rec["isr"] == [1]
+            and rec["leader_recovery_state"] == LeaderRecoveryState.RECOVERING
+        )
 
 
 def test_e21_step3_live_last_known_leader_is_elected_in_4_1_ignoring_unclean_config() -> None:
@@ -80,7 +87,7 @@ def test_e21_step3_live_last_known_leader_is_elected_in_4_1_ignoring_unclean_con
     ctl.tick(1)  # no unclean config, no periodic election; the unfence path elects:
     heartbeat(ctl, 2)
     assert ctl.partition("t", 0).leader == 1
-    assert ctl.partition("t", 0).leader_recovery_state == 1
+    assert ctl.partition("t", 0).leader_recovery_state == LeaderRecoveryState.RECOVERING
 
 
 def test_e21_step4_unclean_only_with_the_topic_config() -> None:
@@ -135,7 +142,7 @@ def test_e24_unclean_election_sets_recovering_and_clears_elr() -> None:
     ctl.fence(1)
     p = ctl.partition("t", 0)
     assert (p.isr, p.elr, p.last_known_elr, p.leader) == ([3], [], [], 3)
-    assert p.leader_recovery_state == 1
+    assert p.leader_recovery_state == LeaderRecoveryState.RECOVERING
 
 
 def test_e24_no_recovering_below_mv_3_2() -> None:
@@ -143,7 +150,7 @@ def test_e24_no_recovering_below_mv_3_2() -> None:
     ctl.fence(1)
     rec = changes(ctl, 0)[-1]
     assert rec["leader"] == 2 and rec["leader_recovery_state"] == -1
-    assert ctl.partition("t", 0).leader_recovery_state == 0
+    assert ctl.partition("t", 0).leader_recovery_state == LeaderRecoveryState.RECOVERED
 
 
 def test_e25_elect_leaders_unclean_ignores_topic_config() -> None:
@@ -174,7 +181,12 @@ def test_e25_periodic_unclean_election_in_tick() -> None:
 
 def test_e25_elect_all_partitions_leaves_out_election_not_needed() -> None:
     ctl = replay_cluster(replicas=[1, 2, 3], isr=[1, 2, 3], leader=1)
-    resp = ctl.handle(ELECT_LEADERS, 2, {"election_type": 0, "topic_partitions": None})
+    resp = call(
+        ctl,
+        ApiKey.ELECT_LEADERS,
+        2,
+        {"election_type": ElectionType.PREFERRED, "topic_partitions": None},
+    )
     assert [(r.topic, r.partition_result) for r in resp.replica_election_results] == [("t", [])]
 
 
@@ -185,11 +197,12 @@ def test_elect_leaders_v3_designation_only_in_kip() -> None:
     assert (p.leader, p.isr, p.leader_recovery_state) == (3, [3], 1)
     assert elect(ctl, 1, version=3, desired=[2]) == ErrorCode.ELECTION_NOT_NEEDED
     shipped = replay_cluster(isr=[1], fenced=(1,), leader=-1)
-    resp = shipped.handle(
-        ELECT_LEADERS,
+    resp = call(
+        shipped,
+        ApiKey.ELECT_LEADERS,
         3,
         {
-            "election_type": 1,
+            "election_type": ElectionType.UNCLEAN,
             "topic_partitions": [{"topic": "t", "partitions": [0], "desired_leaders": [3]}],
         },
     )
@@ -214,4 +227,7 @@ def test_elect_leaders_designation_refuses_a_fenced_or_foreign_replica() -> None
 def test_alter_partition_with_unclean_config_keeps_the_leader() -> None:
     ctl = replay_cluster(isr=[1, 2, 3], unclean=True)
     alter_partition(ctl, [1])
-    assert state_of(ctl)[0] == [1] and ctl.partition("t", 0).leader_recovery_state == 0
+    assert (
+        state_of(ctl)[0] == [1]
+        and ctl.partition("t", 0).leader_recovery_state == LeaderRecoveryState.RECOVERED
+    )

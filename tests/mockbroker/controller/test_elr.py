@@ -6,6 +6,7 @@ import pytest
 from controller_kit import (
     ELR,
     alter_partition,
+    call,
     changes,
     heartbeat,
     names,
@@ -15,26 +16,34 @@ from controller_kit import (
     state_of,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import (
+    AlterConfigOp,
+    ApiKey,
+    ConfigResourceType,
+    ElectionType,
+    ErrorCode,
+    LeaderRecoveryState,
+)
 from kipwire.mockbroker.controller import Semantics
 
 
 def test_d12_step_order_unclean_election_clears_the_elr_the_shrink_computed() -> None:
     # Step 2 puts 2 into the ELR, step 3 elects 3 uncleanly, step 5 then clears the ELR.
     ctl = replay_cluster(isr=[1, 2], min_isr=3, unclean=True, fenced=(1,), leader=2)
-    ctl.replay("BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": 1})
+    ctl.append("BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": 1})
     start = ctl.end_offset
     ctl.fence(2)
     rec = changes(ctl, start)[0]
     assert rec["leader"] == 3 and rec["isr"] == [3]
     assert rec["eligible_leader_replicas"] is None or rec["eligible_leader_replicas"] == []
-    assert rec["leader_recovery_state"] == 1
+    assert rec["leader_recovery_state"] == LeaderRecoveryState.RECOVERING
     assert state_of(ctl) == ([3], [], [], 3)
 
 
 def test_d12_step_order_reassignment_completes_before_the_elr_is_computed() -> None:
     ctl = replay_cluster(replicas=[1, 2], isr=[1, 2], min_isr=2)
-    ctl.handle(
+    call(
+        ctl,
         45,
         0,
         {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [1, 3]}]}]},
@@ -92,8 +101,14 @@ def test_d14_unclean_election_forces_elr_and_last_known_elr_empty() -> None:
     start = ctl.end_offset
     ctl.fence(1)  # ISR [], ELR [1, 2], leaderless
     assert state_of(ctl) == ([], [1, 2], [1], -1)
-    resp = ctl.handle(
-        43, 2, {"election_type": 1, "topic_partitions": [{"topic": "t", "partitions": [0]}]}
+    resp = call(
+        ctl,
+        ApiKey.ELECT_LEADERS,
+        2,
+        {
+            "election_type": ElectionType.UNCLEAN,
+            "topic_partitions": [{"topic": "t", "partitions": [0]}],
+        },
     )
     assert resp.replica_election_results[0].partition_result[0].error_code == ErrorCode.NONE
     rec = changes(ctl, start)[-1]
@@ -123,7 +138,7 @@ def test_d16_last_known_leader_kept_while_leaderless_then_cleared_on_a_leader() 
     ctl.fence(1)
     assert state_of(ctl) == ([], [1], [1], -1)
     start = ctl.end_offset
-    ctl.replay(
+    ctl.append(
         "BrokerRegistrationChangeRecord", {"broker_id": 2, "broker_epoch": 102, "fenced": -1}
     )
     assert ctl.partition("t", 0).last_known_elr == [1]
@@ -144,7 +159,7 @@ def test_d16_set_semantics_keeps_former_elr_members() -> None:
 def test_d19_min_isr_change_writes_clear_elr_record_in_4x() -> None:
     ctl = replay_cluster(isr=[1], elr=[2, 3], last_known_elr=[], min_isr=3)
     start = ctl.end_offset
-    assert set_config(ctl, "min.insync.replicas", "2").responses[0].error_code == 0
+    assert set_config(ctl, "min.insync.replicas", "2").responses[0].error_code == ErrorCode.NONE
     assert names(ctl, start) == ["ConfigRecord", "ClearElrRecord"]
     assert ctl.log[-1].record.topic_name == "t"
     p = ctl.partition("t", 0)
@@ -180,16 +195,21 @@ def test_d19_no_clear_elr_record_while_elr_is_off() -> None:
 
 def test_d19_broker_level_min_isr_and_cluster_delete_refused_with_elr() -> None:
     ctl = replay_cluster(isr=[1, 2, 3])
-    resp = ctl.handle(
-        44,
+    resp = call(
+        ctl,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "resources": [
                 {
-                    "resource_type": 4,
+                    "resource_type": ConfigResourceType.BROKER,
                     "resource_name": "1",
                     "configs": [
-                        {"name": "min.insync.replicas", "config_operation": 0, "value": "2"}
+                        {
+                            "name": "min.insync.replicas",
+                            "config_operation": AlterConfigOp.SET,
+                            "value": "2",
+                        }
                     ],
                 }
             ],
@@ -205,12 +225,15 @@ def test_d19_broker_level_min_isr_and_cluster_delete_refused_with_elr() -> None:
 def test_d19_enabling_elr_pins_a_cluster_min_isr_config() -> None:
     ctl = replay_cluster(isr=[1, 2, 3], elr_enabled=False)
     start = ctl.end_offset
-    resp = ctl.handle(
-        57, 1, {"feature_updates": [{"feature": ELR, "max_version_level": 1, "upgrade_type": 1}]}
+    resp = call(
+        ctl,
+        57,
+        1,
+        {"feature_updates": [{"feature": ELR, "max_version_level": 1, "upgrade_type": 1}]},
     )
     assert resp.error_code == ErrorCode.NONE
     assert names(ctl, start) == ["FeatureLevelRecord", "ConfigRecord"]
-    assert ctl.state.config(4, "", "min.insync.replicas") == "1"
+    assert ctl.state.config(ConfigResourceType.BROKER, "", "min.insync.replicas") == "1"
     assert ctl.state.elr_enabled
 
 
@@ -229,8 +252,12 @@ def test_d19_same_topic_value_writes_nothing(semantics: Semantics) -> None:
 def test_d19_same_cluster_value_still_clears(semantics: Semantics) -> None:
     # cluster and broker configs are always written (KAFKA-14136), so the same value clears
     ctl = replay_cluster(semantics, isr=[1], elr=[2])
-    cluster_min_isr = {"resource_type": 4, "resource_name": "", "name": "min.insync.replicas"}
-    ctl.replay("ConfigRecord", {**cluster_min_isr, "value": "3"})
+    cluster_min_isr = {
+        "resource_type": ConfigResourceType.BROKER,
+        "resource_name": "",
+        "name": "min.insync.replicas",
+    }
+    ctl.append("ConfigRecord", {**cluster_min_isr, "value": "3"})
     set_config(ctl, "min.insync.replicas", "3", topic=None)
     assert ctl.log[-1].name == "ClearElrRecord"
     assert ctl.partition("t", 0).elr == []
@@ -257,5 +284,10 @@ def test_d19_a_topic_created_with_min_isr_gets_a_clear_elr_record_as_kafka_4_1_w
     start = ctl.end_offset
     topic = {"name": "created", "num_partitions": 2, "replication_factor": 3}
     topic["configs"] = [{"name": "min.insync.replicas", "value": "2"}]
-    assert ctl.handle(19, 7, {"topics": [topic], "timeout_ms": 0}).topics[0].error_code == 0
+    assert (
+        call(ctl, ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 0})
+        .topics[0]
+        .error_code
+        == ErrorCode.NONE
+    )
     assert names(ctl, start) == records

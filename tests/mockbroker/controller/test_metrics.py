@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from controller_kit import alter_partition, heartbeat, replay_cluster, set_config
+from controller_kit import (
+    alter_partition,
+    heartbeat,
+    replay_cluster,
+    set_config,
+)
 
 from kipwire.mockbroker.controller import Semantics
 

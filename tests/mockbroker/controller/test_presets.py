@@ -6,8 +6,8 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 from controller_kit import (
-    ELECT_LEADERS,
     PRESETS,
+    call,
     heartbeat,
     names,
     register,
@@ -15,7 +15,7 @@ from controller_kit import (
     set_config,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ElectionType, ErrorCode
 from kipwire.mockbroker.controller import Semantics
 
 
@@ -94,11 +94,12 @@ def test_last_known_elr_leader_versus_set() -> None:
 def test_designation_only_in_kip() -> None:
     for s in PRESETS:
         ctl = replay_cluster(s, isr=[1], fenced=(1,), leader=-1)
-        resp = ctl.handle(
-            ELECT_LEADERS,
+        resp = call(
+            ctl,
+            ApiKey.ELECT_LEADERS,
             3,
             {
-                "election_type": 1,
+                "election_type": ElectionType.UNCLEAN,
                 "topic_partitions": [{"topic": "t", "partitions": [0], "desired_leaders": [2]}],
             },
         )

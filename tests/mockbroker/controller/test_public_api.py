@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from kipwire.codec import ErrorCode
+from controller_kit import call
+
+from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode, LeaderRecoveryState
 from kipwire.mockbroker.controller import Controller, Semantics
 
 
@@ -33,24 +35,31 @@ def test_the_issue_example_runs_as_written() -> None:
             "partition_epoch": 200,
             "eligible_leader_replicas": [],
             "last_known_elr": [],
-            "leader_recovery_state": 0,
+            "leader_recovery_state": LeaderRecoveryState.RECOVERED,
         },
     )
     ctl.replay(
         "ConfigRecord",
-        {"resource_type": 2, "resource_name": "t", "name": "min.insync.replicas", "value": "2"},
+        {
+            "resource_type": ConfigResourceType.TOPIC,
+            "resource_name": "t",
+            "name": "min.insync.replicas",
+            "value": "2",
+        },
     )
     ctl.replay(
         "ConfigRecord",
         {
-            "resource_type": 4,
+            "resource_type": ConfigResourceType.BROKER,
             "resource_name": "",
             "name": "unclean.leader.election.enable",
             "value": "false",
         },
     )
-    resp = ctl.handle(
-        56,
+    # handle() takes the request as the node decodes it: `call` goes through the wire's codecs.
+    resp = call(
+        ctl,
+        ApiKey.ALTER_PARTITION,
         3,
         {
             "broker_id": 1,

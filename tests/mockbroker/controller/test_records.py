@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from controller_kit import (
-    ALTER_REASSIGNMENTS,
-    LIST_REASSIGNMENTS,
     alter_partition,
+    call,
     changes,
     heartbeat,
     reencodes,
@@ -15,14 +14,15 @@ from controller_kit import (
     replayed,
 )
 
-from kipwire.codec import ErrorCode, decode_record
+from kipwire.codec import ApiKey, ErrorCode, decode_record
 from kipwire.mockbroker.controller import Controller
 
 
 def reassign(ctl, replicas):
     """AlterPartitionReassignments for t-0; returns the partition's error code."""
-    resp = ctl.handle(
-        ALTER_REASSIGNMENTS,
+    resp = call(
+        ctl,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         0,
         {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": replicas}]}]},
     )
@@ -34,7 +34,7 @@ def test_f27_every_change_bumps_partition_epoch_leader_field_bumps_leader_epoch(
     alter_partition(ctl, [1, 2])
     p = ctl.partition("t", 0)
     assert (p.leader_epoch, p.partition_epoch) == (100, 201)
-    ctl.replay("PartitionChangeRecord", {"partition_id": 0, "topic_id": p.topic_id, "leader": 1})
+    ctl.append("PartitionChangeRecord", {"partition_id": 0, "topic_id": p.topic_id, "leader": 1})
     assert (p.leader, p.leader_epoch, p.partition_epoch) == (1, 101, 202)
 
 
@@ -88,7 +88,12 @@ def test_f29_partition_record_v2_carries_empty_elr_fields_with_elr_off() -> None
     ctl = Controller()
     register(ctl, 1)
     heartbeat(ctl, 1)
-    ctl.handle(19, 7, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}]})
+    call(
+        ctl,
+        ApiKey.CREATE_TOPICS,
+        7,
+        {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}]},
+    )
     entry = [e for e in ctl.log if e.name == "PartitionRecord"][0]
     assert entry.version == 2
     assert entry.record.eligible_leader_replicas == [] and entry.record.last_known_elr == []
@@ -99,7 +104,7 @@ def test_f30_reassignment_completes_once_every_target_is_in_the_isr() -> None:
     assert reassign(ctl, [1, 2, 4]) == ErrorCode.NONE
     p = ctl.partition("t", 0)
     assert (p.replicas, p.adding_replicas, p.removing_replicas) == ([1, 2, 4, 3], [4], [3])
-    listed = ctl.handle(LIST_REASSIGNMENTS, 0, {"topics": None})
+    listed = call(ctl, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None})
     assert listed.topics[0].partitions[0].adding_replicas == [4]
     alter_partition(ctl, [1, 2, 3])  # 4 not yet in: still in progress
     assert ctl.partition("t", 0).adding_replicas == [4]
@@ -112,7 +117,7 @@ def test_f30_reassignment_completes_once_every_target_is_in_the_isr() -> None:
         [],
     )
     assert p.elr == []
-    assert ctl.handle(LIST_REASSIGNMENTS, 0, {"topics": None}).topics == []
+    assert call(ctl, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None}).topics == []
 
 
 def test_f30_cancel_without_original_replica_in_isr_needs_unclean() -> None:
@@ -120,7 +125,7 @@ def test_f30_cancel_without_original_replica_in_isr_needs_unclean() -> None:
         ctl = replay_cluster(brokers=(1, 2, 3, 4), replicas=[1], isr=[1], unclean=unclean)
         assert reassign(ctl, [4]) == ErrorCode.NONE
         ctl.fence(1)
-        ctl.replay(
+        ctl.append(
             "PartitionChangeRecord",
             {
                 "partition_id": 0,

@@ -3,17 +3,19 @@ outbox()/deliver(), strategies Aggressive / Balanced / None, and the RECOVERING 
 
 from __future__ import annotations
 
+from typing import Any
+
 from controller_kit import (
-    ELECT_LEADERS,
-    GET_REPLICA_LOG_INFO,
     alter_partition,
+    call,
     heartbeat,
     register,
     replay_cluster,
     set_config,
+    wire_response,
 )
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ElectionType, ErrorCode, LeaderRecoveryState
 from kipwire.mockbroker.controller import Semantics
 from kipwire.mockbroker.controller.recovery import retry_delay_ms
 
@@ -26,11 +28,12 @@ def log_info(
     *,
     leader_epoch=None,
     broker_epoch=None,
-    error: int = 0,
-) -> dict:
-    """A GetReplicaLogInfo response from a broker about t-0."""
+    error: int = ErrorCode.NONE,
+) -> Any:
+    """A GetReplicaLogInfo response from a broker about t-0, as the controller's channel
+    decodes it."""
     p = ctl.partition("t", 0)
-    return {
+    body = {
         "broker_epoch": ctl.broker(broker_id).epoch if broker_epoch is None else broker_epoch,
         "topic_partition_log_info_list": [
             {
@@ -49,6 +52,7 @@ def log_info(
             }
         ],
     }
+    return wire_response("GetReplicaLogInfoResponse", 0, body)
 
 
 def aggressive_leaderless():
@@ -66,7 +70,7 @@ def test_e26_recovery_asks_live_replicas_through_the_outbox() -> None:
     out = ctl.outbox()
     assert sorted(b for b, *_ in out) == [2, 3]
     broker, api_key, version, body = out[0]
-    assert (api_key, version) == (GET_REPLICA_LOG_INFO, 0)
+    assert (api_key, version) == (ApiKey.GET_REPLICA_LOG_INFO, 0)
     assert body["topic_partitions"][0]["partitions"] == [0]
     assert ctl.outbox() == []  # drained
     assert ctl.metrics()["unclean_recovery_partitions_count"] == 1
@@ -75,30 +79,35 @@ def test_e26_recovery_asks_live_replicas_through_the_outbox() -> None:
 def test_e26_longest_log_wins_and_starts_recovering() -> None:
     ctl = aggressive_leaderless()
     ctl.outbox()
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 7, 500))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 7, 500))
     assert ctl.partition("t", 0).leader == -1  # waits for every replica or the deadline
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 7, 450))
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 7, 450))
     p = ctl.partition("t", 0)
     assert (p.leader, p.isr, p.elr, p.leader_recovery_state) == (2, [2], [], 1)
     assert ctl.metrics()["unclean_recovery_finished_count"] == 1
     # KIP-704: the leader reports RECOVERED, then it may grow its ISR.
-    alter_partition(ctl, [2], leader_recovery_state=0)
-    assert ctl.partition("t", 0).leader_recovery_state == 0
+    alter_partition(ctl, [2], leader_recovery_state=LeaderRecoveryState.RECOVERED)
+    assert ctl.partition("t", 0).leader_recovery_state == LeaderRecoveryState.RECOVERED
 
 
 def test_e26_leader_epoch_ranks_before_log_end_offset() -> None:
     ctl = aggressive_leaderless()
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 6, 900))
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 7, 10))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 6, 900))
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 7, 10))
     assert ctl.partition("t", 0).leader == 3
 
 
 def test_e26_stale_answers_are_fenced() -> None:
     ctl = aggressive_leaderless()
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 9, 900, leader_epoch=3))
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 9, 900, broker_epoch=1))
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 9, 900, error=6))
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 1, 1))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 9, 900, leader_epoch=3))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 9, 900, broker_epoch=1))
+    ctl.deliver(
+        2,
+        ApiKey.GET_REPLICA_LOG_INFO,
+        0,
+        log_info(ctl, 2, 9, 900, error=ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    )
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 1, 1))
     assert ctl.partition("t", 0).leader == -1
     ctl.tick(ctl.now_ms + 300_001)  # the deadline: elect among valid answers
     assert ctl.partition("t", 0).leader == 3
@@ -115,11 +124,11 @@ def test_e26_balanced_waits_for_last_known_elr_members() -> None:
     assert ctl.metrics()["unclean_recovery_partitions_count"] == 1  # waiting counts
     heartbeat(ctl, 1)
     assert sorted(b for b, *_ in ctl.outbox()) == [1, 2, 3]
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 4, 40))
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 4, 30))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 4, 40))
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 4, 30))
     ctl.tick(ctl.now_ms + 1001)
     assert ctl.partition("t", 0).leader == -1  # Balanced needs the LastKnownElr answer
-    ctl.deliver(1, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 1, 4, 20))
+    ctl.deliver(1, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 1, 4, 20))
     assert ctl.partition("t", 0).leader == 2
 
 
@@ -130,11 +139,12 @@ def test_e26_strategy_none_waits_for_the_operator() -> None:
     ctl.tick(1_000_000)
     assert ctl.outbox() == [] and ctl.partition("t", 0).leader == -1
     assert ctl.metrics()["manual_leader_election_required_partition_count"] == 1
-    resp = ctl.handle(
-        ELECT_LEADERS,
+    resp = call(
+        ctl,
+        ApiKey.ELECT_LEADERS,
         3,
         {
-            "election_type": 1,
+            "election_type": ElectionType.UNCLEAN,
             "topic_partitions": [{"topic": "t", "partitions": [0], "desired_leaders": [3]}],
         },
     )
@@ -146,18 +156,19 @@ def test_e26_longest_log_election_on_request() -> None:
     ctl = replay_cluster(Semantics.KIP, isr=[1], min_isr=1)
     set_config(ctl, "unclean.recovery.strategy", "None")
     ctl.fence(1)
-    resp = ctl.handle(
-        ELECT_LEADERS,
+    resp = call(
+        ctl,
+        ApiKey.ELECT_LEADERS,
         3,
         {
-            "election_type": 2,
+            "election_type": ElectionType.LONGEST_LOG_AGGRESSIVE,
             "topic_partitions": [{"topic": "t", "partitions": [0], "desired_leaders": None}],
         },
     )
     assert resp.replica_election_results[0].partition_result[0].error_code == ErrorCode.NONE
     assert sorted(b for b, *_ in ctl.outbox()) == [2, 3]
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1))
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 1, 2))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1))
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 1, 2))
     assert ctl.partition("t", 0).leader == 3
 
 
@@ -174,15 +185,25 @@ def test_e26_shipped_presets_never_send_get_replica_log_info() -> None:
 def test_e26_a_replica_answering_with_an_error_is_asked_again_with_backoff() -> None:
     ctl = aggressive_leaderless()
     ctl.outbox()
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1, error=6))
+    ctl.deliver(
+        2,
+        ApiKey.GET_REPLICA_LOG_INFO,
+        0,
+        log_info(ctl, 2, 1, 1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    )
     assert [b for b, *_ in ctl.outbox()] == [2]  # the first retry goes at once
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 1, 1, error=6))
+    ctl.deliver(
+        2,
+        ApiKey.GET_REPLICA_LOG_INFO,
+        0,
+        log_info(ctl, 2, 1, 1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    )
     assert ctl.outbox() == []
     ctl.tick(ctl.now_ms + 49)
     assert ctl.outbox() == []
     ctl.tick(ctl.now_ms + 1)
     assert [b for b, *_ in ctl.outbox()] == [2]  # then after 50 ms, doubling
     assert [retry_delay_ms(n) for n in (1, 2, 3, 4, 8, 20)] == [0, 50, 100, 200, 3000, 3000]
-    ctl.deliver(2, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 3, 9))
-    ctl.deliver(3, GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 3, 8))
+    ctl.deliver(2, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 2, 3, 9))
+    ctl.deliver(3, ApiKey.GET_REPLICA_LOG_INFO, 0, log_info(ctl, 3, 3, 8))
     assert ctl.partition("t", 0).leader == 2

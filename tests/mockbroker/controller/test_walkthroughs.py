@@ -4,7 +4,13 @@ its 4-broker min ISR 3 table (T0-T7). KIP-903's race is in test_alter_partition.
 from __future__ import annotations
 
 import pytest
-from controller_kit import alter_partition, heartbeat, register, replay_cluster, state_of
+from controller_kit import (
+    alter_partition,
+    heartbeat,
+    register,
+    replay_cluster,
+    state_of,
+)
 
 
 @pytest.mark.parametrize("elr", [True, False])
