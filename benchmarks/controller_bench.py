@@ -117,7 +117,7 @@ def time_alter(ctl: Controller, bodies: list[Any]) -> float:
         start = time.process_time()
         for body in bodies:
             resp = ctl.handle(ALTER_PARTITION, 3, body)
-            if resp.topics[0].partitions[0].error_code:
+            if resp["topics"][0]["partitions"][0]["error_code"]:
                 raise SystemExit(f"AlterPartition failed: {resp}")
         return len(bodies) / (time.process_time() - start)
 
