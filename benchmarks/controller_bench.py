@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kipwire.codec import message
+from kipwire.codec import ApiKey, message
 from kipwire.mockbroker.controller import Controller
 
-ALTER_PARTITION = 56
 BROKERS = (1, 2, 3)
 
 
@@ -116,7 +115,7 @@ def time_alter(ctl: Controller, bodies: list[Any]) -> float:
     with paused_gc():
         start = time.process_time()
         for body in bodies:
-            resp = ctl.handle(ALTER_PARTITION, 3, body)
+            resp = ctl.handle(ApiKey.ALTER_PARTITION, 3, body)
             if resp["topics"][0]["partitions"][0]["error_code"]:
                 raise SystemExit(f"AlterPartition failed: {resp}")
         return len(bodies) / (time.process_time() - start)
