@@ -8,6 +8,8 @@ Each check returns its findings as readable strings; a test asserts the list is 
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Iterator
@@ -36,15 +38,36 @@ def hand_written(path: Path) -> bool:
     parts = path.relative_to(ROOT).parts
     if not parts or parts[0].startswith(".") or parts[0] in ("build", "dist"):
         return False
-    return GENERATED not in path.parents and not parts[0].endswith(".egg-info")
+    generated = path == GENERATED or GENERATED in path.parents
+    return not generated and not parts[0].endswith(".egg-info")
 
 
 def python_files(*folders: Path) -> list[Path]:
     """The hand-written .py files under `folders` (all of the checkout when none are given)."""
     out: list[Path] = []
     for folder in folders or (ROOT,):
-        out.extend(p for p in sorted(folder.rglob("*.py")) if hand_written(p))
+        for here, dirs, files in os.walk(folder):
+            # prune the venv, caches and the generated codec instead of walking them
+            dirs[:] = sorted(d for d in dirs if hand_written(Path(here, d)))
+            out.extend(Path(here, f) for f in sorted(files) if f.endswith(".py"))
     return out
+
+
+@functools.cache
+def parse(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once per run whichever check asks first."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+_NODES: dict[int, list[ast.AST]] = {}
+
+
+def nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of a tree, outside in (`ast.walk`'s order), listed once per tree."""
+    key = id(tree)
+    if key not in _NODES:
+        _NODES[key] = list(ast.walk(tree))
+    return _NODES[key]
 
 
 def package_folders() -> dict[str, Path]:
@@ -155,8 +178,8 @@ def import_graph(modules: dict[str, Module] | None = None) -> ImportGraph:
     graph = ImportGraph(modules)
     known = set(modules)
     for mod in modules.values():
-        tree = ast.parse(mod.path.read_text(encoding="utf-8"), str(mod.path))
-        for node in ast.walk(tree):
+        tree = parse(mod.path)
+        for node in nodes(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
             seen = set()
@@ -283,30 +306,37 @@ def _ini_xfail_strict() -> bool:
     return str(ini.get("xfail_strict", "false")).lower() in ("true", "1")
 
 
+def _owner(tree: ast.Module, line: int) -> str:
+    """The innermost function or class (decorators included) or module-level assignment
+    whose lines hold `line`."""
+    spans = []
+    for node in nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            spans.append((start, node.end_lineno or start, node.name))
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            name = ",".join(t.id for t in targets if isinstance(t, ast.Name))
+            spans.append((node.lineno, node.end_lineno or node.lineno, name))
+    holding = [(end - start, name) for start, end, name in spans if start <= line <= end]
+    return min(holding)[1] if holding else "<module>"
+
+
 def non_strict_xfails(folder: Path) -> list[tuple[str, str, int]]:
     """(file, enclosing test or module-level name, line) of each xfail mark that is not strict:
     such a test passes whether or not what it checks holds."""
     found = []
     for path in python_files(folder):
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        owner: dict[int, str] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                for inner in ast.walk(node):
-                    owner[id(inner)] = node.name  # ast.walk goes outside in: innermost wins
-            elif isinstance(node, ast.Assign | ast.AnnAssign) and node in tree.body:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names = [t.id for t in targets if isinstance(t, ast.Name)]
-                for inner in ast.walk(node):
-                    owner.setdefault(id(inner), ",".join(names))
-        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        for node in ast.walk(tree):
+        tree = parse(path)
+        called = {id(n.func) for n in nodes(tree) if isinstance(n, ast.Call)}
+        for node in nodes(tree):
             if isinstance(node, ast.Call):
                 loose = _is_xfail_mark(node.func) and not _strict(node)
             else:  # a bare `pytest.mark.xfail`, as in `pytest.param(..., marks=...)`
                 loose = id(node) not in called and _is_xfail_mark(node) and not _ini_xfail_strict()
             if loose:
-                found.append((rel(path), owner.get(id(node), "<module>"), node.lineno))
+                found.append((rel(path), _owner(tree, node.lineno), node.lineno))
     return found
 
 
@@ -334,7 +364,7 @@ def newcomer_rows(markdown: str, heading: str) -> list[tuple[str, str, str]]:
 def defines(path: Path, dotted: str) -> bool:
     """Whether a module defines `name` (a function, class or assigned name at its top level) or
     `Class.member` (a method or attribute of a class defined there)."""
-    scope: Iterable[ast.stmt] = ast.parse(path.read_text(encoding="utf-8"), str(path)).body
+    scope: Iterable[ast.stmt] = parse(path).body
     *outer, last = dotted.split(".")
     for part in outer:
         cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == part), None)
@@ -427,16 +457,11 @@ def api_key_positions(files: Iterable[Path]) -> dict[str, int]:
     the position are left out, so a call is judged only by what every definition says."""
     seen: dict[str, set[int | None]] = {}
     for path in files:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        methods = {
-            id(f)
-            for c in ast.walk(tree)
-            if isinstance(c, ast.ClassDef)
-            for f in c.body
-            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
-        for fn in ast.walk(tree):
-            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        methods: set[int] = set()
+        for fn in nodes(parse(path)):  # outside in: a class before its methods
+            if isinstance(fn, ast.ClassDef):
+                methods.update(id(f) for f in fn.body)
+            elif isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
                 params = _params(fn, id(fn) in methods)
                 pos = params.index("api_key") if "api_key" in params else None
                 seen.setdefault(fn.name, set()).add(pos)
@@ -546,6 +571,6 @@ def api_number_literals(
         for path in python_files(folder):
             source = path.read_text(encoding="utf-8")
             finder = _LiteralFinder(rel(path), source.splitlines(), wire, positions)
-            finder.visit(ast.parse(source, str(path)))
+            finder.visit(parse(path))
             found.extend(finder.found)
     return sorted(set(found), key=lambda f: (f.path, f.line, f.rule))
