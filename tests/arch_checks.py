@@ -247,6 +247,7 @@ def describe_cycle(graph: ImportGraph, cycle: list[str]) -> str:
     members = set(cycle)
     packages = sorted({graph.modules[m].package for m in cycle})
     out = [f"{len(cycle)} modules in {len(packages)} sub-packages ({', '.join(packages)}):"]
+    out.append("  modules: " + ", ".join(cycle))
     for e in sorted(graph.edges, key=lambda e: (e.source, e.line)):
         if e.source in members and e.target in members:
             where = rel(graph.modules[e.source].path)
