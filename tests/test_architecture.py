@@ -111,12 +111,14 @@ def test_no_number_stands_for_an_api_key_or_error_code_outside_the_codec():
 def test_the_literal_checker_flags_each_form_and_nothing_else(tmp_path: Path):
     (tmp_path / "defs.py").write_text(
         "def send(conn, api_key, version): ...\n"
+        "def handles(api_key, *, min_version=None): ...\n"
         "class C:\n    def call(self, api_key, version): ...\n"
     )
     flagged = {
         "FETCH = 1": "name FETCH",
         "class K:\n    INVALID_REQUEST: int = 42": "name INVALID_REQUEST",
         "PRODUCE, N = 0, 5": "name PRODUCE",
+        "@handles(26)\ndef h(): ...": "handles()",
         "@handles(api_key=26)\ndef h(): ...": "api_key=",
         "send(c, 18, 3)": "send()",
         "C().call(3, 12)": "call()",
