@@ -543,10 +543,18 @@ class _LiteralFinder(ast.NodeVisitor):
         self.generic_visit(node)
 
     def compare(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> None:
-        if isinstance(left, ast.Tuple) and isinstance(right, ast.Tuple):
-            for a, b in zip(left.elts, right.elts, strict=False):
-                self.compare(a, op, b)
+        displays = ast.Tuple | ast.List | ast.Set
+        if isinstance(left, displays) and isinstance(right, displays):
+            if len(left.elts) == len(right.elts):  # element-wise, as == compares them
+                for a, b in zip(left.elts, right.elts, strict=True):
+                    self.compare(a, op, b)
             return
+        comprehensions = ast.ListComp | ast.SetComp | ast.GeneratorExp
+        for made, shown in ((left, right), (right, left)):
+            if isinstance(made, comprehensions) and isinstance(shown, displays):
+                for x in shown.elts:  # `{(r["error_code"],) for r in rows} == {(35,)}`
+                    self.compare(made.elt, op, x)
+                return
         if not isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn | ast.Is | ast.IsNot):
             return  # an order comparison checks a range, it does not name a key
         for key, other in ((left, right), (right, left)):

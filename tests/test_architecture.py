@@ -128,6 +128,8 @@ def test_the_literal_checker_flags_each_form_and_nothing_else(tmp_path: Path):
         'r["error_code"] != -1': "error_code compared",
         'r["api_key"] in (0, 1)': "api_key compared with numbers",
         '(r["length"], r["error_code"]) == (17, 35)': "error_code compared",
+        '{(r.api_version, r["error_code"]) for r in rs} == {(4, 35)}': "error_code compared",
+        "[r.api_key for r in rs] != [0]": "api_key compared",
     }
     legit = [
         "FETCH_VERSION = 17",  # not a member name
@@ -139,6 +141,7 @@ def test_the_literal_checker_flags_each_form_and_nothing_else(tmp_path: Path):
         "0 <= api_key <= 0x7FFF",  # a range check
         "r.api_version == 3",
         "(r.api_key, r.api_version) == (key, 3)",
+        "[r.api_key, 1] == [key]",  # lengths differ: no element-wise reading
     ]
     for i, code in enumerate([*flagged, *legit]):
         (tmp_path / f"case{i}.py").write_text(code + "\n")
