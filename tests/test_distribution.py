@@ -150,3 +150,20 @@ def test_mock_cluster_serves_from_the_core_install(core_python: Path, tmp_path: 
     proc = _run([str(core_python), "-c", code], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0"] or proc.stdout.split() == ["1"]
+
+
+def test_wheel_ships_py_typed_and_mypy_reads_the_installed_package(
+    wheel: Path, core_python: Path, tmp_path: Path
+):
+    """PEP 561: each package under the `kipwire` namespace carries py.typed, so mypy type-checks
+    against the installed wheel (without the markers it reports the imports as untyped)."""
+    pytest.importorskip("mypy", reason="mypy is in the test extras")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    for name in SETUPTOOLS["package-dir"]:
+        assert f"{name.replace('.', '/')}/py.typed" in names
+    usage = ROOT / "tests" / "typed_public_api.py"
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent"]
+    cmd += ["--python-executable", str(core_python), "--cache-dir", str(tmp_path / "cache")]
+    proc = _run([*cmd, str(usage)], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -341,7 +341,6 @@ def kp_consume(
     from kafka import KafkaConsumer
 
     c = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         client_id=client_id,
         api_version=api_version,
@@ -352,6 +351,12 @@ def kp_consume(
     )
     got: list[tuple[bytes, bytes]] = []
     try:
+        # kafka-python 3.0.12 with a pinned api_version bootstraps on its IO thread while the
+        # constructor goes on; a topic subscribed meanwhile is lost when the bootstrap's
+        # Metadata answer (asked without it) clears the update flag, and the next refresh
+        # is metadata.max.age.ms (5 min) away. Subscribing after the bootstrap cannot race.
+        c.bootstrap(timeout_ms=int(timeout * 1000))
+        c.subscribe([topic])
         deadline = time.monotonic() + timeout
         while len(got) < n and time.monotonic() < deadline:
             for records in c.poll(timeout_ms=200).values():
