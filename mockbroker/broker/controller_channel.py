@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import itertools
 import struct
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kipwire.codec import decode_record, decode_response, encode_request
+from kipwire.codec import ApiKey, decode_record, decode_response, encode_request
 from kipwire.codec.framing import FrameBuffer
 from kipwire.codec.records import iter_batches
 
 from ..controller import METADATA_TOPIC
-from ..controller_node import METADATA_TOPIC_ID
 from ..network import CONTROLLER, Network, NodeId
 
 if TYPE_CHECKING:
-    from .node import BrokerNode
+    from .state import BrokerState
 
-FETCH, FETCH_VERSION = 1, 17
+FETCH_VERSION = 17
+#: Kafka's fixed id of the metadata topic (Uuid.METADATA_TOPIC_ID).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 METADATA_FETCH_WAIT_MS = 500
 _SIZE = struct.Struct(">i").pack
 
@@ -73,7 +75,7 @@ class ControllerConnection:
         await self._stream.aclose()
 
 
-async def fetch_metadata(broker: BrokerNode, connection: ControllerConnection) -> None:
+async def fetch_metadata(broker: BrokerState, connection: ControllerConnection) -> None:
     """Replay the controller's metadata log into the broker's image, forever (long poll)."""
     while True:
         body = {
@@ -94,7 +96,7 @@ async def fetch_metadata(broker: BrokerNode, connection: ControllerConnection) -
                 }
             ],
         }
-        response = await connection.call(FETCH, FETCH_VERSION, body)
+        response = await connection.call(ApiKey.FETCH, FETCH_VERSION, body)
         (topic,) = response["responses"]
         (part,) = topic["partitions"]
         replayed = False

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
+from ..broker.topic_names import ZERO_UUID
 from .registry import RequestContext, handles
-from .topics import ZERO_UUID
 
 
 def broker_list(image: MetadataImage) -> list[dict]:
@@ -45,7 +45,7 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
     }
 
 
-@handles(3)
+@handles(ApiKey.METADATA)
 async def metadata(ctx: RequestContext, body: Any) -> dict:
     """Requested topics (all when null, or empty before v1), auto-created when allowed."""
     broker = ctx.broker
@@ -66,8 +66,8 @@ async def metadata(ctx: RequestContext, body: Any) -> dict:
             ids.append(tid)
     auto = body.get("allow_auto_topic_creation", True) and ctx.api_version >= 4
     missing = [n for n in names if n is not None and n not in image.topics]
-    if missing and auto and broker.cluster.auto_create_topics:
-        await broker.cluster.auto_create(broker, missing)
+    if missing and auto and broker.auto_create_topics:
+        await broker.auto_create(missing)
     topics = []
     for name, tid in zip(names, ids, strict=True):
         if name is not None and name in image.topics:
@@ -80,7 +80,7 @@ async def metadata(ctx: RequestContext, body: Any) -> dict:
     live = image.live_brokers()
     return {
         "brokers": broker_list(image),
-        "cluster_id": broker.cluster.cluster_id,
+        "cluster_id": broker.cluster_id,
         "controller_id": live[0].node_id if live else -1,
         "topics": topics,
     }
