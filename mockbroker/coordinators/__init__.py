@@ -1,1 +1,1 @@
-"""The cluster-wide coordinators: classic groups (`groups.py`) and transactions (`transactions.py`)."""
+"""The cluster-wide coordinators: classic groups (`groups.py`), transactions (`transactions.py`)."""

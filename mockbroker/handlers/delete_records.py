@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.log import LogError
 from .registry import PartitionShape, RequestContext, handles
@@ -23,7 +23,9 @@ async def delete_records(ctx: RequestContext, body: Any) -> dict:
             index = p["partition_index"]
             try:
                 low = broker.partition(topic["name"], index).log.delete_before(p["offset"])
-                parts.append({"partition_index": index, "low_watermark": low, "error_code": 0})
+                parts.append(
+                    {"partition_index": index, "low_watermark": low, "error_code": ErrorCode.NONE}
+                )
             except LogError as exc:
                 parts.append(
                     {"partition_index": index, "low_watermark": -1, "error_code": exc.code}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 
 from .registry import RequestContext, handles
 
@@ -27,7 +27,7 @@ async def describe_cluster(ctx: RequestContext, body: Any) -> dict:
     ]
     live = image.live_brokers()
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "cluster_id": ctx.broker.cluster_id,
         "controller_id": live[0].node_id if live else -1,
         "brokers": brokers,

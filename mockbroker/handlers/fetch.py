@@ -51,7 +51,7 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     while True:
         responses, size, failed = _read(broker, body, replica_id >= 0)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
-            return {"error_code": 0, "session_id": 0, "responses": responses}
+            return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
             await broker.wait_for_data()
 
@@ -107,7 +107,7 @@ def _read(broker: BrokerView, body: Any, replica: bool) -> tuple[list[dict], int
                 total += len(records)
                 part = {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "high_watermark": log.high_watermark,
                     "last_stable_offset": log.last_stable_offset,
                     "log_start_offset": log.log_start_offset,

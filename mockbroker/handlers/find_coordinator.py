@@ -36,7 +36,7 @@ async def find_coordinator(ctx: RequestContext, body: Any) -> dict:
                     "node_id": node.node_id,
                     "host": node.host,
                     "port": node.port,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                 }
             )
     if ctx.api_version >= 4:

@@ -32,7 +32,7 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
                 "group_type": "classic",
             }
         )
-    return {"error_code": 0, "groups": listed}
+    return {"error_code": ErrorCode.NONE, "groups": listed}
 
 
 def _describe_fail(body: Any, code: int, version: int) -> dict:
@@ -58,7 +58,7 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
     for group_id in body["groups"]:
         group = ctx.broker.groups.group(group_id)
         entry: dict[str, Any] = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "group_id": group_id,
             "members": [],
             "group_state": GroupState.DEAD.value,
@@ -110,6 +110,6 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
             code = ErrorCode.NON_EMPTY_GROUP
         else:
             del groups.groups[group_id]
-            code = 0
+            code = ErrorCode.NONE
         results.append({"group_id": group_id, "error_code": code})
     return {"results": results}

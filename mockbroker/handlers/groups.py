@@ -111,4 +111,4 @@ async def leave_group(ctx: RequestContext, body: Any) -> dict:
         }
         for m in body["members"]
     ]
-    return {"error_code": 0, "members": members}
+    return {"error_code": ErrorCode.NONE, "members": members}

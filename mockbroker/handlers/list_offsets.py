@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ApiKey, IsolationLevel, OffsetSpec
+from kipwire.codec import ApiKey, ErrorCode, IsolationLevel, OffsetSpec
 
 from ..broker.log import LogError
 from .registry import PartitionShape, RequestContext, handles
@@ -38,7 +38,7 @@ async def list_offsets(ctx: RequestContext, body: Any) -> dict:
                     offset, found, epoch = log.offset_for_time(timestamp)
                 part = {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "timestamp": found,
                     "offset": offset,
                 }

@@ -27,7 +27,9 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
     for index, part in sorted(info.partitions.items()):
         partitions.append(
             {
-                "error_code": 0 if part.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                "error_code": ErrorCode.NONE
+                if part.leader >= 0
+                else ErrorCode.LEADER_NOT_AVAILABLE,
                 "partition_index": index,
                 "leader_id": part.leader,
                 "leader_epoch": part.leader_epoch,
@@ -37,7 +39,7 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
             }
         )
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "name": name,
         "topic_id": info.topic_id,
         "is_internal": name.startswith("__"),

@@ -81,7 +81,7 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
         if not_coordinator(ctx, body["group_id"]):
             return _fetch_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
         topics = _group_offsets(ctx, body["group_id"], body["topics"])
-        return {"topics": topics, "error_code": 0}
+        return {"topics": topics, "error_code": ErrorCode.NONE}
     groups = []
     for request in body["groups"]:
         if not_coordinator(ctx, request["group_id"]):
@@ -94,7 +94,9 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
             )
             continue
         topics = _group_offsets(ctx, request["group_id"], request["topics"])
-        groups.append({"group_id": request["group_id"], "topics": topics, "error_code": 0})
+        groups.append(
+            {"group_id": request["group_id"], "topics": topics, "error_code": ErrorCode.NONE}
+        )
     return {"groups": groups}
 
 
@@ -120,7 +122,7 @@ def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -
                     "committed_offset": stored.offset if stored else -1,
                     "committed_leader_epoch": stored.leader_epoch if stored else -1,
                     "metadata": stored.metadata if stored else "",
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                 }
             )
         topic = {"name": name or "", "partitions": parts}

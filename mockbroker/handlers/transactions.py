@@ -53,7 +53,7 @@ def _add_partitions_fail(body: Any, code: int, version: int) -> dict:
 
     if version >= 4:
         return {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "results_by_transaction": [
                 {"transactional_id": t["transactional_id"], "topic_results": topics(t["topics"])}
                 for t in body["transactions"]
@@ -78,7 +78,7 @@ async def add_partitions_to_txn(ctx: RequestContext, body: Any) -> dict:
             )
             one = _add_partitions_fail({"transactions": [txn]}, code, ctx.api_version)
             results += one["results_by_transaction"]
-        return {"error_code": 0, "results_by_transaction": results}
+        return {"error_code": ErrorCode.NONE, "results_by_transaction": results}
     code = _add(
         ctx,
         body["v3_and_below_transactional_id"],
@@ -103,7 +103,7 @@ def _add(
     if verify_only:
         txn = coordinator.transactions.get(txn_id)
         ok = txn is not None and set(partitions) <= txn.partitions
-        return 0 if ok else ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE if ok else ErrorCode.INVALID_TXN_STATE
     return coordinator.add_partitions(txn_id, pid, epoch, partitions)
 
 

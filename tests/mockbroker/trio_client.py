@@ -10,12 +10,11 @@ from typing import Any
 
 import trio
 
-from kipwire.codec import ErrorCode, decode_response, encode_request
+from kipwire.codec import ApiKey, ErrorCode, decode_response, encode_request
 from kipwire.codec.framing import FrameBuffer
 from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker.cluster import Cluster
 
-PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 PRODUCE_VERSION, FETCH_VERSION, INIT_PRODUCER_ID_VERSION = 9, 12, 4
 _SIZE = struct.Struct(">i").pack
 
@@ -93,7 +92,7 @@ class AcksAllProducer:
         response = await call_broker(
             self.cluster,
             broker_id,
-            INIT_PRODUCER_ID,
+            ApiKey.INIT_PRODUCER_ID,
             INIT_PRODUCER_ID_VERSION,
             body,
             self.timeout,
@@ -133,7 +132,7 @@ class AcksAllProducer:
         }
         try:
             response = await call_broker(
-                self.cluster, leader, PRODUCE, PRODUCE_VERSION, body, self.timeout
+                self.cluster, leader, ApiKey.PRODUCE, PRODUCE_VERSION, body, self.timeout
             )
         except WireError:
             return False
@@ -172,7 +171,7 @@ async def read_partition(
                 }
             ],
         }
-        response = await call_broker(cluster, broker_id, FETCH, FETCH_VERSION, body, timeout)
+        response = await call_broker(cluster, broker_id, ApiKey.FETCH, FETCH_VERSION, body, timeout)
         (part,) = response["responses"][0]["partitions"]
         if part["error_code"]:
             raise WireError(f"Fetch from {broker_id}: {ErrorCode(part['error_code']).name}")
