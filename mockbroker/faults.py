@@ -92,9 +92,15 @@ class Faults:
         if broker is not None and link is not None:
             raise ValueError("inject_error takes a broker or a link, not both")
         injection = ErrorInjection(
-            "error", _faults=self, api_key=api_key, error_code=error_code, remaining=count
+            "error",
+            _faults=self,
+            api_key=api_key,
+            error_code=error_code,
+            remaining=count,
+            broker=broker,
+            link=link,
+            partition=partition,
         )
-        injection.broker, injection.link, injection.partition = broker, link, partition
         self._errors.append(injection)
         return injection
 
@@ -107,8 +113,9 @@ class Faults:
             raise ValueError(f"latency cannot be negative, got {seconds * 1000} ms")
         if broker is not None and link is not None:
             raise ValueError("add_latency takes a broker or a link, not both")
-        injection = LatencyInjection("latency", _faults=self, seconds=seconds)
-        injection.broker, injection.link = broker, link
+        injection = LatencyInjection(
+            "latency", _faults=self, seconds=seconds, broker=broker, link=link
+        )
         self._latencies.append(injection)
         if link is not None:
             self._apply_link_latency(*link)
