@@ -6,8 +6,10 @@ PreviousBrokerEpoch), BrokerHeartbeat, forwarded admin requests, and Fetch of
 `__cluster_metadata`, whose records they replay into their metadata image. The controller is the
 sans-I/O `kipwire.mockbroker.controller.Controller`; this module only moves bytes and time.
 
-Faults: `partition_network(a, b)`, `isolate(b)` and `heal()` act on the link layer
-(`network.py`, the controller's id there is `network.CONTROLLER`); a broker that cannot heartbeat
+Faults (`faults.py`, each injection returns a handle with `fired` and `remove()`):
+`inject_error`, `add_latency`, and `partition_network(a, b)`, `isolate(b)` and `heal()`, which act
+on the link layer (`network.py`, the controller's id there is `network.CONTROLLER`); a broker
+that cannot heartbeat
 is fenced after `broker.session.timeout.ms` (2 s in the mock). Every timer runs on trio's clock,
 so under `trio.testing.MockClock(autojump_threshold=0)` (pytest-trio's `autojump_clock`, or
 `MockCluster(clock=...)`) long timeouts cost no real time.
@@ -23,25 +25,25 @@ from typing import Any
 
 import trio
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
 
 from .broker.controller_channel import ControllerConnection, fetch_metadata
-from .broker.groups import GroupCoordinator
 from .broker.log import PartitionLog
-from .broker.node import BrokerNode
-from .broker.transactions import TransactionCoordinator
+from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
 from .controller.features import SUPPORTED_FEATURES
 from .controller_node import ControllerNode
-from .faults import Faults
+from .coordinators.groups import GroupCoordinator
+from .coordinators.transactions import TransactionCoordinator
+from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .metrics import cluster_metrics
 from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
-from .server import listen
+from .serve import listen
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT, CREATE_TOPICS = 62, 63, 19
 BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION, CREATE_TOPICS_VERSION = 4, 1, 7
-BROKER_RESOURCE = 4
+#: SecurityProtocol.PLAINTEXT's id in a registration's listeners.
+PLAINTEXT = 0
 DEFAULT_CONFIG = {
     "auto.create.topics.enable": "true",
     "num.partitions": "1",
@@ -89,16 +91,14 @@ class Cluster:
         self.config = {**DEFAULT_CONFIG, **{k: str(v) for k, v in (config or {}).items()}}
         self.features = {**DEFAULT_FEATURES, **(features or {})}
         self.cluster_id = cluster_id
+        semantics = semantics or Semantics.KAFKA_4_1
         self.controller = Controller(
-            semantics=semantics or Semantics.KAFKA_4_1,
+            semantics=semantics,
             cluster_id=cluster_id,
             session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
             default_partitions=int(self.config["num.partitions"]),
             default_replication_factor=int(self.config["default.replication.factor"]),
         )
-        self.nodes = {
-            i: BrokerNode(self, i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
-        }
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.network = Network(self._address_of)
@@ -107,7 +107,25 @@ class Cluster:
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
         self._metadata_changed = trio.Event()
-        self.controller_node = ControllerNode(self)
+        services = ClusterServices(
+            cluster_id=cluster_id,
+            config=self.config,
+            network=self.network,
+            faults=self.faults,
+            recorder=self.recorder,
+            groups=self.groups,
+            transactions=self.transactions,
+            coordinator_for=self.coordinator_for,
+            caught_up=self.caught_up,
+            metadata_changed=self.metadata_changed,
+            recovering_rejects_fetch=semantics.recovering_rejects_fetch,
+        )
+        self.nodes = {
+            i: BrokerNode(i, port + i - 1 if port else 0, services) for i in range(1, brokers + 1)
+        }
+        self.controller_node = ControllerNode(
+            self.controller, self.network, self.faults, self.recorder, self.max_request_bytes
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -148,7 +166,7 @@ class Cluster:
                 self.controller.replay(
                     "ConfigRecord",
                     {
-                        "resource_type": BROKER_RESOURCE,
+                        "resource_type": ConfigResourceType.BROKER,
                         "resource_name": "",
                         "name": name,
                         "value": value,
@@ -197,7 +215,7 @@ class Cluster:
     async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
         low, high = SUPPORTED_FEATURES["metadata.version"]
         response = await node.controller_connection.call(
-            BROKER_REGISTRATION,
+            ApiKey.BROKER_REGISTRATION,
             BROKER_REGISTRATION_VERSION,
             {
                 "broker_id": node.node_id,
@@ -208,7 +226,7 @@ class Cluster:
                         "name": "PLAINTEXT",
                         "host": node.host,
                         "port": node.port,
-                        "security_protocol": 0,
+                        "security_protocol": PLAINTEXT,
                     }
                 ],
                 "features": [
@@ -231,7 +249,7 @@ class Cluster:
 
     async def _heartbeat(self, node: BrokerNode, want_shut_down: bool = False) -> Any:
         return await node.controller_connection.call(
-            BROKER_HEARTBEAT,
+            ApiKey.BROKER_HEARTBEAT,
             BROKER_HEARTBEAT_VERSION,
             {
                 "broker_id": node.node_id,
@@ -342,12 +360,6 @@ class Cluster:
 
     # -- topics and configs -----------------------------------------------------------------
 
-    async def forward(self, broker: BrokerNode, api_key: int, api_version: int, body: Any) -> Any:
-        """A request `broker` forwards to the controller; answered once metadata has spread."""
-        response = await broker.controller_connection.call(api_key, api_version, body)
-        await self.caught_up()
-        return response
-
     async def _admin(self, api_key: int, api_version: int, body: Any) -> Any:
         """An admin request from the test API, through the first running broker."""
         running = [n for _, n in sorted(self.nodes.items()) if n.running]
@@ -356,32 +368,7 @@ class Cluster:
         running = reachable or running
         if not running:
             raise ClusterError("no broker is running")
-        return await self.forward(running[0], api_key, api_version, body)
-
-    @property
-    def auto_create_topics(self) -> bool:
-        """Whether Metadata creates unknown topics (auto.create.topics.enable)."""
-        return self.config["auto.create.topics.enable"].lower() == "true"
-
-    async def auto_create(self, broker: BrokerNode, names: list[str]) -> None:
-        """Create topics with the default partitions and replication factor."""
-        replication = min(int(self.config["default.replication.factor"]), len(self.live_nodes()))
-        await self.forward(
-            broker,
-            CREATE_TOPICS,
-            CREATE_TOPICS_VERSION,
-            {
-                "topics": [
-                    {
-                        "name": n,
-                        "num_partitions": int(self.config["num.partitions"]),
-                        "replication_factor": max(replication, 1),
-                    }
-                    for n in names
-                ],
-                "timeout_ms": 0,
-            },
-        )
+        return await running[0].forward(api_key, api_version, body)
 
     async def create_topic(
         self,
@@ -392,7 +379,7 @@ class Cluster:
     ) -> None:
         """Create a topic through the controller; ClusterError with its error otherwise."""
         response = await self._admin(
-            CREATE_TOPICS,
+            ApiKey.CREATE_TOPICS,
             CREATE_TOPICS_VERSION,
             {
                 "topics": [
@@ -422,9 +409,7 @@ class Cluster:
         node = self.nodes.get(leader)
         if node is None or not node.running:
             return  # an offline partition misses its marker, as with Kafka's unwritable markers
-        node.partition_log(topic, index).append_marker(pid, epoch, commit)
-        node.replication.appended((topic, index))
-        node.data_arrived()
+        node.replica(topic, index).append_marker(pid, epoch, commit)
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """True once `predicate()` holds (checked on every metadata change and every 10 ms)."""
@@ -444,19 +429,20 @@ class Cluster:
             return self.node(node_id).address
         raise ClusterError(f"no node {node_id!r} (brokers are ints, the controller {CONTROLLER!r})")
 
-    def partition_network(self, a: NodeId, b: NodeId) -> None:
-        """Cut the link between two nodes (broker ids or CONTROLLER) both ways, until `heal`."""
+    def partition_network(self, a: NodeId, b: NodeId) -> CutInjection:
+        """Cut the link between two nodes (broker ids or CONTROLLER) both ways, until `heal` or
+        the handle's `remove()`."""
         self._address_of(a), self._address_of(b)
-        self.network.cut(a, b)
+        return self.faults.cut(a, b)
 
-    def isolate(self, broker_id: NodeId) -> None:
+    def isolate(self, broker_id: NodeId) -> CutInjection:
         """Cut a node off from every other node; its clients still reach it."""
         self._address_of(broker_id)
-        self.network.isolate(broker_id)
+        return self.faults.isolate(broker_id)
 
     def heal(self) -> None:
         """End every network cut and isolation."""
-        self.network.heal()
+        self.faults.heal()
 
     def inject_error(
         self,
@@ -465,29 +451,28 @@ class Cluster:
         count: int = 1,
         broker: int | None = None,
         link: tuple[NodeId, NodeId] | None = None,
-    ) -> None:
+        partition: PartitionKey | None = None,
+    ) -> ErrorInjection:
         """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
-        `error_code`."""
-        self.faults.inject_error(api_key, error_code, count, broker, link)
+        `error_code`; with `partition=(topic, index)` only that partition of them does."""
+        return self.faults.inject_error(api_key, error_code, count, broker, link, partition)
 
     def add_latency(
         self,
         ms: float,
         broker: int | None = None,
         link: tuple[NodeId, NodeId] | None = None,
-    ) -> None:
+    ) -> LatencyInjection:
         """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
         if ms < 0:
             raise ValueError(f"latency cannot be negative, got {ms} ms")
         if broker is not None and link is not None:
             raise ValueError("add_latency takes a broker or a link, not both")
         if link is not None:
-            a, b = link
-            self._address_of(a), self._address_of(b)
-            self.network.set_latency(a, b, ms / 1000)
-            return
-        for node in [self.node(broker)] if broker is not None else self.nodes.values():
-            node.latency = ms / 1000
+            self._address_of(link[0]), self._address_of(link[1])
+        elif broker is not None:
+            self.node(broker)
+        return self.faults.add_latency(ms / 1000, broker, link)
 
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""

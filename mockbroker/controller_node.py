@@ -1,6 +1,7 @@
-"""The controller as a network node: the sans-I/O Controller behind a trio listener.
+"""The controller as a network node: the sans-I/O Controller behind the serve pipeline.
 
-Brokers reach it over TCP like KRaft brokers reach their quorum: BrokerRegistration,
+Brokers reach it over TCP like KRaft brokers reach their quorum, through the same pipeline as a
+broker's clients (`serve.py`: one decode, faults, one encode): BrokerRegistration,
 BrokerHeartbeat and forwarded admin requests go to `Controller.handle`; a Fetch of
 `__cluster_metadata` returns the metadata log as record batches whose records are the framed
 metadata records, long-polled until the log grows. Requests the controller itself sends
@@ -13,35 +14,80 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import trio
 
-from kipwire.codec import APIS, DecodeError, EncodeError, ErrorCode, encode_response, message
-from kipwire.codec.framing import peek_request_header
+from kipwire.codec import APIS, ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 
-from .controller import METADATA_TOPIC
-from .dispatch import CloseConnection, frame
-from .network import CONTROLLER
+from .broker.controller_channel import METADATA_TOPIC_ID, ControllerConnection
+from .controller import METADATA_TOPIC, Controller
+from .faults import Faults
+from .handlers.registry import Handler, top_level_error
+from .network import CONTROLLER, Network
+from .serve import Taps
 
-if TYPE_CHECKING:
-    from .cluster import Cluster
-
-FETCH = 1
-#: Kafka's fixed id of the metadata topic (Uuid.METADATA_TOPIC_ID).
-METADATA_TOPIC_ID = uuid.UUID(int=1)
 TICK_INTERVAL = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRequest:
+    """A request to the controller: its API and version."""
+
+    api_key: int
+    api_version: int
+
+
+class ControllerHandlers(Mapping[int, Handler]):
+    """The controller's handler table: every API and version the codec knows goes to it (the
+    Controller answers versions and APIs it does not serve with protocol errors itself)."""
+
+    def __init__(self, node: ControllerNode) -> None:
+        self._node = node
+        self._table: dict[int, Handler] = {}
+
+    def __getitem__(self, api_key: int) -> Handler:
+        handler = self._table.get(api_key)
+        if handler is None:
+            api = APIS.get(api_key)
+            if api is None:
+                raise KeyError(api_key)
+            low, high = api.versions
+            handle = self._node.fetch if api_key == ApiKey.FETCH else self._node.handle_request
+            handler = Handler(api_key, low, high, handle, top_level_error, low)
+            self._table[api_key] = handler
+        return handler
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
 
 
 class ControllerNode:
     """The controller's listener, its clock and the metadata log's long poll."""
 
-    node_id = 0
+    node_id = CONTROLLER
+    closes_on_malformed = True
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.controller = cluster.controller
+    def __init__(
+        self,
+        controller: Controller,
+        network: Network,
+        faults: Faults,
+        recorder: Taps | None,
+        max_request_bytes: int,
+    ) -> None:
+        self.controller = controller
+        self.network = network
+        self.faults = faults
+        self.recorder = recorder
+        self.max_request_bytes = max_request_bytes
+        self.handlers = ControllerHandlers(self)
         self.host = "127.0.0.1"
         self.port = 0
         self.log = logging.getLogger("kipwire.mockbroker.controller")
@@ -94,11 +140,8 @@ class ControllerNode:
 
     async def _send(self, broker_id: int, api_key: int, api_version: int, body: dict) -> None:
         """One controller-to-broker request; an unreachable broker's answer never comes."""
-        # imported here: the broker's channel module imports this one for the metadata topic id
-        from .broker.controller_channel import ControllerConnection
-
         try:
-            stream = await self.cluster.network.connect(CONTROLLER, broker_id)
+            stream = await self.network.connect(CONTROLLER, broker_id)
         except OSError as exc:
             self.log.debug("request %d to broker %d: %s", api_key, broker_id, exc)
             return
@@ -118,26 +161,21 @@ class ControllerNode:
             self.log_grew()
         self._post_outbox()
 
-    async def dispatch(self, data: memoryview) -> bytes | None:
-        """One request frame to the controller, one response frame back."""
-        try:
-            header = peek_request_header(data)
-            codec = message(APIS[header.api_key][1], header.api_version)
-            body, _ = codec.parse_at(data, header.header_size)
-        except DecodeError as exc:
-            raise CloseConnection(f"unreadable controller request: {exc}") from None
-        key, version, cid = header.api_key, header.api_version, header.correlation_id
-        self.log.debug("%s v%d cid %d from %s", codec.message_name, version, cid, header.client_id)
-        if key == FETCH:
-            response = await self._fetch(body)
-        else:
-            response = self.apply(key, version, body)
-        try:
-            return frame(encode_response(key, version, response, correlation_id=cid))
-        except EncodeError as exc:
-            raise CloseConnection(f"controller response does not encode: {exc}") from None
+    def request_context(
+        self, api_key: int, api_version: int, correlation_id: int, client_id: str | None
+    ) -> ControllerRequest:
+        """What the controller's handlers know of a request beyond its body."""
+        return ControllerRequest(api_key, api_version)
 
-    async def _fetch(self, body: Any) -> dict:
+    def topic_name(self, entry: Mapping[str, Any], key: str) -> str | None:
+        """The topic a request entry names (the controller's APIs carry names)."""
+        return entry.get(key)
+
+    async def handle_request(self, ctx: ControllerRequest, body: Any) -> Any:
+        """A request for the sans-I/O controller (every API but the metadata log's Fetch)."""
+        return self.apply(ctx.api_key, ctx.api_version, body)
+
+    async def fetch(self, ctx: ControllerRequest, body: Any) -> dict:
         """Metadata log records from the fetch offset; waits up to MaxWaitMs for new ones."""
         topics = body["topics"]
         named = topics[0].get("topic") or METADATA_TOPIC if len(topics) == 1 else None
@@ -164,14 +202,14 @@ class ControllerNode:
         end = self.controller.end_offset
         part = {
             "partition_index": 0,
-            "error_code": 0 if 0 <= offset <= end else ErrorCode.OFFSET_OUT_OF_RANGE,
+            "error_code": ErrorCode.NONE if 0 <= offset <= end else ErrorCode.OFFSET_OUT_OF_RANGE,
             "high_watermark": end,
             "last_stable_offset": end,
             "log_start_offset": 0,
             "records": records,
         }
         return {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "session_id": 0,
             "responses": [
                 {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [part]}

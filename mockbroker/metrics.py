@@ -7,18 +7,33 @@ partition is read from its leader, as a broker's own gauge would be.
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import trio
 
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from .broker.log import PartitionLog
+from .controller import Controller
 
 PREFIX = "kipwire_"
 #: Gauges keyed "topic-partition" in the metrics dict, exported with topic and partition labels.
 PER_PARTITION = {"electable_leaders", "high_watermark"}
 _MAX_REQUEST = 8192
 _REQUEST_TIMEOUT = 5.0
+
+
+class _Broker(Protocol):
+    running: bool
+    logs: Mapping[tuple[str, int], PartitionLog]
+
+
+class Cluster(Protocol):
+    """What the metrics read of a cluster: its controller and its brokers by id."""
+
+    controller: Controller
+
+    @property
+    def nodes(self) -> Mapping[int, _Broker]: ...
 
 
 def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | None:

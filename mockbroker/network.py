@@ -3,7 +3,7 @@
 Node ids: a broker is its broker id (1..N); the controller is `CONTROLLER` (the string
 "controller"). Clients (anything not dialing through this module) are never cut off.
 
-How to dial another node (broker -> controller today; follower -> leader Fetch for replication):
+How to dial another node (broker -> controller; follower -> leader Fetch for replication):
 
     stream = await cluster.network.connect(src=follower_id, dst=leader_id)
     await stream.send_all(frame); data = await stream.receive_some()
@@ -11,6 +11,8 @@ How to dial another node (broker -> controller today; follower -> leader Fetch f
 The returned `LinkStream` is a `trio.abc.Stream` like the `trio.SocketStream` it wraps.
 
 Faults, deterministic by construction (they act on the dialing side, so they need no timer):
+Tests inject them through `faults.Faults` (`cluster.partition_network`, `isolate`, `add_latency`),
+which keeps a handle per fault; this module only carries them out:
 - a cut (`cut(a, b)`, `isolate(b)`) is a pulled cable: no RST, connections stay open, nothing
   crosses the link either way. Writes are accepted and buffered, reads block; bytes that arrive
   while the link is cut are held. `heal()` ends every cut and the buffered bytes flow on (the
@@ -21,6 +23,7 @@ Faults, deterministic by construction (they act on the dialing side, so they nee
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -42,12 +45,15 @@ class Network:
 
     def __init__(self, resolve: Callable[[NodeId], str]) -> None:
         self._resolve = resolve
-        self._cuts: set[frozenset[NodeId]] = set()
-        self._isolated: set[NodeId] = set()
+        # counted: two handles on one link each hold it until both are removed
+        self._cuts: Counter[frozenset[NodeId]] = Counter()
+        self._isolated: Counter[NodeId] = Counter()
         self._latency: dict[frozenset[NodeId], float] = {}
         self._changed = trio.Event()
         #: (host, port) of the dialing end of every link connection -> the node that dialed it
         self.sources: dict[tuple[str, int], NodeId] = {}
+        #: Told (src, dst) whenever a cut holds bytes or latency delays them (faults count it).
+        self.observe: Callable[[str, NodeId, NodeId], None] = lambda kind, src, dst: None
 
     async def connect(self, src: NodeId, dst: NodeId) -> LinkStream:
         """A TCP connection from node `src` to node `dst`, subject to this network's faults."""
@@ -60,17 +66,35 @@ class Network:
         return LinkStream(self, src, dst, stream, name)
 
     def cut(self, a: NodeId, b: NodeId) -> None:
-        """Stop all traffic between `a` and `b`, both ways, until `heal`."""
-        self._cuts.add(_pair(a, b))
+        """Stop all traffic between `a` and `b`, both ways, until `uncut` or `heal`."""
+        self._cuts[_pair(a, b)] += 1
+
+    def uncut(self, a: NodeId, b: NodeId) -> None:
+        """Take back one `cut(a, b)`."""
+        pair = _pair(a, b)
+        self._cuts[pair] -= 1
+        if self._cuts[pair] <= 0:
+            del self._cuts[pair]
+            self._opened()
 
     def isolate(self, node: NodeId) -> None:
         """Cut `node` off from every other node (its clients still reach it)."""
-        self._isolated.add(node)
+        self._isolated[node] += 1
+
+    def unisolate(self, node: NodeId) -> None:
+        """Take back one `isolate(node)`."""
+        self._isolated[node] -= 1
+        if self._isolated[node] <= 0:
+            del self._isolated[node]
+            self._opened()
 
     def heal(self) -> None:
         """End every cut and isolation; held bytes flow on."""
         self._cuts.clear()
         self._isolated.clear()
+        self._opened()
+
+    def _opened(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
@@ -93,6 +117,8 @@ class Network:
 
     async def wait_open(self, a: NodeId, b: NodeId) -> None:
         """Return once traffic may cross between `a` and `b`."""
+        if self.is_cut(a, b):
+            self.observe("held", a, b)
         while self.is_cut(a, b):
             await self._changed.wait()
 
@@ -118,7 +144,9 @@ class LinkStream(trio.abc.Stream):
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Send, or buffer while the link is cut (a cut cable accepts writes)."""
         self._held += data
-        if not self._network.is_cut(self.src, self.dst):
+        if self._network.is_cut(self.src, self.dst):
+            self._network.observe("held", self.src, self.dst)
+        else:
             await self._flush()
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -133,6 +161,7 @@ class LinkStream(trio.abc.Stream):
         await self._network.wait_open(self.src, self.dst)
         delay = self._network.latency(self.src, self.dst)
         if delay and data:
+            self._network.observe("delayed", self.src, self.dst)
             await trio.sleep(delay)
         return data
 
@@ -144,6 +173,7 @@ class LinkStream(trio.abc.Stream):
             self._held.clear()
             delay = self._network.latency(self.src, self.dst)
             if delay:
+                self._network.observe("delayed", self.src, self.dst)
                 await trio.sleep(delay)
             await self._stream.send_all(data)
 

@@ -7,14 +7,10 @@ writes them to the file from a worker thread, so no disk write blocks the broker
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 import trio
 
 from kipwire.captures.pcap import PcapngWriter, TcpConversation
-
-if TYPE_CHECKING:
-    from .server import Node
 
 FLUSH_INTERVAL = 0.2
 
@@ -46,10 +42,9 @@ class Recorder:
         self._writer = PcapngWriter(None)
         self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
 
-    def tap(self, stream: trio.SocketStream, node: Node) -> ConnectionTap:
-        """Start recording a connection accepted by `node` (a broker or the controller)."""
+    def tap(self, stream: trio.SocketStream, server: tuple[str, int]) -> ConnectionTap:
+        """Start recording a connection accepted at `server` (a broker or the controller)."""
         client = stream.socket.getpeername()[:2]
-        server = (node.host, node.port)
         return ConnectionTap(self._writer.conversation(client, server))
 
     async def run(self) -> None:

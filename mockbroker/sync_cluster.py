@@ -10,11 +10,34 @@ import trio
 
 from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
+from .faults import FaultHandle, PartitionKey
 from .network import NodeId
 
 T = TypeVar("T")
 #: How long start-up and shutdown may take before the wrapper gives up.
 THREAD_TIMEOUT = 30.0
+
+
+class SyncFaultHandle:
+    """A fault injected into a `MockCluster`: read `fired`, `remove()` it from any thread."""
+
+    def __init__(self, handle: FaultHandle, cluster: MockCluster) -> None:
+        self._handle = handle
+        self._cluster = cluster
+
+    @property
+    def fired(self) -> int:
+        """How many requests (or link crossings) the fault has affected so far."""
+        return self._handle.fired
+
+    @property
+    def active(self) -> bool:
+        """False once the fault is spent or removed."""
+        return self._handle.active
+
+    def remove(self) -> None:
+        """End the fault now."""
+        self._cluster._in_trio(self._handle.remove)
 
 
 class MockCluster:
@@ -159,24 +182,28 @@ class MockCluster:
         count: int = 1,
         broker: int | None = None,
         link: tuple[NodeId, NodeId] | None = None,
-    ) -> None:
+        partition: PartitionKey | None = None,
+    ) -> SyncFaultHandle:
         """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
-        `error_code`."""
-        self._in_trio(self.cluster.inject_error, api_key, error_code, count, broker, link)
+        `error_code`; with `partition=(topic, index)` only that partition of them does."""
+        handle = self._in_trio(
+            self.cluster.inject_error, api_key, error_code, count, broker, link, partition
+        )
+        return SyncFaultHandle(handle, self)
 
     def add_latency(
         self, ms: float, broker: int | None = None, link: tuple[NodeId, NodeId] | None = None
-    ) -> None:
+    ) -> SyncFaultHandle:
         """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
-        self._in_trio(self.cluster.add_latency, ms, broker, link)
+        return SyncFaultHandle(self._in_trio(self.cluster.add_latency, ms, broker, link), self)
 
-    def partition_network(self, a: NodeId, b: NodeId) -> None:
+    def partition_network(self, a: NodeId, b: NodeId) -> SyncFaultHandle:
         """Cut the link between two nodes (broker ids or "controller") both ways, until `heal`."""
-        self._in_trio(self.cluster.partition_network, a, b)
+        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, a, b), self)
 
-    def isolate(self, broker_id: NodeId) -> None:
+    def isolate(self, broker_id: NodeId) -> SyncFaultHandle:
         """Cut a node off from every other node; its clients still reach it."""
-        self._in_trio(self.cluster.isolate, broker_id)
+        return SyncFaultHandle(self._in_trio(self.cluster.isolate, broker_id), self)
 
     def heal(self) -> None:
         """End every network cut and isolation."""

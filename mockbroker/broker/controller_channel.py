@@ -8,6 +8,7 @@ real broker's.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
 from kipwire.client import TrioConnection
@@ -15,13 +16,14 @@ from kipwire.codec import ApiKey, decode_record
 from kipwire.codec.records import iter_batches
 
 from ..controller import METADATA_TOPIC
-from ..controller_node import METADATA_TOPIC_ID
 from ..network import CONTROLLER, Network, NodeId
 
 if TYPE_CHECKING:
-    from .node import BrokerNode
+    from .state import BrokerState
 
 FETCH_VERSION = 17
+#: Kafka's fixed id of the metadata topic (Uuid.METADATA_TOPIC_ID).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 METADATA_FETCH_WAIT_MS = 500
 
 
@@ -35,7 +37,7 @@ class ControllerConnection(TrioConnection):
         return cls(await network.connect(src, CONTROLLER), f"broker-{src}")
 
 
-async def fetch_metadata(broker: BrokerNode, connection: ControllerConnection) -> None:
+async def fetch_metadata(broker: BrokerState, connection: ControllerConnection) -> None:
     """Replay the controller's metadata log into the broker's image, forever (long poll)."""
     while True:
         body = {

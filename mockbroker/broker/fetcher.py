@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
 from .controller_channel import ControllerConnection
 
 if TYPE_CHECKING:
-    from .node import BrokerNode
+    from .state import BrokerState
 
-FETCH, FETCH_VERSION = 1, 17
-OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION = 23, 4
+FETCH_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION = 17, 4
 REPLICA_FETCH_WAIT_MS = 500
 REPLICA_FETCH_BYTES = 8 << 20
 #: replica.fetch.backoff.ms: the pause after a failed fetch or a refused connection.
@@ -34,7 +33,7 @@ class _Refetch(Exception):
     """The leader refused; truncate again and start over after a backoff."""
 
 
-async def follow_leaders(node: BrokerNode) -> None:
+async def follow_leaders(node: BrokerState) -> None:
     """Keep one fetcher per followed partition, restarted when its leader or epoch changes."""
     running: dict[tuple[str, int], tuple[tuple[int, int], trio.CancelScope]] = {}
     async with trio.open_nursery() as nursery:
@@ -53,13 +52,13 @@ async def follow_leaders(node: BrokerNode) -> None:
 
 
 async def _follow(
-    node: BrokerNode, key: tuple[str, int], leader: tuple[int, int], scope: trio.CancelScope
+    node: BrokerState, key: tuple[str, int], leader: tuple[int, int], scope: trio.CancelScope
 ) -> None:
     leader_id, epoch = leader
     with scope:
         while True:
             try:
-                stream = await node.cluster.network.connect(node.node_id, leader_id)
+                stream = await node.network.connect(node.node_id, leader_id)
             except _DISCONNECTED:
                 await trio.sleep(FETCH_BACKOFF)
                 continue
@@ -77,7 +76,7 @@ async def _follow(
 
 
 async def truncate(
-    node: BrokerNode, connection: ControllerConnection, key: tuple[str, int], epoch: int
+    node: BrokerState, connection: ControllerConnection, key: tuple[str, int], epoch: int
 ) -> None:
     """Cut the log back to where it stops agreeing with the leader's (OffsetForLeaderEpoch)."""
     partition_log = node.replica_log(*key)
@@ -95,7 +94,9 @@ async def truncate(
             }
         ],
     }
-    response = await connection.call(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body)
+    response = await connection.call(
+        ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body
+    )
     part = response["topics"][0]["partitions"][0]
     if part["error_code"]:
         raise _Refetch(ErrorCode(part["error_code"]).name)
@@ -111,7 +112,7 @@ async def truncate(
 
 
 async def fetch_once(
-    node: BrokerNode, connection: ControllerConnection, key: tuple[str, int], epoch: int
+    node: BrokerState, connection: ControllerConnection, key: tuple[str, int], epoch: int
 ) -> None:
     """One replica Fetch from the leader: append what it sends, take its high watermark."""
     partition_log = node.replica_log(*key)
@@ -123,7 +124,7 @@ async def fetch_once(
         "max_wait_ms": REPLICA_FETCH_WAIT_MS,
         "min_bytes": 1,
         "max_bytes": REPLICA_FETCH_BYTES,
-        "isolation_level": 0,
+        "isolation_level": IsolationLevel.READ_UNCOMMITTED,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [
@@ -146,7 +147,7 @@ async def fetch_once(
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    response = await connection.call(FETCH, FETCH_VERSION, body)
+    response = await connection.call(ApiKey.FETCH, FETCH_VERSION, body)
     if response["error_code"]:
         raise _Refetch(ErrorCode(response["error_code"]).name)
     part = response["responses"][0]["partitions"][0]

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ErrorCode, LeaderRecoveryState
 
-RECOVERED, RECOVERING = 0, 1
+RECOVERED, RECOVERING = LeaderRecoveryState.RECOVERED, LeaderRecoveryState.RECOVERING
 #: Whether a follower may join the ISR: (broker id, broker epoch from its fetches) -> bool (B.5).
 Eligible = Callable[[int, int], bool]
 #: The caught-up time of a follower never seen caught up (a clock may start at 0).

@@ -14,7 +14,7 @@ import bisect
 import time
 from dataclasses import dataclass
 
-from kipwire.codec import DecodeError, EncodeError, ErrorCode
+from kipwire.codec import DecodeError, EncodeError, ErrorCode, OffsetSpec
 from kipwire.codec.records import (
     Batch,
     ControlType,
@@ -28,7 +28,7 @@ from kipwire.codec.records import (
 from .producer_state import ProducerStates
 
 #: ListOffsets' special timestamps.
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+EARLIEST, LATEST, MAX_TIMESTAMP = OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP
 
 
 class LogError(Exception):

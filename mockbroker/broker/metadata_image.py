@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+from kipwire.codec import ConfigResourceType
+
 NO_LEADER_CHANGE = -2
 
 
@@ -78,12 +79,12 @@ class MetadataImage:
 
     def topic_config(self, topic: str, name: str, default: str) -> str:
         """A topic's config: set on the topic, else cluster-wide, else `default`."""
-        value = self.configs.get((TOPIC_RESOURCE, topic), {}).get(name)
+        value = self.configs.get((ConfigResourceType.TOPIC, topic), {}).get(name)
         return self.cluster_config(name, default) if value is None else value
 
     def cluster_config(self, name: str, default: str) -> str:
         """A cluster-wide broker config, else `default`."""
-        value = self.configs.get((BROKER_RESOURCE, ""), {}).get(name)
+        value = self.configs.get((ConfigResourceType.BROKER, ""), {}).get(name)
         return default if value is None else value
 
     def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
@@ -130,7 +131,7 @@ class MetadataImage:
         info = self.topics_by_id.pop(r["topic_id"], None)
         if info is not None:
             self.topics.pop(info.name, None)
-            self.configs.pop((TOPIC_RESOURCE, info.name), None)
+            self.configs.pop((ConfigResourceType.TOPIC, info.name), None)
 
     def _PartitionRecord(self, r: Mapping[str, Any]) -> None:
         info = self.topics_by_id.get(r["topic_id"])

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from .fetcher import follow_leaders
 from .isr import RECOVERING, LeaderIsr, Outcome
@@ -21,9 +21,9 @@ from .isr import RECOVERING, LeaderIsr, Outcome
 if TYPE_CHECKING:
     from .log import PartitionLog
     from .metadata_image import PartitionInfo
-    from .node import BrokerNode
+    from .state import BrokerState
 
-ALTER_PARTITION, ALTER_PARTITION_VERSION = 56, 3
+ALTER_PARTITION_VERSION = 3
 DEFAULT_LAG_MS = 1500
 MAINTENANCE_INTERVAL = 0.1
 RETRY_BACKOFF = 0.05
@@ -33,7 +33,7 @@ Key = tuple[str, int]
 class Replication:
     """Leader ISR states and the tasks that replicate, shrink, flush and report ISR changes."""
 
-    def __init__(self, node: BrokerNode) -> None:
+    def __init__(self, node: BrokerState) -> None:
         self.node = node
         self.leaders: dict[Key, LeaderIsr] = {}
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node.node_id}.replication")
@@ -47,7 +47,7 @@ class Replication:
     @property
     def lag_ms(self) -> int:
         """replica.lag.time.max.ms (the mock's default is short: a lost follower goes in 1.5 s)."""
-        return int(self.node.cluster.config.get("replica.lag.time.max.ms", DEFAULT_LAG_MS))
+        return int(self.node.config.get("replica.lag.time.max.ms", DEFAULT_LAG_MS))
 
     def min_isr(self, part: PartitionInfo) -> int:
         """min(min.insync.replicas, replica count), kip-rules A.1."""
@@ -105,7 +105,7 @@ class Replication:
                 now_ms=self.now_ms(),
                 lag_ms=self.lag_ms,
                 leader_recovery_state=part.leader_recovery_state,
-                recovering_rejects_fetch=self.node.cluster.controller.semantics.recovering_rejects_fetch,
+                recovering_rejects_fetch=self.node.recovering_rejects_fetch,
             )
             log.leader_epoch = part.leader_epoch
             if not log.epoch_starts or log.epoch_starts[-1][0] < part.leader_epoch:
@@ -243,7 +243,7 @@ class Replication:
         }
         connection = self.node.controller_connection
         assert connection is not None
-        response = await connection.call(ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+        response = await connection.call(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         if state is not self.leaders.get(key) or state.pending is not proposal:
             return  # leadership or the proposal changed while the request was out
         code = response["error_code"]

@@ -1,4 +1,7 @@
-"""One module per API (or tight family), each registering its handler by API key."""
+"""One module per API (or tight family), each registering its handler by API key.
+
+Handlers reach the broker through `RequestContext.broker` (a `registry.BrokerView`) only.
+"""
 
 from . import (  # noqa: F401  (imported for their registrations)
     admin,
@@ -18,6 +21,6 @@ from . import (  # noqa: F401  (imported for their registrations)
     produce,
     transactions,
 )
-from .registry import HANDLERS, Handler, RequestContext
+from .registry import HANDLERS, BrokerView, Handler, RequestContext
 
-__all__ = ["HANDLERS", "Handler", "RequestContext"]
+__all__ = ["HANDLERS", "BrokerView", "Handler", "RequestContext"]

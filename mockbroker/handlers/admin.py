@@ -8,39 +8,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from kipwire.codec import ApiKey
+
 from .registry import Fail, Handle, RequestContext, handles
 
-FORWARDED = {
-    19: "CreateTopics",
-    20: "DeleteTopics",
-    32: "DescribeConfigs",
-    33: "AlterConfigs",
-    37: "CreatePartitions",
-    43: "ElectLeaders",
-    44: "IncrementalAlterConfigs",
-    45: "AlterPartitionReassignments",
-    46: "ListPartitionReassignments",
-    57: "UpdateFeatures",
-    64: "UnregisterBroker",
-}
+FORWARDED = (
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CONFIGS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.ELECT_LEADERS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.UPDATE_FEATURES,
+    ApiKey.UNREGISTER_BROKER,
+)
 #: Forwarded APIs whose responses carry one top-level error code and nothing required besides.
-_TOP_LEVEL_ERROR = {45, 46, 57, 64}
+_TOP_LEVEL_ERROR = {
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.UPDATE_FEATURES,
+    ApiKey.UNREGISTER_BROKER,
+}
 
 
-def _forwarder(api_key: int) -> Handle:
+def _forwarder(api_key: ApiKey) -> Handle:
     async def forward(ctx: RequestContext, body: Any) -> dict:
-        return await ctx.broker.cluster.forward(ctx.broker, api_key, ctx.api_version, body)
+        return await ctx.broker.forward(api_key, ctx.api_version, body)
 
-    forward.__name__ = forward.__qualname__ = f"forward_{FORWARDED[api_key]}"
-    forward.__doc__ = f"{FORWARDED[api_key]}: answered by the controller."
+    forward.__name__ = forward.__qualname__ = f"forward_{api_key.api_name}"
+    forward.__doc__ = f"{api_key.api_name}: answered by the controller."
     return forward
 
 
-def _fail_for(api_key: int) -> Fail:
+def _fail_for(api_key: ApiKey) -> Fail:
     def fail(body: Any, code: int, version: int) -> dict:
         if api_key in _TOP_LEVEL_ERROR:
             return {"error_code": code}
-        if api_key == 43:
+        if api_key == ApiKey.ELECT_LEADERS:
             return {
                 "error_code": code,
                 "replica_election_results": [
@@ -53,14 +60,14 @@ def _fail_for(api_key: int) -> Fail:
                     for t in body["topic_partitions"] or []
                 ],
             }
-        if api_key == 19:
+        if api_key == ApiKey.CREATE_TOPICS:
             return {"topics": [{"name": t["name"], "error_code": code} for t in body["topics"]]}
-        if api_key == 20:
+        if api_key == ApiKey.DELETE_TOPICS:
             names = body.get("topic_names") or [t["name"] for t in body.get("topics") or []]
             return {"responses": [{"name": n, "error_code": code} for n in names]}
-        if api_key == 37:
+        if api_key == ApiKey.CREATE_PARTITIONS:
             return {"results": [{"name": t["name"], "error_code": code} for t in body["topics"]]}
-        if api_key == 32:
+        if api_key == ApiKey.DESCRIBE_CONFIGS:
             return {
                 "results": [
                     {

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from kipwire.codec import encode_response
+from kipwire.codec import ApiKey, ErrorCode, encode_response
 
-from ..controller.features import METADATA_VERSION, MV_LATEST
 from .registry import HANDLERS, KAFKA_4_1_BROKER_VERSIONS, RequestContext, handles
 
-API_VERSIONS, UNSUPPORTED_VERSION = 18, 35
+METADATA_VERSION = "metadata.version"
 #: What a Kafka 4.1 broker reports it supports, beside the finalized levels.
 SUPPORTED_FEATURES = {
-    "metadata.version": (7, 27),
+    METADATA_VERSION: (7, 27),
     "kraft.version": (0, 1),
     "transaction.version": (0, 2),
     "group.version": (0, 1),
@@ -31,20 +30,20 @@ def api_ranges() -> list[dict]:
 def unsupported_version_reply(correlation_id: int) -> bytes:
     """The v0 answer to an ApiVersions version the broker lacks: the error and, as Kafka 4.1
     answers (ApiVersionsRequest#getErrorResponse), ApiVersions' own range alone."""
-    own = next(r for r in api_ranges() if r["api_key"] == API_VERSIONS)
-    body = {"error_code": UNSUPPORTED_VERSION, "api_keys": [own]}
-    return encode_response(API_VERSIONS, 0, body, correlation_id=correlation_id)
+    own = next(r for r in api_ranges() if r["api_key"] == ApiKey.API_VERSIONS)
+    body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [own]}
+    return encode_response(ApiKey.API_VERSIONS, 0, body, correlation_id=correlation_id)
 
 
-@handles(API_VERSIONS)
+@handles(ApiKey.API_VERSIONS, unsupported=unsupported_version_reply)
 async def api_versions(ctx: RequestContext, body: object) -> dict:
     """The API ranges, supported features and finalized feature levels."""
     image = ctx.broker.image
-    # Kafka always finalizes metadata.version; the mock's controller works at MV_LATEST until a
-    # level is replayed, so that is the level in force
-    finalized = {METADATA_VERSION: MV_LATEST, **image.features}
+    # Kafka always finalizes metadata.version; until the metadata log sets a level, the mock's
+    # controller works at the latest this broker supports, so that is the level in force
+    finalized = {METADATA_VERSION: SUPPORTED_FEATURES[METADATA_VERSION][1], **image.features}
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "api_keys": api_ranges(),
         "supported_features": [
             {"name": name, "min_version": low, "max_version": high}

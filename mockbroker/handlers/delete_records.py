@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kipwire.codec import ApiKey, ErrorCode
+
 from ..broker.log import LogError
-from .registry import RequestContext, handles, per_partition_error
+from .registry import PartitionShape, RequestContext, handles
 
-_fail = per_partition_error(
-    "topics", "partitions", "name", "partition_index", "topics", "partitions"
-)
+_SHAPE = PartitionShape("topics", "partitions", "name", "partition_index", "topics", "partitions")
 
 
-@handles(21, fail=_fail)
+@handles(ApiKey.DELETE_RECORDS, fail=_SHAPE)
 async def delete_records(ctx: RequestContext, body: Any) -> dict:
     """The new low watermark of each partition (this broker must lead it)."""
     broker = ctx.broker
@@ -22,8 +22,10 @@ async def delete_records(ctx: RequestContext, body: Any) -> dict:
         for p in topic["partitions"]:
             index = p["partition_index"]
             try:
-                low = broker.partition_log(topic["name"], index).delete_before(p["offset"])
-                parts.append({"partition_index": index, "low_watermark": low, "error_code": 0})
+                low = broker.partition(topic["name"], index).log.delete_before(p["offset"])
+                parts.append(
+                    {"partition_index": index, "low_watermark": low, "error_code": ErrorCode.NONE}
+                )
             except LogError as exc:
                 parts.append(
                     {"partition_index": index, "low_watermark": -1, "error_code": exc.code}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kipwire.codec import ApiKey, ErrorCode
+
 from .registry import RequestContext, handles
 
 
-@handles(60)
+@handles(ApiKey.DESCRIBE_CLUSTER)
 async def describe_cluster(ctx: RequestContext, body: Any) -> dict:
     """The live brokers (fenced ones too when asked, v2+)."""
     image = ctx.broker.image
@@ -25,8 +27,8 @@ async def describe_cluster(ctx: RequestContext, body: Any) -> dict:
     ]
     live = image.live_brokers()
     return {
-        "error_code": 0,
-        "cluster_id": ctx.broker.cluster.cluster_id,
+        "error_code": ErrorCode.NONE,
+        "cluster_id": ctx.broker.cluster_id,
         "controller_id": live[0].node_id if live else -1,
         "brokers": brokers,
     }

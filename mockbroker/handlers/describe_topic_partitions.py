@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
+from ..broker.topic_names import ZERO_UUID
 from .metadata import describe_topic
 from .registry import RequestContext, handles
-from .topics import ZERO_UUID
 
 #: max.request.partition.size.limit's default
 MAX_PARTITIONS = 2000
@@ -20,7 +20,7 @@ def _valid_name(name: str) -> bool:
     return 0 < len(name) <= 249 and name not in (".", "..") and set(name) <= _LEGAL
 
 
-@handles(75)
+@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 async def describe_topic_partitions(ctx: RequestContext, body: Any) -> dict:
     """Topics sorted by name from the cursor, at most the partition limit of them (H.32-33)."""
     image = ctx.broker.image

@@ -15,34 +15,26 @@ from typing import Any
 
 import trio
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
 from ..broker.log import LogError
-from .registry import RequestContext, handles, per_partition_error
-from .topics import topic_id, topic_name
+from ..broker.topic_names import topic_id, topic_name
+from .registry import BrokerView, PartitionShape, RequestContext, handles
 
-READ_COMMITTED = 1
-
-_fail = per_partition_error(
-    "topics", "partitions", "topic", "partition_index", "responses", "partitions"
+_SHAPE = PartitionShape(
+    "topics",
+    "partitions",
+    "topic",
+    "partition",
+    "responses",
+    "partitions",
+    out_index="partition_index",
+    extra={"error_code": ErrorCode.NONE, "session_id": 0},
+    wait_key="max_wait_ms",
 )
 
 
-def _fail_fetch(body: Any, code: int, version: int) -> dict:
-    renamed = {
-        "topics": [
-            {
-                "topic": t.get("topic"),
-                "topic_id": t.get("topic_id"),
-                "partitions": [{"partition_index": p["partition"]} for p in t["partitions"]],
-            }
-            for t in body["topics"]
-        ]
-    }
-    return {"error_code": 0, "session_id": 0, **_fail(renamed, code, version)}
-
-
-@handles(1, min_version=4, fail=_fail_fetch)
+@handles(ApiKey.FETCH, min_version=4, fail=_SHAPE)
 async def fetch(ctx: RequestContext, body: Any) -> dict:
     """Read every requested partition; wait for MinBytes until MaxWaitMs when there is less."""
     broker = ctx.broker
@@ -59,7 +51,7 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     while True:
         responses, size, failed = _read(broker, body, replica_id >= 0)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
-            return {"error_code": 0, "session_id": 0, "responses": responses}
+            return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
             await broker.wait_for_data()
 
@@ -72,21 +64,22 @@ def _replica(body: Any) -> tuple[int, int]:
     return body.get("replica_id", -1), -1
 
 
-def _record_follower_fetch(broker: Any, body: Any, replica_id: int, replica_epoch: int) -> None:
+def _record_follower_fetch(
+    broker: BrokerView, body: Any, replica_id: int, replica_epoch: int
+) -> None:
     """The follower's fetch offset is its log end: the leader's ISR and HWM decisions use it."""
     for topic in body["topics"]:
         name = topic_name(broker.image, topic, "topic")
         for request in topic["partitions"]:
             if name is not None:
-                key = (name, request["partition"])
-                broker.replication.follower_fetched(
-                    key, replica_id, replica_epoch, request["fetch_offset"]
+                broker.replica(name, request["partition"]).follower_fetched(
+                    replica_id, replica_epoch, request["fetch_offset"]
                 )
 
 
-def _read(broker: Any, body: Any, replica: bool) -> tuple[list[dict], int, bool]:
+def _read(broker: BrokerView, body: Any, replica: bool) -> tuple[list[dict], int, bool]:
     image = broker.image
-    committed = body.get("isolation_level", 0) == READ_COMMITTED
+    committed = body.get("isolation_level", 0) == IsolationLevel.READ_COMMITTED
     budget = body.get("max_bytes", 0x7FFFFFFF)
     total = 0
     failed = False
@@ -99,9 +92,9 @@ def _read(broker: Any, body: Any, replica: bool) -> tuple[list[dict], int, bool]
             try:
                 if name is None:
                     raise LogError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
-                log = broker.partition_log(name, index, request.get("current_leader_epoch", -1))
-                state = broker.replication.state((name, index))
-                if not replica and state is not None and not state.serves_fetches:
+                partition = broker.partition(name, index, request.get("current_leader_epoch", -1))
+                log = partition.log
+                if not replica and not partition.serves_fetches:
                     raise LogError(
                         ErrorCode.NOT_LEADER_OR_FOLLOWER, "the leader is RECOVERING (KIP-704)"
                     )
@@ -114,7 +107,7 @@ def _read(broker: Any, body: Any, replica: bool) -> tuple[list[dict], int, bool]
                 total += len(records)
                 part = {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "high_watermark": log.high_watermark,
                     "last_stable_offset": log.last_stable_offset,
                     "log_start_offset": log.log_start_offset,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from .registry import RequestContext, handles
 
@@ -19,14 +19,13 @@ def _fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(10, fail=_fail)
+@handles(ApiKey.FIND_COORDINATOR, fail=_fail)
 async def find_coordinator(ctx: RequestContext, body: Any) -> dict:
     """The coordinator of each key (one key before v4, a list from v4)."""
-    cluster = ctx.broker.cluster
     keys = body["coordinator_keys"] if ctx.api_version >= 4 else [body["key"]]
     found = []
     for key in keys:
-        node = cluster.coordinator_for(key)
+        node = ctx.broker.coordinator_for(key)
         if node is None:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             found.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code})
@@ -37,7 +36,7 @@ async def find_coordinator(ctx: RequestContext, body: Any) -> dict:
                     "node_id": node.node_id,
                     "host": node.host,
                     "port": node.port,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                 }
             )
     if ctx.api_version >= 4:

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
-from .registry import RequestContext, handles
+from .registry import BrokerView, RequestContext, handles
 
-GET_REPLICA_LOG_INFO = 93
 MAX_PARTITIONS = 1000
 
 
-@handles(GET_REPLICA_LOG_INFO)
+@handles(ApiKey.GET_REPLICA_LOG_INFO)
 async def get_replica_log_info(ctx: RequestContext, body: Any) -> dict:
     """Each asked partition's last written leader epoch, current leader epoch and log end."""
     return replica_log_info(ctx.broker, body)
 
 
-def replica_log_info(broker: Any, body: Any) -> dict:
+def replica_log_info(broker: BrokerView, body: Any) -> dict:
     """The response body for one GetReplicaLogInfo request to `broker`."""
     image = broker.image
     budget = MAX_PARTITIONS

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
-from ..broker.groups import GroupState
+from ..coordinators.groups import GroupState
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 
 
-@handles(16)
+@handles(ApiKey.LIST_GROUPS)
 async def list_groups(ctx: RequestContext, body: Any) -> dict:
     """The groups this broker coordinates, filtered by state (v4+) and type (v5+)."""
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     listed = []
-    for group in ctx.broker.cluster.groups.groups.values():
+    for group in ctx.broker.groups.groups.values():
         if group.state is GroupState.DEAD or not_coordinator(ctx, group.group_id):
             continue
         if states and group.state.value.lower() not in states:
@@ -32,7 +32,7 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
                 "group_type": "classic",
             }
         )
-    return {"error_code": 0, "groups": listed}
+    return {"error_code": ErrorCode.NONE, "groups": listed}
 
 
 def _describe_fail(body: Any, code: int, version: int) -> dict:
@@ -51,14 +51,14 @@ def _describe_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(15, fail=_describe_fail)
+@handles(ApiKey.DESCRIBE_GROUPS, fail=_describe_fail)
 async def describe_groups(ctx: RequestContext, body: Any) -> dict:
     """Each group's state, protocol and members with their metadata and assignment."""
     described = []
     for group_id in body["groups"]:
-        group = ctx.broker.cluster.groups.group(group_id)
+        group = ctx.broker.groups.group(group_id)
         entry: dict[str, Any] = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "group_id": group_id,
             "members": [],
             "group_state": GroupState.DEAD.value,
@@ -95,10 +95,10 @@ def _delete_fail(body: Any, code: int, version: int) -> dict:
     return {"results": [{"group_id": g, "error_code": code} for g in body["groups_names"]]}
 
 
-@handles(42, fail=_delete_fail)
+@handles(ApiKey.DELETE_GROUPS, fail=_delete_fail)
 async def delete_groups(ctx: RequestContext, body: Any) -> dict:
     """Delete empty groups and their offsets; NON_EMPTY_GROUP while members remain."""
-    groups = ctx.broker.cluster.groups
+    groups = ctx.broker.groups
     results = []
     for group_id in body["groups_names"]:
         group = groups.group(group_id)
@@ -110,6 +110,6 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
             code = ErrorCode.NON_EMPTY_GROUP
         else:
             del groups.groups[group_id]
-            code = 0
+            code = ErrorCode.NONE
         results.append({"group_id": group_id, "error_code": code})
     return {"results": results}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from .registry import RequestContext, handles
 
@@ -14,7 +14,7 @@ MEMBER_ID_REQUIRED_FROM = 4
 
 def not_coordinator(ctx: RequestContext, key: str) -> bool:
     """True when this broker does not coordinate `key` (group or transactional id)."""
-    node = ctx.broker.cluster.coordinator_for(key)
+    node = ctx.broker.coordinator_for(key)
     return node is None or node.node_id != ctx.broker.node_id
 
 
@@ -29,12 +29,12 @@ def _join_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(11, fail=_join_fail)
+@handles(ApiKey.JOIN_GROUP, fail=_join_fail)
 async def join_group(ctx: RequestContext, body: Any) -> dict:
     """Enter the group's rebalance and answer when it completes."""
     if not_coordinator(ctx, body["group_id"]):
         return _join_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
-    result = await ctx.broker.cluster.groups.join(
+    result = await ctx.broker.groups.join(
         body["group_id"],
         body["member_id"],
         body.get("group_instance_id"),
@@ -63,13 +63,13 @@ def _sync_fail(body: Any, code: int, version: int) -> dict:
     return {"error_code": code, "assignment": b""}
 
 
-@handles(14, fail=_sync_fail)
+@handles(ApiKey.SYNC_GROUP, fail=_sync_fail)
 async def sync_group(ctx: RequestContext, body: Any) -> dict:
     """The leader's assignments in, each member's own assignment out."""
     if not_coordinator(ctx, body["group_id"]):
         return _sync_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     assignments = {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]}
-    code, assignment, protocol = await ctx.broker.cluster.groups.sync(
+    code, assignment, protocol = await ctx.broker.groups.sync(
         body["group_id"], body["generation_id"], body["member_id"], assignments
     )
     return {
@@ -80,12 +80,12 @@ async def sync_group(ctx: RequestContext, body: Any) -> dict:
     }
 
 
-@handles(12)
+@handles(ApiKey.HEARTBEAT)
 async def heartbeat(ctx: RequestContext, body: Any) -> dict:
     """Keep a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
     if not_coordinator(ctx, body["group_id"]):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
-    groups = ctx.broker.cluster.groups
+    groups = ctx.broker.groups
     return {
         "error_code": groups.heartbeat(body["group_id"], body["generation_id"], body["member_id"])
     }
@@ -95,12 +95,12 @@ def _leave_fail(body: Any, code: int, version: int) -> dict:
     return {"error_code": code, "members": []}
 
 
-@handles(13, fail=_leave_fail)
+@handles(ApiKey.LEAVE_GROUP, fail=_leave_fail)
 async def leave_group(ctx: RequestContext, body: Any) -> dict:
     """Remove one member (before v3) or a batch of members (v3+)."""
     if not_coordinator(ctx, body["group_id"]):
         return _leave_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
-    groups = ctx.broker.cluster.groups
+    groups = ctx.broker.groups
     if ctx.api_version < 3:
         return {"error_code": groups.leave(body["group_id"], body["member_id"])}
     members = [
@@ -111,4 +111,4 @@ async def leave_group(ctx: RequestContext, body: Any) -> dict:
         }
         for m in body["members"]
     ]
-    return {"error_code": 0, "members": members}
+    return {"error_code": ErrorCode.NONE, "members": members}

@@ -4,42 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..broker.log import LATEST, LogError
-from .registry import RequestContext, handles, per_partition_error
+from kipwire.codec import ApiKey, ErrorCode, IsolationLevel, OffsetSpec
 
-READ_COMMITTED = 1
-EARLIEST_LOCAL = -4
+from ..broker.log import LogError
+from .registry import PartitionShape, RequestContext, handles
+
 LEADER_EPOCH_FROM = 4
 
-_fail = per_partition_error(
-    "topics", "partitions", "name", "partition_index", "topics", "partitions"
-)
+_SHAPE = PartitionShape("topics", "partitions", "name", "partition_index", "topics", "partitions")
 
 
-@handles(2, min_version=1, fail=_fail)
+@handles(ApiKey.LIST_OFFSETS, min_version=1, fail=_SHAPE)
 async def list_offsets(ctx: RequestContext, body: Any) -> dict:
     """One offset per requested partition."""
     broker = ctx.broker
-    committed = body.get("isolation_level", 0) == READ_COMMITTED
+    committed = body.get("isolation_level", 0) == IsolationLevel.READ_COMMITTED
     topics = []
     for topic in body["topics"]:
         parts = []
         for request in topic["partitions"]:
             index = request["partition_index"]
             try:
-                log = broker.partition_log(
+                log = broker.partition(
                     topic["name"], index, request.get("current_leader_epoch", -1)
-                )
+                ).log
                 timestamp = request["timestamp"]
-                if timestamp == EARLIEST_LOCAL:
-                    timestamp = -2  # no tiered storage: the local log is the whole log
-                if timestamp == LATEST and committed:
+                if timestamp == OffsetSpec.EARLIEST_LOCAL:
+                    # no tiered storage: the local log is the whole log
+                    timestamp = OffsetSpec.EARLIEST
+                if timestamp == OffsetSpec.LATEST and committed:
                     offset, found, epoch = log.last_stable_offset, -1, log.leader_epoch
                 else:
                     offset, found, epoch = log.offset_for_time(timestamp)
                 part = {
                     "partition_index": index,
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "timestamp": found,
                     "offset": offset,
                 }

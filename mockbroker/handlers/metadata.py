@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
+from ..broker.topic_names import ZERO_UUID
 from .registry import RequestContext, handles
-from .topics import ZERO_UUID
 
 
 def broker_list(image: MetadataImage) -> list[dict]:
@@ -27,7 +27,9 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
     for index, part in sorted(info.partitions.items()):
         partitions.append(
             {
-                "error_code": 0 if part.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                "error_code": ErrorCode.NONE
+                if part.leader >= 0
+                else ErrorCode.LEADER_NOT_AVAILABLE,
                 "partition_index": index,
                 "leader_id": part.leader,
                 "leader_epoch": part.leader_epoch,
@@ -37,7 +39,7 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
             }
         )
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "name": name,
         "topic_id": info.topic_id,
         "is_internal": name.startswith("__"),
@@ -45,7 +47,7 @@ def describe_topic(image: MetadataImage, name: str) -> dict:
     }
 
 
-@handles(3)
+@handles(ApiKey.METADATA)
 async def metadata(ctx: RequestContext, body: Any) -> dict:
     """Requested topics (all when null, or empty before v1), auto-created when allowed."""
     broker = ctx.broker
@@ -66,8 +68,8 @@ async def metadata(ctx: RequestContext, body: Any) -> dict:
             ids.append(tid)
     auto = body.get("allow_auto_topic_creation", True) and ctx.api_version >= 4
     missing = [n for n in names if n is not None and n not in image.topics]
-    if missing and auto and broker.cluster.auto_create_topics:
-        await broker.cluster.auto_create(broker, missing)
+    if missing and auto and broker.auto_create_topics:
+        await broker.auto_create(missing)
     topics = []
     for name, tid in zip(names, ids, strict=True):
         if name is not None and name in image.topics:
@@ -80,7 +82,7 @@ async def metadata(ctx: RequestContext, body: Any) -> dict:
     live = image.live_brokers()
     return {
         "brokers": broker_list(image),
-        "cluster_id": broker.cluster.cluster_id,
+        "cluster_id": broker.cluster_id,
         "controller_id": live[0].node_id if live else -1,
         "topics": topics,
     }

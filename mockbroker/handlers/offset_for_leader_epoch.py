@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kipwire.codec import ApiKey, ErrorCode
+
 from ..broker.log import LogError
 from .registry import RequestContext, handles, per_partition_error
 
 _fail = per_partition_error("topics", "partitions", "topic", "partition", "topics", "partitions")
 
 
-@handles(23, fail=_fail)
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, fail=_fail)
 async def offset_for_leader_epoch(ctx: RequestContext, body: Any) -> dict:
     """Answer each partition from its leader-epoch history."""
     broker = ctx.broker
@@ -25,7 +27,12 @@ async def offset_for_leader_epoch(ctx: RequestContext, body: Any) -> dict:
                 )
                 epoch, end = log.end_offset_for_epoch(request["leader_epoch"])
                 parts.append(
-                    {"error_code": 0, "partition": index, "leader_epoch": epoch, "end_offset": end}
+                    {
+                        "error_code": ErrorCode.NONE,
+                        "partition": index,
+                        "leader_epoch": epoch,
+                        "end_offset": end,
+                    }
                 )
             except LogError as exc:
                 parts.append({"error_code": exc.code, "partition": index})

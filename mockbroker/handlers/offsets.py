@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
-from ..broker.groups import CommittedOffset
+from ..broker.topic_names import topic_id, topic_name
+from ..coordinators.groups import CommittedOffset
 from .groups import not_coordinator
 from .registry import RequestContext, handles
-from .topics import topic_id, topic_name
 
 #: OffsetFetch v8 batches groups; its topic entries may carry ids (used from v10)
 GROUPS_FROM = 8
@@ -31,13 +31,13 @@ def _commit_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(8, min_version=2, fail=_commit_fail)
+@handles(ApiKey.OFFSET_COMMIT, min_version=2, fail=_commit_fail)
 async def offset_commit(ctx: RequestContext, body: Any) -> dict:
     """Store offsets for a group's current generation (or a simple, memberless commit)."""
     if not_coordinator(ctx, body["group_id"]):
         return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     image = ctx.broker.image
-    code, group = ctx.broker.cluster.groups.check_commit(
+    code, group = ctx.broker.groups.check_commit(
         body["group_id"], body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
     )
     topics = []
@@ -74,14 +74,14 @@ def _fetch_fail(body: Any, code: int, version: int) -> dict:
     return {"topics": [], "error_code": code}
 
 
-@handles(9, min_version=1, fail=_fetch_fail)
+@handles(ApiKey.OFFSET_FETCH, min_version=1, fail=_fetch_fail)
 async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
     """The committed offsets of the partitions asked (all the group has when null)."""
     if ctx.api_version < GROUPS_FROM:
         if not_coordinator(ctx, body["group_id"]):
             return _fetch_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
         topics = _group_offsets(ctx, body["group_id"], body["topics"])
-        return {"topics": topics, "error_code": 0}
+        return {"topics": topics, "error_code": ErrorCode.NONE}
     groups = []
     for request in body["groups"]:
         if not_coordinator(ctx, request["group_id"]):
@@ -94,13 +94,15 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
             )
             continue
         topics = _group_offsets(ctx, request["group_id"], request["topics"])
-        groups.append({"group_id": request["group_id"], "topics": topics, "error_code": 0})
+        groups.append(
+            {"group_id": request["group_id"], "topics": topics, "error_code": ErrorCode.NONE}
+        )
     return {"groups": groups}
 
 
 def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -> list[dict]:
     image = ctx.broker.image
-    group = ctx.broker.cluster.groups.group(group_id)
+    group = ctx.broker.groups.group(group_id)
     offsets = group.offsets if group else {}
     if requested is None:
         wanted: dict[str, list[int]] = {}
@@ -120,7 +122,7 @@ def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -
                     "committed_offset": stored.offset if stored else -1,
                     "committed_leader_epoch": stored.leader_epoch if stored else -1,
                     "metadata": stored.metadata if stored else "",
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                 }
             )
         topic = {"name": name or "", "partitions": parts}

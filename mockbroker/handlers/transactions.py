@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
-from ..broker.groups import CommittedOffset
+from ..coordinators.groups import CommittedOffset
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 
@@ -19,7 +19,7 @@ def _init_fail(body: Any, code: int, version: int) -> dict:
     return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
 
 
-@handles(22, fail=_init_fail)
+@handles(ApiKey.INIT_PRODUCER_ID, fail=_init_fail)
 async def init_producer_id(ctx: RequestContext, body: Any) -> dict:
     """A producer id for an idempotent producer, or the next epoch of a transactional id."""
     txn_id = body["transactional_id"]
@@ -30,7 +30,7 @@ async def init_producer_id(ctx: RequestContext, body: Any) -> dict:
     )
     if txn_id is not None and not 0 < body["transaction_timeout_ms"] <= int(max_timeout):
         return _init_fail(body, ErrorCode.INVALID_TRANSACTION_TIMEOUT, ctx.api_version)
-    code, pid, epoch = ctx.broker.cluster.transactions.init_producer_id(
+    code, pid, epoch = ctx.broker.transactions.init_producer_id(
         txn_id,
         body["transaction_timeout_ms"],
         body.get("producer_id", -1),
@@ -53,7 +53,7 @@ def _add_partitions_fail(body: Any, code: int, version: int) -> dict:
 
     if version >= 4:
         return {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "results_by_transaction": [
                 {"transactional_id": t["transactional_id"], "topic_results": topics(t["topics"])}
                 for t in body["transactions"]
@@ -62,7 +62,7 @@ def _add_partitions_fail(body: Any, code: int, version: int) -> dict:
     return {"results_by_topic_v3_and_below": topics(body["v3_and_below_topics"])}
 
 
-@handles(24, fail=_add_partitions_fail)
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN, fail=_add_partitions_fail)
 async def add_partitions_to_txn(ctx: RequestContext, body: Any) -> dict:
     """Partitions join a transaction (v0-3 from the producer; v4+ batched, as brokers send)."""
     if ctx.api_version >= 4:
@@ -78,7 +78,7 @@ async def add_partitions_to_txn(ctx: RequestContext, body: Any) -> dict:
             )
             one = _add_partitions_fail({"transactions": [txn]}, code, ctx.api_version)
             results += one["results_by_transaction"]
-        return {"error_code": 0, "results_by_transaction": results}
+        return {"error_code": ErrorCode.NONE, "results_by_transaction": results}
     code = _add(
         ctx,
         body["v3_and_below_transactional_id"],
@@ -99,31 +99,31 @@ def _add(
     partitions = [(t["name"], p) for t in topics for p in t["partitions"]]
     if any(image.partition(name, p) is None for name, p in partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    coordinator = ctx.broker.cluster.transactions
+    coordinator = ctx.broker.transactions
     if verify_only:
         txn = coordinator.transactions.get(txn_id)
         ok = txn is not None and set(partitions) <= txn.partitions
-        return 0 if ok else ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE if ok else ErrorCode.INVALID_TXN_STATE
     return coordinator.add_partitions(txn_id, pid, epoch, partitions)
 
 
-@handles(25)
+@handles(ApiKey.ADD_OFFSETS_TO_TXN)
 async def add_offsets_to_txn(ctx: RequestContext, body: Any) -> dict:
     """A group's offsets join a transaction."""
     if not_coordinator(ctx, body["transactional_id"]):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
-    code = ctx.broker.cluster.transactions.add_offsets(
+    code = ctx.broker.transactions.add_offsets(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["group_id"]
     )
     return {"error_code": code}
 
 
-@handles(26)
+@handles(ApiKey.END_TXN)
 async def end_txn(ctx: RequestContext, body: Any) -> dict:
     """Commit or abort: markers to every partition of the transaction."""
     if not_coordinator(ctx, body["transactional_id"]):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
-    code = ctx.broker.cluster.transactions.end(
+    code = ctx.broker.transactions.end(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
     return {
@@ -148,7 +148,7 @@ def _txn_offsets_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(28, fail=_txn_offsets_fail)
+@handles(ApiKey.TXN_OFFSET_COMMIT, fail=_txn_offsets_fail)
 async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
     """Offsets committed inside a transaction, visible once it commits (group coordinator)."""
     if not_coordinator(ctx, body["group_id"]):
@@ -160,7 +160,7 @@ async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
         for t in body["topics"]
         for p in t["partitions"]
     }
-    code = ctx.broker.cluster.transactions.commit_offsets(
+    code = ctx.broker.transactions.commit_offsets(
         body["transactional_id"],
         body["producer_id"],
         body["producer_epoch"],

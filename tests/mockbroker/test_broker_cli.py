@@ -9,6 +9,8 @@ import sys
 
 from kafka_wire import WireClient
 
+from kipwire.codec import ApiKey
+
 TIMEOUT = 20
 
 
@@ -28,7 +30,7 @@ def test_serve_prints_bootstrap_logs_requests_and_stops_on_sigint():
         addresses = bootstrap.split(",")
         assert len(addresses) == 2
         with WireClient(addresses[0]) as client:
-            assert len(client.call(3, 12, {"topics": []})["brokers"]) == 2
+            assert len(client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]) == 2
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=TIMEOUT)
     finally:
@@ -44,7 +46,7 @@ def test_record_option_writes_a_pcapng(tmp_path):
     try:
         bootstrap = proc.stdout.readline().strip()
         with WireClient(bootstrap) as client:
-            client.call(3, 12, {"topics": []})
+            client.call(ApiKey.METADATA, 12, {"topics": []})
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=TIMEOUT)
     finally:

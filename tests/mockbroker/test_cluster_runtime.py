@@ -12,10 +12,8 @@ import trio
 from confluent_kafka import Producer
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import ClusterError, MockCluster, open_cluster
-
-METADATA, FIND_COORDINATOR = 3, 10
 
 
 def test_three_brokers_and_the_controller_are_ready_in_under_300_ms():
@@ -50,11 +48,11 @@ def test_stop_and_start_a_broker_moves_leadership_and_back():
         # the stopped broker's port no longer answers
         address = cluster.bootstrap_servers.split(",")[1]
         with pytest.raises(OSError):
-            WireClient(address, timeout=1).call(METADATA, 12, {"topics": []})
+            WireClient(address, timeout=1).call(ApiKey.METADATA, 12, {"topics": []})
         cluster.start_broker(2)
         assert cluster.wait_until(lambda: not cluster.controller.broker(2).fenced, timeout=5)
         with WireClient(address) as client:
-            brokers = client.call(METADATA, 12, {"topics": []})["brokers"]
+            brokers = client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]
         assert {b["node_id"] for b in brokers} == {1, 2, 3}
         with pytest.raises(ClusterError):
             cluster.start_broker(2)
@@ -81,20 +79,26 @@ def test_wait_until_raises_timeout_error():
 
 def test_injected_errors_are_answered_count_times_then_normal_service():
     with MockCluster(brokers=1) as cluster:
-        cluster.inject_error(FIND_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, count=2)
+        cluster.inject_error(ApiKey.FIND_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, count=2)
         with WireClient(cluster.bootstrap_servers) as client:
-            codes = [client.call(FIND_COORDINATOR, 3, {"key": "g"})["error_code"] for _ in range(3)]
-    assert codes == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2 + [0]
+            codes = [
+                client.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g"})["error_code"]
+                for _ in range(3)
+            ]
+    assert codes == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2 + [ErrorCode.NONE]
 
 
 def test_injected_error_only_on_the_named_broker():
     with MockCluster(brokers=2) as cluster:
-        cluster.inject_error(METADATA, ErrorCode.UNKNOWN_SERVER_ERROR, broker=2)
+        cluster.inject_error(ApiKey.METADATA, ErrorCode.UNKNOWN_SERVER_ERROR, broker=2)
         first, second = cluster.bootstrap_servers.split(",")
         with WireClient(first) as client:
-            assert client.call(METADATA, 13, {"topics": []})["error_code"] == 0
+            assert client.call(ApiKey.METADATA, 13, {"topics": []})["error_code"] == ErrorCode.NONE
         with WireClient(second) as client:
-            assert client.call(METADATA, 13, {"topics": []})["error_code"] == -1
+            assert (
+                client.call(ApiKey.METADATA, 13, {"topics": []})["error_code"]
+                == ErrorCode.UNKNOWN_SERVER_ERROR
+            )
 
 
 def test_latency_delays_a_brokers_responses():
@@ -102,7 +106,7 @@ def test_latency_delays_a_brokers_responses():
         cluster.add_latency(200, broker=1)
         with WireClient(cluster.bootstrap_servers) as client:
             start = time.perf_counter()
-            client.call(METADATA, 12, {"topics": []})
+            client.call(ApiKey.METADATA, 12, {"topics": []})
             assert time.perf_counter() - start >= 0.2
 
 
@@ -114,7 +118,7 @@ async def test_a_client_vanishing_mid_request_leaves_no_task_behind():
         baseline = trio.lowlevel.current_statistics().tasks_living
         for cut in (2, 7, 30):
             stream = await trio.open_tcp_stream(host, int(port))
-            frame = struct.pack(">i", 40) + struct.pack(">hhih", METADATA, 12, 1, 1) + b"t"
+            frame = struct.pack(">i", 40) + struct.pack(">hhih", ApiKey.METADATA, 12, 1, 1) + b"t"
             await stream.send_all(frame[:cut])
             await stream.aclose()
         with trio.fail_after(5):
@@ -127,7 +131,7 @@ async def test_a_client_vanishing_mid_request_leaves_no_task_behind():
 async def test_a_thousand_concurrent_connections_are_held_and_served():
     async with open_cluster(brokers=3) as cluster:
         addresses = [a.split(":") for a in cluster.bootstrap_servers.split(",")]
-        request = struct.pack(">hhih", METADATA, 12, 5, 1) + b"t" + b"\x00\x00\x00\x00\x01"
+        request = struct.pack(">hhih", ApiKey.METADATA, 12, 5, 1) + b"t" + b"\x00\x00\x00\x00\x01"
         streams: list[trio.SocketStream] = []
         with trio.fail_after(60):
             for i in range(1000):

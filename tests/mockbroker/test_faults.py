@@ -1,6 +1,7 @@
-"""Network faults on the running cluster, under trio's MockClock (virtual time): cuts and
-isolation fence a broker after the session timeout and take it out of ISRs, heal brings it back,
-an isolated broker still serves its clients, link latency and per-link errors on the wire."""
+"""Faults on the running cluster, under trio's MockClock (virtual time): cuts and isolation
+fence a broker after the session timeout and take it out of ISRs, heal brings it back, an
+isolated broker still serves its clients, link latency and per-link errors on the wire; every
+injection's handle (fired, remove()) and errors for one partition of a request."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import trio
 import trio.testing
 from trio_client import AcksAllProducer, TrioWire, call_broker, read_partition
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, CoordinatorType, ErrorCode
+from kipwire.codec.records import build_batch
 from kipwire.mockbroker import ClusterError, MockCluster, open_cluster
 from kipwire.mockbroker.network import CONTROLLER
 
-METADATA, METADATA_VERSION, FIND_COORDINATOR = 3, 12, 10
-GROUP = {"key": "g", "key_type": 0}
-BROKER_HEARTBEAT = 63
+METADATA_VERSION = 12
+GROUP = {"key": "g", "key_type": CoordinatorType.GROUP}
 HEARTBEAT_INTERVAL = 0.2  # broker.heartbeat.interval.ms, the mock's default
 EMPTY_METADATA = {"topics": []}
 
@@ -66,7 +67,9 @@ async def test_an_isolated_broker_still_serves_its_clients(autojump_clock):
     async with open_cluster(brokers=3) as cluster:
         cluster.isolate(1)
         await _fenced_at(cluster, 1)
-        answer = await call_broker(cluster, 1, METADATA, METADATA_VERSION, EMPTY_METADATA, 1.0)
+        answer = await call_broker(
+            cluster, 1, ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA, 1.0
+        )
         assert answer["cluster_id"] == cluster.cluster_id
         assert cluster.network.is_cut(1, 3) and cluster.network.is_cut(CONTROLLER, 1)
         assert not cluster.network.is_cut(2, 3)
@@ -87,7 +90,7 @@ async def test_a_cut_link_hangs_like_a_pulled_cable_and_heal_delivers(autojump_c
         answers = []
 
         async def ask() -> None:
-            answers.append(await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA))
+            answers.append(await wire.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask)
@@ -105,16 +108,16 @@ async def test_link_latency_is_measured_on_the_wire(autojump_clock):
         cluster.add_latency(50, link=(1, 2))
         wire = TrioWire(await cluster.network.connect(1, 2))
         start = trio.current_time()
-        await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        await wire.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA)
         # one delay each way
         assert trio.current_time() - start == pytest.approx(0.1, abs=0.01)
         other = TrioWire(await cluster.network.connect(CONTROLLER, 2))
         start = trio.current_time()
-        await other.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        await other.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA)
         assert trio.current_time() - start < 0.01
         cluster.add_latency(0, link=(2, 1))
         start = trio.current_time()
-        await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA)
+        await wire.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA)
         assert trio.current_time() - start < 0.01
         await wire.aclose()
         await other.aclose()
@@ -126,7 +129,9 @@ async def test_broker_latency_delays_its_client_answers(autojump_clock):
 
         async def answered_in(broker: int) -> float:
             start = trio.current_time()
-            await call_broker(cluster, broker, METADATA, METADATA_VERSION, EMPTY_METADATA, 5.0)
+            await call_broker(
+                cluster, broker, ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA, 5.0
+            )
             return trio.current_time() - start
 
         cluster.add_latency(300, broker=2)
@@ -140,15 +145,15 @@ async def test_broker_latency_delays_its_client_answers(autojump_clock):
 async def test_an_error_injected_on_a_link_hits_only_that_link(autojump_clock):
     async with open_cluster(brokers=3) as cluster:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        cluster.inject_error(FIND_COORDINATOR, code, count=1, link=(2, 1))
+        cluster.inject_error(ApiKey.FIND_COORDINATOR, code, count=1, link=(2, 1))
         from_2 = TrioWire(await cluster.network.connect(2, 1))
         from_3 = TrioWire(await cluster.network.connect(3, 1))
 
         async def ask(wire: TrioWire | None) -> int:
             if wire is None:
-                answer = await call_broker(cluster, 1, FIND_COORDINATOR, 3, GROUP, 1.0)
+                answer = await call_broker(cluster, 1, ApiKey.FIND_COORDINATOR, 3, GROUP, 1.0)
             else:
-                answer = await wire.call(FIND_COORDINATOR, 3, GROUP)
+                answer = await wire.call(ApiKey.FIND_COORDINATOR, 3, GROUP)
             return answer["error_code"]
 
         # a client and another link are served; the link's next request fails, once
@@ -241,7 +246,7 @@ async def test_an_answer_that_arrives_during_a_cut_is_held_until_heal(autojump_c
         answers = []
 
         async def ask() -> None:
-            answers.append(await wire.call(METADATA, METADATA_VERSION, EMPTY_METADATA))
+            answers.append(await wire.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask)
@@ -280,8 +285,8 @@ async def test_an_error_injected_on_a_link_to_the_controller(autojump_clock):
         await cluster.stop_broker(2, clean=True)
         code = ErrorCode.NOT_CONTROLLER
         # an untargeted injection is for the brokers' clients, never the controller
-        cluster.inject_error(BROKER_HEARTBEAT, ErrorCode.UNKNOWN_SERVER_ERROR)
-        cluster.inject_error(BROKER_HEARTBEAT, code, link=(2, CONTROLLER))
+        cluster.inject_error(ApiKey.BROKER_HEARTBEAT, ErrorCode.UNKNOWN_SERVER_ERROR)
+        cluster.inject_error(ApiKey.BROKER_HEARTBEAT, code, link=(2, CONTROLLER))
 
         async def heartbeat(broker: int) -> int:
             wire = TrioWire(await cluster.network.connect(broker, CONTROLLER))
@@ -292,8 +297,163 @@ async def test_an_error_injected_on_a_link_to_the_controller(autojump_clock):
                 "want_fence": not cluster.node(broker).running,
             }
             try:
-                return (await wire.call(BROKER_HEARTBEAT, 1, body))["error_code"]
+                return (await wire.call(ApiKey.BROKER_HEARTBEAT, 1, body))["error_code"]
             finally:
                 await wire.aclose()
 
         assert [await heartbeat(3), await heartbeat(2), await heartbeat(2)] == [0, code, 0]
+
+
+# -- handles and partition errors ---------------------------------------------------------------
+
+LIST_OFFSETS_VERSION, PRODUCE_VERSION, FETCH_BY_ID_VERSION = 7, 9, 13
+
+
+def _produce_body(partitions: list[int]) -> dict:
+    batch = build_batch([{"key": None, "value": b"v", "headers": []}])
+    return {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {"name": "t", "partition_data": [{"index": i, "records": batch} for i in partitions]}
+        ],
+    }
+
+
+def _codes(response: dict, topics: str, parts: str, index: str) -> dict[int, int]:
+    return {p[index]: p["error_code"] for t in response[topics] for p in t[parts]}
+
+
+@pytest.mark.trio
+async def test_an_error_handle_counts_what_it_fired_and_can_be_removed(autojump_clock):
+    async with open_cluster(brokers=1) as cluster:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        spent = cluster.inject_error(ApiKey.FIND_COORDINATOR, code, count=1)
+        kept = cluster.inject_error(ApiKey.FIND_COORDINATOR, code, count=5)
+
+        async def ask() -> int:
+            body = await call_broker(cluster, 1, ApiKey.FIND_COORDINATOR, 3, GROUP, 1.0)
+            return body["error_code"]
+
+        assert [await ask(), await ask()] == [code, code]
+        assert (spent.fired, spent.active, kept.fired, kept.active) == (1, False, 1, True)
+        kept.remove()
+        assert await ask() == ErrorCode.NONE
+        assert (kept.fired, kept.active) == (1, False)
+        kept.remove()  # removing twice is harmless
+
+
+@pytest.mark.trio
+async def test_latency_and_cut_handles_fire_and_remove(autojump_clock):
+    async with open_cluster(brokers=2) as cluster:
+        slow = cluster.add_latency(300, broker=2)
+        start = trio.current_time()
+        await call_broker(cluster, 2, ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA, 5.0)
+        assert trio.current_time() - start == pytest.approx(0.3, abs=0.01)
+        assert slow.fired == 1
+        slow.remove()
+        start = trio.current_time()
+        await call_broker(cluster, 2, ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA, 5.0)
+        assert trio.current_time() - start < 0.01
+        wire = TrioWire(await cluster.network.connect(1, 2))
+        cut = cluster.partition_network(1, 2)
+        answers = []
+
+        async def ask() -> None:
+            answers.append(await wire.call(ApiKey.METADATA, METADATA_VERSION, EMPTY_METADATA))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.sleep(1)
+            assert answers == [] and cut.fired >= 1
+            # removing the handle ends this cut alone: the held request goes through
+            cut.remove()
+        assert len(answers) == 1 and not cut.active
+        await wire.aclose()
+
+
+@pytest.mark.trio
+async def test_an_error_for_one_partition_answers_only_that_partition(autojump_clock):
+    async with open_cluster(brokers=1) as cluster:
+        await cluster.create_topic("t", partitions=2)
+        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        produce = cluster.inject_error(ApiKey.PRODUCE, code, count=1, partition=("t", 1))
+        body = await call_broker(
+            cluster, 1, ApiKey.PRODUCE, PRODUCE_VERSION, _produce_body([0, 1]), 5.0
+        )
+        assert _codes(body, "responses", "partition_responses", "index") == {
+            0: ErrorCode.NONE,
+            1: code,
+        }
+        assert produce.fired == 1 and not produce.active
+        assert cluster.node(1).logs["t", 0].end_offset == 1
+        assert cluster.node(1).logs["t", 1].end_offset == 0
+        # spent: the next produce to partition 1 is written
+        body = await call_broker(
+            cluster, 1, ApiKey.PRODUCE, PRODUCE_VERSION, _produce_body([1]), 5.0
+        )
+        assert _codes(body, "responses", "partition_responses", "index") == {1: ErrorCode.NONE}
+        # a request that does not name the partition leaves the injection waiting
+        offsets = cluster.inject_error(ApiKey.LIST_OFFSETS, code, count=1, partition=("t", 0))
+        asked = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 1, "timestamp": -1}]}],
+        }
+        body = await call_broker(cluster, 1, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, asked, 5.0)
+        assert _codes(body, "topics", "partitions", "partition_index") == {1: ErrorCode.NONE}
+        assert offsets.fired == 0 and offsets.active
+        asked["topics"][0]["partitions"].insert(0, {"partition_index": 0, "timestamp": -1})
+        body = await call_broker(cluster, 1, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, asked, 5.0)
+        assert _codes(body, "topics", "partitions", "partition_index") == {
+            0: code,
+            1: ErrorCode.NONE,
+        }
+        assert offsets.fired == 1
+
+
+@pytest.mark.trio
+async def test_a_fetch_by_topic_id_with_a_failed_partition_answers_at_once(autojump_clock):
+    async with open_cluster(brokers=1) as cluster:
+        await cluster.create_topic("t", partitions=2)
+        topic_id = cluster.node(1).image.topics["t"].topic_id
+        code = ErrorCode.KAFKA_STORAGE_ERROR
+        cluster.inject_error(ApiKey.FETCH, code, count=1, broker=1, partition=("t", 1))
+        parts = [
+            {"partition": i, "fetch_offset": 0, "partition_max_bytes": 1 << 20} for i in (0, 1)
+        ]
+        body = {
+            "replica_id": -1,
+            "max_wait_ms": 5000,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic_id": topic_id, "partitions": parts}],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        start = trio.current_time()
+        answer = await call_broker(cluster, 1, ApiKey.FETCH, FETCH_BY_ID_VERSION, body, 10.0)
+        # an errored partition answers at once, as a real partition error does
+        assert trio.current_time() - start < 0.01
+        assert _codes(answer, "responses", "partitions", "partition_index") == {
+            0: ErrorCode.NONE,
+            1: code,
+        }
+        assert [t["topic_id"] for t in answer["responses"]] == [topic_id]
+
+
+def test_the_sync_cluster_returns_handles():
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t")
+        handle = cluster.inject_error(ApiKey.PRODUCE, ErrorCode.NOT_ENOUGH_REPLICAS, count=3)
+        assert (handle.fired, handle.active) == (0, True)
+        handle.remove()
+        assert not handle.active
+        cut = cluster.isolate(1)
+        assert cut.active
+        cut.remove()
+        assert not cut.active

@@ -12,16 +12,20 @@ from pathlib import Path
 import pytest
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode, api_versions, decode_response, encode_request
+from kipwire.codec import (
+    ApiKey,
+    ConfigResourceType,
+    ErrorCode,
+    api_versions,
+    decode_response,
+    encode_request,
+)
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.controller.configs import validate
 from kipwire.mockbroker.handlers import HANDLERS
 from kipwire.mockbroker.handlers.registry import KAFKA_4_1_BROKER_VERSIONS
 
-PRODUCE, FETCH, METADATA, LEADER_AND_ISR, API_VERSIONS = 0, 1, 3, 4, 18
-CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, BROKER_HEARTBEAT = 19, 44, 63
-ELECT_LEADERS, LIST_PARTITION_REASSIGNMENTS = 43, 46
 RECORDED = Path(__file__).parents[1] / "realkafka" / "data" / "api_versions_kafka_4_1.json"
 _EMPTY_FETCH = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
 
@@ -39,7 +43,7 @@ def _first(cluster: MockCluster) -> str:
 
 def _leader(cluster: MockCluster, topic: str) -> str:
     with WireClient(_first(cluster)) as client:
-        body = client.call(METADATA, 12, {"topics": [{"name": topic}]})
+        body = client.call(ApiKey.METADATA, 12, {"topics": [{"name": topic}]})
     ports = {b["node_id"]: b["port"] for b in body["brokers"]}
     return f"127.0.0.1:{ports[body['topics'][0]['partitions'][0]['leader_id']]}"
 
@@ -52,7 +56,7 @@ def _produce(cluster: MockCluster, topic: str, value: bytes) -> int:
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
     }
     with WireClient(_leader(cluster, topic)) as client:
-        body = client.call(PRODUCE, 9, request)
+        body = client.call(ApiKey.PRODUCE, 9, request)
     return body["responses"][0]["partition_responses"][0]["error_code"]
 
 
@@ -64,7 +68,7 @@ def _create(cluster: MockCluster, name: str, configs: dict[str, str]) -> int:
         "configs": [{"name": k, "value": v} for k, v in configs.items()],
     }
     with WireClient(_first(cluster)) as client:
-        body = client.call(CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 5000})
+        body = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 5000})
     return body["topics"][0]["error_code"]
 
 
@@ -90,7 +94,9 @@ def _request(
 def test_metadata_does_not_create_topics_when_auto_creation_is_off(strict, topic_name):
     with WireClient(_first(strict)) as client:
         body = client.call(
-            METADATA, 12, {"topics": [{"name": topic_name}], "allow_auto_topic_creation": True}
+            ApiKey.METADATA,
+            12,
+            {"topics": [{"name": topic_name}], "allow_auto_topic_creation": True},
         )
     assert body["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert strict.controller.state.topic(topic_name) is None
@@ -176,9 +182,13 @@ def test_create_topics_with_a_bad_value_is_invalid_config(strict, topic_name):
 def test_alter_configs_with_a_bad_value_is_invalid_config(strict, topic_name):
     strict.create_topic(topic_name, partitions=1)
     change = {"name": "compression.type", "config_operation": 0, "value": "bogus"}
-    resource = {"resource_type": 2, "resource_name": topic_name, "configs": [change]}
+    resource = {
+        "resource_type": ConfigResourceType.TOPIC,
+        "resource_name": topic_name,
+        "configs": [change],
+    }
     with WireClient(_first(strict)) as client:
-        body = client.call(INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource]})
+        body = client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource]})
     assert body["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
 
 
@@ -188,12 +198,14 @@ def test_alter_configs_with_a_bad_value_is_invalid_config(strict, topic_name):
 @pytest.mark.parametrize(
     "frame",
     [
-        _request(FETCH, 3, _EMPTY_FETCH),  # removed in Kafka 4.0 (KIP-896)
-        _request(FETCH, 12, _EMPTY_FETCH, header=(FETCH, 99)),  # above the maximum
-        _request(PRODUCE, 2, {"acks": 1, "timeout_ms": 1000, "topic_data": []}),
-        _request(LEADER_AND_ISR, 0, {}),  # a ZooKeeper-era API
-        _request(BROKER_HEARTBEAT, 1, {"broker_id": 9, "broker_epoch": 1}),  # controller only
-        _request(API_VERSIONS, 3, {}, header=(1000, 0)),  # no such API
+        _request(ApiKey.FETCH, 3, _EMPTY_FETCH),  # removed in Kafka 4.0 (KIP-896)
+        _request(ApiKey.FETCH, 12, _EMPTY_FETCH, header=(ApiKey.FETCH, 99)),  # above the maximum
+        _request(ApiKey.PRODUCE, 2, {"acks": 1, "timeout_ms": 1000, "topic_data": []}),
+        _request(ApiKey.LEADER_AND_ISR, 0, {}),  # a ZooKeeper-era API
+        _request(
+            ApiKey.BROKER_HEARTBEAT, 1, {"broker_id": 9, "broker_epoch": 1}
+        ),  # controller only
+        _request(ApiKey.API_VERSIONS, 3, {}, header=(1000, 0)),  # no such API
     ],
     ids=["fetch-v3", "fetch-v99", "produce-v2", "leader-and-isr", "broker-heartbeat", "key-1000"],
 )
@@ -202,15 +214,15 @@ def test_unserved_requests_close_the_connection_unanswered(strict, frame):
 
 
 def test_api_versions_above_its_maximum_gets_the_kip_511_v0_reply(strict):
-    frame = _request(API_VERSIONS, 3, {}, header=(API_VERSIONS, 5))
+    frame = _request(ApiKey.API_VERSIONS, 3, {}, header=(ApiKey.API_VERSIONS, 5))
     with WireClient(_first(strict)) as client:
         client.send_raw(struct.pack(">i", len(frame)) + frame)
-        response = decode_response(client.receive_frame(), API_VERSIONS, 5)
+        response = decode_response(client.receive_frame(), ApiKey.API_VERSIONS, 5)
     assert response.api_version == 0 and response.correlation_id == 5
     assert response.body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
     # Kafka 4.1 lists ApiVersions' own range alone, the one the client must retry within
     listed = [(k["api_key"], k["min_version"], k["max_version"]) for k in response.body["api_keys"]]
-    assert listed == [(API_VERSIONS, 0, 4)]
+    assert listed == [(ApiKey.API_VERSIONS, 0, 4)]
 
 
 # ---------------------------------------------------------------- advertised ranges
@@ -224,7 +236,7 @@ def test_the_kafka_4_1_table_is_the_recorded_broker_listener():
 def test_advertised_ranges_are_kafkas_within_the_codecs(strict):
     with WireClient(_first(strict)) as client:
         body = client.call(
-            API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
+            ApiKey.API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
         )
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     codec = {a["api_key"]: (a["min_version"], a["max_version"]) for a in api_versions("broker")}
@@ -237,7 +249,7 @@ def test_advertised_ranges_are_kafkas_within_the_codecs(strict):
 
 
 def test_produce_is_listed_from_v0_and_served_from_v3(strict, topic_name):
-    handler = HANDLERS[PRODUCE]
+    handler = HANDLERS[ApiKey.PRODUCE]
     assert (handler.advertised_min, handler.min_version) == (0, 3)
     strict.create_topic(topic_name, partitions=1)
     assert _produce(strict, topic_name, b"v") == ErrorCode.NONE
@@ -254,7 +266,7 @@ def test_elect_leaders_is_forwarded_to_the_controller(strict, topic_name):
         "timeout_ms": 5000,
     }
     with WireClient(_first(strict)) as client:
-        body = client.call(ELECT_LEADERS, 2, request)
+        body = client.call(ApiKey.ELECT_LEADERS, 2, request)
     (result,) = body["replica_election_results"]
     assert result["topic"] == topic_name
     # the preferred replica leads already: Kafka answers ELECTION_NOT_NEEDED
@@ -263,14 +275,16 @@ def test_elect_leaders_is_forwarded_to_the_controller(strict, topic_name):
 
 def test_list_partition_reassignments_is_forwarded_to_the_controller(strict):
     with WireClient(_first(strict)) as client:
-        body = client.call(LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 5000, "topics": None})
+        body = client.call(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 5000, "topics": None}
+        )
     assert body["error_code"] == ErrorCode.NONE and body["topics"] == []
 
 
 def test_metadata_version_is_finalized_as_kafka_always_does(strict):
     with WireClient(_first(strict)) as client:
         body = client.call(
-            API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
+            ApiKey.API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
         )
     finalized = {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
     assert finalized["metadata.version"] == 27  # 4.1-IV1, the level the controller works at
@@ -279,12 +293,10 @@ def test_metadata_version_is_finalized_as_kafka_always_does(strict):
 
 # ---------------------------------------------------------------- group and transaction coordinator
 
-FIND_COORDINATOR, OFFSET_COMMIT, INIT_PRODUCER_ID = 10, 8, 22
-
 
 def _coordinator(cluster: MockCluster, key: str, key_type: int) -> str:
     with WireClient(_first(cluster)) as client:
-        body = client.call(FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
+        body = client.call(ApiKey.FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
     assert body["error_code"] == ErrorCode.NONE
     return f"127.0.0.1:{body['port']}"
 
@@ -303,7 +315,7 @@ def test_a_generation_commit_to_a_group_that_does_not_exist_is_illegal_generatio
             "topics": [{"name": topic_name, "partitions": partitions}],
         }
         with WireClient(_coordinator(strict, f"{topic_name}-group", 0)) as client:
-            body = client.call(OFFSET_COMMIT, 8, request)
+            body = client.call(ApiKey.OFFSET_COMMIT, 8, request)
         return body["topics"][0]["partitions"][0]["error_code"]
 
     assert commit(3, "no-such-member") == ErrorCode.ILLEGAL_GENERATION
@@ -324,5 +336,5 @@ def test_a_transaction_timeout_is_bounded_by_transaction_max_timeout_ms(
 ):
     request = {"transactional_id": topic_name, "transaction_timeout_ms": timeout_ms}
     with WireClient(_coordinator(strict, topic_name, 1)) as client:
-        body = client.call(INIT_PRODUCER_ID, 4, request)
+        body = client.call(ApiKey.INIT_PRODUCER_ID, 4, request)
     assert body["error_code"] == expected

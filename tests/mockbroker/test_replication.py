@@ -8,12 +8,11 @@ import json
 from confluent_kafka import Producer
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster, Semantics
 from kipwire.mockbroker.broker.log_dirs import LogDirs
 
-PRODUCE, FETCH, GET_REPLICA_LOG_INFO = 0, 1, 93
 DEADLINE = 20.0
 
 
@@ -34,7 +33,9 @@ def _produce(cluster: MockCluster, broker_id: int, topic: str, count: int, acks:
         ],
     }
     with WireClient(_address(cluster, broker_id)) as client:
-        return client.call(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]["error_code"]
+        return client.call(ApiKey.PRODUCE, 9, body)["responses"][0]["partition_responses"][0][
+            "error_code"
+        ]
 
 
 def _fetch_error(cluster: MockCluster, broker_id: int, topic: str) -> int:
@@ -52,7 +53,7 @@ def _fetch_error(cluster: MockCluster, broker_id: int, topic: str) -> int:
         ],
     }
     with WireClient(_address(cluster, broker_id)) as client:
-        return client.call(FETCH, 12, body)["responses"][0]["partitions"][0]["error_code"]
+        return client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]["error_code"]
 
 
 def _end(cluster: MockCluster, broker_id: int, topic: str) -> int:
@@ -144,7 +145,7 @@ def test_get_replica_log_info_answers_for_a_replica():
         topic_id = cluster.controller.state.topic("info").topic_id
         with WireClient(_address(cluster, follower)) as client:
             body = client.call(
-                GET_REPLICA_LOG_INFO,
+                ApiKey.GET_REPLICA_LOG_INFO,
                 0,
                 {"topic_partitions": [{"topic_id": topic_id, "partitions": [0, 5]}]},
             )

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from trio_client import AcksAllProducer, WireError, call_broker, read_partition
 
+from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
 from kipwire.mockbroker import Semantics, open_cluster
 from kipwire.mockbroker.cluster import Cluster
 from kipwire.mockbroker.network import CONTROLLER
@@ -32,7 +33,6 @@ BROKERS = (1, 2, 3)
 NODES = (*BROKERS, CONTROLLER)
 TOPIC = "t"
 INITIAL_MIN_ISR = 2
-INCREMENTAL_ALTER_CONFIGS = 44
 #: Virtual seconds a step may take before the schedule is declared stuck.
 STEP_LIMIT = 120.0
 #: Virtual seconds a new leader may take to reach the high watermark its predecessor had.
@@ -97,7 +97,7 @@ async def _set_min_isr(run: Run, value: int) -> bool:
     body = {
         "resources": [
             {
-                "resource_type": 2,
+                "resource_type": ConfigResourceType.TOPIC,
                 "resource_name": TOPIC,
                 "configs": [
                     {"name": "min.insync.replicas", "config_operation": 0, "value": str(value)}
@@ -106,8 +106,8 @@ async def _set_min_isr(run: Run, value: int) -> bool:
         ],
         "validate_only": False,
     }
-    answer = await call_broker(cluster, admin[0], INCREMENTAL_ALTER_CONFIGS, 1, body, 10.0)
-    return answer["responses"][0]["error_code"] == 0
+    answer = await call_broker(cluster, admin[0], ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, 10.0)
+    return answer["responses"][0]["error_code"] == ErrorCode.NONE
 
 
 async def _step(run: Run, step: tuple) -> None:

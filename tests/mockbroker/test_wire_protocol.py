@@ -10,12 +10,10 @@ import pytest
 from confluent_kafka import Producer
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode, decode_response
+from kipwire.codec import ApiKey, ErrorCode, decode_response
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.handlers import HANDLERS
 
-API_VERSIONS, METADATA, FIND_COORDINATOR, SASL_HANDSHAKE = 18, 3, 10, 17
-GET_REPLICA_LOG_INFO = 93
 MAX_REQUEST = 64 * 1024
 
 
@@ -33,51 +31,51 @@ def _first(cluster) -> str:
 def test_api_versions_lists_the_codec_ranges(small_cluster):
     with WireClient(_first(small_cluster)) as client:
         body = client.call(
-            API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
+            ApiKey.API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"}
         )
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
-    assert body["error_code"] == 0
+    assert body["error_code"] == ErrorCode.NONE
     # Produce v0-v2 are listed but refused, as Kafka 4.1 does (KAFKA-18659)
     assert ranges[0] == (0, 13) and ranges[1] == (4, 18) and ranges[75] == (0, 0)
     # GetReplicaLogInfo is served for the controller but, as in Kafka 4.1, not listed
-    assert set(ranges) == set(HANDLERS) - {GET_REPLICA_LOG_INFO}
+    assert set(ranges) == set(HANDLERS) - {ApiKey.GET_REPLICA_LOG_INFO}
     assert {f["name"] for f in body["finalized_features"]} >= {"eligible.leader.replicas.version"}
 
 
 def test_unknown_api_versions_version_gets_a_v0_reply_with_its_range(small_cluster):
-    header = struct.pack(">hhih", API_VERSIONS, 99, 7, 1) + b"t"
+    header = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 7, 1) + b"t"
     with WireClient(_first(small_cluster)) as client:
         client.send_raw(struct.pack(">i", len(header) + 1) + header + b"\x00")
-        response = decode_response(client.receive_frame(), API_VERSIONS, 99)
+        response = decode_response(client.receive_frame(), ApiKey.API_VERSIONS, 99)
     assert response.api_version == 0 and response.correlation_id == 7
     assert response.body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
     # as Kafka 4.1: ApiVersions' own range alone
-    assert [k["api_key"] for k in response.body["api_keys"]] == [API_VERSIONS]
+    assert [k["api_key"] for k in response.body["api_keys"]] == [ApiKey.API_VERSIONS]
 
 
 def test_an_api_the_cluster_does_not_serve_closes_the_connection(small_cluster):
     # Kafka 4.1's header check: no answer, that one connection closed
     with WireClient(_first(small_cluster)) as client:
-        client.send(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        client.send(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
         assert client.receive_frame() == b""
 
 
 def test_malformed_body_gets_invalid_request_for_its_correlation_id(small_cluster):
-    header = struct.pack(">hhih", FIND_COORDINATOR, 2, 42, 1) + b"t"
+    header = struct.pack(">hhih", ApiKey.FIND_COORDINATOR, 2, 42, 1) + b"t"
     body = b"\x7f\xff"  # a string length running past the frame
     with WireClient(_first(small_cluster)) as client:
         client.send_raw(struct.pack(">i", len(header + body)) + header + body)
-        response = decode_response(client.receive_frame(), FIND_COORDINATOR, 2)
+        response = decode_response(client.receive_frame(), ApiKey.FIND_COORDINATOR, 2)
         assert response.correlation_id == 42
         assert response.body["error_code"] == ErrorCode.INVALID_REQUEST
         # the connection stays usable
-        assert client.call(METADATA, 12, {"topics": []})["brokers"]
+        assert client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]
 
 
 def test_bytes_after_the_body_are_ignored(small_cluster):
     with WireClient(_first(small_cluster)) as client:
-        cid = client.send(METADATA, 13, {"topics": None}, trailing=b"\x00\x00\x00")
-        response = client.receive(METADATA, 13)
+        cid = client.send(ApiKey.METADATA, 13, {"topics": None}, trailing=b"\x00\x00\x00")
+        response = client.receive(ApiKey.METADATA, 13)
     assert response.correlation_id == cid
     assert len(response.body["brokers"]) == 2
 
@@ -86,7 +84,7 @@ def test_unreadable_header_closes_only_that_connection(small_cluster):
     with WireClient(_first(small_cluster)) as bad, WireClient(_first(small_cluster)) as good:
         bad.send_raw(struct.pack(">i", 3) + b"\x00\x12\x00")
         assert bad.receive_frame() == b""
-        assert good.call(METADATA, 12, {"topics": []})["brokers"]
+        assert good.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]
 
 
 def test_oversized_frame_is_refused_before_its_body_is_sent(small_cluster):
@@ -97,8 +95,8 @@ def test_oversized_frame_is_refused_before_its_body_is_sent(small_cluster):
 
 def test_pipelined_requests_are_answered_in_order(small_cluster):
     with WireClient(_first(small_cluster)) as client:
-        sent = [client.send(METADATA, 12, {"topics": []}) for _ in range(20)]
-        got = [client.receive(METADATA, 12).correlation_id for _ in sent]
+        sent = [client.send(ApiKey.METADATA, 12, {"topics": []}) for _ in range(20)]
+        got = [client.receive(ApiKey.METADATA, 12).correlation_id for _ in sent]
     assert got == sent
 
 

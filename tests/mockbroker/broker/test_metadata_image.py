@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from kipwire.codec import decode_record
+from kipwire.codec import ApiKey, ConfigResourceType, decode_record
 from kipwire.mockbroker.broker.metadata_image import MetadataImage
 from kipwire.mockbroker.controller import Controller
 
@@ -110,7 +110,7 @@ def test_image_follows_the_controller_through_creation_fencing_and_configs():
     for index in (0, 1):
         _same_partition(ctl, image, "t", index)
     assert image.partition("t", 0).elr  # the ELR tags came through the framed records
-    ctl.handle(20, 6, {"topics": [{"name": "t"}], "timeout_ms": 0})
+    ctl.handle(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "t"}], "timeout_ms": 0})
     _replay_all(ctl, image)
     assert "t" not in image.topics and image.topic_config("t", "min.insync.replicas", "1") == "1"
 
@@ -124,7 +124,7 @@ def test_clear_elr_takes_a_new_partition_epoch_as_on_the_controller():
         _register(ctl, broker_id)
     topic = {"name": "t", "num_partitions": 1, "replication_factor": 3}
     topic["configs"] = [{"name": "min.insync.replicas", "value": "2"}]
-    ctl.handle(19, 7, {"topics": [topic], "timeout_ms": 0})
+    ctl.handle(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 0})
     ctl.fence(next(b for b in (1, 2, 3) if b != ctl.partition("t", 0).leader))
     ctl.fence(next(b for b in ctl.partition("t", 0).isr if b != ctl.partition("t", 0).leader))
     image = MetadataImage()
@@ -132,8 +132,14 @@ def test_clear_elr_takes_a_new_partition_epoch_as_on_the_controller():
     assert image.partition("t", 0).elr
     epoch = image.partition("t", 0).partition_epoch
     change = {"name": "min.insync.replicas", "config_operation": 0, "value": "1"}
-    resource = {"resource_type": 2, "resource_name": "t", "configs": [change]}
-    ctl.handle(44, 1, {"resources": [resource], "validate_only": False})
+    resource = {
+        "resource_type": ConfigResourceType.TOPIC,
+        "resource_name": "t",
+        "configs": [change],
+    }
+    ctl.handle(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource], "validate_only": False}
+    )
     assert ctl.log[-1].name == "ClearElrRecord"
     _replay_all(ctl, image)
     assert (

@@ -8,11 +8,9 @@ import time
 import pytest
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker import MockCluster
-
-PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +68,9 @@ def test_acks_all_uses_the_effective_min_isr(cluster):
     # kip-rules A.1/A.3: min ISR 3 on 2 replicas is min(3, 2) = 2, which a full ISR meets
     # (NOT_ENOUGH_REPLICAS below it: tests/mockbroker/test_replication.py)
     with WireClient(_leader(cluster, "strict")) as client:
-        body = client.call(PRODUCE, 9, _produce_body("strict", [b"x"]))
+        body = client.call(ApiKey.PRODUCE, 9, _produce_body("strict", [b"x"]))
         (part,) = body["responses"][0]["partition_responses"]
-        assert part["error_code"] == 0
+        assert part["error_code"] == ErrorCode.NONE
 
 
 def test_acks_zero_gets_no_response_and_the_record_is_written(cluster):
@@ -82,11 +80,11 @@ def test_acks_zero_gets_no_response_and_the_record_is_written(cluster):
     }
 
     def latest_offset(client: WireClient) -> int:
-        return client.call(LIST_OFFSETS, 7, latest)["topics"][0]["partitions"][0]["offset"]
+        return client.call(ApiKey.LIST_OFFSETS, 7, latest)["topics"][0]["partitions"][0]["offset"]
 
     with WireClient(_leader(cluster, "p")) as client:
         start = latest_offset(client)
-        client.send(PRODUCE, 9, _produce_body("p", [b"fire", b"forget"], acks=0))
+        client.send(ApiKey.PRODUCE, 9, _produce_body("p", [b"fire", b"forget"], acks=0))
         # The latest offset a consumer may read is the high watermark: it reaches the two records
         # once the follower has fetched them, which takes a fetch round trip after the append.
         deadline = time.monotonic() + 5
@@ -100,7 +98,7 @@ def test_acks_zero_gets_no_response_and_the_record_is_written(cluster):
 def test_produce_to_a_follower_is_not_leader(cluster):
     follower = [a for a in cluster.bootstrap_servers.split(",") if a != _leader(cluster, "p")]
     with WireClient(follower[0]) as client:
-        body = client.call(PRODUCE, 9, _produce_body("p", [b"x"]))
+        body = client.call(ApiKey.PRODUCE, 9, _produce_body("p", [b"x"]))
     part = body["responses"][0]["partition_responses"][0]
     assert part["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
@@ -109,7 +107,7 @@ def test_fetch_long_poll_returns_when_records_arrive(cluster):
     address = _leader(cluster, "p")
     with WireClient(address) as client:
         end = client.call(
-            LIST_OFFSETS,
+            ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
@@ -120,13 +118,13 @@ def test_fetch_long_poll_returns_when_records_arrive(cluster):
     def produce_later() -> None:
         time.sleep(0.3)
         with WireClient(address) as producer:
-            producer.call(PRODUCE, 9, _produce_body("p", [b"late"]))
+            producer.call(ApiKey.PRODUCE, 9, _produce_body("p", [b"late"]))
 
     thread = threading.Thread(target=produce_later)
     with WireClient(address) as client:
         start = time.perf_counter()
         thread.start()
-        body = client.call(FETCH, 12, _fetch_body("p", end, wait_ms=5000))
+        body = client.call(ApiKey.FETCH, 12, _fetch_body("p", end, wait_ms=5000))
         waited = time.perf_counter() - start
     thread.join()
     part = body["responses"][0]["partitions"][0]
@@ -137,7 +135,7 @@ def test_fetch_long_poll_returns_when_records_arrive(cluster):
 def test_fetch_with_nothing_new_waits_max_wait_ms(cluster):
     with WireClient(_leader(cluster, "p")) as client:
         end = client.call(
-            LIST_OFFSETS,
+            ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
@@ -145,7 +143,7 @@ def test_fetch_with_nothing_new_waits_max_wait_ms(cluster):
             },
         )["topics"][0]["partitions"][0]["offset"]
         start = time.perf_counter()
-        body = client.call(FETCH, 12, _fetch_body("p", end, wait_ms=300))
+        body = client.call(ApiKey.FETCH, 12, _fetch_body("p", end, wait_ms=300))
         waited = time.perf_counter() - start
     assert 0.28 <= waited < 2.0
     assert body["responses"][0]["partitions"][0]["records"] == b""
@@ -153,15 +151,15 @@ def test_fetch_with_nothing_new_waits_max_wait_ms(cluster):
 
 def test_fetch_sessions_are_full_fetches_and_unknown_ids_are_refused(cluster):
     with WireClient(_leader(cluster, "p")) as client:
-        body = client.call(FETCH, 12, {**_fetch_body("p", 0), "session_epoch": 0})
-        assert body["session_id"] == 0 and body["error_code"] == 0
-        body = client.call(FETCH, 12, _fetch_body("p", 0, session_id=77))
+        body = client.call(ApiKey.FETCH, 12, {**_fetch_body("p", 0), "session_epoch": 0})
+        assert body["session_id"] == 0 and body["error_code"] == ErrorCode.NONE
+        body = client.call(ApiKey.FETCH, 12, _fetch_body("p", 0, session_id=77))
         assert body["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_fetch_past_the_end_is_offset_out_of_range(cluster):
     with WireClient(_leader(cluster, "p")) as client:
-        body = client.call(FETCH, 12, _fetch_body("p", 10_000))
+        body = client.call(ApiKey.FETCH, 12, _fetch_body("p", 10_000))
     assert body["responses"][0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
 
 
@@ -171,5 +169,5 @@ def test_corrupt_batch_is_corrupt_message(cluster):
     body = _produce_body("p", [b"placeholder"])
     body["topic_data"][0]["partition_data"][0]["records"] = bytes(records)
     with WireClient(_leader(cluster, "p")) as client:
-        part = client.call(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
+        part = client.call(ApiKey.PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
     assert part["error_code"] == ErrorCode.CORRUPT_MESSAGE

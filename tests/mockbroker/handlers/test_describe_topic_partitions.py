@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
-
-DTP = 75
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +24,7 @@ def _pages(client, topics: list[str], limit: int) -> list[tuple[list, dict | Non
     cursor = None
     for _ in range(10):
         body = client.call(
-            DTP,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             0,
             {
                 "topics": [{"name": t} for t in topics],
@@ -63,7 +61,9 @@ def test_h33_budget_ending_at_a_topic_boundary_points_at_the_next_topic(client):
 
 def test_h33_listed_unknown_and_invalid_topics_get_their_errors(client):
     body = client.call(
-        DTP, 0, {"topics": [{"name": "nope"}, {"name": "bad name!"}], "cursor": None}
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+        0,
+        {"topics": [{"name": "nope"}, {"name": "bad name!"}], "cursor": None},
     )
     codes = {t["name"]: t["error_code"] for t in body["topics"]}
     assert codes == {
@@ -77,12 +77,16 @@ def test_h32_cursor_topic_not_listed_or_negative_partition_is_invalid_request(cl
         {"topic_name": "c", "partition_index": 0},
         {"topic_name": "a", "partition_index": -1},
     ):
-        body = client.call(DTP, 0, {"topics": [{"name": "a"}], "cursor": cursor})
+        body = client.call(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "a"}], "cursor": cursor}
+        )
         assert [t["error_code"] for t in body["topics"]] == [ErrorCode.INVALID_REQUEST]
 
 
 def test_elr_and_last_known_elr_are_reported(client):
-    body = client.call(DTP, 0, {"topics": [{"name": "c"}], "cursor": None})
+    body = client.call(
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "c"}], "cursor": None}
+    )
     (partition,) = body["topics"][0]["partitions"]
     assert partition["eligible_leader_replicas"] == []
     assert partition["last_known_elr"] == []

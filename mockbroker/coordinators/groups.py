@@ -287,7 +287,7 @@ class GroupCoordinator:
         if member is None or group.state is not GroupState.STABLE or generation != group.generation:
             return ErrorCode.REBALANCE_IN_PROGRESS, b"", None
         member.deadline = trio.current_time() + member.session_timeout_ms / 1000
-        return 0, member.assignment, group.protocol
+        return ErrorCode.NONE, member.assignment, group.protocol
 
     def heartbeat(self, group_id: str, generation: int, member_id: str) -> int:
         """Heartbeat: keep the session alive, or say a rebalance is on."""
@@ -300,7 +300,7 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
-        return 0
+        return ErrorCode.NONE
 
     def leave(self, group_id: str, member_id: str) -> int:
         """LeaveGroup for one member."""
@@ -310,7 +310,7 @@ class GroupCoordinator:
         log.info("group %s: %s leaves", group_id, member_id)
         group.remove(member_id)
         self._wake()
-        return 0
+        return ErrorCode.NONE
 
     def check_commit(
         self, group_id: str, generation: int, member_id: str
@@ -324,14 +324,14 @@ class GroupCoordinator:
         if generation < 0 and not member_id:
             if group.members:
                 return ErrorCode.UNKNOWN_MEMBER_ID, group
-            return 0, group
+            return ErrorCode.NONE, group
         if member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID, group
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION, group
         if group.state is GroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS, group
-        return 0, group
+        return ErrorCode.NONE, group
 
     def expire(self, now: float) -> float:
         """Remove members whose session ran out, end overdue rebalances; the next deadline."""

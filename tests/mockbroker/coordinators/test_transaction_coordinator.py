@@ -6,8 +6,8 @@ import pytest
 import trio
 
 from kipwire.codec import ErrorCode
-from kipwire.mockbroker.broker.groups import CommittedOffset, GroupCoordinator
-from kipwire.mockbroker.broker.transactions import TransactionCoordinator
+from kipwire.mockbroker.coordinators.groups import CommittedOffset, GroupCoordinator
+from kipwire.mockbroker.coordinators.transactions import TransactionCoordinator
 
 
 def _coordinator() -> tuple[TransactionCoordinator, GroupCoordinator, list]:

@@ -52,12 +52,12 @@ class TransactionCoordinator:
     ) -> tuple[int, int, int]:
         """(error, producer id, epoch): a fresh idempotent producer or the id's next epoch."""
         if transactional_id is None:
-            return 0, self.new_producer_id(), 0
+            return ErrorCode.NONE, self.new_producer_id(), 0
         txn = self.transactions.get(transactional_id)
         if txn is None:
             txn = Transaction(transactional_id, self.new_producer_id(), 0, timeout_ms)
             self.transactions[transactional_id] = txn
-            return 0, txn.producer_id, txn.epoch
+            return ErrorCode.NONE, txn.producer_id, txn.epoch
         if producer_id >= 0 and (producer_id, epoch) != (txn.producer_id, txn.epoch):
             return ErrorCode.PRODUCER_FENCED, -1, -1
         if txn.state == "Ongoing":
@@ -67,7 +67,7 @@ class TransactionCoordinator:
             txn.producer_id, txn.epoch = self.new_producer_id(), 0
         else:
             txn.epoch += 1
-        return 0, txn.producer_id, txn.epoch
+        return ErrorCode.NONE, txn.producer_id, txn.epoch
 
     def _check(self, transactional_id: str, producer_id: int, epoch: int) -> Transaction | int:
         txn = self.transactions.get(transactional_id)
@@ -86,7 +86,7 @@ class TransactionCoordinator:
             return txn
         txn.partitions.update(partitions)
         self._begin(txn)
-        return 0
+        return ErrorCode.NONE
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str) -> int:
         """AddOffsetsToTxn: the group's offsets will commit with the transaction."""
@@ -95,7 +95,7 @@ class TransactionCoordinator:
             return txn
         txn.groups.add(group)
         self._begin(txn)
-        return 0
+        return ErrorCode.NONE
 
     def commit_offsets(
         self,
@@ -112,7 +112,7 @@ class TransactionCoordinator:
         if group not in txn.groups:
             return ErrorCode.INVALID_TXN_STATE
         txn.offsets.setdefault(group, {}).update(offsets)
-        return 0
+        return ErrorCode.NONE
 
     def end(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
         """EndTxn: write the markers, apply or drop the offsets."""
@@ -122,9 +122,9 @@ class TransactionCoordinator:
         if txn.state in ("CompleteCommit", "CompleteAbort"):
             # a retried EndTxn of the same outcome succeeds; the other outcome is refused
             done = "CompleteCommit" if commit else "CompleteAbort"
-            return 0 if txn.state == done else ErrorCode.INVALID_TXN_STATE
+            return ErrorCode.NONE if txn.state == done else ErrorCode.INVALID_TXN_STATE
         self._finish(txn, commit)
-        return 0
+        return ErrorCode.NONE
 
     def _begin(self, txn: Transaction) -> None:
         if txn.state != "Ongoing":

@@ -1,49 +1,63 @@
-"""One broker's runtime state: its partition logs, its metadata image, its wake-ups."""
+"""One broker's runtime state: its partition logs, its metadata image, its wake-ups.
+
+The broker's network node (`..broker_node.BrokerNode`) serves clients on top of this state; the
+state knows the cluster only through its metadata image and the static configuration it was
+built with.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import trio
 
 from kipwire.codec import ErrorCode
 
-from ..dispatch import dispatch
 from .log import LogError, PartitionLog
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
+from .partition import Partition
 from .replication import Replication
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster
+    from ..network import Network
     from .controller_channel import ControllerConnection
 
 
-class BrokerNode:
+class BrokerState:
     """A broker: its own log per replica; leads some partitions, follows the others.
 
     `logs` and `log_dirs` are its disk: they outlive a stop and a restart (an unclean stop
-    first loses what was not flushed).
+    first loses what was not flushed). `config` is its static configuration (the cluster's
+    settings it was started with), `network` the link layer it dials other nodes through, and
+    `recovering_rejects_fetch` whether a KIP-704 leader refuses consumers while RECOVERING.
     """
 
-    def __init__(self, cluster: Cluster, node_id: int, port: int = 0) -> None:
-        self.cluster = cluster
+    def __init__(
+        self,
+        node_id: int,
+        config: Mapping[str, str],
+        network: Network,
+        *,
+        recovering_rejects_fetch: bool = False,
+    ) -> None:
         self.node_id = node_id
-        self.host = "127.0.0.1"
-        self.port = port
+        self.config = config
+        self.network = network
+        self.recovering_rejects_fetch = recovering_rejects_fetch
         self.epoch = -1
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
-        self.latency = 0.0
         self.running = False
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
         self._data_arrived = trio.Event()
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
-        self.log_dirs = LogDirs(cluster.config.get("log.dirs"), node_id)
+        self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
         self.replication = Replication(self)
 
     def reset_incarnation(self) -> None:
@@ -74,11 +88,6 @@ class BrokerNode:
         for log in self.logs.values():
             log.truncate_to(log.flushed_offset)
 
-    @property
-    def address(self) -> str:
-        """host:port of the listener."""
-        return f"{self.host}:{self.port}"
-
     def leads(self, topic: str, index: int) -> PartitionInfo:
         """The partition when this broker is its leader; raises LogError otherwise."""
         part = self.image.partition(topic, index)
@@ -100,9 +109,14 @@ class BrokerNode:
             raise LogError(code, f"leader epoch {leader_epoch} is not {part.leader_epoch}")
         return self.replica_log(topic, index)
 
-    async def dispatch(self, frame: memoryview) -> bytes | None:
-        """The response frame to one request frame (None for acks=0 produce)."""
-        return await dispatch(self, frame)
+    def partition(self, topic: str, index: int, leader_epoch: int = -1) -> Partition:
+        """A partition this broker leads; LogError (as `partition_log`) when it does not."""
+        self.partition_log(topic, index, leader_epoch)
+        return Partition(self, topic, index)
+
+    def replica(self, topic: str, index: int) -> Partition:
+        """A partition of this broker, leader or not."""
+        return Partition(self, topic, index)
 
     def metadata_replayed(self) -> None:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
@@ -110,7 +124,6 @@ class BrokerNode:
         self._replayed = trio.Event()
         self.replication.metadata_changed()
         self.data_arrived()
-        self.cluster.metadata_changed()
 
     async def wait_for_metadata(self, offset: int) -> None:
         """Return once the image has replayed the metadata log up to `offset`."""

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from kipwire.codec import ErrorCode
-from kipwire.mockbroker.broker.groups import GroupCoordinator, GroupState
+from kipwire.mockbroker.coordinators.groups import GroupCoordinator, GroupState
 
 PROTOCOLS = [("range", b"meta")]
 

@@ -1,4 +1,4 @@
-"""Topic lookups shared by the handlers: by name or by id (the versions that carry ids)."""
+"""Topic lookups in a broker's metadata image: by name or by id (the versions that carry ids)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..broker.metadata_image import MetadataImage
+from .metadata_image import MetadataImage
 
 ZERO_UUID = uuid.UUID(int=0)
 

@@ -1,0 +1,1 @@
+"""The cluster-wide coordinators: classic groups (`groups.py`), transactions (`transactions.py`)."""

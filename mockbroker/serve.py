@@ -1,0 +1,233 @@
+"""The serve pipeline every node (broker or controller) answers requests through.
+
+bytes in -> `codec.framing` frames -> header peek -> version check -> body decoded once ->
+injected faults (the one place they are matched: `faults.Faults`) -> the node's handler ->
+response latency -> the response encoded once -> bytes out, in order, per connection.
+
+A node is an `Endpoint`: its handler table (`handlers.registry.Handler` per API key), how it
+builds a handler's context, and the cluster's faults and recorder.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import struct
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+import trio
+
+from kipwire.codec import APIS, DecodeError, EncodeError, ErrorCode, encode_response, message
+from kipwire.codec.framing import FrameBuffer, peek_request_header
+
+from .faults import Faults
+from .handlers.registry import Handler, PartitionShape
+from .network import NodeId
+
+_READ_SIZE = 256 * 1024
+_SIZE = struct.Struct(">i").pack
+
+#: The (host, port) of the peer of the connection a request arrived on; set in each
+#: connection's task, so a fault can tell which node (if any) dialed it.
+PEER: ContextVar[tuple[str, int] | None] = ContextVar("kipwire_peer", default=None)
+
+
+class CloseConnection(Exception):
+    """The request cannot even be answered: Kafka closes that one connection."""
+
+
+class Tap(Protocol):
+    """Something that sees a connection's bytes (the recorder)."""
+
+    def client_sends(self, data: bytes) -> None: ...
+    def server_sends(self, data: bytes) -> None: ...
+    def close(self, *, by_client: bool = True) -> None: ...
+
+
+class Taps(Protocol):
+    """Where new connections get their tap (the recorder)."""
+
+    def tap(self, stream: trio.SocketStream, server: tuple[str, int]) -> Tap: ...
+
+
+class Endpoint(Protocol):
+    """A listening node (broker or controller), as the pipeline serves it."""
+
+    node_id: NodeId
+    host: str
+    port: int
+    log: logging.Logger
+    faults: Faults
+    recorder: Taps | None
+    max_request_bytes: int
+    handlers: Mapping[int, Handler]
+    #: An undecodable body closes the connection (the controller) instead of INVALID_REQUEST.
+    closes_on_malformed: bool
+
+    def request_context(
+        self, api_key: int, api_version: int, correlation_id: int, client_id: str | None
+    ) -> Any: ...
+    def topic_name(self, entry: Mapping[str, Any], key: str) -> str | None: ...
+
+
+def frame(payload: bytes) -> bytes:
+    """A size-prefixed frame."""
+    return _SIZE(len(payload)) + payload
+
+
+async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
+    """The size-prefixed response to one request frame, None when none is due (acks=0)."""
+    try:
+        header = peek_request_header(data)
+    except DecodeError as exc:
+        raise CloseConnection(f"unreadable request header: {exc}") from None
+    key, version, cid = header.api_key, header.api_version, header.correlation_id
+    handler = node.handlers.get(key)
+    name = APIS[key][1] if key in APIS else f"API {key}"
+    if handler is None or not handler.min_version <= version <= handler.max_version:
+        # Kafka 4.1 answers only ApiVersions (KIP-511); any other API or version its listener
+        # does not serve fails the header check and the connection is closed unanswered
+        if handler is not None and handler.unsupported is not None:
+            return frame(handler.unsupported(cid))
+        raise CloseConnection(f"{name} v{version} is not served on this listener")
+    try:
+        codec = message(name, version)
+    except DecodeError:
+        raise CloseConnection(f"{name} v{version} is not a version the codec knows") from None
+    try:
+        body, _ = codec.parse_at(data, header.header_size)  # bytes after the body are ignored
+    except DecodeError as exc:
+        if node.closes_on_malformed:
+            raise CloseConnection(f"{name} v{version}: malformed body: {exc}") from None
+        node.log.info("%s v%d cid %d: malformed body: %s", name, version, cid, exc)
+        return _error(handler, version, cid, None, ErrorCode.INVALID_REQUEST)
+    node.log.debug("%s v%d cid %d from %s", name, version, cid, header.client_id)
+    source = node.faults.source_of(PEER.get())
+    injected = node.faults.take_error(key, node.node_id, source)
+    if injected is not None:
+        response = handler.fail(body, injected, version)
+    else:
+        ctx = node.request_context(key, version, cid, header.client_id)
+        shape = handler.partitions
+        if shape is not None and node.faults.wants_partitions(key):
+            response = await _answer_with_partition_faults(node, handler, shape, ctx, body, source)
+        else:
+            response = await handler.handle(ctx, body)
+    delay = node.faults.response_delay(node.node_id)
+    if delay:
+        await trio.sleep(delay)
+    if response is None:
+        return None
+    try:
+        return frame(encode_response(key, version, response, correlation_id=cid))
+    except EncodeError as exc:
+        if injected is not None:
+            # no error code to carry it: the injected fault closes the connection
+            raise CloseConnection(f"injected error {injected} for {name} closes it") from None
+        # a handler bug must not cost the client its connection: answer with the API's error
+        node.log.error("%s v%d: response does not encode: %s", name, version, exc)
+        return _error(handler, version, cid, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+async def _answer_with_partition_faults(
+    node: Endpoint,
+    handler: Handler,
+    shape: PartitionShape,
+    ctx: Any,
+    body: Any,
+    source: NodeId | None,
+) -> dict | None:
+    """Partitions an injection fails answer its error; the handler serves the rest."""
+    names = {id(t): node.topic_name(t, shape.name_key) for t, _ in shape.entries(body)}
+    asked = [(names[id(t)], shape.index_of(p)) for t, p in shape.entries(body)]
+    errors = node.faults.take_partition_errors(
+        handler.api_key, node.node_id, source, [(n, i) for n, i in asked if n is not None]
+    )
+    if not errors:
+        return await handler.handle(ctx, body)
+    rest, failed = shape.split(body, lambda t, p: errors.get((names[id(t)], shape.index_of(p))))
+    response = await handler.handle(ctx, rest)
+    return None if response is None else shape.merge(response, failed)
+
+
+def _error(handler: Handler, version: int, cid: int, body: object, code: int) -> bytes:
+    key = handler.api_key
+    response: dict = {"error_code": code}
+    if body is not None:
+        response = handler.fail(body, code, version)
+    try:
+        return frame(encode_response(key, version, response, correlation_id=cid))
+    except (EncodeError, KeyError, TypeError, ValueError):
+        try:
+            return frame(encode_response(key, version, {}, correlation_id=cid))
+        except (EncodeError, KeyError, TypeError, ValueError):
+            raise CloseConnection(f"no error response for API {key} v{version}") from None
+
+
+async def serve_connection(
+    stream: trio.SocketStream, node: Endpoint, tap: Tap | None = None
+) -> None:
+    """Answer the requests of one client connection, in order, until it closes."""
+    frames = FrameBuffer(node.max_request_bytes)
+    by_client = True
+    try:
+        while True:
+            try:
+                data = await stream.receive_some(_READ_SIZE)
+            except trio.BrokenResourceError:
+                return
+            if not data:
+                return
+            frames.feed(data)
+            try:
+                for request in frames:
+                    if tap is not None:
+                        tap.client_sends(bytes(request))
+                    response = await answer_request(node, request)
+                    if response is not None:
+                        if tap is not None:
+                            tap.server_sends(response)
+                        await stream.send_all(response)
+            except (DecodeError, CloseConnection) as exc:
+                # an oversized or unreadable frame: the stream cannot be resynchronised
+                node.log.info("closing a connection: %s", exc)
+                by_client = False
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            except Exception:
+                # a bug in one handler closes this connection; every other client is served on
+                node.log.exception("closing a connection after an internal error")
+                by_client = False
+                return
+    finally:
+        if tap is not None:
+            tap.close(by_client=by_client)
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def listen(
+    node: Endpoint,
+    port: int,
+    *,
+    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `node` on 127.0.0.1:`port` (0: ephemeral) until cancelled."""
+    try:
+        listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=4096)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(exc.errno, f"port {port} is already in use") from None
+        raise
+    recorder = node.recorder
+
+    async def handler(stream: trio.SocketStream) -> None:
+        # each connection is its own task: its requests know which peer sent them
+        PEER.set(stream.socket.getpeername()[:2])
+        tap = recorder.tap(stream, (node.host, node.port)) if recorder is not None else None
+        await serve_connection(stream, node, tap)
+
+    await trio.serve_listeners(handler, listeners, task_status=task_status)
