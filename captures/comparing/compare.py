@@ -403,13 +403,13 @@ def compare(
     # the controllers' partition decisions (KIP-966 ELR fields), from the metadata fetches
     meta_a = partition_records(_fetch_responses(base))
     meta_b = partition_records(_fetch_responses(cand))
-    history = (partition_history(base), partition_history(cand))
-    facts = (client_facts(base), client_facts(cand))
-    differences = out.result()
     for path, bv, cv in metadata_differences(meta_a, meta_b):
         out.add(
             "metadata", api_key=ApiKey.FETCH, api_name="Fetch", path=path, baseline=bv, candidate=cv
         )
+    differences = out.result()
+    history = (partition_history(base), partition_history(cand))
+    facts = (client_facts(base), client_facts(cand))
     client_errors = [
         {
             "api": k[1],
