@@ -80,7 +80,7 @@ _REQUIRED = {
 }
 _OPTIONAL = {
     "pdus": ("capture", "ts", "length", "error_code", "topics", "record_count"),
-    "pairs": ("capture", "client_id", "api_version", "error_code"),
+    "pairs": ("capture", "flow_uid", "client_id", "api_version", "error_code"),
     "connections": ("capture", "first_ts", "missed_bytes", "request_pdus", "response_pdus"),
 }
 

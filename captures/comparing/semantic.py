@@ -2,13 +2,13 @@
 
 `client_facts` reads what the clients saw from their own connections (never the cluster's
 internal ones): records acknowledged per partition (those in a Produce whose partition answer
-had no error) and readable (fetched by a client, once per offset), the error codes in every
-answer, the APIs and versions each client used. `semantic_differences` compares two captures'
-facts, their partition histories (`comparing.timeline`) and the field differences the compare
-found in requests, and returns `SemanticDifference`s ranked by `SEMANTIC_KINDS`: lost
-acknowledged records first, then elections, errors, acknowledged counts, record contents,
-partition state, APIs, versions, request fields, error counts. Volatile fields never appear
-here; a rule file (`comparing.rules`) moves fields and kinds in or out.
+had no error) and readable (fetched by a client), told apart by digests of key and value; the
+error codes in every answer; the APIs and versions each client used. `semantic_differences`
+compares two captures' facts, their partition histories (`comparing.timeline`) and the field
+differences found in requests, and ranks them by `SEMANTIC_KINDS`: lost acknowledged records
+first, then elections, errors, acknowledged counts, record contents, partition state, APIs,
+versions, request fields, error counts. Volatile fields never appear here; a rule file
+(`comparing.rules`) moves fields and kinds in or out.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ClientFacts:
 
     acked: dict[Partition, set[tuple[str, str]]] = field(default_factory=dict)
     ack_times: dict[Partition, list[int]] = field(default_factory=dict)
-    readable: dict[Partition, dict[int, tuple[str, str]]] = field(default_factory=dict)
+    readable: dict[Partition, set[tuple[str, str]]] = field(default_factory=dict)
     errors: Counter = field(default_factory=Counter)  # (api, client id, code) -> answers
     error_times: dict[Partition, list[tuple[int, str]]] = field(default_factory=dict)
     apis: Counter = field(default_factory=Counter)  # (client id, api) -> requests
@@ -108,9 +108,8 @@ def client_facts(cap: Capture) -> ClientFacts:
                 _produce(facts, e, names)
             elif e.api_key == ApiKey.FETCH and e.response is not None:
                 for (_src, topic, part), recs in _records_of(e.response, "fetch", names).items():
-                    seen = facts.readable.setdefault((topic, part), {})
-                    for offset, kh, vh in recs:
-                        seen.setdefault(offset, (kh, vh))
+                    seen = facts.readable.setdefault((topic, part), set())
+                    seen.update((kh, vh) for _, kh, vh in recs)
     return facts
 
 
@@ -128,8 +127,8 @@ def _records(fa: ClientFacts, fb: ClientFacts, out: list[SemanticDifference]) ->
         aa, ab = fa.acked.get(key, set()), fb.acked.get(key, set())
         subj = _subject(key)
         if key in fa.readable and key in fb.readable:
-            ra = len(aa & set(fa.readable[key].values()))
-            rb = len(ab & set(fb.readable[key].values()))
+            ra = len(aa & fa.readable[key])
+            rb = len(ab & fb.readable[key])
             if len(aa) - ra != len(ab) - rb:
                 out.append(
                     SemanticDifference(

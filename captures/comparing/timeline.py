@@ -30,8 +30,8 @@ _NO_CHANGE = -2  # PartitionChangeRecord's leader default: unchanged
 
 
 def _conns(cap: Capture) -> Iterator[Conn]:
+    """The connections compared (`--clients-only` has set the cluster's own ones aside)."""
     yield from cap.conns
-    yield from cap.internal
 
 
 def _metadata_values(cap: Capture) -> Iterator[tuple[int, int, bytes]]:
