@@ -143,6 +143,7 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
 
 def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
     from .normalise import VOLATILE
+    from .rules import COLUMNS
 
     b: list[Block] = []
     base, cand = report.baseline, report.candidate
@@ -263,6 +264,8 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
         )
     )
     b.append(("table", ["field", "what", "rule"], [[k, w, r] for k, (w, r) in VOLATILE.items()]))
+    b.append(("h2", "Columns compared"))
+    b.append(("table", ["column", "class", "how"], [[k, c, w] for k, (c, w) in COLUMNS.items()]))
     return b
 
 

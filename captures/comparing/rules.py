@@ -30,12 +30,50 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-__all__ = ["CLASSES", "IGNORE", "SEMANTIC", "VOLATILE_CLASS", "Rules", "RulesError", "load_rules"]
+__all__ = [
+    "CLASSES",
+    "COLUMNS",
+    "IGNORE",
+    "SEMANTIC",
+    "VOLATILE_CLASS",
+    "Rules",
+    "RulesError",
+    "load_rules",
+]
 
 SEMANTIC = "semantic"
 VOLATILE_CLASS = "volatile"
 IGNORE = "ignore"
 CLASSES = (SEMANTIC, VOLATILE_CLASS, IGNORE)
+
+
+#: Every column of the decoded tables the compare reads: its class and what the compare does.
+#: Volatile columns order, pair or label rows; their values are never compared as outcomes
+#: (`rtt_ms` and the decode statuses are reported as informational, `rtt` and `health`).
+COLUMNS: dict[str, tuple[str, str]] = {
+    "api_key": (SEMANTIC, "which API: requests align on it; an API one side never used is `api`"),
+    "api_name": (SEMANTIC, "the API's name, as rule paths and reports name it"),
+    "api_version": (SEMANTIC, "the version a client chose: `version`"),
+    "client_id": (SEMANTIC, "connections align on it; a change is a `changed` difference"),
+    "error_code": (SEMANTIC, "what the broker answered: `error_code`, `errors`"),
+    "topics": (SEMANTIC, "the topics a request names: counts per topic"),
+    "record_count": (SEMANTIC, "records in the body's batches"),
+    "body_json": (SEMANTIC, "request fields and records, after the volatile fields are replaced"),
+    "decode_status": (VOLATILE_CLASS, "decode health, informational (`health`)"),
+    "status": (VOLATILE_CLASS, "answered or not: a request cut off at the capture's end"),
+    "rtt_ms": (VOLATILE_CLASS, "response times, informational (`rtt`)"),
+    "correlation_id": (VOLATILE_CLASS, "pairs a response with its request, never compared"),
+    "ts": (VOLATILE_CLASS, "capture times: the timelines' axis, never compared"),
+    "first_ts": (VOLATILE_CLASS, "orders connections of one client id"),
+    "flow_uid": (VOLATILE_CLASS, "groups rows into connections"),
+    "pdu_index": (VOLATILE_CLASS, "orders a connection's requests"),
+    "direction": (VOLATILE_CLASS, "tells requests from responses"),
+    "capture": (VOLATILE_CLASS, "the capture's label, shown in the report"),
+    "length": (VOLATILE_CLASS, "bytes a gap missed, informational (`health`)"),
+    "missed_bytes": (VOLATILE_CLASS, "bytes the capture missed, informational (`health`)"),
+    "request_pdus": (VOLATILE_CLASS, "read, not compared: requests are counted by API"),
+    "response_pdus": (VOLATILE_CLASS, "read, not compared: responses are counted by API"),
+}
 
 
 class RulesError(ValueError):

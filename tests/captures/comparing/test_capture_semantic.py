@@ -194,3 +194,12 @@ def test_clients_only_sets_the_clusters_traffic_aside(two_runs):
     assert clients.semantic_differences == []
     assert clients.alignment["matched_connections"] < full.alignment["matched_connections"]
     assert clients.to_json()["options"]["clients_only"] is True
+
+
+def test_every_column_the_compare_reads_is_classified():
+    from kipwire.captures.comparing.load import _OPTIONAL, _REQUIRED
+    from kipwire.captures.comparing.rules import CLASSES, COLUMNS
+
+    read = {c for cols in (*_REQUIRED.values(), *_OPTIONAL.values()) for c in cols}
+    assert read <= set(COLUMNS), read - set(COLUMNS)
+    assert {cls for cls, _ in COLUMNS.values()} <= set(CLASSES)
