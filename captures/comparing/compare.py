@@ -469,7 +469,7 @@ def parse_fail_on(text: str | None) -> set[str]:
         if part == "functional":
             kinds.update(FUNCTIONAL_KINDS)
         elif part == "all":
-            kinds.update(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)
+            kinds.update(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS + ("semantic",))
         elif part in FUNCTIONAL_KINDS or part in INFORMATIONAL_KINDS or part == "semantic":
             kinds.add(part)
         else:
