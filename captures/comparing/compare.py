@@ -41,7 +41,7 @@ from .model import (
 )
 from .normalise import VOLATILE, normalise
 from .rules import Rules, RulesError, load_rules
-from .semantic import client_facts, semantic_differences
+from .semantic import ClientFacts, client_facts, semantic_differences
 from .timeline import partition_history
 
 __all__ = [
@@ -231,7 +231,7 @@ def _describe(cap: Capture) -> dict[str, Any]:
 
 
 def _timelines(
-    base: Capture, cand: Capture, history: tuple[dict, dict], facts: tuple
+    history: tuple[dict, dict], facts: tuple[ClientFacts, ClientFacts]
 ) -> list[dict[str, Any]]:
     """Per partition the controller decided about: each side's states, client errors and acks."""
     out = []
@@ -443,7 +443,7 @@ def compare(
         metadata={"baseline": meta_a, "candidate": meta_b},
         client_errors=client_errors,
         semantic_differences=semantic_differences(base, cand, differences, history, rules, facts),
-        timelines=_timelines(base, cand, history, facts),
+        timelines=_timelines(history, facts),
         options={
             "clients_only": clients_only,
             "rules": [list(r) for r in rules.patterns] if rules else [],

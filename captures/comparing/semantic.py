@@ -38,9 +38,11 @@ _INDEX = re.compile(r"\[[^\]]*\]")  # a list element in a difference's path
 class ClientFacts:
     """What the clients of one capture saw."""
 
-    acked: dict[Partition, set[tuple[str, str]]] = field(default_factory=dict)
+    # (key digest, value digest) -> how many acknowledged: a workload may send equal records
+    acked: dict[Partition, Counter] = field(default_factory=dict)
     ack_times: dict[Partition, list[int]] = field(default_factory=dict)
-    readable: dict[Partition, set[tuple[str, str]]] = field(default_factory=dict)
+    # (offset, key digest, value digest): a record fetched again is the same record
+    readable: dict[Partition, set[tuple[int | None, str, str]]] = field(default_factory=dict)
     errors: Counter = field(default_factory=Counter)  # (api, client id, code) -> answers
     error_times: dict[Partition, list[tuple[int, str]]] = field(default_factory=dict)
     apis: Counter = field(default_factory=Counter)  # (client id, api) -> requests
@@ -80,7 +82,7 @@ def _produce(facts: ClientFacts, e: Exchange, names: Mapping[str, str]) -> None:
         key = (topic, part)
         code = answers.get(key)
         if code == ErrorCode.NONE:
-            facts.acked.setdefault(key, set()).update((kh, vh) for _, kh, vh in recs)
+            facts.acked.setdefault(key, Counter()).update((kh, vh) for _, kh, vh in recs)
             facts.ack_times.setdefault(key, []).extend([e.response_ts or 0] * len(recs))
         elif code is not None:
             facts.error_times.setdefault(key, []).append((e.response_ts or 0, _error_name(code)))
@@ -109,7 +111,7 @@ def client_facts(cap: Capture) -> ClientFacts:
             elif e.api_key == ApiKey.FETCH and e.response is not None:
                 for (_src, topic, part), recs in _records_of(e.response, "fetch", names).items():
                     seen = facts.readable.setdefault((topic, part), set())
-                    seen.update((kh, vh) for _, kh, vh in recs)
+                    seen.update(recs)
     return facts
 
 
@@ -117,37 +119,38 @@ def _subject(key: Partition) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def _digest(recs: set[tuple[str, str]]) -> str:
-    text = "\n".join(f"{k} {v}" for k, v in sorted(recs))
+def _digest(recs: Counter) -> str:
+    text = "\n".join(f"{k} {v}" for k, v in sorted(recs.elements()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _records(fa: ClientFacts, fb: ClientFacts, out: list[SemanticDifference]) -> None:
     for key in sorted(set(fa.acked) | set(fb.acked), key=repr):
-        aa, ab = fa.acked.get(key, set()), fb.acked.get(key, set())
+        aa, ab = fa.acked.get(key, Counter()), fb.acked.get(key, Counter())
+        na, nb = aa.total(), ab.total()
         subj = _subject(key)
         if key in fa.readable and key in fb.readable:
-            ra = len(aa & fa.readable[key])
-            rb = len(ab & fb.readable[key])
-            if len(aa) - ra != len(ab) - rb:
+            ra = (aa & Counter((k, v) for _, k, v in fa.readable[key])).total()
+            rb = (ab & Counter((k, v) for _, k, v in fb.readable[key])).total()
+            if na - ra != nb - rb:
                 out.append(
                     SemanticDifference(
                         "acknowledged_lost",
                         subj,
                         ra,
                         rb,
-                        f"acknowledged records readable on {subj}: {ra:,} of {len(aa):,} "
-                        f"vs {rb:,} of {len(ab):,}",
+                        f"acknowledged records readable on {subj}: {ra:,} of {na:,} "
+                        f"vs {rb:,} of {nb:,}",
                     )
                 )
-        if len(aa) != len(ab):
+        if na != nb:
             out.append(
                 SemanticDifference(
                     "acknowledged",
                     subj,
-                    len(aa),
-                    len(ab),
-                    f"records acknowledged on {subj}: {len(aa):,} vs {len(ab):,}",
+                    na,
+                    nb,
+                    f"records acknowledged on {subj}: {na:,} vs {nb:,}",
                 )
             )
         elif aa != ab:
@@ -158,7 +161,7 @@ def _records(fa: ClientFacts, fb: ClientFacts, out: list[SemanticDifference]) ->
                     _digest(aa),
                     _digest(ab),
                     f"acknowledged records on {subj} differ in keys or values "
-                    f"({len(aa - ab):,} of {len(aa):,})",
+                    f"({(aa - ab).total():,} of {na:,})",
                 )
             )
 

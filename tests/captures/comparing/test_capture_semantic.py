@@ -203,3 +203,15 @@ def test_every_column_the_compare_reads_is_classified():
     read = {c for cols in (*_REQUIRED.values(), *_OPTIONAL.values()) for c in cols}
     assert read <= set(COLUMNS), read - set(COLUMNS)
     assert {cls for cls, _ in COLUMNS.values()} <= set(CLASSES)
+
+
+def test_other_record_values_rank_before_the_request_fields_that_carry_them(tmp_path):
+    base = decoded(tmp_path, "base", Run())
+    cand = decoded(tmp_path, "cand", Run(**{**VOLATILE_RUN.__dict__, "value_suffix": b"!"}))
+    sem = compare(base, cand).semantic_differences
+    records = [d for d in sem if d.kind == "records"]
+    assert [d.subject for d in records] == ["audit-0", "orders-0", "orders-1"]
+    assert all(d.summary.endswith("differ in keys or values (6 of 6)") for d in records)
+    assert sem[: len(records)] == records
+    assert {d.kind for d in sem[len(records) :]} == {"request"}
+    assert all(d.subject.endswith(".records.value") for d in sem[len(records) :])
