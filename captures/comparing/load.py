@@ -252,16 +252,25 @@ def _build(cap: Capture, rules: Rules | None = None) -> None:
 def _digest_records(cap: Capture, c: Conn) -> None:
     """Per topic-partition digests of the records a connection produced and fetched.
 
-    The metadata log's records are the controller's decisions, which the `metadata` kind
-    compares field by field; their digests would only repeat the brokers' epochs and ports.
+    Each exchange keeps its own (`Exchange.records`, for the semantic facts); the capture sums
+    them per partition. The metadata log's records are the controller's decisions, which the
+    `metadata` kind compares field by field; their digests would only repeat the brokers'
+    epochs and ports.
     """
     for e in c.exchanges:
         if e.api_key == ApiKey.PRODUCE and e.request is not None:
-            normalise(e.request, cap.topic_names, WalkContext(cap, "produce"))
+            source, body = "produce", e.request
         elif e.api_key == ApiKey.FETCH and e.response is not None:
-            normalise(e.response, cap.topic_names, WalkContext(cap, "fetch"))
-    for key in [k for k in cap.records if k[1] in (_METADATA_TOPIC, METADATA_TOPIC_ID)]:
-        del cap.records[key]
+            source, body = "fetch", e.response
+        else:
+            continue
+        if e.records is None:
+            sink = Capture("", [], [], [], [])
+            normalise(body, cap.topic_names, WalkContext(sink, source))
+            e.records = {(t, part): recs for (_, t, part), recs in sink.records.items()}
+        for (topic, part), recs in e.records.items():
+            if topic not in (_METADATA_TOPIC, METADATA_TOPIC_ID):
+                cap.records.setdefault((source, topic, part), []).extend(recs)
 
 
 def _learn_topic_ids(body: Any, names: dict[str, str]) -> None:

@@ -101,6 +101,9 @@ class Exchange:
     token: tuple[int, str] = (0, "")
     ts: int | None = None  # request capture time, microseconds
     response_ts: int | None = None
+    # (topic, partition) -> (offset, key digest, value digest) of the records a Produce request
+    # or a Fetch response carries; None for other APIs
+    records: dict[tuple[str, int | None], list[tuple[int | None, str, str]]] | None = None
 
 
 @dataclass(slots=True)

@@ -24,7 +24,6 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from .diffs import error_codes
 from .model import SEMANTIC_KINDS, Capture, Difference, Exchange, SemanticDifference
-from .normalise import WalkContext, normalise
 from .rules import IGNORE, SEMANTIC, VOLATILE_CLASS, Rules
 
 __all__ = ["ClientFacts", "client_facts", "semantic_differences"]
@@ -62,15 +61,6 @@ def _topic(body: Mapping[str, Any], names: Mapping[str, str]) -> str | None:
     return body.get("name") or body.get("topic") or (names.get(tid, tid) if tid else None)
 
 
-def _records_of(
-    body: Any, source: str, names: Mapping[str, str]
-) -> dict[tuple, list[tuple[int | None, str, str]]]:
-    """Per (source, topic, partition) record digests of one body (`normalise`'s walk)."""
-    sink = Capture("", [], [], [], [])
-    normalise(body, names, WalkContext(sink, source))
-    return sink.records
-
-
 def _produce(facts: ClientFacts, e: Exchange, names: Mapping[str, str]) -> None:
     if not isinstance(e.request, Mapping) or e.request.get("acks") == 0:
         return
@@ -78,8 +68,7 @@ def _produce(facts: ClientFacts, e: Exchange, names: Mapping[str, str]) -> None:
     for t in (e.response or {}).get("responses") or ():
         for p in t.get("partition_responses") or ():
             answers[(_topic(t, names), p.get("index"))] = p.get("error_code", 0)
-    for (_src, topic, part), recs in _records_of(e.request, "produce", names).items():
-        key = (topic, part)
+    for key, recs in (e.records or {}).items():
         code = answers.get(key)
         if code == ErrorCode.NONE:
             facts.acked.setdefault(key, Counter()).update((kh, vh) for _, kh, vh in recs)
@@ -109,9 +98,8 @@ def client_facts(cap: Capture) -> ClientFacts:
             if e.api_key == ApiKey.PRODUCE and e.response is not None:
                 _produce(facts, e, names)
             elif e.api_key == ApiKey.FETCH and e.response is not None:
-                for (_src, topic, part), recs in _records_of(e.response, "fetch", names).items():
-                    seen = facts.readable.setdefault((topic, part), set())
-                    seen.update(recs)
+                for key, recs in (e.records or {}).items():
+                    facts.readable.setdefault(key, set()).update(recs)
     return facts
 
 
