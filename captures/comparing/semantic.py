@@ -246,8 +246,8 @@ def _partitions(
                 SemanticDifference(
                     "partition_state",
                     subj,
-                    ta,
-                    tb,
+                    at,
+                    bt,
                     f"partition state of {subj}, change {i + 1}: {at} vs {bt}",
                 )
             )
