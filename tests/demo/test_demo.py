@@ -8,7 +8,9 @@ import io
 import json
 import re
 import shutil
+import struct
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,24 @@ def test_report_opens_with_the_timeline_then_the_semantic_differences(run):
     assert page.index("leader elected from ELR vs unclean") < page.index("<h2>Request mix</h2>")
     md = result.report.with_suffix(".md").read_text()
     assert md.index("](timeline_kip966-story-0.png)") < md.index("## Semantic differences")
+    # the picture decodes and is drawn on: both lanes' state bands, ticks and labels
+    png = result.report.with_name("timeline_kip966-story-0.png").read_bytes()
+    width, height = struct.unpack(">II", png[16:24])
+    idat, pos = b"", 8
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        idat += png[pos + 8 : pos + 8 + n] if kind == b"IDAT" else b""
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = 1 + 3 * width
+    assert len(raw) == height * stride
+    white = b"\xff\xff\xff"
+    inked = sum(
+        raw[y * stride + 1 + 3 * x : y * stride + 4 + 3 * x] != white
+        for y in range(height)
+        for x in range(width)
+    )
+    assert inked > width * height // 10
 
 
 def test_report_counts_the_producer_errors_the_demo_counted(run):
