@@ -3,7 +3,8 @@
 The face, importable from here (each loaded on first use, so `import kipwire.captures` stays
 light): `decode_capture` (one capture to rows, in process), `write_tables` (rows to Parquet,
 pyarrow), `run_local` (many inputs to Parquet in process, pyarrow), `run_decode` (the same on
-Spark, pyspark), `compare` and `write_report` (two decoded folders to a report), and `pcap`.
+Spark, pyspark), `compare` and `write_report` (two decoded folders to a report; its ranked
+headline is a list of `SemanticDifference`), and `pcap`.
 
 Stages, arrows pointing down (a stage imports only the stages above it):
 
@@ -39,9 +40,12 @@ Stages, arrows pointing down (a stage imports only the stages above it):
 `comparing/` (reads the tables; pyarrow):
   `comparing.model`      what compare loads and reports: captures, connections, differences
   `comparing.load`       a decoded folder's tables as exchanges per connection
+  `comparing.rules`      which fields are semantic, volatile or ignored; the `--rules` file
   `comparing.normalise`  volatile fields (ids, times, ports) made comparable
   `comparing.align`      connections matched and requests aligned across captures
   `comparing.diffs`      field-path differences between two bodies, grouped
+  `comparing.semantic`   differences in meaning, in user terms, ranked: the headline
+  `comparing.timeline`   partition state over time from the metadata log, and its picture
   `comparing.compare`    the comparison, `write_report`, and the `compare` command
   `comparing.report`     report.md, self-contained report.html, diff.json
   `comparing.charts`     the PNG charts of the report, standard library only
@@ -58,12 +62,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .comparing.compare import compare, write_report
+    from .comparing.model import SemanticDifference
     from .decoding.pipeline import decode_capture
     from .engines.local import run_local
     from .engines.schema import write_tables
     from .engines.spark_job import run_decode
 
 __all__ = [
+    "SemanticDifference",
     "compare",
     "decode_capture",
     "pcap",
@@ -77,6 +83,7 @@ __all__ = [
 # `captures.pcap`) must not pull in.
 _WHERE = {
     "compare": ".comparing.compare",
+    "SemanticDifference": ".comparing.model",
     "write_report": ".comparing.compare",
     "decode_capture": ".decoding.pipeline",
     "run_local": ".engines.local",

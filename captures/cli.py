@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "usage: kipwire-capture decode INPUT... --out DIR [--engine auto|local|spark] "
         "[--name N] [--master URL] [--format KIND] [--pair REQ RESP] [--fail-on STATUSES]\n"
         "       kipwire-capture compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR "
-        "[--fail-on KINDS]\n"
+        "[--fail-on KINDS|semantic] [--rules FILE] [--clients-only]\n"
         "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"
     )
     if not argv or argv[0] in ("-h", "--help"):

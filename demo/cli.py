@@ -129,6 +129,8 @@ def run(out: Path, records: int, progress: Progress, spark: bool = True) -> Demo
         paths = write_report(report, out)
         kinds = dict(sorted(report.kinds().items()))
         progress.step("    differences: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
+        for d in report.semantic_differences[:3]:  # the headline, as the report opens with it
+            progress.step(f"    semantic: {d.summary}")
     except Exception as exc:  # noqa: BLE001 - any failure ends the demo with its step named
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StepFailed(f"{step} failed: {reason}") from exc

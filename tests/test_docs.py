@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS_DIR = ROOT / "docs"
 DOCS = [*sorted(DOCS_DIR.glob("*.md")), ROOT / "README.md"]
 STEP_TIMEOUT = 30  # seconds for one python block or one command
+SPARK_TIMEOUT = 180  # seconds for a Spark SQL example: the JVM starts first
 SHELL_LANGS = ("console", "sh", "shell", "bash")
 
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
@@ -291,6 +293,20 @@ def test_examples_in_the_doc_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     run_doc(doc, tmp_path)  # raises DocExampleError, naming the line, for a failing example
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java, which is not installed")
+def test_the_spark_sql_queries_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """captures.md's `python no-run spark` blocks, run after the doc's examples made the data."""
+    doc = DOCS_DIR / "captures.md"
+    spark_blocks = [b for b in extract_blocks(doc) if b.lang == "python" and "spark" in b.options]
+    assert spark_blocks, "docs/captures.md shows no Spark SQL example"
+    monkeypatch.chdir(tmp_path)
+    run_doc(doc, tmp_path)
+    for block in spark_blocks:
+        code = compile("\n" * (block.line - 1) + block.text + "\n", str(block.path), "exec")
+        with _time_limit(SPARK_TIMEOUT, f"the Spark block at {block.where}"):
+            exec(code, {"__name__": "doc_example"})
 
 
 @pytest.mark.parametrize("name", ["codec.md", "captures.md"])

@@ -6,7 +6,10 @@ renders it as `report.md`, `report.html` (with PNG plots) and `diff.json`. This 
 comparison and `main_compare`. Connections and requests are aligned by `comparing.align`; matched
 requests are compared for version, request fields (field-path diffs of the normalised bodies,
 `comparing.diffs`; when versions differ, fields only one version has are the version difference,
-not reported again), and response error codes. The dataclasses are in `comparing.model`.
+not reported again), and response error codes. The dataclasses are in `comparing.model`. The
+headline, differences in meaning ranked (`Report.semantic_differences`), is `comparing.semantic`'s;
+the partition timelines are `comparing.timeline`'s; `rules` and `clients_only` are
+`comparing.rules`' and `comparing.load`'s.
 """
 
 from __future__ import annotations
@@ -27,8 +30,19 @@ from ..decoding.metadata_records import metadata_differences, partition_records
 from .align import align_exchanges, match_connections, opcodes
 from .diffs import DiffCollector, diff_values, error_codes
 from .load import CompareInputError, load_capture
-from .model import FUNCTIONAL_KINDS, INFORMATIONAL_KINDS, Capture, Difference, Exchange, Report
+from .model import (
+    FUNCTIONAL_KINDS,
+    INFORMATIONAL_KINDS,
+    Capture,
+    Difference,
+    Exchange,
+    Report,
+    SemanticDifference,
+)
 from .normalise import VOLATILE, normalise
+from .rules import Rules, RulesError, load_rules
+from .semantic import ClientFacts, client_facts, semantic_differences
+from .timeline import partition_history
 
 __all__ = [
     "FUNCTIONAL_KINDS",
@@ -37,6 +51,8 @@ __all__ = [
     "CompareInputError",
     "Difference",
     "Report",
+    "RulesError",
+    "SemanticDifference",
     "compare",
     "diff_values",
     "load_capture",
@@ -214,10 +230,39 @@ def _describe(cap: Capture) -> dict[str, Any]:
     }
 
 
-def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -> Report:
-    """Compare two decoded captures; raises `CompareInputError` when a table is missing."""
-    base = load_capture(baseline_dir)
-    cand = load_capture(candidate_dir)
+def _timelines(
+    history: tuple[dict, dict], facts: tuple[ClientFacts, ClientFacts]
+) -> list[dict[str, Any]]:
+    """Per partition the controller decided about: each side's states, client errors and acks."""
+    out = []
+    for key in sorted(set(history[0]) | set(history[1]), key=repr):
+        row: dict[str, Any] = {"topic": key[0], "partition": key[1]}
+        for side, hist, f in zip(("baseline", "candidate"), history, facts, strict=True):
+            row[side] = {
+                "states": hist.get(key, []),
+                "errors": sorted(f.error_times.get(key, [])),
+                "acks": sorted(Counter(f.ack_times.get(key, [])).items()),
+            }
+        out.append(row)
+    return out
+
+
+def compare(
+    baseline_dir: str | os.PathLike,
+    candidate_dir: str | os.PathLike,
+    *,
+    rules: Rules | str | os.PathLike | None = None,
+    clients_only: bool = False,
+) -> Report:
+    """Compare two decoded captures; raises `CompareInputError` when a table is missing.
+
+    `rules` (a `Rules` or a rule file's path) reclassify field paths; `clients_only` sets the
+    cluster's own traffic (controller, replication, metadata fetches) aside.
+    """
+    if rules is not None and not isinstance(rules, Rules):
+        rules = load_rules(rules)
+    base = load_capture(baseline_dir, rules=rules, clients_only=clients_only)
+    cand = load_capture(candidate_dir, rules=rules, clients_only=clients_only)
     out = DiffCollector()
 
     pairs, only_a, only_b = match_connections(base.conns, cand.conns)
@@ -362,6 +407,9 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
         out.add(
             "metadata", api_key=ApiKey.FETCH, api_name="Fetch", path=path, baseline=bv, candidate=cv
         )
+    differences = out.result()
+    history = (partition_history(base), partition_history(cand))
+    facts = (client_facts(base), client_facts(cand))
     client_errors = [
         {
             "api": k[1],
@@ -376,7 +424,7 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
     return Report(
         baseline=_describe(base),
         candidate=_describe(cand),
-        differences=out.result(),
+        differences=differences,
         counts=counts_rows,
         records=record_rows,
         rtt=rtt_rows,
@@ -394,6 +442,12 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
         mix=_mix(base, cand),
         metadata={"baseline": meta_a, "candidate": meta_b},
         client_errors=client_errors,
+        semantic_differences=semantic_differences(base, cand, differences, history, rules, facts),
+        timelines=_timelines(history, facts),
+        options={
+            "clients_only": clients_only,
+            "rules": [list(r) for r in rules.patterns] if rules else [],
+        },
     )
 
 
@@ -402,7 +456,10 @@ def compare(baseline_dir: str | os.PathLike, candidate_dir: str | os.PathLike) -
 
 
 def parse_fail_on(text: str | None) -> set[str]:
-    """`--fail-on` value as a set of kinds; `functional` expands; ValueError on unknown kinds."""
+    """`--fail-on` value as a set of kinds; `functional` expands; ValueError on unknown kinds.
+
+    `semantic` stays itself: it fails on any `Report.semantic_differences`.
+    """
     if not text:
         return set()
     kinds: set[str] = set()
@@ -412,12 +469,14 @@ def parse_fail_on(text: str | None) -> set[str]:
         if part == "functional":
             kinds.update(FUNCTIONAL_KINDS)
         elif part == "all":
-            kinds.update(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)
-        elif part in FUNCTIONAL_KINDS or part in INFORMATIONAL_KINDS:
+            kinds.update(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS + ("semantic",))
+        elif part in FUNCTIONAL_KINDS or part in INFORMATIONAL_KINDS or part == "semantic":
             kinds.add(part)
         else:
             known = ", ".join(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)
-            raise ValueError(f"unknown difference kind {part!r} (known: functional, all, {known})")
+            raise ValueError(
+                f"unknown difference kind {part!r} (known: semantic, functional, all, {known})"
+            )
     return kinds
 
 
@@ -429,7 +488,8 @@ def write_report(report: Report, out_dir: str | os.PathLike) -> dict[str, Path]:
 
 
 def main_compare(argv: Sequence[str] | None = None) -> int:
-    """`compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR [--fail-on KINDS]` (argv after it)."""
+    """`compare BASELINE_DIR CANDIDATE_DIR --out DIR [--fail-on KINDS] [--rules FILE]
+    [--clients-only]` (the arguments after `compare`)."""
     p = argparse.ArgumentParser(
         prog="kipwire-capture compare",
         description="Compare two decoded captures for regressions.",
@@ -441,7 +501,18 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
         "--fail-on",
         default="",
         help="exit 1 when a difference of these kinds is found: a comma list of "
-        f"{', '.join(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)}, or `functional`",
+        f"{', '.join(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)}, or `functional`, or "
+        "`semantic` (any difference in meaning: the report's headline)",
+    )
+    p.add_argument(
+        "--rules",
+        metavar="FILE",
+        help="TOML or JSON file reclassifying field paths as semantic, volatile or ignore",
+    )
+    p.add_argument(
+        "--clients-only",
+        action="store_true",
+        help="set the cluster's own traffic (controller, replication, metadata fetches) aside",
     )
     try:
         args = p.parse_args(list(argv) if argv is not None else None)
@@ -453,8 +524,10 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     try:
-        report = compare(args.baseline, args.candidate)
-    except CompareInputError as exc:
+        report = compare(
+            args.baseline, args.candidate, rules=args.rules, clients_only=args.clients_only
+        )
+    except (CompareInputError, RulesError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     try:
@@ -468,8 +541,13 @@ def main_compare(argv: Sequence[str] | None = None) -> int:
     kinds = report.kinds()
     summary = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "no differences"
     print(f"{report.baseline['capture']} -> {report.candidate['capture']}: {summary}")
+    sem = report.semantic_differences
+    if sem:
+        print(f"semantic differences {len(sem)}, first: {sem[0].summary}")
     print(f"report: {paths['md']}")
     hits = sorted(k for k in kinds if k in fail_on)
+    if sem and "semantic" in fail_on:
+        hits.insert(0, "semantic")
     if hits:
         print(f"failing: differences of kind {', '.join(hits)}", file=sys.stderr)
         return 1

@@ -4,6 +4,10 @@
 (pyarrow only, no Spark). Each request PDU becomes an *exchange*: the request and the response
 with its correlation id on the same connection, its body normalised by `comparing.normalise`, with
 a digest of it that the alignment matches on. The dataclasses are in `comparing.model`.
+
+A connection is the cluster's own (`Conn.internal`) when it carries controller or inter-broker
+APIs (`INTERNAL_APIS`) or a follower's or the metadata log's Fetch; `clients_only` sets those
+aside in `Capture.internal` and leaves their rows out of the tables the compare counts.
 """
 
 from __future__ import annotations
@@ -18,10 +22,40 @@ from typing import Any
 
 from kipwire.codec import ApiKey
 
+from ..decoding.metadata_records import METADATA_TOPIC_ID
 from .model import Capture, Conn, Exchange
 from .normalise import ZERO_UUID, WalkContext, normalise
+from .rules import Rules
 
-__all__ = ["CompareInputError", "load_capture"]
+__all__ = ["INTERNAL_APIS", "CompareInputError", "is_internal", "load_capture"]
+
+#: APIs only brokers and controllers send each other (KRaft, replication, the metadata quorum).
+INTERNAL_APIS = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.ENVELOPE,
+        ApiKey.FETCH_SNAPSHOT,
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.CONTROLLER_REGISTRATION,
+        ApiKey.ASSIGN_REPLICAS_TO_DIRS,
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.UPDATE_RAFT_VOTER,
+        ApiKey.GET_REPLICA_LOG_INFO,
+    }
+)
+_METADATA_TOPIC = "__cluster_metadata"
 
 
 class CompareInputError(Exception):
@@ -46,7 +80,7 @@ _REQUIRED = {
 }
 _OPTIONAL = {
     "pdus": ("capture", "ts", "length", "error_code", "topics", "record_count"),
-    "pairs": ("capture", "client_id", "api_version", "error_code"),
+    "pairs": ("capture", "flow_uid", "client_id", "api_version", "error_code"),
     "connections": ("capture", "first_ts", "missed_bytes", "request_pdus", "response_pdus"),
 }
 
@@ -81,8 +115,27 @@ def _read_table(root: Path, name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def load_capture(path: str | os.PathLike) -> Capture:
-    """Read a decoded capture's three tables; `CompareInputError` when it is not one."""
+def is_internal(e: Exchange) -> bool:
+    """True for a request only the cluster sends itself: inter-broker, controller, replica Fetch."""
+    if e.api_key in INTERNAL_APIS:
+        return True
+    if e.api_key != ApiKey.FETCH or not isinstance(e.request, Mapping):
+        return False
+    state = e.request.get("replica_state")
+    replica = state.get("replica_id") if isinstance(state, Mapping) else None
+    if replica is None:
+        replica = e.request.get("replica_id")
+    return (isinstance(replica, int) and replica >= 0) or _METADATA_TOPIC in e.topics
+
+
+def load_capture(
+    path: str | os.PathLike, *, rules: Rules | None = None, clients_only: bool = False
+) -> Capture:
+    """Read a decoded capture's three tables; `CompareInputError` when it is not one.
+
+    `rules` change which body fields are volatile (`comparing.rules`); `clients_only` sets the
+    cluster's own connections aside (`Capture.internal`, rows left out of `pdus` and `pairs`).
+    """
     root = Path(path)
     if not root.is_dir():
         raise CompareInputError(f"{root}: not a directory of decoded tables")
@@ -91,7 +144,17 @@ def load_capture(path: str | os.PathLike) -> Capture:
     connections = _read_table(root, "connections")
     labels = sorted({r["capture"] for r in pdus if r.get("capture")})
     cap = Capture(os.fspath(root), labels, pdus, pairs, connections)
-    _build(cap)
+    _build(cap, rules)
+    if clients_only:
+        cap.internal = [c for c in cap.conns if c.internal]
+        cap.conns = [c for c in cap.conns if not c.internal]
+        flows = {c.flow for c in cap.internal}
+        cap.pdus = [r for r in cap.pdus if r["flow_uid"] not in flows]
+        cap.pairs = [r for r in cap.pairs if r.get("flow_uid") not in flows]
+        cap.connections = [r for r in cap.connections if r["flow_uid"] not in flows]
+        cap.records = {}
+        for c in cap.conns:
+            _digest_records(cap, c)
     return cap
 
 
@@ -104,7 +167,7 @@ def _parse(body: str | None) -> Any:
         return None
 
 
-def _build(cap: Capture) -> None:
+def _build(cap: Capture, rules: Rules | None = None) -> None:
     """Exchanges per connection, the topic-id map, then normalised bodies and record digests."""
     by_flow: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in cap.pdus:
@@ -153,6 +216,8 @@ def _build(cap: Capture) -> None:
                     response_status=resp["decode_status"] if resp else None,
                     response_error=resp["error_code"] if resp else None,
                     topics=tuple(r["topics"] or ()),
+                    ts=r.get("ts"),
+                    response_ts=resp.get("ts") if resp else None,
                 )
             )
         if not exchanges:
@@ -172,15 +237,40 @@ def _build(cap: Capture) -> None:
     for c in conns:
         c.rank = per_client[c.client_id]
         per_client[c.client_id] += 1
+        c.internal = any(is_internal(e) for e in c.exchanges)
         for e in c.exchanges:
-            ctx = WalkContext(cap, "produce" if e.api_key == ApiKey.PRODUCE else None)
-            e.norm = normalise(e.request, cap.topic_names, ctx) if e.request is not None else None
-            digest = _digest(e.norm) if e.request is not None else f"<{e.status}>"
-            e.token = (e.api_key, digest)
-            if e.api_key == ApiKey.FETCH and e.response is not None:
-                # fetched records count toward the per-partition digests; the body is not diffed
-                normalise(e.response, cap.topic_names, WalkContext(cap, "fetch"))
+            if e.request is None:
+                e.token = (e.api_key, f"<{e.status}>")
+                continue
+            api = e.api_name or str(e.api_key)
+            e.norm = normalise(e.request, cap.topic_names, rules=rules, path=api)
+            e.token = (e.api_key, _digest(e.norm))
+        _digest_records(cap, c)
     cap.conns = conns
+
+
+def _digest_records(cap: Capture, c: Conn) -> None:
+    """Per topic-partition digests of the records a connection produced and fetched.
+
+    Each exchange keeps its own (`Exchange.records`, for the semantic facts); the capture sums
+    them per partition. The metadata log's records are the controller's decisions, which the
+    `metadata` kind compares field by field; their digests would only repeat the brokers'
+    epochs and ports.
+    """
+    for e in c.exchanges:
+        if e.api_key == ApiKey.PRODUCE and e.request is not None:
+            source, body = "produce", e.request
+        elif e.api_key == ApiKey.FETCH and e.response is not None:
+            source, body = "fetch", e.response
+        else:
+            continue
+        if e.records is None:
+            sink = Capture("", [], [], [], [])
+            normalise(body, cap.topic_names, WalkContext(sink, source))
+            e.records = {(t, part): recs for (_, t, part), recs in sink.records.items()}
+        for (topic, part), recs in e.records.items():
+            if topic not in (_METADATA_TOPIC, METADATA_TOPIC_ID):
+                cap.records.setdefault((source, topic, part), []).extend(recs)
 
 
 def _learn_topic_ids(body: Any, names: dict[str, str]) -> None:

@@ -2,8 +2,10 @@
 
 `Capture` is one decoded capture's tables with its client connections (`Conn`), each a list of
 requests with their responses (`Exchange`); `Difference` is one grouped finding, classified by
-the kinds in `FUNCTIONAL_KINDS` and `INFORMATIONAL_KINDS`, and `Report` is all of them with the
-count, record, RTT and health tables. Plain dataclasses: the loading is in `comparing.load`.
+the kinds in `FUNCTIONAL_KINDS` and `INFORMATIONAL_KINDS`; `SemanticDifference` is one difference
+in what the story meant, in user terms (`SEMANTIC_KINDS`, most important first), and `Report` is
+all of them with the count, record, RTT and health tables. Plain dataclasses: the loading is
+in `comparing.load`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ __all__ = [
     "Difference",
     "Exchange",
     "Report",
+    "SEMANTIC_KINDS",
+    "SemanticDifference",
 ]
 
 FUNCTIONAL_KINDS = (
@@ -34,6 +38,30 @@ FUNCTIONAL_KINDS = (
     "metadata",
 )
 INFORMATIONAL_KINDS = ("health", "rtt")
+#: Kinds of semantic difference, most important first: the order the headline ranks them in.
+SEMANTIC_KINDS = (
+    "acknowledged_lost",  # acknowledged records no client could read back
+    "election",  # how a leader was elected: clean, from ELR, unclean
+    "errors",  # an error code clients saw on one side only
+    "acknowledged",  # how many records the cluster acknowledged
+    "records",  # the contents of acknowledged records
+    "partition_state",  # the leader, ISR, ELR and LastKnownElr history of a partition
+    "api",  # an API a client used on one side only
+    "version",  # the API versions a client used
+    "request",  # a request field that is not volatile (client settings, configs, records)
+    "error_count",  # how often clients saw an error both sides saw
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticDifference:
+    """A difference in meaning: its kind, what it is about, both values, one line for people."""
+
+    kind: str
+    subject: str
+    baseline: Any
+    candidate: Any
+    summary: str
 
 
 @dataclass(slots=True)
@@ -71,6 +99,11 @@ class Exchange:
     topics: tuple[str, ...]
     norm: Any = None
     token: tuple[int, str] = (0, "")
+    ts: int | None = None  # request capture time, microseconds
+    response_ts: int | None = None
+    # (topic, partition) -> (offset, key digest, value digest) of the records a Produce request
+    # or a Fetch response carries; None for other APIs
+    records: dict[tuple[str, int | None], list[tuple[int | None, str, str]]] | None = None
 
 
 @dataclass(slots=True)
@@ -82,6 +115,7 @@ class Conn:
     first_ts: int
     rank: int
     exchanges: list[Exchange] = field(default_factory=list)
+    internal: bool = False  # the cluster's own traffic: controller, replication, metadata
 
     @property
     def tokens(self) -> list[tuple[int, str]]:
@@ -103,6 +137,8 @@ class Capture:
     records: dict[tuple[str, str, int | None], list[tuple[int | None, str, str]]] = field(
         default_factory=dict
     )
+    # the cluster's own connections, set apart from `conns` by `--clients-only`
+    internal: list[Conn] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -128,6 +164,11 @@ class Report:
     metadata: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # non-zero error codes per (API, client, code), both sides
     client_errors: list[dict[str, Any]] = field(default_factory=list)
+    # the ranked headline: differences in meaning (comparing.semantic)
+    semantic_differences: list[SemanticDifference] = field(default_factory=list)
+    # per partition, each side's state and client events over time (comparing.timeline)
+    timelines: list[dict[str, Any]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def functional(self) -> list[Difference]:
@@ -145,5 +186,7 @@ class Report:
             "candidate": self.candidate,
             "summary": dict(sorted(self.kinds().items())),
             "alignment": self.alignment,
+            "options": self.options,
+            "semantic_differences": [asdict(d) for d in self.semantic_differences],
             "differences": [asdict(d) for d in self.differences],
         }

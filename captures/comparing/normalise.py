@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import Capture
+from .rules import IGNORE, SEMANTIC, Rules
 
 __all__ = [
     "PARTITION_KEYS",
@@ -55,6 +56,18 @@ VOLATILE: dict[str, tuple[str, str]] = {
     "directory_id": ("log directory uuid", "sentinel"),
     "broker_epoch": ("broker registration epoch", "sentinel"),
     "previous_broker_epoch": ("broker registration epoch", "sentinel"),
+    "replica_epoch": (
+        "a follower's broker epoch in its Fetch (brokers register in any order)",
+        "sentinel",
+    ),
+    "leader_epoch": ("partition leader epoch", "always"),
+    "current_leader_epoch": ("partition leader epoch the client knows", "always"),
+    "last_fetched_epoch": ("leader epoch of the last fetched batch", "always"),
+    "fetch_offset": ("where a fetch starts: follows what was written before", "always"),
+    "log_start_offset": ("first offset of the log", "always"),
+    "high_watermark": ("partition high watermark", "always"),
+    "last_stable_offset": ("partition last stable offset", "always"),
+    "base_offset": ("offset the broker gave a batch", "always"),
     "auth_bytes": ("SASL exchange bytes (nonces)", "always"),
     "session_lifetime_ms": ("SASL session lifetime", "sentinel"),
 }
@@ -100,13 +113,24 @@ def _volatile(key: str, value: Any, rule: str, topic_names: Mapping[str, str]) -
     return f"<{key}>"
 
 
-def normalise(value: Any, topic_names: Mapping[str, str] | None = None, ctx: Any = None) -> Any:
-    """A body with volatile fields (`VOLATILE`) replaced and `records` blobs summarised."""
+def normalise(
+    value: Any,
+    topic_names: Mapping[str, str] | None = None,
+    ctx: Any = None,
+    *,
+    rules: Rules | None = None,
+    path: str = "",
+) -> Any:
+    """A body with volatile fields (`VOLATILE`, `rules`) replaced and `records` summarised.
+
+    `path` names the body for the rules (its API name); a rule that makes a field semantic keeps
+    its value, volatile replaces it, ignore leaves it out.
+    """
     names = topic_names or {}
     if ctx is None:
         ctx = WalkContext(None, None)
     if isinstance(value, list):
-        return [normalise(v, names, ctx) for v in value]
+        return [normalise(v, names, ctx, rules=rules, path=path) for v in value]
     if not isinstance(value, Mapping):
         return value
     topic, part = ctx.topic, ctx.partition
@@ -123,12 +147,22 @@ def normalise(value: Any, topic_names: Mapping[str, str] | None = None, ctx: Any
     out = {}
     for k, v in value.items():
         rule = _rule(k)
+        child = ""
+        if rules:
+            child = f"{path}.{k}" if path else k
+            cls = rules.classify(child)
+            if cls == IGNORE:
+                continue
+            if cls == SEMANTIC:
+                rule = None
+            elif cls is not None:  # volatile
+                rule = rule or "sentinel"
         if rule is not None:
             out[k] = _volatile(k, v, rule, names)
         elif k == "records" and isinstance(v, (str, list)):
             out[k] = _records(v, ctx)
         else:
-            out[k] = normalise(v, names, ctx)
+            out[k] = normalise(v, names, ctx, rules=rules, path=child)
     ctx.topic, ctx.partition = topic, part
     return out
 

@@ -1,7 +1,9 @@
 """Render a `captures.comparing.model.Report`: report.md, report.html, PNG plots and diff.json.
 
 Both documents come from one list of blocks (headings, paragraphs, tables, images), so the
-Markdown and the HTML always say the same thing. report.html carries its plots inside (data:
+Markdown and the HTML always say the same thing. They open with the headline: the partition
+timelines (when the captures hold the controller's records), then the ranked semantic
+differences; the full tables follow. report.html carries its plots inside (data:
 URIs), so it can be mailed or attached to a CI run alone; report.md links the PNG files.
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .charts import bar_chart, histogram
+from .timeline import timeline_png
 
 if TYPE_CHECKING:
     from .model import Difference, Report
@@ -23,6 +26,7 @@ __all__ = ["render"]
 
 MAX_TABLE_ROWS = 500  # longer tables are cut in the documents; diff.json keeps everything
 MAX_API_PLOTS = 6
+MAX_TIMELINES = 8
 
 Block = tuple[Any, ...]
 _SIDES = ("baseline", "candidate")
@@ -82,6 +86,24 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
         (out / name).write_bytes(data)
         written.append((name, caption))
 
+    for row in report.timelines[:MAX_TIMELINES]:
+        subject = f"{row['topic']}-{row['partition']}"
+        lanes = [
+            (
+                report.baseline["capture"],
+                *(row["baseline"][k] for k in ("states", "errors", "acks")),
+            ),
+            (
+                report.candidate["capture"],
+                *(row["candidate"][k] for k in ("states", "errors", "acks")),
+            ),
+        ]
+        save(
+            f"timeline_{_safe(subject)}.png",
+            f"Timeline of {subject}: leader, ISR, ELR and LastKnownElr per run, with the "
+            "client's errors and acknowledged records (seconds from each run's start)",
+            timeline_png(f"PARTITION {subject}", lanes),
+        )
     apis = [m["api"] for m in report.mix]
     save(
         "request_mix.png",
@@ -121,11 +143,13 @@ def _plots(report: Report, out: Path) -> list[tuple[str, str]]:
 
 def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
     from .normalise import VOLATILE
+    from .rules import COLUMNS
 
     b: list[Block] = []
     base, cand = report.baseline, report.candidate
     b.append(("h1", f"Capture comparison: {base['capture']} -> {cand['capture']}"))
     b.append(("p", f"Baseline `{base['dir']}`, candidate `{cand['dir']}`."))
+    _headline(report, plots, b)
     func, info = report.functional, [d for d in report.differences if not d.functional]
     kinds = report.kinds()
     verdict = (
@@ -240,7 +264,32 @@ def _blocks(report: Report, plots: list[tuple[str, str]]) -> list[Block]:
         )
     )
     b.append(("table", ["field", "what", "rule"], [[k, w, r] for k, (w, r) in VOLATILE.items()]))
+    b.append(("h2", "Columns compared"))
+    b.append(("table", ["column", "class", "how"], [[k, c, w] for k, (c, w) in COLUMNS.items()]))
     return b
+
+
+def _headline(report: Report, plots: list[tuple[str, str]], b: list[Block]) -> None:
+    """The partition timelines, then the semantic differences, most important first."""
+    for name, caption in plots:
+        if name.startswith("timeline_"):
+            b.append(("img", name, caption))
+    sem = report.semantic_differences
+    b.append(("h2", "Semantic differences, most important first"))
+    if not sem:
+        b.append(("p", "**No semantic difference**: the clients saw the same outcome."))
+        return
+    b.append(("p", f"**{len(sem)} semantic difference(s).** " + sem[0].summary + "."))
+    b.append(
+        (
+            "table",
+            ["#", "kind", "subject", "baseline", "candidate", "what it means"],
+            [
+                [i, d.kind, d.subject, d.baseline, d.candidate, d.summary]
+                for i, d in enumerate(sem, 1)
+            ],
+        )
+    )
 
 
 def _metadata_blocks(report: Report, b: list[Block]) -> None:

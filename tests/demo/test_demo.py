@@ -8,7 +8,9 @@ import io
 import json
 import re
 import shutil
+import struct
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,58 @@ def test_report_names_the_elr_difference(run):
     assert "Controller partition records (KIP-966 ELR fields)" in page
     assert "eligible_leader_replicas" in page
     assert "NOT_ENOUGH_REPLICAS" in page  # the errors the client saw, both sides
+
+
+def test_semantic_headline_leads_with_the_lost_records_and_the_unclean_election(run):
+    result, _ = run
+    diff = json.loads(result.report.with_name("diff.json").read_text())
+    sem = diff["semantic_differences"]
+    assert [d["kind"] for d in sem[:2]] == ["acknowledged_lost", "election"]
+    lost, election = sem[0], sem[1]
+    readable_off = result.off.acked - result.off.lost
+    assert (lost["baseline"], lost["candidate"]) == (result.on.acked, readable_off)
+    assert lost["summary"] == (
+        f"acknowledged records readable on kip966-story-0: {result.on.acked:,} of "
+        f"{result.on.acked:,} vs {readable_off:,} of {result.off.acked:,}"
+    )
+    assert (election["baseline"], election["candidate"]) == ("ELR", "unclean")
+    assert election["summary"] == "leader elected from ELR vs unclean on kip966-story-0"
+    # the Python API says the same, in the same order
+    from kipwire.captures import SemanticDifference, compare
+
+    found = compare(result.decoded[0], result.decoded[1]).semantic_differences
+    assert all(isinstance(d, SemanticDifference) for d in found)
+    assert [d.summary for d in found] == [d["summary"] for d in sem]
+
+
+def test_report_opens_with_the_timeline_then_the_semantic_differences(run):
+    result, _ = run
+    page = result.report.read_text()
+    first_img = page.index("<img ")
+    assert page.index('alt="Timeline of kip966-story-0') == page.index("alt=", first_img)
+    headline = page.index("<h2>Semantic differences, most important first</h2>")
+    assert first_img < headline < page.index("<h2>Functional differences</h2>")
+    assert page.index("leader elected from ELR vs unclean") < page.index("<h2>Request mix</h2>")
+    md = result.report.with_suffix(".md").read_text()
+    assert md.index("](timeline_kip966-story-0.png)") < md.index("## Semantic differences")
+    # the picture decodes and is drawn on: both lanes' state bands, ticks and labels
+    png = result.report.with_name("timeline_kip966-story-0.png").read_bytes()
+    width, height = struct.unpack(">II", png[16:24])
+    idat, pos = b"", 8
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        idat += png[pos + 8 : pos + 8 + n] if kind == b"IDAT" else b""
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = 1 + 3 * width
+    assert len(raw) == height * stride
+    white = b"\xff\xff\xff"
+    inked = sum(
+        raw[y * stride + 1 + 3 * x : y * stride + 4 + 3 * x] != white
+        for y in range(height)
+        for x in range(width)
+    )
+    assert inked > width * height // 10
 
 
 def test_report_counts_the_producer_errors_the_demo_counted(run):
