@@ -10,6 +10,7 @@ import struct
 import uuid
 from typing import Any
 
+from ._paths import VersionedEncodeError
 from .errors import DecodeError, EncodeError
 
 _I16 = struct.Struct(">h")
@@ -407,9 +408,9 @@ def write_array_length(w: bytearray, value: Any, compact: bool) -> int:
     return n
 
 
-def null_error(version: int) -> EncodeError:
-    """The error for a null where this version does not allow one."""
-    return EncodeError(f"null is not allowed in version {version}")
+def null_error() -> EncodeError:
+    """The error for a null where this version does not allow one (the codec adds the number)."""
+    return VersionedEncodeError("null is not allowed in version")
 
 
 def write_tags(w: bytearray, known: list[tuple[int, bytes]] | None, unknown: Any) -> None:

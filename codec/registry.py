@@ -10,6 +10,7 @@ from typing import Any
 
 from construct import Construct, SizeofError
 
+from ._paths import VersionedEncodeError
 from .errors import DecodeError, UnknownMessageError, UnsupportedVersionError
 
 
@@ -48,12 +49,18 @@ class MessageCodec(Construct):
     def build(self, obj: Any, **contextkw: Any) -> bytes:
         """Encode a dict (omitted keys take their defaults) into bytes."""
         w = bytearray()
-        self._b(obj, w)
+        try:
+            self._b(obj, w)
+        except VersionedEncodeError as e:
+            raise e.in_version(self.version) from None
         return bytes(w)
 
     def build_into(self, obj: Any, out: bytearray) -> None:
         """Append the encoding of `obj` to `out` (no intermediate copy)."""
-        self._b(obj, out)
+        try:
+            self._b(obj, out)
+        except VersionedEncodeError as e:
+            raise e.in_version(self.version) from None
 
     def compile(self, filename: str | None = None) -> MessageCodec:
         """Already compiled: the generator emitted this codec's parse and build code."""

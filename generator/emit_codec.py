@@ -308,6 +308,9 @@ class ModuleEmitter:
         return self.guarded("parse", struct, ver.version, head, body, failure)
 
     def tag_parser(self, struct: StructSpec, tagged: list[FieldSpec], ver: _Version) -> str:
+        if not tagged:
+            self.use("read_unknown_tags")
+            return "read_unknown_tags"
         self.use("read_uvarint", "read_unknown_tag", "check_tag_end", "DecodeError", "tag_failure")
         body = [
             "for _ in range(nt):",
@@ -416,9 +419,9 @@ class ModuleEmitter:
             ]
         else:
             sub = self.parser(f.struct, ver.version)
-            self.use("at_index", "DecodeError")
             inline = self.inline_element(f.struct, ver)
             if inline is not None:
+                self.use("element_failure")
                 # Fast path: the element's fields are read right in the loop (no call per
                 # element). On any failure the element is parsed again by its own function,
                 # which raises the DecodeError with the exact field path and offset.
@@ -454,25 +457,12 @@ class ModuleEmitter:
                     lines.append(f"{ind}        a(c)")
                 lines += [
                     f"{ind}except Exception:",
-                    f"{ind}    p = q",
-                    f"{ind}    for i in range(z):",
-                    f"{ind}        try:",
-                    f"{ind}            x, p = {sub}(b, p)",
-                    f"{ind}        except DecodeError as y:",
-                    f"{ind}            raise at_index(y, i) from None",
+                    f"{ind}    p = element_failure({sub}, b, q, z)",
                     f"{ind}    raise",
                 ]
                 return lines
-            lines += [
-                f"{ind}{target} = []",
-                f"{ind}a = {target}.append",
-                f"{ind}for i in range(n):",
-                f"{ind}    try:",
-                f"{ind}        x, p = {sub}(b, p)",
-                f"{ind}    except DecodeError as y:",
-                f"{ind}        raise at_index(y, i) from None",
-                f"{ind}    a(x)",
-            ]
+            self.use("read_structs")
+            lines.append(f"{ind}{target}, p = read_structs(b, p, n, {sub})")
         return lines
 
     def inline_element(self, struct: StructSpec, ver: _Version) -> list[str] | None:
@@ -624,7 +614,7 @@ class ModuleEmitter:
         absent_items = [Group(f"{k!r}: (", [d, repr(i)], ")") for k, (d, i) in absent.items()]
         absent_const = self.const("build", "_absent", struct, v, Group("{", absent_items, "}"))
         fields = self.const("build", "_fields", struct, v, literal_group(tuple(names)))
-        check = f"    check_keys(o, {keys}, {absent_const}, {v})"
+        check = f"    check_keys(o, {keys}, {absent_const})"
         body[:0] = [f"if not {keys}.issuperset(o):", check]
         head = ("def NAME(o, w):", "f = -1")
         failure = f"encode_failure(x, {fields}, f, o)"
@@ -678,14 +668,18 @@ class ModuleEmitter:
                     f"    {sub}(v, {w})",
                 ]
             self.use("null_error")
-            return ["if v is None:", f"    raise null_error({ver.version})", f"{sub}(v, {w})"]
+            return ["if v is None:", "    raise null_error()", f"{sub}(v, {w})"]
         lines = []
         if not nullable:
             self.use("null_error")
-            lines += ["if v is None:", f"    raise null_error({ver.version})"]
+            lines += ["if v is None:", "    raise null_error()"]
+        elem = f.type.name
+        if f.struct is not None:
+            self.use("write_structs")
+            sub = self.builder(f.struct, ver.version)
+            return [*lines, f"write_structs({w}, v, {ver.flexible}, {sub})"]
         self.use("write_array_length")
         lines.append(f"n = write_array_length({w}, v, {ver.flexible})")
-        elem = f.type.name
         if elem in FIXED_CODES and elem != "uuid":
             self.use("pack")
             lines += ["if n:", f"    {w} += pack(f'>{{n}}{FIXED_CODES[elem][0]}', *v)"]
@@ -696,16 +690,6 @@ class ModuleEmitter:
             writer = _WRITERS[(elem, ver.flexible, False)]
             self.use(writer)
             lines += ["for x in v or ():", f"    {writer}({w}, x)"]
-        else:
-            sub = self.builder(f.struct, ver.version)
-            self.use("at_index", "EncodeError")
-            lines += [
-                "for i, x in enumerate(v or ()):",
-                "    try:",
-                f"        {sub}(x, {w})",
-                "    except EncodeError as y:",
-                "        raise at_index(y, i) from None",
-            ]
         return lines
 
     def write_tagged(self, f: FieldSpec, ver: _Version) -> list[str]:

@@ -78,7 +78,6 @@ def _build_abort_transaction_record_v0(o, w):
                 o,
                 _build_abort_transaction_record_v0_keys,
                 _build_abort_transaction_record_v0_absent,
-                0,
             )
         g = o.get
         t = None

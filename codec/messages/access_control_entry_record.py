@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     UUID,
     ZERO_UUID,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_compact_string,
     write_tags,
@@ -29,27 +26,6 @@ _unpack_i8 = Struct('>b').unpack_from
 _unpack_i8x2 = Struct('>bb').unpack_from
 _unpack_uuid_i8 = Struct('>16sb').unpack_from
 
-
-_tags_access_control_entry_record_v0_names = {}
-
-# Parse the tagged fields of AccessControlEntryRecord, version 0.
-def _tags_access_control_entry_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_access_control_entry_record_v0_names, t) from None
 
 _parse_access_control_entry_record_v0_fields = (
     (('id', '16s', None), ('resource_type', 'b', None)), 'resource_name',
@@ -93,7 +69,7 @@ def _parse_access_control_entry_record_v0(b, p):
         o['operation'] = v5_0
         o['permission_type'] = v5_1
         if nt:
-            p = _tags_access_control_entry_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_access_control_entry_record_v0_fields, f) from None
@@ -121,7 +97,6 @@ def _build_access_control_entry_record_v0(o, w):
                 o,
                 _build_access_control_entry_record_v0_keys,
                 _build_access_control_entry_record_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_string,
     write_string,
     write_tags,
@@ -56,8 +53,8 @@ _build_add_offsets_to_txn_request_v0_v2_fields = (
     'transactional_id', (('producer_id', 'q', 0), ('producer_epoch', 'h', 0)), 'group_id',
 )
 
-# Build AddOffsetsToTxnRequest, version 0.
-def _build_add_offsets_to_txn_request_v0(o, w):
+# Build AddOffsetsToTxnRequest, versions 0-2.
+def _build_add_offsets_to_txn_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_offsets_to_txn_request_v0_v2_keys.issuperset(o):
@@ -65,7 +62,6 @@ def _build_add_offsets_to_txn_request_v0(o, w):
                 o,
                 _build_add_offsets_to_txn_request_v0_v2_keys,
                 _build_add_offsets_to_txn_request_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -78,73 +74,6 @@ def _build_add_offsets_to_txn_request_v0(o, w):
         write_string(w, v)
     except Exception as x:
         raise encode_failure(x, _build_add_offsets_to_txn_request_v0_v2_fields, f, o) from None
-
-# Build AddOffsetsToTxnRequest, version 1.
-def _build_add_offsets_to_txn_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_request_v0_v2_keys,
-                _build_add_offsets_to_txn_request_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16(g('producer_id', 0), g('producer_epoch', 0))
-        f = 2
-        v = g('group_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_request_v0_v2_fields, f, o) from None
-
-# Build AddOffsetsToTxnRequest, version 2.
-def _build_add_offsets_to_txn_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_request_v0_v2_keys,
-                _build_add_offsets_to_txn_request_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16(g('producer_id', 0), g('producer_epoch', 0))
-        f = 2
-        v = g('group_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_request_v0_v2_fields, f, o) from None
-
-_tags_add_offsets_to_txn_request_v3_v4_names = {}
-
-# Parse the tagged fields of AddOffsetsToTxnRequest, versions 3-4.
-def _tags_add_offsets_to_txn_request_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_offsets_to_txn_request_v3_v4_names, t) from None
 
 _parse_add_offsets_to_txn_request_v3_v4_fields = (
     'transactional_id', (('producer_id', 'q', None), ('producer_epoch', 'h', None)), 'group_id',
@@ -174,7 +103,7 @@ def _parse_add_offsets_to_txn_request_v3_v4(b, p):
         o['producer_epoch'] = v1_1
         o['group_id'] = v2
         if nt:
-            p = _tags_add_offsets_to_txn_request_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_offsets_to_txn_request_v3_v4_fields, f) from None
@@ -187,8 +116,8 @@ _build_add_offsets_to_txn_request_v3_v4_fields = (
     '_unknown_tags',
 )
 
-# Build AddOffsetsToTxnRequest, version 3.
-def _build_add_offsets_to_txn_request_v3(o, w):
+# Build AddOffsetsToTxnRequest, versions 3-4.
+def _build_add_offsets_to_txn_request_v3_v4(o, w):
     f = -1
     try:
         if not _build_add_offsets_to_txn_request_v3_v4_keys.issuperset(o):
@@ -196,37 +125,6 @@ def _build_add_offsets_to_txn_request_v3(o, w):
                 o,
                 _build_add_offsets_to_txn_request_v3_v4_keys,
                 _build_add_offsets_to_txn_request_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64_i16(g('producer_id', 0), g('producer_epoch', 0))
-        f = 2
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_request_v3_v4_fields, f, o) from None
-
-# Build AddOffsetsToTxnRequest, version 4.
-def _build_add_offsets_to_txn_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_request_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_request_v3_v4_keys,
-                _build_add_offsets_to_txn_request_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -262,11 +160,11 @@ PARSE = {
     4: _parse_add_offsets_to_txn_request_v3_v4,
 }
 BUILD = {
-    0: _build_add_offsets_to_txn_request_v0,
-    1: _build_add_offsets_to_txn_request_v1,
-    2: _build_add_offsets_to_txn_request_v2,
-    3: _build_add_offsets_to_txn_request_v3,
-    4: _build_add_offsets_to_txn_request_v4,
+    0: _build_add_offsets_to_txn_request_v0_v2,
+    1: _build_add_offsets_to_txn_request_v0_v2,
+    2: _build_add_offsets_to_txn_request_v0_v2,
+    3: _build_add_offsets_to_txn_request_v3_v4,
+    4: _build_add_offsets_to_txn_request_v3_v4,
 }
 SCHEMA = (
     ('TransactionalId', 'string', '0+', 'none', 'none', None, '', False, ()),

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -44,8 +41,8 @@ _build_add_offsets_to_txn_response_v0_v2_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build AddOffsetsToTxnResponse, version 0.
-def _build_add_offsets_to_txn_response_v0(o, w):
+# Build AddOffsetsToTxnResponse, versions 0-2.
+def _build_add_offsets_to_txn_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_offsets_to_txn_response_v0_v2_keys.issuperset(o):
@@ -53,68 +50,12 @@ def _build_add_offsets_to_txn_response_v0(o, w):
                 o,
                 _build_add_offsets_to_txn_response_v0_v2_keys,
                 _build_add_offsets_to_txn_response_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _build_add_offsets_to_txn_response_v0_v2_fields, f, o) from None
-
-# Build AddOffsetsToTxnResponse, version 1.
-def _build_add_offsets_to_txn_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_response_v0_v2_keys,
-                _build_add_offsets_to_txn_response_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_response_v0_v2_fields, f, o) from None
-
-# Build AddOffsetsToTxnResponse, version 2.
-def _build_add_offsets_to_txn_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_response_v0_v2_keys,
-                _build_add_offsets_to_txn_response_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_response_v0_v2_fields, f, o) from None
-
-_tags_add_offsets_to_txn_response_v3_v4_names = {}
-
-# Parse the tagged fields of AddOffsetsToTxnResponse, versions 3-4.
-def _tags_add_offsets_to_txn_response_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_offsets_to_txn_response_v3_v4_names, t) from None
 
 _parse_add_offsets_to_txn_response_v3_v4_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -137,7 +78,7 @@ def _parse_add_offsets_to_txn_response_v3_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_add_offsets_to_txn_response_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_offsets_to_txn_response_v3_v4_fields, f) from None
@@ -149,8 +90,8 @@ _build_add_offsets_to_txn_response_v3_v4_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build AddOffsetsToTxnResponse, version 3.
-def _build_add_offsets_to_txn_response_v3(o, w):
+# Build AddOffsetsToTxnResponse, versions 3-4.
+def _build_add_offsets_to_txn_response_v3_v4(o, w):
     f = -1
     try:
         if not _build_add_offsets_to_txn_response_v3_v4_keys.issuperset(o):
@@ -158,31 +99,6 @@ def _build_add_offsets_to_txn_response_v3(o, w):
                 o,
                 _build_add_offsets_to_txn_response_v3_v4_keys,
                 _build_add_offsets_to_txn_response_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_offsets_to_txn_response_v3_v4_fields, f, o) from None
-
-# Build AddOffsetsToTxnResponse, version 4.
-def _build_add_offsets_to_txn_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_add_offsets_to_txn_response_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_offsets_to_txn_response_v3_v4_keys,
-                _build_add_offsets_to_txn_response_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -212,11 +128,11 @@ PARSE = {
     4: _parse_add_offsets_to_txn_response_v3_v4,
 }
 BUILD = {
-    0: _build_add_offsets_to_txn_response_v0,
-    1: _build_add_offsets_to_txn_response_v1,
-    2: _build_add_offsets_to_txn_response_v2,
-    3: _build_add_offsets_to_txn_response_v3,
-    4: _build_add_offsets_to_txn_response_v4,
+    0: _build_add_offsets_to_txn_response_v0_v2,
+    1: _build_add_offsets_to_txn_response_v0_v2,
+    2: _build_add_offsets_to_txn_response_v0_v2,
+    3: _build_add_offsets_to_txn_response_v3_v4,
+    4: _build_add_offsets_to_txn_response_v3_v4,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -85,12 +83,7 @@ def _parse_add_partitions_to_txn_request_v0_v2(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_add_partitions_to_txn_topic_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_add_partitions_to_txn_topic_v0_v2, b, q, z)
             raise
         o = Container()
         o['v3_and_below_transactional_id'] = v0
@@ -105,8 +98,8 @@ _build_add_partitions_to_txn_topic_v0_v2_keys = frozenset({'name', 'partitions'}
 _build_add_partitions_to_txn_topic_v0_v5_absent = {}
 _build_add_partitions_to_txn_topic_v0_v2_fields = ('name', 'partitions')
 
-# Build AddPartitionsToTxnTopic, version 0.
-def _build_add_partitions_to_txn_topic_v0(o, w):
+# Build AddPartitionsToTxnTopic, versions 0-2.
+def _build_add_partitions_to_txn_topic_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_topic_v0_v2_keys.issuperset(o):
@@ -114,7 +107,6 @@ def _build_add_partitions_to_txn_topic_v0(o, w):
                 o,
                 _build_add_partitions_to_txn_topic_v0_v2_keys,
                 _build_add_partitions_to_txn_topic_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -123,7 +115,7 @@ def _build_add_partitions_to_txn_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -141,8 +133,8 @@ _build_add_partitions_to_txn_request_v0_v2_fields = (
     'v3_and_below_topics',
 )
 
-# Build AddPartitionsToTxnRequest, version 0.
-def _build_add_partitions_to_txn_request_v0(o, w):
+# Build AddPartitionsToTxnRequest, versions 0-2.
+def _build_add_partitions_to_txn_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_request_v0_v2_keys.issuperset(o):
@@ -150,7 +142,6 @@ def _build_add_partitions_to_txn_request_v0(o, w):
                 o,
                 _build_add_partitions_to_txn_request_v0_v2_keys,
                 _build_add_partitions_to_txn_request_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -161,146 +152,10 @@ def _build_add_partitions_to_txn_request_v0(o, w):
         f = 2
         v = g('v3_and_below_topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_add_partitions_to_txn_topic_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_add_partitions_to_txn_request_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnTopic, version 1.
-def _build_add_partitions_to_txn_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_v0_v2_keys,
-                _build_add_partitions_to_txn_topic_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_topic_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnRequest, version 1.
-def _build_add_partitions_to_txn_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_request_v0_v2_keys,
-                _build_add_partitions_to_txn_request_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('v3_and_below_transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16(g('v3_and_below_producer_id', 0), g('v3_and_below_producer_epoch', 0))
-        f = 2
-        v = g('v3_and_below_topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_request_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnTopic, version 2.
-def _build_add_partitions_to_txn_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_v0_v2_keys,
-                _build_add_partitions_to_txn_topic_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_topic_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnRequest, version 2.
-def _build_add_partitions_to_txn_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_request_v0_v2_keys,
-                _build_add_partitions_to_txn_request_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('v3_and_below_transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16(g('v3_and_below_producer_id', 0), g('v3_and_below_producer_epoch', 0))
-        f = 2
-        v = g('v3_and_below_topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_request_v0_v2_fields, f, o) from None
-
-_tags_add_partitions_to_txn_topic_v3_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnTopic, versions 3-5.
-def _tags_add_partitions_to_txn_topic_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_topic_v3_v5_names, t) from None
 
 _parse_add_partitions_to_txn_topic_v3_v5_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -328,31 +183,10 @@ def _parse_add_partitions_to_txn_topic_v3_v5(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_add_partitions_to_txn_topic_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_topic_v3_v5_fields, f) from None
-
-_tags_add_partitions_to_txn_request_v3_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnRequest, versions 3-5.
-def _tags_add_partitions_to_txn_request_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_request_v3_v5_names, t) from None
 
 _parse_add_partitions_to_txn_request_v3_fields = (
     'v3_and_below_transactional_id',
@@ -394,17 +228,12 @@ def _parse_add_partitions_to_txn_request_v3(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_add_partitions_to_txn_topic_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_add_partitions_to_txn_topic_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_add_partitions_to_txn_topic_v3_v5, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -418,7 +247,7 @@ def _parse_add_partitions_to_txn_request_v3(b, p):
         o['v3_and_below_producer_epoch'] = v1_1
         o['v3_and_below_topics'] = v2
         if nt:
-            p = _tags_add_partitions_to_txn_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_request_v3_fields, f) from None
@@ -426,8 +255,8 @@ def _parse_add_partitions_to_txn_request_v3(b, p):
 _build_add_partitions_to_txn_topic_v3_v5_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_add_partitions_to_txn_topic_v3_v5_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build AddPartitionsToTxnTopic, version 3.
-def _build_add_partitions_to_txn_topic_v3(o, w):
+# Build AddPartitionsToTxnTopic, versions 3-5.
+def _build_add_partitions_to_txn_topic_v3_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_topic_v3_v5_keys.issuperset(o):
@@ -435,7 +264,6 @@ def _build_add_partitions_to_txn_topic_v3(o, w):
                 o,
                 _build_add_partitions_to_txn_topic_v3_v5_keys,
                 _build_add_partitions_to_txn_topic_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -444,7 +272,7 @@ def _build_add_partitions_to_txn_topic_v3(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -477,7 +305,6 @@ def _build_add_partitions_to_txn_request_v3(o, w):
                 o,
                 _build_add_partitions_to_txn_request_v3_keys,
                 _build_add_partitions_to_txn_request_v0_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -488,13 +315,8 @@ def _build_add_partitions_to_txn_request_v3(o, w):
         f = 2
         v = g('v3_and_below_topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_topic_v3_v5)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -504,27 +326,6 @@ def _build_add_partitions_to_txn_request_v3(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_add_partitions_to_txn_request_v3_fields, f, o) from None
-
-_tags_add_partitions_to_txn_transaction_v4_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnTransaction, versions 4-5.
-def _tags_add_partitions_to_txn_transaction_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_transaction_v4_v5_names, t) from None
 
 _parse_add_partitions_to_txn_transaction_v4_v5_fields = (
     'transactional_id',
@@ -566,17 +367,12 @@ def _parse_add_partitions_to_txn_transaction_v4_v5(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_add_partitions_to_txn_topic_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_add_partitions_to_txn_topic_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_add_partitions_to_txn_topic_v3_v5, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -591,7 +387,7 @@ def _parse_add_partitions_to_txn_transaction_v4_v5(b, p):
         o['verify_only'] = v1_2
         o['topics'] = v2
         if nt:
-            p = _tags_add_partitions_to_txn_transaction_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -610,14 +406,7 @@ def _parse_add_partitions_to_txn_request_v4_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_add_partitions_to_txn_transaction_v4_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_add_partitions_to_txn_transaction_v4_v5)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -627,42 +416,10 @@ def _parse_add_partitions_to_txn_request_v4_v5(b, p):
         o = Container()
         o['transactions'] = v0
         if nt:
-            p = _tags_add_partitions_to_txn_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_request_v4_v5_fields, f) from None
-
-# Build AddPartitionsToTxnTopic, version 4.
-def _build_add_partitions_to_txn_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_v3_v5_keys,
-                _build_add_partitions_to_txn_topic_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_topic_v3_v5_fields, f, o) from None
 
 _build_add_partitions_to_txn_transaction_v4_v5_keys = frozenset({
     '_unknown_tags', 'producer_epoch', 'producer_id', 'topics', 'transactional_id', 'verify_only',
@@ -674,8 +431,8 @@ _build_add_partitions_to_txn_transaction_v4_v5_fields = (
     '_unknown_tags',
 )
 
-# Build AddPartitionsToTxnTransaction, version 4.
-def _build_add_partitions_to_txn_transaction_v4(o, w):
+# Build AddPartitionsToTxnTransaction, versions 4-5.
+def _build_add_partitions_to_txn_transaction_v4_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_transaction_v4_v5_keys.issuperset(o):
@@ -683,7 +440,6 @@ def _build_add_partitions_to_txn_transaction_v4(o, w):
                 o,
                 _build_add_partitions_to_txn_transaction_v4_v5_keys,
                 _build_add_partitions_to_txn_transaction_v4_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -696,13 +452,8 @@ def _build_add_partitions_to_txn_transaction_v4(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_topic_v3_v5)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -724,8 +475,8 @@ _build_add_partitions_to_txn_request_v4_v5_absent = {
 }
 _build_add_partitions_to_txn_request_v4_v5_fields = ('transactions', '_unknown_tags')
 
-# Build AddPartitionsToTxnRequest, version 4.
-def _build_add_partitions_to_txn_request_v4(o, w):
+# Build AddPartitionsToTxnRequest, versions 4-5.
+def _build_add_partitions_to_txn_request_v4_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_request_v4_v5_keys.issuperset(o):
@@ -733,124 +484,13 @@ def _build_add_partitions_to_txn_request_v4(o, w):
                 o,
                 _build_add_partitions_to_txn_request_v4_v5_keys,
                 _build_add_partitions_to_txn_request_v4_v5_absent,
-                4,
             )
         g = o.get
         f = 0
         v = g('transactions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_transaction_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_request_v4_v5_fields, f, o) from None
-
-# Build AddPartitionsToTxnTopic, version 5.
-def _build_add_partitions_to_txn_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_v3_v5_keys,
-                _build_add_partitions_to_txn_topic_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_topic_v3_v5_fields, f, o) from None
-
-# Build AddPartitionsToTxnTransaction, version 5.
-def _build_add_partitions_to_txn_transaction_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_transaction_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_transaction_v4_v5_keys,
-                _build_add_partitions_to_txn_transaction_v4_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64_i16_bool(
-            g('producer_id', 0), g('producer_epoch', 0), g('verify_only', False)
-        )
-        f = 2
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_transaction_v4_v5_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnRequest, version 5.
-def _build_add_partitions_to_txn_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_request_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_request_v4_v5_keys,
-                _build_add_partitions_to_txn_request_v4_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('transactions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_transaction_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_transaction_v4_v5)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -877,12 +517,12 @@ PARSE = {
     5: _parse_add_partitions_to_txn_request_v4_v5,
 }
 BUILD = {
-    0: _build_add_partitions_to_txn_request_v0,
-    1: _build_add_partitions_to_txn_request_v1,
-    2: _build_add_partitions_to_txn_request_v2,
+    0: _build_add_partitions_to_txn_request_v0_v2,
+    1: _build_add_partitions_to_txn_request_v0_v2,
+    2: _build_add_partitions_to_txn_request_v0_v2,
     3: _build_add_partitions_to_txn_request_v3,
-    4: _build_add_partitions_to_txn_request_v4,
-    5: _build_add_partitions_to_txn_request_v5,
+    4: _build_add_partitions_to_txn_request_v4_v5,
+    5: _build_add_partitions_to_txn_request_v4_v5,
 }
 SCHEMA = (
     (

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -86,12 +83,7 @@ def _parse_add_partitions_to_txn_topic_result_v0_v2(b, p):
                     c['partition_error_code'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_add_partitions_to_txn_partition_result_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_add_partitions_to_txn_partition_result_v0_v2, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -115,14 +107,7 @@ def _parse_add_partitions_to_txn_response_v0_v2(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_add_partitions_to_txn_topic_result_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_add_partitions_to_txn_topic_result_v0_v2)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results_by_topic_v3_and_below'] = v1
@@ -138,8 +123,8 @@ _build_add_partitions_to_txn_partition_result_v0_v2_fields = (
     (('partition_index', 'i', 0), ('partition_error_code', 'h', 0)),
 )
 
-# Build AddPartitionsToTxnPartitionResult, version 0.
-def _build_add_partitions_to_txn_partition_result_v0(o, w):
+# Build AddPartitionsToTxnPartitionResult, versions 0-2.
+def _build_add_partitions_to_txn_partition_result_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_partition_result_v0_v2_keys.issuperset(o):
@@ -147,7 +132,6 @@ def _build_add_partitions_to_txn_partition_result_v0(o, w):
                 o,
                 _build_add_partitions_to_txn_partition_result_v0_v2_keys,
                 _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -161,8 +145,8 @@ _build_add_partitions_to_txn_topic_result_v0_v2_keys = frozenset({'name', 'resul
 _build_add_partitions_to_txn_topic_result_v0_v5_absent = {}
 _build_add_partitions_to_txn_topic_result_v0_v2_fields = ('name', 'results_by_partition')
 
-# Build AddPartitionsToTxnTopicResult, version 0.
-def _build_add_partitions_to_txn_topic_result_v0(o, w):
+# Build AddPartitionsToTxnTopicResult, versions 0-2.
+def _build_add_partitions_to_txn_topic_result_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_topic_result_v0_v2_keys.issuperset(o):
@@ -170,7 +154,6 @@ def _build_add_partitions_to_txn_topic_result_v0(o, w):
                 o,
                 _build_add_partitions_to_txn_topic_result_v0_v2_keys,
                 _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -179,13 +162,8 @@ def _build_add_partitions_to_txn_topic_result_v0(o, w):
         f = 1
         v = g('results_by_partition', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_add_partitions_to_txn_partition_result_v0_v2)
     except Exception as x:
         raise encode_failure(
             x, _build_add_partitions_to_txn_topic_result_v0_v2_fields, f, o
@@ -202,8 +180,8 @@ _build_add_partitions_to_txn_response_v0_v2_fields = (
     (('throttle_time_ms', 'i', 0),), 'results_by_topic_v3_and_below',
 )
 
-# Build AddPartitionsToTxnResponse, version 0.
-def _build_add_partitions_to_txn_response_v0(o, w):
+# Build AddPartitionsToTxnResponse, versions 0-2.
+def _build_add_partitions_to_txn_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_response_v0_v2_keys.issuperset(o):
@@ -211,7 +189,6 @@ def _build_add_partitions_to_txn_response_v0(o, w):
                 o,
                 _build_add_partitions_to_txn_response_v0_v2_keys,
                 _build_add_partitions_to_txn_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -219,190 +196,10 @@ def _build_add_partitions_to_txn_response_v0(o, w):
         f = 1
         v = g('results_by_topic_v3_and_below', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_add_partitions_to_txn_topic_result_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_add_partitions_to_txn_response_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnPartitionResult, version 1.
-def _build_add_partitions_to_txn_partition_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_partition_result_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_partition_result_v0_v2_keys,
-                _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('partition_error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_partition_result_v0_v2_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnTopicResult, version 1.
-def _build_add_partitions_to_txn_topic_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_result_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_result_v0_v2_keys,
-                _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('results_by_partition', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_topic_result_v0_v2_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnResponse, version 1.
-def _build_add_partitions_to_txn_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_response_v0_v2_keys,
-                _build_add_partitions_to_txn_response_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results_by_topic_v3_and_below', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_response_v0_v2_fields, f, o) from None
-
-# Build AddPartitionsToTxnPartitionResult, version 2.
-def _build_add_partitions_to_txn_partition_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_partition_result_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_partition_result_v0_v2_keys,
-                _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('partition_error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_partition_result_v0_v2_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnTopicResult, version 2.
-def _build_add_partitions_to_txn_topic_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_result_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_result_v0_v2_keys,
-                _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('results_by_partition', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_topic_result_v0_v2_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnResponse, version 2.
-def _build_add_partitions_to_txn_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_response_v0_v2_keys,
-                _build_add_partitions_to_txn_response_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results_by_topic_v3_and_below', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_response_v0_v2_fields, f, o) from None
-
-_tags_add_partitions_to_txn_partition_result_v3_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnPartitionResult, versions 3-5.
-def _tags_add_partitions_to_txn_partition_result_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_add_partitions_to_txn_partition_result_v3_v5_names, t
-        ) from None
 
 _parse_add_partitions_to_txn_partition_result_v3_v5_fields = (
     (('partition_index', 'i', None), ('partition_error_code', 'h', None)), '_tagged_fields',
@@ -425,33 +222,12 @@ def _parse_add_partitions_to_txn_partition_result_v3_v5(b, p):
         o['partition_index'] = v0_0
         o['partition_error_code'] = v0_1
         if nt:
-            p = _tags_add_partitions_to_txn_partition_result_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_add_partitions_to_txn_partition_result_v3_v5_fields, f
         ) from None
-
-_tags_add_partitions_to_txn_topic_result_v3_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnTopicResult, versions 3-5.
-def _tags_add_partitions_to_txn_topic_result_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_topic_result_v3_v5_names, t) from None
 
 _parse_add_partitions_to_txn_topic_result_v3_v5_fields = (
     'name', 'results_by_partition', '_tagged_fields',
@@ -491,17 +267,12 @@ def _parse_add_partitions_to_txn_topic_result_v3_v5(b, p):
                     c['partition_error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_add_partitions_to_txn_partition_result_v3_v5(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_add_partitions_to_txn_partition_result_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_add_partitions_to_txn_partition_result_v3_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -513,33 +284,12 @@ def _parse_add_partitions_to_txn_topic_result_v3_v5(b, p):
         o['name'] = v0
         o['results_by_partition'] = v1
         if nt:
-            p = _tags_add_partitions_to_txn_topic_result_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_add_partitions_to_txn_topic_result_v3_v5_fields, f
         ) from None
-
-_tags_add_partitions_to_txn_response_v3_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnResponse, versions 3-5.
-def _tags_add_partitions_to_txn_response_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_response_v3_v5_names, t) from None
 
 _parse_add_partitions_to_txn_response_v3_fields = (
     (('throttle_time_ms', 'i', None),), 'results_by_topic_v3_and_below', '_tagged_fields',
@@ -558,14 +308,7 @@ def _parse_add_partitions_to_txn_response_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_add_partitions_to_txn_topic_result_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_add_partitions_to_txn_topic_result_v3_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -576,7 +319,7 @@ def _parse_add_partitions_to_txn_response_v3(b, p):
         o['throttle_time_ms'] = v0_0
         o['results_by_topic_v3_and_below'] = v1
         if nt:
-            p = _tags_add_partitions_to_txn_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_response_v3_fields, f) from None
@@ -588,8 +331,8 @@ _build_add_partitions_to_txn_partition_result_v3_v5_fields = (
     (('partition_index', 'i', 0), ('partition_error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build AddPartitionsToTxnPartitionResult, version 3.
-def _build_add_partitions_to_txn_partition_result_v3(o, w):
+# Build AddPartitionsToTxnPartitionResult, versions 3-5.
+def _build_add_partitions_to_txn_partition_result_v3_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_partition_result_v3_v5_keys.issuperset(o):
@@ -597,7 +340,6 @@ def _build_add_partitions_to_txn_partition_result_v3(o, w):
                 o,
                 _build_add_partitions_to_txn_partition_result_v3_v5_keys,
                 _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -621,8 +363,8 @@ _build_add_partitions_to_txn_topic_result_v3_v5_fields = (
     'name', 'results_by_partition', '_unknown_tags',
 )
 
-# Build AddPartitionsToTxnTopicResult, version 3.
-def _build_add_partitions_to_txn_topic_result_v3(o, w):
+# Build AddPartitionsToTxnTopicResult, versions 3-5.
+def _build_add_partitions_to_txn_topic_result_v3_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_topic_result_v3_v5_keys.issuperset(o):
@@ -630,7 +372,6 @@ def _build_add_partitions_to_txn_topic_result_v3(o, w):
                 o,
                 _build_add_partitions_to_txn_topic_result_v3_v5_keys,
                 _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -639,13 +380,8 @@ def _build_add_partitions_to_txn_topic_result_v3(o, w):
         f = 1
         v = g('results_by_partition', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_partition_result_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -674,7 +410,6 @@ def _build_add_partitions_to_txn_response_v3(o, w):
                 o,
                 _build_add_partitions_to_txn_response_v3_keys,
                 _build_add_partitions_to_txn_response_v0_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -682,13 +417,8 @@ def _build_add_partitions_to_txn_response_v3(o, w):
         f = 1
         v = g('results_by_topic_v3_and_below', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_topic_result_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -698,27 +428,6 @@ def _build_add_partitions_to_txn_response_v3(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_add_partitions_to_txn_response_v3_fields, f, o) from None
-
-_tags_add_partitions_to_txn_result_v4_v5_names = {}
-
-# Parse the tagged fields of AddPartitionsToTxnResult, versions 4-5.
-def _tags_add_partitions_to_txn_result_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_partitions_to_txn_result_v4_v5_names, t) from None
 
 _parse_add_partitions_to_txn_result_v4_v5_fields = (
     'transactional_id', 'topic_results', '_tagged_fields',
@@ -736,14 +445,7 @@ def _parse_add_partitions_to_txn_result_v4_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_add_partitions_to_txn_topic_result_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_add_partitions_to_txn_topic_result_v3_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -754,7 +456,7 @@ def _parse_add_partitions_to_txn_result_v4_v5(b, p):
         o['transactional_id'] = v0
         o['topic_results'] = v1
         if nt:
-            p = _tags_add_partitions_to_txn_result_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_result_v4_v5_fields, f) from None
@@ -777,14 +479,7 @@ def _parse_add_partitions_to_txn_response_v4_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_add_partitions_to_txn_result_v4_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_add_partitions_to_txn_result_v4_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -796,73 +491,10 @@ def _parse_add_partitions_to_txn_response_v4_v5(b, p):
         o['error_code'] = v0_1
         o['results_by_transaction'] = v1
         if nt:
-            p = _tags_add_partitions_to_txn_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_partitions_to_txn_response_v4_v5_fields, f) from None
-
-# Build AddPartitionsToTxnPartitionResult, version 4.
-def _build_add_partitions_to_txn_partition_result_v4(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_partition_result_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_partition_result_v3_v5_keys,
-                _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('partition_error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_partition_result_v3_v5_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnTopicResult, version 4.
-def _build_add_partitions_to_txn_topic_result_v4(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_result_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_result_v3_v5_keys,
-                _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('results_by_partition', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_topic_result_v3_v5_fields, f, o
-        ) from None
 
 _build_add_partitions_to_txn_result_v4_v5_keys = frozenset({
     '_unknown_tags', 'topic_results', 'transactional_id',
@@ -872,8 +504,8 @@ _build_add_partitions_to_txn_result_v4_v5_fields = (
     'transactional_id', 'topic_results', '_unknown_tags',
 )
 
-# Build AddPartitionsToTxnResult, version 4.
-def _build_add_partitions_to_txn_result_v4(o, w):
+# Build AddPartitionsToTxnResult, versions 4-5.
+def _build_add_partitions_to_txn_result_v4_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_result_v4_v5_keys.issuperset(o):
@@ -881,7 +513,6 @@ def _build_add_partitions_to_txn_result_v4(o, w):
                 o,
                 _build_add_partitions_to_txn_result_v4_v5_keys,
                 _build_add_partitions_to_txn_result_v4_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -890,13 +521,8 @@ def _build_add_partitions_to_txn_result_v4(o, w):
         f = 1
         v = g('topic_results', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_topic_result_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -916,8 +542,8 @@ _build_add_partitions_to_txn_response_v4_v5_fields = (
     '_unknown_tags',
 )
 
-# Build AddPartitionsToTxnResponse, version 4.
-def _build_add_partitions_to_txn_response_v4(o, w):
+# Build AddPartitionsToTxnResponse, versions 4-5.
+def _build_add_partitions_to_txn_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_add_partitions_to_txn_response_v4_v5_keys.issuperset(o):
@@ -925,7 +551,6 @@ def _build_add_partitions_to_txn_response_v4(o, w):
                 o,
                 _build_add_partitions_to_txn_response_v4_v5_keys,
                 _build_add_partitions_to_txn_response_v4_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -933,145 +558,8 @@ def _build_add_partitions_to_txn_response_v4(o, w):
         f = 1
         v = g('results_by_transaction', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_response_v4_v5_fields, f, o) from None
-
-# Build AddPartitionsToTxnPartitionResult, version 5.
-def _build_add_partitions_to_txn_partition_result_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_partition_result_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_partition_result_v3_v5_keys,
-                _build_add_partitions_to_txn_partition_result_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('partition_error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_partition_result_v3_v5_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnTopicResult, version 5.
-def _build_add_partitions_to_txn_topic_result_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_topic_result_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_topic_result_v3_v5_keys,
-                _build_add_partitions_to_txn_topic_result_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('results_by_partition', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_partition_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_add_partitions_to_txn_topic_result_v3_v5_fields, f, o
-        ) from None
-
-# Build AddPartitionsToTxnResult, version 5.
-def _build_add_partitions_to_txn_result_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_result_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_result_v4_v5_keys,
-                _build_add_partitions_to_txn_result_v4_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('topic_results', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_topic_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_add_partitions_to_txn_result_v4_v5_fields, f, o) from None
-
-# Build AddPartitionsToTxnResponse, version 5.
-def _build_add_partitions_to_txn_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_add_partitions_to_txn_response_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_add_partitions_to_txn_response_v4_v5_keys,
-                _build_add_partitions_to_txn_response_v4_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('results_by_transaction', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_add_partitions_to_txn_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_add_partitions_to_txn_result_v4_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1098,12 +586,12 @@ PARSE = {
     5: _parse_add_partitions_to_txn_response_v4_v5,
 }
 BUILD = {
-    0: _build_add_partitions_to_txn_response_v0,
-    1: _build_add_partitions_to_txn_response_v1,
-    2: _build_add_partitions_to_txn_response_v2,
+    0: _build_add_partitions_to_txn_response_v0_v2,
+    1: _build_add_partitions_to_txn_response_v0_v2,
+    2: _build_add_partitions_to_txn_response_v0_v2,
     3: _build_add_partitions_to_txn_response_v3,
-    4: _build_add_partitions_to_txn_response_v4,
-    5: _build_add_partitions_to_txn_response_v5,
+    4: _build_add_partitions_to_txn_response_v4_v5,
+    5: _build_add_partitions_to_txn_response_v4_v5,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

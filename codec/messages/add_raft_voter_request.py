@@ -4,27 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -34,27 +30,6 @@ _pack_u16 = Struct('>H').pack
 _unpack_i32x2_uuid = Struct('>ii16s').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 
-
-_tags_listener_v0_names = {}
-
-# Parse the tagged fields of Listener, version 0.
-def _tags_listener_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_listener_v0_names, t) from None
 
 _parse_listener_v0_fields = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
 
@@ -80,31 +55,10 @@ def _parse_listener_v0(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_listener_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listener_v0_fields, f) from None
-
-_tags_add_raft_voter_request_v0_names = {}
-
-# Parse the tagged fields of AddRaftVoterRequest, version 0.
-def _tags_add_raft_voter_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_add_raft_voter_request_v0_names, t) from None
 
 _parse_add_raft_voter_request_v0_fields = (
     'cluster_id',
@@ -144,17 +98,12 @@ def _parse_add_raft_voter_request_v0(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -169,7 +118,7 @@ def _parse_add_raft_voter_request_v0(b, p):
         o['voter_directory_id'] = v1_2
         o['listeners'] = v2
         if nt:
-            p = _tags_add_raft_voter_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_add_raft_voter_request_v0_fields, f) from None
@@ -183,7 +132,7 @@ def _build_listener_v0(o, w):
     f = -1
     try:
         if not _build_listener_v0_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_keys, _build_listener_v0_absent, 0)
+            check_keys(o, _build_listener_v0_keys, _build_listener_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -225,7 +174,7 @@ def _build_add_raft_voter_request_v0(o, w):
     try:
         if not _build_add_raft_voter_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_add_raft_voter_request_v0_keys, _build_add_raft_voter_request_v0_absent, 0
+                o, _build_add_raft_voter_request_v0_keys, _build_add_raft_voter_request_v0_absent
             )
         g = o.get
         f = 0
@@ -238,13 +187,8 @@ def _build_add_raft_voter_request_v0(o, w):
         f = 2
         v = g('listeners', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v0)
         t = None
         f = 3
         u = g('_unknown_tags')

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -93,12 +90,7 @@ def _parse_entry_data_v0(b, p):
                 c['entity_name'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_entity_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_entity_data_v0, b, q, z)
             raise
         f = 1
         n, p = read_array_length(b, p, False)
@@ -117,12 +109,7 @@ def _parse_entry_data_v0(b, p):
                 c['remove'] = k1_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_op_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_op_data_v0, b, q, z)
             raise
         o = Container()
         o['entity'] = v0
@@ -139,14 +126,7 @@ def _parse_alter_client_quotas_request_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_entry_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_entry_data_v0)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -166,7 +146,7 @@ def _build_entity_data_v0(o, w):
     f = -1
     try:
         if not _build_entity_data_v0_keys.issuperset(o):
-            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_v1_absent, 0)
+            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -186,7 +166,7 @@ def _build_op_data_v0(o, w):
     f = -1
     try:
         if not _build_op_data_v0_keys.issuperset(o):
-            check_keys(o, _build_op_data_v0_keys, _build_op_data_v0_v1_absent, 0)
+            check_keys(o, _build_op_data_v0_keys, _build_op_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -205,28 +185,18 @@ def _build_entry_data_v0(o, w):
     f = -1
     try:
         if not _build_entry_data_v0_keys.issuperset(o):
-            check_keys(o, _build_entry_data_v0_keys, _build_entry_data_v0_v1_absent, 0)
+            check_keys(o, _build_entry_data_v0_keys, _build_entry_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entity_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_entity_data_v0)
         f = 1
         v = g('ops', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_op_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_op_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_entry_data_v0_fields, f, o) from None
 
@@ -243,44 +213,17 @@ def _build_alter_client_quotas_request_v0(o, w):
                 o,
                 _build_alter_client_quotas_request_v0_keys,
                 _build_alter_client_quotas_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('entries', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entry_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_entry_data_v0)
         f = 1
         w += _pack_bool(g('validate_only', False))
     except Exception as x:
         raise encode_failure(x, _build_alter_client_quotas_request_v0_fields, f, o) from None
-
-_tags_entity_data_v1_names = {}
-
-# Parse the tagged fields of EntityData, version 1.
-def _tags_entity_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_entity_data_v1_names, t) from None
 
 _parse_entity_data_v1_fields = ('entity_type', 'entity_name', '_tagged_fields')
 
@@ -302,31 +245,10 @@ def _parse_entity_data_v1(b, p):
         o['entity_type'] = v0
         o['entity_name'] = v1
         if nt:
-            p = _tags_entity_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_entity_data_v1_fields, f) from None
-
-_tags_op_data_v1_names = {}
-
-# Parse the tagged fields of OpData, version 1.
-def _tags_op_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_op_data_v1_names, t) from None
 
 _parse_op_data_v1_fields = ('key', (('value', 'd', None), ('remove', '?', None)), '_tagged_fields')
 
@@ -350,31 +272,10 @@ def _parse_op_data_v1(b, p):
         o['value'] = v1_0
         o['remove'] = v1_1
         if nt:
-            p = _tags_op_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_op_data_v1_fields, f) from None
-
-_tags_entry_data_v1_names = {}
-
-# Parse the tagged fields of EntryData, version 1.
-def _tags_entry_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_entry_data_v1_names, t) from None
 
 _parse_entry_data_v1_fields = ('entity', 'ops', '_tagged_fields')
 
@@ -401,17 +302,12 @@ def _parse_entry_data_v1(b, p):
                 c['entity_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_entity_data_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_entity_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_entity_data_v1, b, q, z)
             raise
         f = 1
         n = b[p] - 1
@@ -434,17 +330,12 @@ def _parse_entry_data_v1(b, p):
                 c['remove'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_op_data_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_op_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_op_data_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -456,31 +347,10 @@ def _parse_entry_data_v1(b, p):
         o['entity'] = v0
         o['ops'] = v1
         if nt:
-            p = _tags_entry_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_entry_data_v1_fields, f) from None
-
-_tags_alter_client_quotas_request_v1_names = {}
-
-# Parse the tagged fields of AlterClientQuotasRequest, version 1.
-def _tags_alter_client_quotas_request_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_client_quotas_request_v1_names, t) from None
 
 _parse_alter_client_quotas_request_v1_fields = (
     'entries', (('validate_only', '?', None),), '_tagged_fields',
@@ -496,14 +366,7 @@ def _parse_alter_client_quotas_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_entry_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_entry_data_v1)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -517,7 +380,7 @@ def _parse_alter_client_quotas_request_v1(b, p):
         o['entries'] = v0
         o['validate_only'] = v1_0
         if nt:
-            p = _tags_alter_client_quotas_request_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_client_quotas_request_v1_fields, f) from None
@@ -530,7 +393,7 @@ def _build_entity_data_v1(o, w):
     f = -1
     try:
         if not _build_entity_data_v1_keys.issuperset(o):
-            check_keys(o, _build_entity_data_v1_keys, _build_entity_data_v0_v1_absent, 1)
+            check_keys(o, _build_entity_data_v1_keys, _build_entity_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -556,7 +419,7 @@ def _build_op_data_v1(o, w):
     f = -1
     try:
         if not _build_op_data_v1_keys.issuperset(o):
-            check_keys(o, _build_op_data_v1_keys, _build_op_data_v0_v1_absent, 1)
+            check_keys(o, _build_op_data_v1_keys, _build_op_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -581,28 +444,18 @@ def _build_entry_data_v1(o, w):
     f = -1
     try:
         if not _build_entry_data_v1_keys.issuperset(o):
-            check_keys(o, _build_entry_data_v1_keys, _build_entry_data_v0_v1_absent, 1)
+            check_keys(o, _build_entry_data_v1_keys, _build_entry_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entity_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_entity_data_v1)
         f = 1
         v = g('ops', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_op_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_op_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -629,19 +482,13 @@ def _build_alter_client_quotas_request_v1(o, w):
                 o,
                 _build_alter_client_quotas_request_v1_keys,
                 _build_alter_client_quotas_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('entries', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entry_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_entry_data_v1)
         f = 1
         w += _pack_bool(g('validate_only', False))
         t = None

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -81,12 +78,7 @@ def _parse_alter_configs_resource_v0_v1(b, p):
                 c['value'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alterable_config_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alterable_config_v0_v1, b, q, z)
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -104,14 +96,7 @@ def _parse_alter_configs_request_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_configs_resource_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_configs_resource_v0_v1)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -126,14 +111,12 @@ _build_alterable_config_v0_v1_keys = frozenset({'name', 'value'})
 _build_alterable_config_v0_v2_absent = {}
 _build_alterable_config_v0_v1_fields = ('name', 'value')
 
-# Build AlterableConfig, version 0.
-def _build_alterable_config_v0(o, w):
+# Build AlterableConfig, versions 0-1.
+def _build_alterable_config_v0_v1(o, w):
     f = -1
     try:
         if not _build_alterable_config_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_alterable_config_v0_v1_keys, _build_alterable_config_v0_v2_absent, 0
-            )
+            check_keys(o, _build_alterable_config_v0_v1_keys, _build_alterable_config_v0_v2_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -150,8 +133,8 @@ _build_alter_configs_resource_v0_v1_fields = (
     (('resource_type', 'b', 0),), 'resource_name', 'configs',
 )
 
-# Build AlterConfigsResource, version 0.
-def _build_alter_configs_resource_v0(o, w):
+# Build AlterConfigsResource, versions 0-1.
+def _build_alter_configs_resource_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_configs_resource_v0_v1_keys.issuperset(o):
@@ -159,7 +142,6 @@ def _build_alter_configs_resource_v0(o, w):
                 o,
                 _build_alter_configs_resource_v0_v1_keys,
                 _build_alter_configs_resource_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -170,13 +152,8 @@ def _build_alter_configs_resource_v0(o, w):
         f = 2
         v = g('configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alterable_config_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alterable_config_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_alter_configs_resource_v0_v1_fields, f, o) from None
 
@@ -184,8 +161,8 @@ _build_alter_configs_request_v0_v1_keys = frozenset({'resources', 'validate_only
 _build_alter_configs_request_v0_v2_absent = {}
 _build_alter_configs_request_v0_v1_fields = ('resources', (('validate_only', '?', False),))
 
-# Build AlterConfigsRequest, version 0.
-def _build_alter_configs_request_v0(o, w):
+# Build AlterConfigsRequest, versions 0-1.
+def _build_alter_configs_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_configs_request_v0_v1_keys.issuperset(o):
@@ -193,119 +170,17 @@ def _build_alter_configs_request_v0(o, w):
                 o,
                 _build_alter_configs_request_v0_v1_keys,
                 _build_alter_configs_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_configs_resource_v0_v1)
         f = 1
         w += _pack_bool(g('validate_only', False))
     except Exception as x:
         raise encode_failure(x, _build_alter_configs_request_v0_v1_fields, f, o) from None
-
-# Build AlterableConfig, version 1.
-def _build_alterable_config_v1(o, w):
-    f = -1
-    try:
-        if not _build_alterable_config_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_alterable_config_v0_v1_keys, _build_alterable_config_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_alterable_config_v0_v1_fields, f, o) from None
-
-# Build AlterConfigsResource, version 1.
-def _build_alter_configs_resource_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_configs_resource_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_configs_resource_v0_v1_keys,
-                _build_alter_configs_resource_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('configs', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alterable_config_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_alter_configs_resource_v0_v1_fields, f, o) from None
-
-# Build AlterConfigsRequest, version 1.
-def _build_alter_configs_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_configs_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_configs_request_v0_v1_keys,
-                _build_alter_configs_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('resources', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_bool(g('validate_only', False))
-    except Exception as x:
-        raise encode_failure(x, _build_alter_configs_request_v0_v1_fields, f, o) from None
-
-_tags_alterable_config_v2_names = {}
-
-# Parse the tagged fields of AlterableConfig, version 2.
-def _tags_alterable_config_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alterable_config_v2_names, t) from None
 
 _parse_alterable_config_v2_fields = ('name', 'value', '_tagged_fields')
 
@@ -327,31 +202,10 @@ def _parse_alterable_config_v2(b, p):
         o['name'] = v0
         o['value'] = v1
         if nt:
-            p = _tags_alterable_config_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alterable_config_v2_fields, f) from None
-
-_tags_alter_configs_resource_v2_names = {}
-
-# Parse the tagged fields of AlterConfigsResource, version 2.
-def _tags_alter_configs_resource_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_resource_v2_names, t) from None
 
 _parse_alter_configs_resource_v2_fields = (
     (('resource_type', 'b', None),), 'resource_name', 'configs', '_tagged_fields',
@@ -385,17 +239,12 @@ def _parse_alter_configs_resource_v2(b, p):
                 c['value'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alterable_config_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alterable_config_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alterable_config_v2, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -408,31 +257,10 @@ def _parse_alter_configs_resource_v2(b, p):
         o['resource_name'] = v1
         o['configs'] = v2
         if nt:
-            p = _tags_alter_configs_resource_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_resource_v2_fields, f) from None
-
-_tags_alter_configs_request_v2_names = {}
-
-# Parse the tagged fields of AlterConfigsRequest, version 2.
-def _tags_alter_configs_request_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_request_v2_names, t) from None
 
 _parse_alter_configs_request_v2_fields = (
     'resources', (('validate_only', '?', None),), '_tagged_fields',
@@ -448,14 +276,7 @@ def _parse_alter_configs_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_configs_resource_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_configs_resource_v2)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -469,7 +290,7 @@ def _parse_alter_configs_request_v2(b, p):
         o['resources'] = v0
         o['validate_only'] = v1_0
         if nt:
-            p = _tags_alter_configs_request_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_request_v2_fields, f) from None
@@ -482,7 +303,7 @@ def _build_alterable_config_v2(o, w):
     f = -1
     try:
         if not _build_alterable_config_v2_keys.issuperset(o):
-            check_keys(o, _build_alterable_config_v2_keys, _build_alterable_config_v0_v2_absent, 2)
+            check_keys(o, _build_alterable_config_v2_keys, _build_alterable_config_v0_v2_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -513,10 +334,7 @@ def _build_alter_configs_resource_v2(o, w):
     try:
         if not _build_alter_configs_resource_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_configs_resource_v2_keys,
-                _build_alter_configs_resource_v0_v2_absent,
-                2,
+                o, _build_alter_configs_resource_v2_keys, _build_alter_configs_resource_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -527,13 +345,8 @@ def _build_alter_configs_resource_v2(o, w):
         f = 2
         v = g('configs', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alterable_config_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alterable_config_v2)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -555,22 +368,14 @@ def _build_alter_configs_request_v2(o, w):
     try:
         if not _build_alter_configs_request_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_configs_request_v2_keys,
-                _build_alter_configs_request_v0_v2_absent,
-                2,
+                o, _build_alter_configs_request_v2_keys, _build_alter_configs_request_v0_v2_absent
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_configs_resource_v2)
         f = 1
         w += _pack_bool(g('validate_only', False))
         t = None
@@ -596,8 +401,8 @@ PARSE = {
     2: _parse_alter_configs_request_v2,
 }
 BUILD = {
-    0: _build_alter_configs_request_v0,
-    1: _build_alter_configs_request_v1,
+    0: _build_alter_configs_request_v0_v1,
+    1: _build_alter_configs_request_v0_v1,
     2: _build_alter_configs_request_v2,
 }
 SCHEMA = (

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -95,12 +91,7 @@ def _parse_alter_configs_response_v0_v1(b, p):
                 c['resource_name'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_configs_resource_response_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_configs_resource_response_v0_v1, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -117,8 +108,8 @@ _build_alter_configs_resource_response_v0_v1_fields = (
     (('error_code', 'h', 0),), 'error_message', (('resource_type', 'b', 0),), 'resource_name',
 )
 
-# Build AlterConfigsResourceResponse, version 0.
-def _build_alter_configs_resource_response_v0(o, w):
+# Build AlterConfigsResourceResponse, versions 0-1.
+def _build_alter_configs_resource_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_configs_resource_response_v0_v1_keys.issuperset(o):
@@ -126,7 +117,6 @@ def _build_alter_configs_resource_response_v0(o, w):
                 o,
                 _build_alter_configs_resource_response_v0_v1_keys,
                 _build_alter_configs_resource_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -146,8 +136,8 @@ _build_alter_configs_response_v0_v1_keys = frozenset({'responses', 'throttle_tim
 _build_alter_configs_response_v0_v2_absent = {}
 _build_alter_configs_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'responses')
 
-# Build AlterConfigsResponse, version 0.
-def _build_alter_configs_response_v0(o, w):
+# Build AlterConfigsResponse, versions 0-1.
+def _build_alter_configs_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_configs_response_v0_v1_keys.issuperset(o):
@@ -155,7 +145,6 @@ def _build_alter_configs_response_v0(o, w):
                 o,
                 _build_alter_configs_response_v0_v1_keys,
                 _build_alter_configs_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -163,88 +152,10 @@ def _build_alter_configs_response_v0(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_configs_resource_response_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_alter_configs_response_v0_v1_fields, f, o) from None
-
-# Build AlterConfigsResourceResponse, version 1.
-def _build_alter_configs_resource_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_configs_resource_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_configs_resource_response_v0_v1_keys,
-                _build_alter_configs_resource_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('resource_type', 0))
-        f = 3
-        v = g('resource_name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_alter_configs_resource_response_v0_v1_fields, f, o) from None
-
-# Build AlterConfigsResponse, version 1.
-def _build_alter_configs_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_configs_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_configs_response_v0_v1_keys,
-                _build_alter_configs_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_alter_configs_response_v0_v1_fields, f, o) from None
-
-_tags_alter_configs_resource_response_v2_names = {}
-
-# Parse the tagged fields of AlterConfigsResourceResponse, version 2.
-def _tags_alter_configs_resource_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_resource_response_v2_names, t) from None
 
 _parse_alter_configs_resource_response_v2_fields = (
     (('error_code', 'h', None),), 'error_message', (('resource_type', 'b', None),), 'resource_name',
@@ -277,31 +188,10 @@ def _parse_alter_configs_resource_response_v2(b, p):
         o['resource_type'] = v2_0
         o['resource_name'] = v3
         if nt:
-            p = _tags_alter_configs_resource_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_resource_response_v2_fields, f) from None
-
-_tags_alter_configs_response_v2_names = {}
-
-# Parse the tagged fields of AlterConfigsResponse, version 2.
-def _tags_alter_configs_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_response_v2_names, t) from None
 
 _parse_alter_configs_response_v2_fields = (
     (('throttle_time_ms', 'i', None),), 'responses', '_tagged_fields',
@@ -339,17 +229,12 @@ def _parse_alter_configs_response_v2(b, p):
                 c['resource_name'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alter_configs_resource_response_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_configs_resource_response_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_configs_resource_response_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -361,7 +246,7 @@ def _parse_alter_configs_response_v2(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_alter_configs_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_response_v2_fields, f) from None
@@ -383,7 +268,6 @@ def _build_alter_configs_resource_response_v2(o, w):
                 o,
                 _build_alter_configs_resource_response_v2_keys,
                 _build_alter_configs_resource_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -419,10 +303,7 @@ def _build_alter_configs_response_v2(o, w):
     try:
         if not _build_alter_configs_response_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_configs_response_v2_keys,
-                _build_alter_configs_response_v0_v2_absent,
-                2,
+                o, _build_alter_configs_response_v2_keys, _build_alter_configs_response_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -430,13 +311,8 @@ def _build_alter_configs_response_v2(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_configs_resource_response_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -460,8 +336,8 @@ PARSE = {
     2: _parse_alter_configs_response_v2,
 }
 BUILD = {
-    0: _build_alter_configs_response_v0,
-    1: _build_alter_configs_response_v1,
+    0: _build_alter_configs_response_v0_v1,
+    1: _build_alter_configs_response_v0_v1,
     2: _build_alter_configs_response_v2,
 }
 SCHEMA = (

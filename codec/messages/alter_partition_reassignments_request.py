@@ -4,23 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -30,27 +28,6 @@ _pack_i32_bool = Struct('>i?').pack
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_bool = Struct('>i?').unpack_from
 
-
-_tags_reassignable_partition_v0_v1_names = {}
-
-# Parse the tagged fields of ReassignablePartition, versions 0-1.
-def _tags_reassignable_partition_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_reassignable_partition_v0_v1_names, t) from None
 
 _parse_reassignable_partition_v0_v1_fields = (
     (('partition_index', 'i', None),), 'replicas', '_tagged_fields',
@@ -84,31 +61,10 @@ def _parse_reassignable_partition_v0_v1(b, p):
         o['partition_index'] = v0_0
         o['replicas'] = v1
         if nt:
-            p = _tags_reassignable_partition_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_reassignable_partition_v0_v1_fields, f) from None
-
-_tags_reassignable_topic_v0_v1_names = {}
-
-# Parse the tagged fields of ReassignableTopic, versions 0-1.
-def _tags_reassignable_topic_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_reassignable_topic_v0_v1_names, t) from None
 
 _parse_reassignable_topic_v0_v1_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -147,17 +103,12 @@ def _parse_reassignable_topic_v0_v1(b, p):
                 c['replicas'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_reassignable_partition_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_reassignable_partition_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_reassignable_partition_v0_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -169,33 +120,10 @@ def _parse_reassignable_topic_v0_v1(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_reassignable_topic_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_reassignable_topic_v0_v1_fields, f) from None
-
-_tags_alter_partition_reassignments_request_v0_v1_names = {}
-
-# Parse the tagged fields of AlterPartitionReassignmentsRequest, versions 0-1.
-def _tags_alter_partition_reassignments_request_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_alter_partition_reassignments_request_v0_v1_names, t
-        ) from None
 
 _parse_alter_partition_reassignments_request_v0_fields = (
     (('timeout_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -214,14 +142,7 @@ def _parse_alter_partition_reassignments_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_reassignable_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_reassignable_topic_v0_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -232,7 +153,7 @@ def _parse_alter_partition_reassignments_request_v0(b, p):
         o['timeout_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_reassignments_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -247,8 +168,8 @@ _build_reassignable_partition_v0_v1_fields = (
     (('partition_index', 'i', 0),), 'replicas', '_unknown_tags',
 )
 
-# Build ReassignablePartition, version 0.
-def _build_reassignable_partition_v0(o, w):
+# Build ReassignablePartition, versions 0-1.
+def _build_reassignable_partition_v0_v1(o, w):
     f = -1
     try:
         if not _build_reassignable_partition_v0_v1_keys.issuperset(o):
@@ -256,7 +177,6 @@ def _build_reassignable_partition_v0(o, w):
                 o,
                 _build_reassignable_partition_v0_v1_keys,
                 _build_reassignable_partition_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -280,13 +200,13 @@ _build_reassignable_topic_v0_v1_keys = frozenset({'_unknown_tags', 'name', 'part
 _build_reassignable_topic_v0_v1_absent = {}
 _build_reassignable_topic_v0_v1_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build ReassignableTopic, version 0.
-def _build_reassignable_topic_v0(o, w):
+# Build ReassignableTopic, versions 0-1.
+def _build_reassignable_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_reassignable_topic_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_reassignable_topic_v0_v1_keys, _build_reassignable_topic_v0_v1_absent, 0
+                o, _build_reassignable_topic_v0_v1_keys, _build_reassignable_topic_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -295,13 +215,8 @@ def _build_reassignable_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_partition_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -331,7 +246,6 @@ def _build_alter_partition_reassignments_request_v0(o, w):
                 o,
                 _build_alter_partition_reassignments_request_v0_keys,
                 _build_alter_partition_reassignments_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -339,13 +253,8 @@ def _build_alter_partition_reassignments_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_topic_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -376,14 +285,7 @@ def _parse_alter_partition_reassignments_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_reassignable_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_reassignable_topic_v0_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -395,73 +297,12 @@ def _parse_alter_partition_reassignments_request_v1(b, p):
         o['allow_replication_factor_change'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_reassignments_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_alter_partition_reassignments_request_v1_fields, f
         ) from None
-
-# Build ReassignablePartition, version 1.
-def _build_reassignable_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_reassignable_partition_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_reassignable_partition_v0_v1_keys,
-                _build_reassignable_partition_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('replicas', None)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_reassignable_partition_v0_v1_fields, f, o) from None
-
-# Build ReassignableTopic, version 1.
-def _build_reassignable_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_reassignable_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_reassignable_topic_v0_v1_keys, _build_reassignable_topic_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_reassignable_topic_v0_v1_fields, f, o) from None
 
 _build_alter_partition_reassignments_request_v1_keys = frozenset({
     '_unknown_tags', 'allow_replication_factor_change', 'timeout_ms', 'topics',
@@ -481,7 +322,6 @@ def _build_alter_partition_reassignments_request_v1(o, w):
                 o,
                 _build_alter_partition_reassignments_request_v1_keys,
                 _build_alter_partition_reassignments_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -489,13 +329,8 @@ def _build_alter_partition_reassignments_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_topic_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,24 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -30,27 +27,6 @@ _pack_i32_i16 = Struct('>ih').pack
 _unpack_i32_bool_i16 = Struct('>i?h').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 
-
-_tags_reassignable_partition_response_v0_v1_names = {}
-
-# Parse the tagged fields of ReassignablePartitionResponse, versions 0-1.
-def _tags_reassignable_partition_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_reassignable_partition_response_v0_v1_names, t) from None
 
 _parse_reassignable_partition_response_v0_v1_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), 'error_message', '_tagged_fields',
@@ -76,31 +52,10 @@ def _parse_reassignable_partition_response_v0_v1(b, p):
         o['error_code'] = v0_1
         o['error_message'] = v1
         if nt:
-            p = _tags_reassignable_partition_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_reassignable_partition_response_v0_v1_fields, f) from None
-
-_tags_reassignable_topic_response_v0_v1_names = {}
-
-# Parse the tagged fields of ReassignableTopicResponse, versions 0-1.
-def _tags_reassignable_topic_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_reassignable_topic_response_v0_v1_names, t) from None
 
 _parse_reassignable_topic_response_v0_v1_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -131,17 +86,12 @@ def _parse_reassignable_topic_response_v0_v1(b, p):
                 c['error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_reassignable_partition_response_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_reassignable_partition_response_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_reassignable_partition_response_v0_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -153,33 +103,10 @@ def _parse_reassignable_topic_response_v0_v1(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_reassignable_topic_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_reassignable_topic_response_v0_v1_fields, f) from None
-
-_tags_alter_partition_reassignments_response_v0_v1_names = {}
-
-# Parse the tagged fields of AlterPartitionReassignmentsResponse, versions 0-1.
-def _tags_alter_partition_reassignments_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_alter_partition_reassignments_response_v0_v1_names, t
-        ) from None
 
 _parse_alter_partition_reassignments_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'responses',
@@ -201,14 +128,7 @@ def _parse_alter_partition_reassignments_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_reassignable_topic_response_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_reassignable_topic_response_v0_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -221,7 +141,7 @@ def _parse_alter_partition_reassignments_response_v0(b, p):
         o['error_message'] = v1
         o['responses'] = v2
         if nt:
-            p = _tags_alter_partition_reassignments_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -236,8 +156,8 @@ _build_reassignable_partition_response_v0_v1_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)), 'error_message', '_unknown_tags',
 )
 
-# Build ReassignablePartitionResponse, version 0.
-def _build_reassignable_partition_response_v0(o, w):
+# Build ReassignablePartitionResponse, versions 0-1.
+def _build_reassignable_partition_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_reassignable_partition_response_v0_v1_keys.issuperset(o):
@@ -245,7 +165,6 @@ def _build_reassignable_partition_response_v0(o, w):
                 o,
                 _build_reassignable_partition_response_v0_v1_keys,
                 _build_reassignable_partition_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -267,8 +186,8 @@ _build_reassignable_topic_response_v0_v1_keys = frozenset({'_unknown_tags', 'nam
 _build_reassignable_topic_response_v0_v1_absent = {}
 _build_reassignable_topic_response_v0_v1_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build ReassignableTopicResponse, version 0.
-def _build_reassignable_topic_response_v0(o, w):
+# Build ReassignableTopicResponse, versions 0-1.
+def _build_reassignable_topic_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_reassignable_topic_response_v0_v1_keys.issuperset(o):
@@ -276,7 +195,6 @@ def _build_reassignable_topic_response_v0(o, w):
                 o,
                 _build_reassignable_topic_response_v0_v1_keys,
                 _build_reassignable_topic_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -285,13 +203,8 @@ def _build_reassignable_topic_response_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_partition_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_partition_response_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -322,7 +235,6 @@ def _build_alter_partition_reassignments_response_v0(o, w):
                 o,
                 _build_alter_partition_reassignments_response_v0_keys,
                 _build_alter_partition_reassignments_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -333,13 +245,8 @@ def _build_alter_partition_reassignments_response_v0(o, w):
         f = 2
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_topic_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_topic_response_v0_v1)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -375,14 +282,7 @@ def _parse_alter_partition_reassignments_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_reassignable_topic_response_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_reassignable_topic_response_v0_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -396,74 +296,12 @@ def _parse_alter_partition_reassignments_response_v1(b, p):
         o['error_message'] = v1
         o['responses'] = v2
         if nt:
-            p = _tags_alter_partition_reassignments_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_alter_partition_reassignments_response_v1_fields, f
         ) from None
-
-# Build ReassignablePartitionResponse, version 1.
-def _build_reassignable_partition_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_reassignable_partition_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_reassignable_partition_response_v0_v1_keys,
-                _build_reassignable_partition_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_reassignable_partition_response_v0_v1_fields, f, o) from None
-
-# Build ReassignableTopicResponse, version 1.
-def _build_reassignable_topic_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_reassignable_topic_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_reassignable_topic_response_v0_v1_keys,
-                _build_reassignable_topic_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_partition_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_reassignable_topic_response_v0_v1_fields, f, o) from None
 
 _build_alter_partition_reassignments_response_v1_keys = frozenset({
     '_unknown_tags', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses',
@@ -487,7 +325,6 @@ def _build_alter_partition_reassignments_response_v1(o, w):
                 o,
                 _build_alter_partition_reassignments_response_v1_keys,
                 _build_alter_partition_reassignments_response_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -500,13 +337,8 @@ def _build_alter_partition_reassignments_response_v1(o, w):
         f = 2
         v = g('responses', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_reassignable_topic_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_reassignable_topic_response_v0_v1)
         t = None
         f = 3
         u = g('_unknown_tags')

@@ -4,26 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -41,27 +39,6 @@ _unpack_i32x2 = Struct('>ii').unpack_from
 _unpack_i8_i32 = Struct('>bi').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_partition_data_v0_v3_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-3.
-def _tags_partition_data_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v3_names, t) from None
 
 _parse_partition_data_v0_fields = (
     (('partition_index', 'i', None), ('leader_epoch', 'i', None)), 'new_isr',
@@ -98,31 +75,10 @@ def _parse_partition_data_v0(b, p):
         o['new_isr'] = v1
         o['partition_epoch'] = v2_0
         if nt:
-            p = _tags_partition_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_fields, f) from None
-
-_tags_topic_data_v0_v3_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-3.
-def _tags_topic_data_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v3_names, t) from None
 
 _parse_topic_data_v0_v1_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -162,17 +118,12 @@ def _parse_topic_data_v0(b, p):
                 c['partition_epoch'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -184,31 +135,10 @@ def _parse_topic_data_v0(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v1_fields, f) from None
-
-_tags_alter_partition_request_v0_v3_names = {}
-
-# Parse the tagged fields of AlterPartitionRequest, versions 0-3.
-def _tags_alter_partition_request_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_partition_request_v0_v3_names, t) from None
 
 _parse_alter_partition_request_v0_v3_fields = (
     (('broker_id', 'i', None), ('broker_epoch', 'q', None)), 'topics', '_tagged_fields',
@@ -227,14 +157,7 @@ def _parse_alter_partition_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -246,7 +169,7 @@ def _parse_alter_partition_request_v0(b, p):
         o['broker_epoch'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_request_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_request_v0_v3_fields, f) from None
@@ -268,14 +191,14 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition_index', 0), g('leader_epoch', 0))
         f = 1
         v = g('new_isr', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -300,7 +223,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent, 0)
+            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -308,13 +231,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -342,7 +260,6 @@ def _build_alter_partition_request_v0(o, w):
                 o,
                 _build_alter_partition_request_v0_v3_keys,
                 _build_alter_partition_request_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -350,13 +267,8 @@ def _build_alter_partition_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -403,7 +315,7 @@ def _parse_partition_data_v1_v2(b, p):
         o['leader_recovery_state'] = v2_0
         o['partition_epoch'] = v2_1
         if nt:
-            p = _tags_partition_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_v2_fields, f) from None
@@ -445,17 +357,12 @@ def _parse_topic_data_v1(b, p):
                 c['partition_epoch'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -467,7 +374,7 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v1_fields, f) from None
@@ -485,14 +392,7 @@ def _parse_alter_partition_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -504,7 +404,7 @@ def _parse_alter_partition_request_v1(b, p):
         o['broker_epoch'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_request_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_request_v0_v3_fields, f) from None
@@ -519,19 +419,19 @@ _build_partition_data_v1_v2_fields = (
     (('leader_recovery_state', 'b', 0), ('partition_epoch', 'i', 0)), '_unknown_tags',
 )
 
-# Build PartitionData, version 1.
-def _build_partition_data_v1(o, w):
+# Build PartitionData, versions 1-2.
+def _build_partition_data_v1_v2(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_v2_keys, _build_partition_data_v1_v2_absent, 1)
+            check_keys(o, _build_partition_data_v1_v2_keys, _build_partition_data_v1_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition_index', 0), g('leader_epoch', 0))
         f = 1
         v = g('new_isr', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -552,7 +452,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent, 1)
+            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -560,13 +460,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -586,7 +481,6 @@ def _build_alter_partition_request_v1(o, w):
                 o,
                 _build_alter_partition_request_v0_v3_keys,
                 _build_alter_partition_request_v0_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -594,13 +488,8 @@ def _build_alter_partition_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -652,17 +541,12 @@ def _parse_topic_data_v2(b, p):
                 c['partition_epoch'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -674,7 +558,7 @@ def _parse_topic_data_v2(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v2_v3_fields, f) from None
@@ -692,14 +576,7 @@ def _parse_alter_partition_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -711,38 +588,10 @@ def _parse_alter_partition_request_v2(b, p):
         o['broker_epoch'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_request_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_request_v0_v3_fields, f) from None
-
-# Build PartitionData, version 2.
-def _build_partition_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_v2_keys, _build_partition_data_v1_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('partition_index', 0), g('leader_epoch', 0))
-        f = 1
-        v = g('new_isr', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i8_i32(g('leader_recovery_state', 0), g('partition_epoch', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v1_v2_fields, f, o) from None
 
 _build_topic_data_v2_v3_keys = frozenset({'_unknown_tags', 'partitions', 'topic_id'})
 _build_topic_data_v2_v3_absent = {'topic_name': ('', True)}
@@ -756,20 +605,15 @@ def _build_topic_data_v2(o, w):
     f = -1
     try:
         if not _build_topic_data_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent, 2)
+            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -789,7 +633,6 @@ def _build_alter_partition_request_v2(o, w):
                 o,
                 _build_alter_partition_request_v0_v3_keys,
                 _build_alter_partition_request_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -797,13 +640,8 @@ def _build_alter_partition_request_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -813,27 +651,6 @@ def _build_alter_partition_request_v2(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_alter_partition_request_v0_v3_fields, f, o) from None
-
-_tags_broker_state_v3_names = {}
-
-# Parse the tagged fields of BrokerState, version 3.
-def _tags_broker_state_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_state_v3_names, t) from None
 
 _parse_broker_state_v3_fields = (
     (('broker_id', 'i', None), ('broker_epoch', 'q', None)), '_tagged_fields',
@@ -856,7 +673,7 @@ def _parse_broker_state_v3(b, p):
         o['broker_id'] = v0_0
         o['broker_epoch'] = v0_1
         if nt:
-            p = _tags_broker_state_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_state_v3_fields, f) from None
@@ -901,17 +718,12 @@ def _parse_partition_data_v3(b, p):
                     c['broker_epoch'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_broker_state_v3(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_state_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_state_v3, b, q, z)
             raise
         f = 2
         v2_0, v2_1 = _unpack_i8_i32(b, p)
@@ -929,7 +741,7 @@ def _parse_partition_data_v3(b, p):
         o['leader_recovery_state'] = v2_0
         o['partition_epoch'] = v2_1
         if nt:
-            p = _tags_partition_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v3_fields, f) from None
@@ -948,14 +760,7 @@ def _parse_topic_data_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -966,7 +771,7 @@ def _parse_topic_data_v3(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v2_v3_fields, f) from None
@@ -984,14 +789,7 @@ def _parse_alter_partition_request_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1003,7 +801,7 @@ def _parse_alter_partition_request_v3(b, p):
         o['broker_epoch'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_request_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_request_v0_v3_fields, f) from None
@@ -1019,7 +817,7 @@ def _build_broker_state_v3(o, w):
     f = -1
     try:
         if not _build_broker_state_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_state_v3_keys, _build_broker_state_v3_absent, 3)
+            check_keys(o, _build_broker_state_v3_keys, _build_broker_state_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64(g('broker_id', 0), g('broker_epoch', -1))
@@ -1048,20 +846,15 @@ def _build_partition_data_v3(o, w):
     f = -1
     try:
         if not _build_partition_data_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v3_keys, _build_partition_data_v3_absent, 3)
+            check_keys(o, _build_partition_data_v3_keys, _build_partition_data_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition_index', 0), g('leader_epoch', 0))
         f = 1
         v = g('new_isr_with_epochs', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_state_v3)
         f = 2
         w += _pack_i8_i32(g('leader_recovery_state', 0), g('partition_epoch', 0))
         t = None
@@ -1079,20 +872,15 @@ def _build_topic_data_v3(o, w):
     f = -1
     try:
         if not _build_topic_data_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent, 3)
+            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1112,7 +900,6 @@ def _build_alter_partition_request_v3(o, w):
                 o,
                 _build_alter_partition_request_v0_v3_keys,
                 _build_alter_partition_request_v0_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1120,13 +907,8 @@ def _build_alter_partition_request_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v3)
         t = None
         f = 2
         u = g('_unknown_tags')

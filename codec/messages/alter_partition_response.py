@@ -4,26 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -40,27 +38,6 @@ _unpack_i32_i16_i32x2 = Struct('>ihii').unpack_from
 _unpack_i8_i32 = Struct('>bi').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_partition_data_v0_v3_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-3.
-def _tags_partition_data_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v3_names, t) from None
 
 _parse_partition_data_v0_fields = (
     (
@@ -102,31 +79,10 @@ def _parse_partition_data_v0(b, p):
         o['isr'] = v1
         o['partition_epoch'] = v2_0
         if nt:
-            p = _tags_partition_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_fields, f) from None
-
-_tags_topic_data_v0_v3_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-3.
-def _tags_topic_data_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v3_names, t) from None
 
 _parse_topic_data_v0_v1_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -168,17 +124,12 @@ def _parse_topic_data_v0(b, p):
                 c['partition_epoch'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -190,31 +141,10 @@ def _parse_topic_data_v0(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v1_fields, f) from None
-
-_tags_alter_partition_response_v0_v3_names = {}
-
-# Parse the tagged fields of AlterPartitionResponse, versions 0-3.
-def _tags_alter_partition_response_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_partition_response_v0_v3_names, t) from None
 
 _parse_alter_partition_response_v0_v3_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'topics', '_tagged_fields',
@@ -233,14 +163,7 @@ def _parse_alter_partition_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -252,7 +175,7 @@ def _parse_alter_partition_response_v0(b, p):
         o['error_code'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_response_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_response_v0_v3_fields, f) from None
@@ -275,7 +198,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2(
@@ -284,7 +207,7 @@ def _build_partition_data_v0(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -309,7 +232,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent, 0)
+            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -317,13 +240,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -351,7 +269,6 @@ def _build_alter_partition_response_v0(o, w):
                 o,
                 _build_alter_partition_response_v0_v3_keys,
                 _build_alter_partition_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -359,13 +276,8 @@ def _build_alter_partition_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -417,7 +329,7 @@ def _parse_partition_data_v1_v3(b, p):
         o['leader_recovery_state'] = v2_0
         o['partition_epoch'] = v2_1
         if nt:
-            p = _tags_partition_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_v3_fields, f) from None
@@ -461,17 +373,12 @@ def _parse_topic_data_v1(b, p):
                 c['partition_epoch'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -483,7 +390,7 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v1_fields, f) from None
@@ -501,14 +408,7 @@ def _parse_alter_partition_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -520,7 +420,7 @@ def _parse_alter_partition_response_v1(b, p):
         o['error_code'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_response_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_response_v0_v3_fields, f) from None
@@ -538,12 +438,12 @@ _build_partition_data_v1_v3_fields = (
     'isr', (('leader_recovery_state', 'b', 0), ('partition_epoch', 'i', 0)), '_unknown_tags',
 )
 
-# Build PartitionData, version 1.
-def _build_partition_data_v1(o, w):
+# Build PartitionData, versions 1-3.
+def _build_partition_data_v1_v3(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_v3_keys, _build_partition_data_v1_v3_absent, 1)
+            check_keys(o, _build_partition_data_v1_v3_keys, _build_partition_data_v1_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2(
@@ -552,7 +452,7 @@ def _build_partition_data_v1(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -573,7 +473,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent, 1)
+            check_keys(o, _build_topic_data_v0_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -581,13 +481,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -607,7 +502,6 @@ def _build_alter_partition_response_v1(o, w):
                 o,
                 _build_alter_partition_response_v0_v3_keys,
                 _build_alter_partition_response_v0_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -615,13 +509,8 @@ def _build_alter_partition_response_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -675,17 +564,12 @@ def _parse_topic_data_v2_v3(b, p):
                 c['partition_epoch'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_data_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -697,7 +581,7 @@ def _parse_topic_data_v2_v3(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v2_v3_fields, f) from None
@@ -715,14 +599,7 @@ def _parse_alter_partition_response_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v2_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -734,40 +611,10 @@ def _parse_alter_partition_response_v2_v3(b, p):
         o['error_code'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_alter_partition_response_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_partition_response_v0_v3_fields, f) from None
-
-# Build PartitionData, version 2.
-def _build_partition_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_v3_keys, _build_partition_data_v1_v3_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32x2(
-            g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i8_i32(g('leader_recovery_state', 0), g('partition_epoch', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v1_v3_fields, f, o) from None
 
 _build_topic_data_v2_v3_keys = frozenset({'_unknown_tags', 'partitions', 'topic_id'})
 _build_topic_data_v2_v3_absent = {'topic_name': ('', True)}
@@ -776,25 +623,20 @@ _build_topic_data_v2_v3_fields = (
     'partitions', '_unknown_tags',
 )
 
-# Build TopicData, version 2.
-def _build_topic_data_v2(o, w):
+# Build TopicData, versions 2-3.
+def _build_topic_data_v2_v3(o, w):
     f = -1
     try:
         if not _build_topic_data_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent, 2)
+            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -805,8 +647,8 @@ def _build_topic_data_v2(o, w):
     except Exception as x:
         raise encode_failure(x, _build_topic_data_v2_v3_fields, f, o) from None
 
-# Build AlterPartitionResponse, version 2.
-def _build_alter_partition_response_v2(o, w):
+# Build AlterPartitionResponse, versions 2-3.
+def _build_alter_partition_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_alter_partition_response_v0_v3_keys.issuperset(o):
@@ -814,7 +656,6 @@ def _build_alter_partition_response_v2(o, w):
                 o,
                 _build_alter_partition_response_v0_v3_keys,
                 _build_alter_partition_response_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -822,106 +663,8 @@ def _build_alter_partition_response_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_alter_partition_response_v0_v3_fields, f, o) from None
-
-# Build PartitionData, version 3.
-def _build_partition_data_v3(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_v3_keys, _build_partition_data_v1_v3_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32x2(
-            g('partition_index', 0), g('error_code', 0), g('leader_id', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i8_i32(g('leader_recovery_state', 0), g('partition_epoch', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v1_v3_fields, f, o) from None
-
-# Build TopicData, version 3.
-def _build_topic_data_v3(o, w):
-    f = -1
-    try:
-        if not _build_topic_data_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v2_v3_keys, _build_topic_data_v2_v3_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_data_v2_v3_fields, f, o) from None
-
-# Build AlterPartitionResponse, version 3.
-def _build_alter_partition_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_alter_partition_response_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_partition_response_v0_v3_keys,
-                _build_alter_partition_response_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -948,8 +691,8 @@ PARSE = {
 BUILD = {
     0: _build_alter_partition_response_v0,
     1: _build_alter_partition_response_v1,
-    2: _build_alter_partition_response_v2,
-    3: _build_alter_partition_response_v3,
+    2: _build_alter_partition_response_v2_v3,
+    3: _build_alter_partition_response_v2_v3,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,12 +4,9 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -17,12 +14,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -73,12 +71,7 @@ def _parse_alter_replica_log_dir_v0_v1(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_replica_log_dir_topic_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_replica_log_dir_topic_v0_v1, b, q, z)
             raise
         o = Container()
         o['path'] = v0
@@ -95,14 +88,7 @@ def _parse_alter_replica_log_dirs_request_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_replica_log_dir_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_replica_log_dir_v0_v1)
         o = Container()
         o['dirs'] = v0
         return o, p
@@ -113,8 +99,8 @@ _build_alter_replica_log_dir_topic_v0_v1_keys = frozenset({'name', 'partitions'}
 _build_alter_replica_log_dir_topic_v0_v2_absent = {}
 _build_alter_replica_log_dir_topic_v0_v1_fields = ('name', 'partitions')
 
-# Build AlterReplicaLogDirTopic, version 0.
-def _build_alter_replica_log_dir_topic_v0(o, w):
+# Build AlterReplicaLogDirTopic, versions 0-1.
+def _build_alter_replica_log_dir_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dir_topic_v0_v1_keys.issuperset(o):
@@ -122,7 +108,6 @@ def _build_alter_replica_log_dir_topic_v0(o, w):
                 o,
                 _build_alter_replica_log_dir_topic_v0_v1_keys,
                 _build_alter_replica_log_dir_topic_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -131,7 +116,7 @@ def _build_alter_replica_log_dir_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -142,8 +127,8 @@ _build_alter_replica_log_dir_v0_v1_keys = frozenset({'path', 'topics'})
 _build_alter_replica_log_dir_v0_v2_absent = {}
 _build_alter_replica_log_dir_v0_v1_fields = ('path', 'topics')
 
-# Build AlterReplicaLogDir, version 0.
-def _build_alter_replica_log_dir_v0(o, w):
+# Build AlterReplicaLogDir, versions 0-1.
+def _build_alter_replica_log_dir_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dir_v0_v1_keys.issuperset(o):
@@ -151,7 +136,6 @@ def _build_alter_replica_log_dir_v0(o, w):
                 o,
                 _build_alter_replica_log_dir_v0_v1_keys,
                 _build_alter_replica_log_dir_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -160,13 +144,8 @@ def _build_alter_replica_log_dir_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_replica_log_dir_topic_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_alter_replica_log_dir_v0_v1_fields, f, o) from None
 
@@ -174,8 +153,8 @@ _build_alter_replica_log_dirs_request_v0_v1_keys = frozenset({'dirs'})
 _build_alter_replica_log_dirs_request_v0_v2_absent = {}
 _build_alter_replica_log_dirs_request_v0_v1_fields = ('dirs',)
 
-# Build AlterReplicaLogDirsRequest, version 0.
-def _build_alter_replica_log_dirs_request_v0(o, w):
+# Build AlterReplicaLogDirsRequest, versions 0-1.
+def _build_alter_replica_log_dirs_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dirs_request_v0_v1_keys.issuperset(o):
@@ -183,120 +162,15 @@ def _build_alter_replica_log_dirs_request_v0(o, w):
                 o,
                 _build_alter_replica_log_dirs_request_v0_v1_keys,
                 _build_alter_replica_log_dirs_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('dirs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_replica_log_dir_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_alter_replica_log_dirs_request_v0_v1_fields, f, o) from None
-
-# Build AlterReplicaLogDirTopic, version 1.
-def _build_alter_replica_log_dir_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dir_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dir_topic_v0_v1_keys,
-                _build_alter_replica_log_dir_topic_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_alter_replica_log_dir_topic_v0_v1_fields, f, o) from None
-
-# Build AlterReplicaLogDir, version 1.
-def _build_alter_replica_log_dir_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dir_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dir_v0_v1_keys,
-                _build_alter_replica_log_dir_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('path', '')
-        write_string(w, v)
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_alter_replica_log_dir_v0_v1_fields, f, o) from None
-
-# Build AlterReplicaLogDirsRequest, version 1.
-def _build_alter_replica_log_dirs_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dirs_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dirs_request_v0_v1_keys,
-                _build_alter_replica_log_dirs_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('dirs', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_alter_replica_log_dirs_request_v0_v1_fields, f, o) from None
-
-_tags_alter_replica_log_dir_topic_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDirTopic, version 2.
-def _tags_alter_replica_log_dir_topic_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dir_topic_v2_names, t) from None
 
 _parse_alter_replica_log_dir_topic_v2_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -324,31 +198,10 @@ def _parse_alter_replica_log_dir_topic_v2(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_alter_replica_log_dir_topic_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_replica_log_dir_topic_v2_fields, f) from None
-
-_tags_alter_replica_log_dir_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDir, version 2.
-def _tags_alter_replica_log_dir_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dir_v2_names, t) from None
 
 _parse_alter_replica_log_dir_v2_fields = ('path', 'topics', '_tagged_fields')
 
@@ -383,17 +236,12 @@ def _parse_alter_replica_log_dir_v2(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alter_replica_log_dir_topic_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_replica_log_dir_topic_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_replica_log_dir_topic_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -405,31 +253,10 @@ def _parse_alter_replica_log_dir_v2(b, p):
         o['path'] = v0
         o['topics'] = v1
         if nt:
-            p = _tags_alter_replica_log_dir_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_replica_log_dir_v2_fields, f) from None
-
-_tags_alter_replica_log_dirs_request_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDirsRequest, version 2.
-def _tags_alter_replica_log_dirs_request_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dirs_request_v2_names, t) from None
 
 _parse_alter_replica_log_dirs_request_v2_fields = ('dirs', '_tagged_fields')
 
@@ -443,14 +270,7 @@ def _parse_alter_replica_log_dirs_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_replica_log_dir_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_replica_log_dir_v2)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -460,7 +280,7 @@ def _parse_alter_replica_log_dirs_request_v2(b, p):
         o = Container()
         o['dirs'] = v0
         if nt:
-            p = _tags_alter_replica_log_dirs_request_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_replica_log_dirs_request_v2_fields, f) from None
@@ -477,7 +297,6 @@ def _build_alter_replica_log_dir_topic_v2(o, w):
                 o,
                 _build_alter_replica_log_dir_topic_v2_keys,
                 _build_alter_replica_log_dir_topic_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -486,7 +305,7 @@ def _build_alter_replica_log_dir_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -509,10 +328,7 @@ def _build_alter_replica_log_dir_v2(o, w):
     try:
         if not _build_alter_replica_log_dir_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_replica_log_dir_v2_keys,
-                _build_alter_replica_log_dir_v0_v2_absent,
-                2,
+                o, _build_alter_replica_log_dir_v2_keys, _build_alter_replica_log_dir_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -521,13 +337,8 @@ def _build_alter_replica_log_dir_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_replica_log_dir_topic_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -550,19 +361,13 @@ def _build_alter_replica_log_dirs_request_v2(o, w):
                 o,
                 _build_alter_replica_log_dirs_request_v2_keys,
                 _build_alter_replica_log_dirs_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('dirs', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_replica_log_dir_v2)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -586,8 +391,8 @@ PARSE = {
     2: _parse_alter_replica_log_dirs_request_v2,
 }
 BUILD = {
-    0: _build_alter_replica_log_dirs_request_v0,
-    1: _build_alter_replica_log_dirs_request_v1,
+    0: _build_alter_replica_log_dirs_request_v0_v1,
+    1: _build_alter_replica_log_dirs_request_v0_v1,
     2: _build_alter_replica_log_dirs_request_v2,
 }
 SCHEMA = (

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -86,12 +83,7 @@ def _parse_alter_replica_log_dir_topic_result_v0_v1(b, p):
                     c['error_code'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_replica_log_dir_partition_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_replica_log_dir_partition_result_v0_v1, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -115,14 +107,7 @@ def _parse_alter_replica_log_dirs_response_v0_v1(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_replica_log_dir_topic_result_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_alter_replica_log_dir_topic_result_v0_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
@@ -138,8 +123,8 @@ _build_alter_replica_log_dir_partition_result_v0_v1_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build AlterReplicaLogDirPartitionResult, version 0.
-def _build_alter_replica_log_dir_partition_result_v0(o, w):
+# Build AlterReplicaLogDirPartitionResult, versions 0-1.
+def _build_alter_replica_log_dir_partition_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dir_partition_result_v0_v1_keys.issuperset(o):
@@ -147,7 +132,6 @@ def _build_alter_replica_log_dir_partition_result_v0(o, w):
                 o,
                 _build_alter_replica_log_dir_partition_result_v0_v1_keys,
                 _build_alter_replica_log_dir_partition_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -161,8 +145,8 @@ _build_alter_replica_log_dir_topic_result_v0_v1_keys = frozenset({'partitions', 
 _build_alter_replica_log_dir_topic_result_v0_v2_absent = {}
 _build_alter_replica_log_dir_topic_result_v0_v1_fields = ('topic_name', 'partitions')
 
-# Build AlterReplicaLogDirTopicResult, version 0.
-def _build_alter_replica_log_dir_topic_result_v0(o, w):
+# Build AlterReplicaLogDirTopicResult, versions 0-1.
+def _build_alter_replica_log_dir_topic_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dir_topic_result_v0_v1_keys.issuperset(o):
@@ -170,7 +154,6 @@ def _build_alter_replica_log_dir_topic_result_v0(o, w):
                 o,
                 _build_alter_replica_log_dir_topic_result_v0_v1_keys,
                 _build_alter_replica_log_dir_topic_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -179,13 +162,8 @@ def _build_alter_replica_log_dir_topic_result_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_replica_log_dir_partition_result_v0_v1)
     except Exception as x:
         raise encode_failure(
             x, _build_alter_replica_log_dir_topic_result_v0_v1_fields, f, o
@@ -195,8 +173,8 @@ _build_alter_replica_log_dirs_response_v0_v1_keys = frozenset({'results', 'throt
 _build_alter_replica_log_dirs_response_v0_v2_absent = {}
 _build_alter_replica_log_dirs_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'results')
 
-# Build AlterReplicaLogDirsResponse, version 0.
-def _build_alter_replica_log_dirs_response_v0(o, w):
+# Build AlterReplicaLogDirsResponse, versions 0-1.
+def _build_alter_replica_log_dirs_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_alter_replica_log_dirs_response_v0_v1_keys.issuperset(o):
@@ -204,7 +182,6 @@ def _build_alter_replica_log_dirs_response_v0(o, w):
                 o,
                 _build_alter_replica_log_dirs_response_v0_v1_keys,
                 _build_alter_replica_log_dirs_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -212,112 +189,10 @@ def _build_alter_replica_log_dirs_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_replica_log_dir_topic_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_alter_replica_log_dirs_response_v0_v1_fields, f, o) from None
-
-# Build AlterReplicaLogDirPartitionResult, version 1.
-def _build_alter_replica_log_dir_partition_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dir_partition_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dir_partition_result_v0_v1_keys,
-                _build_alter_replica_log_dir_partition_result_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_alter_replica_log_dir_partition_result_v0_v1_fields, f, o
-        ) from None
-
-# Build AlterReplicaLogDirTopicResult, version 1.
-def _build_alter_replica_log_dir_topic_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dir_topic_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dir_topic_result_v0_v1_keys,
-                _build_alter_replica_log_dir_topic_result_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_partition_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_alter_replica_log_dir_topic_result_v0_v1_fields, f, o
-        ) from None
-
-# Build AlterReplicaLogDirsResponse, version 1.
-def _build_alter_replica_log_dirs_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_alter_replica_log_dirs_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_alter_replica_log_dirs_response_v0_v1_keys,
-                _build_alter_replica_log_dirs_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_alter_replica_log_dirs_response_v0_v1_fields, f, o) from None
-
-_tags_alter_replica_log_dir_partition_result_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDirPartitionResult, version 2.
-def _tags_alter_replica_log_dir_partition_result_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dir_partition_result_v2_names, t) from None
 
 _parse_alter_replica_log_dir_partition_result_v2_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -340,33 +215,12 @@ def _parse_alter_replica_log_dir_partition_result_v2(b, p):
         o['partition_index'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_alter_replica_log_dir_partition_result_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_alter_replica_log_dir_partition_result_v2_fields, f
         ) from None
-
-_tags_alter_replica_log_dir_topic_result_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDirTopicResult, version 2.
-def _tags_alter_replica_log_dir_topic_result_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dir_topic_result_v2_names, t) from None
 
 _parse_alter_replica_log_dir_topic_result_v2_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -404,17 +258,12 @@ def _parse_alter_replica_log_dir_topic_result_v2(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_alter_replica_log_dir_partition_result_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_replica_log_dir_partition_result_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_replica_log_dir_partition_result_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -426,31 +275,10 @@ def _parse_alter_replica_log_dir_topic_result_v2(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_alter_replica_log_dir_topic_result_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_replica_log_dir_topic_result_v2_fields, f) from None
-
-_tags_alter_replica_log_dirs_response_v2_names = {}
-
-# Parse the tagged fields of AlterReplicaLogDirsResponse, version 2.
-def _tags_alter_replica_log_dirs_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_replica_log_dirs_response_v2_names, t) from None
 
 _parse_alter_replica_log_dirs_response_v2_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -469,14 +297,7 @@ def _parse_alter_replica_log_dirs_response_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_replica_log_dir_topic_result_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_alter_replica_log_dir_topic_result_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -487,7 +308,7 @@ def _parse_alter_replica_log_dirs_response_v2(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_alter_replica_log_dirs_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_replica_log_dirs_response_v2_fields, f) from None
@@ -508,7 +329,6 @@ def _build_alter_replica_log_dir_partition_result_v2(o, w):
                 o,
                 _build_alter_replica_log_dir_partition_result_v2_keys,
                 _build_alter_replica_log_dir_partition_result_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -539,7 +359,6 @@ def _build_alter_replica_log_dir_topic_result_v2(o, w):
                 o,
                 _build_alter_replica_log_dir_topic_result_v2_keys,
                 _build_alter_replica_log_dir_topic_result_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -548,13 +367,8 @@ def _build_alter_replica_log_dir_topic_result_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_partition_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_replica_log_dir_partition_result_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -581,7 +395,6 @@ def _build_alter_replica_log_dirs_response_v2(o, w):
                 o,
                 _build_alter_replica_log_dirs_response_v2_keys,
                 _build_alter_replica_log_dirs_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -589,13 +402,8 @@ def _build_alter_replica_log_dirs_response_v2(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_replica_log_dir_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_replica_log_dir_topic_result_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -619,8 +427,8 @@ PARSE = {
     2: _parse_alter_replica_log_dirs_response_v2,
 }
 BUILD = {
-    0: _build_alter_replica_log_dirs_response_v0,
-    1: _build_alter_replica_log_dirs_response_v1,
+    0: _build_alter_replica_log_dirs_response_v0_v1,
+    1: _build_alter_replica_log_dirs_response_v0_v1,
     2: _build_alter_replica_log_dirs_response_v2,
 }
 SCHEMA = (

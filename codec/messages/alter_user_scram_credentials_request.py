@@ -4,24 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_bytes,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_bytes,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -30,27 +26,6 @@ _pack_i8_i32 = Struct('>bi').pack
 _unpack_i8 = Struct('>b').unpack_from
 _unpack_i8_i32 = Struct('>bi').unpack_from
 
-
-_tags_scram_credential_deletion_v0_names = {}
-
-# Parse the tagged fields of ScramCredentialDeletion, version 0.
-def _tags_scram_credential_deletion_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_scram_credential_deletion_v0_names, t) from None
 
 _parse_scram_credential_deletion_v0_fields = ('name', (('mechanism', 'b', None),), '_tagged_fields')
 
@@ -73,31 +48,10 @@ def _parse_scram_credential_deletion_v0(b, p):
         o['name'] = v0
         o['mechanism'] = v1_0
         if nt:
-            p = _tags_scram_credential_deletion_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_scram_credential_deletion_v0_fields, f) from None
-
-_tags_scram_credential_upsertion_v0_names = {}
-
-# Parse the tagged fields of ScramCredentialUpsertion, version 0.
-def _tags_scram_credential_upsertion_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_scram_credential_upsertion_v0_names, t) from None
 
 _parse_scram_credential_upsertion_v0_fields = (
     'name', (('mechanism', 'b', None), ('iterations', 'i', None)), 'salt', 'salted_password',
@@ -130,31 +84,10 @@ def _parse_scram_credential_upsertion_v0(b, p):
         o['salt'] = v2
         o['salted_password'] = v3
         if nt:
-            p = _tags_scram_credential_upsertion_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_scram_credential_upsertion_v0_fields, f) from None
-
-_tags_alter_user_scram_credentials_request_v0_names = {}
-
-# Parse the tagged fields of AlterUserScramCredentialsRequest, version 0.
-def _tags_alter_user_scram_credentials_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_user_scram_credentials_request_v0_names, t) from None
 
 _parse_alter_user_scram_credentials_request_v0_fields = (
     'deletions', 'upsertions', '_tagged_fields',
@@ -184,17 +117,12 @@ def _parse_alter_user_scram_credentials_request_v0(b, p):
                 c['mechanism'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_scram_credential_deletion_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_scram_credential_deletion_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_scram_credential_deletion_v0, b, q, z)
             raise
         f = 1
         n = b[p] - 1
@@ -221,17 +149,12 @@ def _parse_alter_user_scram_credentials_request_v0(b, p):
                 c['salted_password'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_scram_credential_upsertion_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_scram_credential_upsertion_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_scram_credential_upsertion_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -243,7 +166,7 @@ def _parse_alter_user_scram_credentials_request_v0(b, p):
         o['deletions'] = v0
         o['upsertions'] = v1
         if nt:
-            p = _tags_alter_user_scram_credentials_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -263,7 +186,6 @@ def _build_scram_credential_deletion_v0(o, w):
                 o,
                 _build_scram_credential_deletion_v0_keys,
                 _build_scram_credential_deletion_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -299,7 +221,6 @@ def _build_scram_credential_upsertion_v0(o, w):
                 o,
                 _build_scram_credential_upsertion_v0_keys,
                 _build_scram_credential_upsertion_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -338,29 +259,18 @@ def _build_alter_user_scram_credentials_request_v0(o, w):
                 o,
                 _build_alter_user_scram_credentials_request_v0_keys,
                 _build_alter_user_scram_credentials_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('deletions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_scram_credential_deletion_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_scram_credential_deletion_v0)
         f = 1
         v = g('upsertions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_scram_credential_upsertion_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_scram_credential_upsertion_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,24 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -30,27 +26,6 @@ _pack_i32 = Struct('>i').pack
 _unpack_i16 = Struct('>h').unpack_from
 _unpack_i32 = Struct('>i').unpack_from
 
-
-_tags_alter_user_scram_credentials_result_v0_names = {}
-
-# Parse the tagged fields of AlterUserScramCredentialsResult, version 0.
-def _tags_alter_user_scram_credentials_result_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_user_scram_credentials_result_v0_names, t) from None
 
 _parse_alter_user_scram_credentials_result_v0_fields = (
     'user', (('error_code', 'h', None),), 'error_message', '_tagged_fields',
@@ -78,33 +53,12 @@ def _parse_alter_user_scram_credentials_result_v0(b, p):
         o['error_code'] = v1_0
         o['error_message'] = v2
         if nt:
-            p = _tags_alter_user_scram_credentials_result_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_alter_user_scram_credentials_result_v0_fields, f
         ) from None
-
-_tags_alter_user_scram_credentials_response_v0_names = {}
-
-# Parse the tagged fields of AlterUserScramCredentialsResponse, version 0.
-def _tags_alter_user_scram_credentials_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_user_scram_credentials_response_v0_names, t) from None
 
 _parse_alter_user_scram_credentials_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -139,17 +93,12 @@ def _parse_alter_user_scram_credentials_response_v0(b, p):
                 c['error_message'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alter_user_scram_credentials_result_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_user_scram_credentials_result_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_user_scram_credentials_result_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -161,7 +110,7 @@ def _parse_alter_user_scram_credentials_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_alter_user_scram_credentials_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -185,7 +134,6 @@ def _build_alter_user_scram_credentials_result_v0(o, w):
                 o,
                 _build_alter_user_scram_credentials_result_v0_keys,
                 _build_alter_user_scram_credentials_result_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -225,7 +173,6 @@ def _build_alter_user_scram_credentials_response_v0(o, w):
                 o,
                 _build_alter_user_scram_credentials_response_v0_keys,
                 _build_alter_user_scram_credentials_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -233,13 +180,8 @@ def _build_alter_user_scram_credentials_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_user_scram_credentials_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_user_scram_credentials_result_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

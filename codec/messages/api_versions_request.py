@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_string,
     write_tags,
 )
@@ -37,71 +34,17 @@ _build_api_versions_request_v0_v2_absent = {
 }
 _build_api_versions_request_v0_v2_fields = ()
 
-# Build ApiVersionsRequest, version 0.
-def _build_api_versions_request_v0(o, w):
+# Build ApiVersionsRequest, versions 0-2.
+def _build_api_versions_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_api_versions_request_v0_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_api_versions_request_v0_v2_keys,
-                _build_api_versions_request_v0_v2_absent,
-                0,
+                o, _build_api_versions_request_v0_v2_keys, _build_api_versions_request_v0_v2_absent
             )
         g = o.get
     except Exception as x:
         raise encode_failure(x, _build_api_versions_request_v0_v2_fields, f, o) from None
-
-# Build ApiVersionsRequest, version 1.
-def _build_api_versions_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_api_versions_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_api_versions_request_v0_v2_keys,
-                _build_api_versions_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-    except Exception as x:
-        raise encode_failure(x, _build_api_versions_request_v0_v2_fields, f, o) from None
-
-# Build ApiVersionsRequest, version 2.
-def _build_api_versions_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_api_versions_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_api_versions_request_v0_v2_keys,
-                _build_api_versions_request_v0_v2_absent,
-                2,
-            )
-        g = o.get
-    except Exception as x:
-        raise encode_failure(x, _build_api_versions_request_v0_v2_fields, f, o) from None
-
-_tags_api_versions_request_v3_v4_names = {}
-
-# Parse the tagged fields of ApiVersionsRequest, versions 3-4.
-def _tags_api_versions_request_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_api_versions_request_v3_v4_names, t) from None
 
 _parse_api_versions_request_v3_v4_fields = (
     'client_software_name', 'client_software_version', '_tagged_fields',
@@ -125,7 +68,7 @@ def _parse_api_versions_request_v3_v4(b, p):
         o['client_software_name'] = v0
         o['client_software_version'] = v1
         if nt:
-            p = _tags_api_versions_request_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_api_versions_request_v3_v4_fields, f) from None
@@ -138,44 +81,13 @@ _build_api_versions_request_v3_v4_fields = (
     'client_software_name', 'client_software_version', '_unknown_tags',
 )
 
-# Build ApiVersionsRequest, version 3.
-def _build_api_versions_request_v3(o, w):
+# Build ApiVersionsRequest, versions 3-4.
+def _build_api_versions_request_v3_v4(o, w):
     f = -1
     try:
         if not _build_api_versions_request_v3_v4_keys.issuperset(o):
             check_keys(
-                o,
-                _build_api_versions_request_v3_v4_keys,
-                _build_api_versions_request_v3_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('client_software_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('client_software_version', '')
-        write_compact_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_api_versions_request_v3_v4_fields, f, o) from None
-
-# Build ApiVersionsRequest, version 4.
-def _build_api_versions_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_api_versions_request_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_api_versions_request_v3_v4_keys,
-                _build_api_versions_request_v3_v4_absent,
-                4,
+                o, _build_api_versions_request_v3_v4_keys, _build_api_versions_request_v3_v4_absent
             )
         g = o.get
         f = 0
@@ -209,11 +121,11 @@ PARSE = {
     4: _parse_api_versions_request_v3_v4,
 }
 BUILD = {
-    0: _build_api_versions_request_v0,
-    1: _build_api_versions_request_v1,
-    2: _build_api_versions_request_v2,
-    3: _build_api_versions_request_v3,
-    4: _build_api_versions_request_v4,
+    0: _build_api_versions_request_v0_v2,
+    1: _build_api_versions_request_v0_v2,
+    2: _build_api_versions_request_v0_v2,
+    3: _build_api_versions_request_v3_v4,
+    4: _build_api_versions_request_v3_v4,
 }
 SCHEMA = (
     ('ClientSoftwareName', 'string', '3+', 'none', 'none', None, '', True, ()),

@@ -5,22 +5,22 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -94,12 +94,7 @@ def _parse_api_versions_response_v0(b, p):
                     c['max_version'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_api_version_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_api_version_v0_v2, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -114,12 +109,12 @@ _build_api_version_v0_v2_fields = (
     (('api_key', 'h', 0), ('min_version', 'h', 0), ('max_version', 'h', 0)),
 )
 
-# Build ApiVersion, version 0.
-def _build_api_version_v0(o, w):
+# Build ApiVersion, versions 0-2.
+def _build_api_version_v0_v2(o, w):
     f = -1
     try:
         if not _build_api_version_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_api_version_v0_v2_keys, _build_api_version_v0_v4_absent, 0)
+            check_keys(o, _build_api_version_v0_v2_keys, _build_api_version_v0_v4_absent)
         g = o.get
         f = 0
         w += _pack_i16x3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
@@ -142,7 +137,7 @@ def _build_api_versions_response_v0(o, w):
     try:
         if not _build_api_versions_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_api_versions_response_v0_keys, _build_api_versions_response_v0_absent, 0
+                o, _build_api_versions_response_v0_keys, _build_api_versions_response_v0_absent
             )
         g = o.get
         f = 0
@@ -150,13 +145,8 @@ def _build_api_versions_response_v0(o, w):
         f = 1
         v = g('api_keys', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_api_version_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_api_version_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_api_versions_response_v0_fields, f, o) from None
 
@@ -197,12 +187,7 @@ def _parse_api_versions_response_v1_v2(b, p):
                     c['max_version'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_api_version_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_api_version_v0_v2, b, q, z)
             raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -215,18 +200,6 @@ def _parse_api_versions_response_v1_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_api_versions_response_v1_v2_fields, f) from None
 
-# Build ApiVersion, version 1.
-def _build_api_version_v1(o, w):
-    f = -1
-    try:
-        if not _build_api_version_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_api_version_v0_v2_keys, _build_api_version_v0_v4_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i16x3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_api_version_v0_v2_fields, f, o) from None
-
 _build_api_versions_response_v1_v2_keys = frozenset({'api_keys', 'error_code', 'throttle_time_ms'})
 _build_api_versions_response_v1_v2_absent = {
     'supported_features': ([], True),
@@ -238,8 +211,8 @@ _build_api_versions_response_v1_v2_fields = (
     (('error_code', 'h', 0),), 'api_keys', (('throttle_time_ms', 'i', 0),),
 )
 
-# Build ApiVersionsResponse, version 1.
-def _build_api_versions_response_v1(o, w):
+# Build ApiVersionsResponse, versions 1-2.
+def _build_api_versions_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_api_versions_response_v1_v2_keys.issuperset(o):
@@ -247,7 +220,6 @@ def _build_api_versions_response_v1(o, w):
                 o,
                 _build_api_versions_response_v1_v2_keys,
                 _build_api_versions_response_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -255,79 +227,12 @@ def _build_api_versions_response_v1(o, w):
         f = 1
         v = g('api_keys', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_api_version_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_api_version_v0_v2)
         f = 2
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_api_versions_response_v1_v2_fields, f, o) from None
-
-# Build ApiVersion, version 2.
-def _build_api_version_v2(o, w):
-    f = -1
-    try:
-        if not _build_api_version_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_api_version_v0_v2_keys, _build_api_version_v0_v4_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i16x3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_api_version_v0_v2_fields, f, o) from None
-
-# Build ApiVersionsResponse, version 2.
-def _build_api_versions_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_api_versions_response_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_api_versions_response_v1_v2_keys,
-                _build_api_versions_response_v1_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('api_keys', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_api_version_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_api_versions_response_v1_v2_fields, f, o) from None
-
-_tags_api_version_v3_v4_names = {}
-
-# Parse the tagged fields of ApiVersion, versions 3-4.
-def _tags_api_version_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_api_version_v3_v4_names, t) from None
 
 _parse_api_version_v3_v4_fields = (
     (('api_key', 'h', None), ('min_version', 'h', None), ('max_version', 'h', None)),
@@ -352,31 +257,10 @@ def _parse_api_version_v3_v4(b, p):
         o['min_version'] = v0_1
         o['max_version'] = v0_2
         if nt:
-            p = _tags_api_version_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_api_version_v3_v4_fields, f) from None
-
-_tags_supported_feature_key_v3_v4_names = {}
-
-# Parse the tagged fields of SupportedFeatureKey, versions 3-4.
-def _tags_supported_feature_key_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_supported_feature_key_v3_v4_names, t) from None
 
 _parse_supported_feature_key_v3_v4_fields = (
     'name', (('min_version', 'h', None), ('max_version', 'h', None)), '_tagged_fields',
@@ -402,31 +286,10 @@ def _parse_supported_feature_key_v3_v4(b, p):
         o['min_version'] = v1_0
         o['max_version'] = v1_1
         if nt:
-            p = _tags_supported_feature_key_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_supported_feature_key_v3_v4_fields, f) from None
-
-_tags_finalized_feature_key_v3_v4_names = {}
-
-# Parse the tagged fields of FinalizedFeatureKey, versions 3-4.
-def _tags_finalized_feature_key_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_finalized_feature_key_v3_v4_names, t) from None
 
 _parse_finalized_feature_key_v3_v4_fields = (
     'name', (('max_version_level', 'h', None), ('min_version_level', 'h', None)), '_tagged_fields',
@@ -452,7 +315,7 @@ def _parse_finalized_feature_key_v3_v4(b, p):
         o['max_version_level'] = v1_0
         o['min_version_level'] = v1_1
         if nt:
-            p = _tags_finalized_feature_key_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_finalized_feature_key_v3_v4_fields, f) from None
@@ -494,17 +357,12 @@ def _tags_api_versions_response_v3_v4(b, p, nt, o):
                         c['max_version'] = k1_1
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_supported_feature_key_v3_v4(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_supported_feature_key_v3_v4(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_supported_feature_key_v3_v4, b, q, z)
                     raise
                 o['supported_features'] = v
                 check_tag_end(p, e, t)
@@ -534,17 +392,12 @@ def _tags_api_versions_response_v3_v4(b, p, nt, o):
                         c['min_version_level'] = k1_1
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_finalized_feature_key_v3_v4(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_finalized_feature_key_v3_v4(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_finalized_feature_key_v3_v4, b, q, z)
                     raise
                 o['finalized_features'] = v
                 check_tag_end(p, e, t)
@@ -605,17 +458,12 @@ def _parse_api_versions_response_v3_v4(b, p):
                     c['max_version'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_api_version_v3_v4(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_api_version_v3_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_api_version_v3_v4, b, q, z)
             raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -647,12 +495,12 @@ _build_api_version_v3_v4_fields = (
     (('api_key', 'h', 0), ('min_version', 'h', 0), ('max_version', 'h', 0)), '_unknown_tags',
 )
 
-# Build ApiVersion, version 3.
-def _build_api_version_v3(o, w):
+# Build ApiVersion, versions 3-4.
+def _build_api_version_v3_v4(o, w):
     f = -1
     try:
         if not _build_api_version_v3_v4_keys.issuperset(o):
-            check_keys(o, _build_api_version_v3_v4_keys, _build_api_version_v0_v4_absent, 3)
+            check_keys(o, _build_api_version_v3_v4_keys, _build_api_version_v0_v4_absent)
         g = o.get
         f = 0
         w += _pack_i16x3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
@@ -674,8 +522,8 @@ _build_supported_feature_key_v3_v4_fields = (
     'name', (('min_version', 'h', 0), ('max_version', 'h', 0)), '_unknown_tags',
 )
 
-# Build SupportedFeatureKey, version 3.
-def _build_supported_feature_key_v3(o, w):
+# Build SupportedFeatureKey, versions 3-4.
+def _build_supported_feature_key_v3_v4(o, w):
     f = -1
     try:
         if not _build_supported_feature_key_v3_v4_keys.issuperset(o):
@@ -683,7 +531,6 @@ def _build_supported_feature_key_v3(o, w):
                 o,
                 _build_supported_feature_key_v3_v4_keys,
                 _build_supported_feature_key_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -709,8 +556,8 @@ _build_finalized_feature_key_v3_v4_fields = (
     'name', (('max_version_level', 'h', 0), ('min_version_level', 'h', 0)), '_unknown_tags',
 )
 
-# Build FinalizedFeatureKey, version 3.
-def _build_finalized_feature_key_v3(o, w):
+# Build FinalizedFeatureKey, versions 3-4.
+def _build_finalized_feature_key_v3_v4(o, w):
     f = -1
     try:
         if not _build_finalized_feature_key_v3_v4_keys.issuperset(o):
@@ -718,7 +565,6 @@ def _build_finalized_feature_key_v3(o, w):
                 o,
                 _build_finalized_feature_key_v3_v4_keys,
                 _build_finalized_feature_key_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -746,8 +592,8 @@ _build_api_versions_response_v3_v4_fields = (
     'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', '_unknown_tags',
 )
 
-# Build ApiVersionsResponse, version 3.
-def _build_api_versions_response_v3(o, w):
+# Build ApiVersionsResponse, versions 3-4.
+def _build_api_versions_response_v3_v4(o, w):
     f = -1
     try:
         if not _build_api_versions_response_v3_v4_keys.issuperset(o):
@@ -755,7 +601,6 @@ def _build_api_versions_response_v3(o, w):
                 o,
                 _build_api_versions_response_v3_v4_keys,
                 _build_api_versions_response_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -763,13 +608,8 @@ def _build_api_versions_response_v3(o, w):
         f = 1
         v = g('api_keys', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_api_version_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_api_version_v3_v4)
         f = 2
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -778,13 +618,8 @@ def _build_api_versions_response_v3(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(3)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_supported_feature_key_v3(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_supported_feature_key_v3_v4)
             if t is None:
                 t = []
             t.append((0, tw))
@@ -801,168 +636,8 @@ def _build_api_versions_response_v3(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(3)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_finalized_feature_key_v3(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 6
-        v = g('zk_migration_ready', False)
-        if v != False:
-            tw = bytearray()
-            tw += _pack_bool(v)
-            if t is None:
-                t = []
-            t.append((3, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_api_versions_response_v3_v4_fields, f, o) from None
-
-# Build ApiVersion, version 4.
-def _build_api_version_v4(o, w):
-    f = -1
-    try:
-        if not _build_api_version_v3_v4_keys.issuperset(o):
-            check_keys(o, _build_api_version_v3_v4_keys, _build_api_version_v0_v4_absent, 4)
-        g = o.get
-        f = 0
-        w += _pack_i16x3(g('api_key', 0), g('min_version', 0), g('max_version', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_api_version_v3_v4_fields, f, o) from None
-
-# Build SupportedFeatureKey, version 4.
-def _build_supported_feature_key_v4(o, w):
-    f = -1
-    try:
-        if not _build_supported_feature_key_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_supported_feature_key_v3_v4_keys,
-                _build_supported_feature_key_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_version', 0), g('max_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_supported_feature_key_v3_v4_fields, f, o) from None
-
-# Build FinalizedFeatureKey, version 4.
-def _build_finalized_feature_key_v4(o, w):
-    f = -1
-    try:
-        if not _build_finalized_feature_key_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_finalized_feature_key_v3_v4_keys,
-                _build_finalized_feature_key_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('max_version_level', 0), g('min_version_level', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_finalized_feature_key_v3_v4_fields, f, o) from None
-
-# Build ApiVersionsResponse, version 4.
-def _build_api_versions_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_api_versions_response_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_api_versions_response_v3_v4_keys,
-                _build_api_versions_response_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('api_keys', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_api_version_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('throttle_time_ms', 0))
-        t = None
-        f = 3
-        v = g('supported_features', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(4)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_supported_feature_key_v4(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 4
-        v = g('finalized_features_epoch', -1)
-        if v != -1:
-            tw = bytearray()
-            tw += _pack_i64(v)
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 5
-        v = g('finalized_features', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(4)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_finalized_feature_key_v4(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_finalized_feature_key_v3_v4)
             if t is None:
                 t = []
             t.append((2, tw))
@@ -999,10 +674,10 @@ PARSE = {
 }
 BUILD = {
     0: _build_api_versions_response_v0,
-    1: _build_api_versions_response_v1,
-    2: _build_api_versions_response_v2,
-    3: _build_api_versions_response_v3,
-    4: _build_api_versions_response_v4,
+    1: _build_api_versions_response_v1_v2,
+    2: _build_api_versions_response_v1_v2,
+    3: _build_api_versions_response_v3_v4,
+    4: _build_api_versions_response_v3_v4,
 }
 SCHEMA = (
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),

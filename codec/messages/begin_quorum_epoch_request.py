@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,15 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -99,12 +96,7 @@ def _parse_topic_data_v0(b, p):
                     c['leader_epoch'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -123,14 +115,7 @@ def _parse_begin_quorum_epoch_request_v0(b, p):
         v0, p = read_nullable_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         o = Container()
         o['cluster_id'] = v0
         o['topics'] = v1
@@ -149,7 +134,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x3(g('partition_index', 0), g('leader_id', 0), g('leader_epoch', 0))
@@ -165,7 +150,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent, 0)
+            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -173,13 +158,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_topic_data_v0_fields, f, o) from None
 
@@ -199,7 +179,6 @@ def _build_begin_quorum_epoch_request_v0(o, w):
                 o,
                 _build_begin_quorum_epoch_request_v0_keys,
                 _build_begin_quorum_epoch_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -208,36 +187,10 @@ def _build_begin_quorum_epoch_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_begin_quorum_epoch_request_v0_fields, f, o) from None
-
-_tags_partition_data_v1_names = {}
-
-# Parse the tagged fields of PartitionData, version 1.
-def _tags_partition_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v1_names, t) from None
 
 _parse_partition_data_v1_fields = (
     (
@@ -267,31 +220,10 @@ def _parse_partition_data_v1(b, p):
         o['leader_id'] = v0_2
         o['leader_epoch'] = v0_3
         if nt:
-            p = _tags_partition_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_fields, f) from None
-
-_tags_topic_data_v1_names = {}
-
-# Parse the tagged fields of TopicData, version 1.
-def _tags_topic_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v1_names, t) from None
 
 _parse_topic_data_v1_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -335,17 +267,12 @@ def _parse_topic_data_v1(b, p):
                     c['leader_epoch'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -357,31 +284,10 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v1_fields, f) from None
-
-_tags_leader_endpoint_v1_names = {}
-
-# Parse the tagged fields of LeaderEndpoint, version 1.
-def _tags_leader_endpoint_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_endpoint_v1_names, t) from None
 
 _parse_leader_endpoint_v1_fields = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
 
@@ -407,31 +313,10 @@ def _parse_leader_endpoint_v1(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_leader_endpoint_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_endpoint_v1_fields, f) from None
-
-_tags_begin_quorum_epoch_request_v1_names = {}
-
-# Parse the tagged fields of BeginQuorumEpochRequest, version 1.
-def _tags_begin_quorum_epoch_request_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_begin_quorum_epoch_request_v1_names, t) from None
 
 _parse_begin_quorum_epoch_request_v1_fields = (
     'cluster_id', (('voter_id', 'i', None),), 'topics', 'leader_endpoints', '_tagged_fields',
@@ -452,14 +337,7 @@ def _parse_begin_quorum_epoch_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 3
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -482,17 +360,12 @@ def _parse_begin_quorum_epoch_request_v1(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_endpoint_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_endpoint_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_endpoint_v1, b, q, z)
             raise
         f = 4
         nt = b[p]
@@ -506,7 +379,7 @@ def _parse_begin_quorum_epoch_request_v1(b, p):
         o['topics'] = v2
         o['leader_endpoints'] = v3
         if nt:
-            p = _tags_begin_quorum_epoch_request_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_begin_quorum_epoch_request_v1_fields, f) from None
@@ -532,7 +405,7 @@ def _build_partition_data_v1(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent, 1)
+            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid_i32x2(
@@ -559,7 +432,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent, 1)
+            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -567,13 +440,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -593,7 +461,7 @@ def _build_leader_endpoint_v1(o, w):
     f = -1
     try:
         if not _build_leader_endpoint_v1_keys.issuperset(o):
-            check_keys(o, _build_leader_endpoint_v1_keys, _build_leader_endpoint_v1_absent, 1)
+            check_keys(o, _build_leader_endpoint_v1_keys, _build_leader_endpoint_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -630,7 +498,6 @@ def _build_begin_quorum_epoch_request_v1(o, w):
                 o,
                 _build_begin_quorum_epoch_request_v1_keys,
                 _build_begin_quorum_epoch_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -641,23 +508,13 @@ def _build_begin_quorum_epoch_request_v1(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         f = 3
         v = g('leader_endpoints', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_endpoint_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_endpoint_v1)
         t = None
         f = 4
         u = g('_unknown_tags')

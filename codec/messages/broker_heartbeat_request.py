@@ -13,6 +13,7 @@ from kipwire.codec._runtime import (
     null_error,
     read_compact_array_length,
     read_unknown_tag,
+    read_unknown_tags,
     read_uuid,
     read_uvarint,
     tag_failure,
@@ -24,27 +25,6 @@ from kipwire.codec._runtime import (
 _pack_i32_i64x2_boolx2 = Struct('>iqq??').pack
 _unpack_i32_i64x2_boolx2 = Struct('>iqq??').unpack_from
 
-
-_tags_broker_heartbeat_request_v0_names = {}
-
-# Parse the tagged fields of BrokerHeartbeatRequest, version 0.
-def _tags_broker_heartbeat_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_heartbeat_request_v0_names, t) from None
 
 _parse_broker_heartbeat_request_v0_fields = (
     (
@@ -75,7 +55,7 @@ def _parse_broker_heartbeat_request_v0(b, p):
         o['want_fence'] = v0_3
         o['want_shut_down'] = v0_4
         if nt:
-            p = _tags_broker_heartbeat_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_heartbeat_request_v0_fields, f) from None
@@ -102,7 +82,6 @@ def _build_broker_heartbeat_request_v0(o, w):
                 o,
                 _build_broker_heartbeat_request_v0_keys,
                 _build_broker_heartbeat_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -214,7 +193,6 @@ def _build_broker_heartbeat_request_v1(o, w):
                 o,
                 _build_broker_heartbeat_request_v1_keys,
                 _build_broker_heartbeat_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -231,7 +209,7 @@ def _build_broker_heartbeat_request_v1(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(1)
+                raise null_error()
             n = write_array_length(tw, v, True)
             for x in v or ():
                 tw += uuid_bytes(x)

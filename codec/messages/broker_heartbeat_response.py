@@ -4,42 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
 _pack_i32_i16_boolx3 = Struct('>ih???').pack
 _unpack_i32_i16_boolx3 = Struct('>ih???').unpack_from
 
-
-_tags_broker_heartbeat_response_v0_v1_names = {}
-
-# Parse the tagged fields of BrokerHeartbeatResponse, versions 0-1.
-def _tags_broker_heartbeat_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_heartbeat_response_v0_v1_names, t) from None
 
 _parse_broker_heartbeat_response_v0_v1_fields = (
     (
@@ -69,7 +45,7 @@ def _parse_broker_heartbeat_response_v0_v1(b, p):
         o['is_fenced'] = v0_3
         o['should_shut_down'] = v0_4
         if nt:
-            p = _tags_broker_heartbeat_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_heartbeat_response_v0_v1_fields, f) from None
@@ -87,8 +63,8 @@ _build_broker_heartbeat_response_v0_v1_fields = (
     '_unknown_tags',
 )
 
-# Build BrokerHeartbeatResponse, version 0.
-def _build_broker_heartbeat_response_v0(o, w):
+# Build BrokerHeartbeatResponse, versions 0-1.
+def _build_broker_heartbeat_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_broker_heartbeat_response_v0_v1_keys.issuperset(o):
@@ -96,37 +72,6 @@ def _build_broker_heartbeat_response_v0(o, w):
                 o,
                 _build_broker_heartbeat_response_v0_v1_keys,
                 _build_broker_heartbeat_response_v0_v1_absent,
-                0,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_boolx3(
-            g('throttle_time_ms', 0),
-            g('error_code', 0),
-            g('is_caught_up', False),
-            g('is_fenced', True),
-            g('should_shut_down', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_heartbeat_response_v0_v1_fields, f, o) from None
-
-# Build BrokerHeartbeatResponse, version 1.
-def _build_broker_heartbeat_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_broker_heartbeat_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_broker_heartbeat_response_v0_v1_keys,
-                _build_broker_heartbeat_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -155,7 +100,7 @@ VERSIONS = (0, 1)
 FLEXIBLE_FROM = 0
 EXTENSION_VERSIONS = None
 PARSE = {0: _parse_broker_heartbeat_response_v0_v1, 1: _parse_broker_heartbeat_response_v0_v1}
-BUILD = {0: _build_broker_heartbeat_response_v0, 1: _build_broker_heartbeat_response_v1}
+BUILD = {0: _build_broker_heartbeat_response_v0_v1, 1: _build_broker_heartbeat_response_v0_v1}
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),

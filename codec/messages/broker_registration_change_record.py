@@ -101,7 +101,6 @@ def _build_broker_registration_change_record_v0(o, w):
                 o,
                 _build_broker_registration_change_record_v0_keys,
                 _build_broker_registration_change_record_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -203,7 +202,6 @@ def _build_broker_registration_change_record_v1(o, w):
                 o,
                 _build_broker_registration_change_record_v1_keys,
                 _build_broker_registration_change_record_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -328,7 +326,6 @@ def _build_broker_registration_change_record_v2(o, w):
                 o,
                 _build_broker_registration_change_record_v2_keys,
                 _build_broker_registration_change_record_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -355,7 +352,7 @@ def _build_broker_registration_change_record_v2(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(2)
+                raise null_error()
             n = write_array_length(tw, v, True)
             for x in v or ():
                 tw += uuid_bytes(x)

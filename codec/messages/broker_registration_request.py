@@ -4,28 +4,25 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uuid,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -43,27 +40,6 @@ _unpack_i64 = Struct('>q').unpack_from
 _unpack_u16_i16 = Struct('>Hh').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_listener_v0_v4_names = {}
-
-# Parse the tagged fields of Listener, versions 0-4.
-def _tags_listener_v0_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_listener_v0_v4_names, t) from None
 
 _parse_listener_v0_v4_fields = (
     'name', 'host', (('port', 'H', None), ('security_protocol', 'h', None)), '_tagged_fields',
@@ -92,31 +68,10 @@ def _parse_listener_v0_v4(b, p):
         o['port'] = v2_0
         o['security_protocol'] = v2_1
         if nt:
-            p = _tags_listener_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listener_v0_v4_fields, f) from None
-
-_tags_feature_v0_v4_names = {}
-
-# Parse the tagged fields of Feature, versions 0-4.
-def _tags_feature_v0_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_feature_v0_v4_names, t) from None
 
 _parse_feature_v0_v4_fields = (
     'name', (('min_supported_version', 'h', None), ('max_supported_version', 'h', None)),
@@ -143,31 +98,10 @@ def _parse_feature_v0_v4(b, p):
         o['min_supported_version'] = v1_0
         o['max_supported_version'] = v1_1
         if nt:
-            p = _tags_feature_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_feature_v0_v4_fields, f) from None
-
-_tags_broker_registration_request_v0_v4_names = {}
-
-# Parse the tagged fields of BrokerRegistrationRequest, versions 0-4.
-def _tags_broker_registration_request_v0_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_registration_request_v0_v4_names, t) from None
 
 _parse_broker_registration_request_v0_fields = (
     (('broker_id', 'i', None),), 'cluster_id', (('incarnation_id', '16s', None),), 'listeners',
@@ -210,17 +144,12 @@ def _parse_broker_registration_request_v0(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v0_v4, b, q, z)
             raise
         f = 4
         n = b[p] - 1
@@ -243,17 +172,12 @@ def _parse_broker_registration_request_v0(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_v0_v4, b, q, z)
             raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
@@ -271,7 +195,7 @@ def _parse_broker_registration_request_v0(b, p):
         o['features'] = v4
         o['rack'] = v5
         if nt:
-            p = _tags_broker_registration_request_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_registration_request_v0_fields, f) from None
@@ -284,12 +208,12 @@ _build_listener_v0_v4_fields = (
     'name', 'host', (('port', 'H', 0), ('security_protocol', 'h', 0)), '_unknown_tags',
 )
 
-# Build Listener, version 0.
-def _build_listener_v0(o, w):
+# Build Listener, versions 0-4.
+def _build_listener_v0_v4(o, w):
     f = -1
     try:
         if not _build_listener_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent, 0)
+            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -317,12 +241,12 @@ _build_feature_v0_v4_fields = (
     'name', (('min_supported_version', 'h', 0), ('max_supported_version', 'h', 0)), '_unknown_tags',
 )
 
-# Build Feature, version 0.
-def _build_feature_v0(o, w):
+# Build Feature, versions 0-4.
+def _build_feature_v0_v4(o, w):
     f = -1
     try:
         if not _build_feature_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent, 0)
+            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -367,7 +291,6 @@ def _build_broker_registration_request_v0(o, w):
                 o,
                 _build_broker_registration_request_v0_keys,
                 _build_broker_registration_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -380,23 +303,13 @@ def _build_broker_registration_request_v0(o, w):
         f = 3
         v = g('listeners', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v0_v4)
         f = 4
         v = g('features', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_v0_v4)
         f = 5
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -451,17 +364,12 @@ def _parse_broker_registration_request_v1(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v0_v4, b, q, z)
             raise
         f = 4
         n = b[p] - 1
@@ -484,17 +392,12 @@ def _parse_broker_registration_request_v1(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_v0_v4, b, q, z)
             raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
@@ -516,57 +419,10 @@ def _parse_broker_registration_request_v1(b, p):
         o['rack'] = v5
         o['is_migrating_zk_broker'] = v6_0
         if nt:
-            p = _tags_broker_registration_request_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_registration_request_v1_fields, f) from None
-
-# Build Listener, version 1.
-def _build_listener_v1(o, w):
-    f = -1
-    try:
-        if not _build_listener_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_listener_v0_v4_fields, f, o) from None
-
-# Build Feature, version 1.
-def _build_feature_v1(o, w):
-    f = -1
-    try:
-        if not _build_feature_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_feature_v0_v4_fields, f, o) from None
 
 _build_broker_registration_request_v1_keys = frozenset({
     '_unknown_tags', 'broker_id', 'cluster_id', 'features', 'incarnation_id',
@@ -596,7 +452,6 @@ def _build_broker_registration_request_v1(o, w):
                 o,
                 _build_broker_registration_request_v1_keys,
                 _build_broker_registration_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -609,23 +464,13 @@ def _build_broker_registration_request_v1(o, w):
         f = 3
         v = g('listeners', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v0_v4)
         f = 4
         v = g('features', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_v0_v4)
         f = 5
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -682,17 +527,12 @@ def _parse_broker_registration_request_v2(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v0_v4, b, q, z)
             raise
         f = 4
         n = b[p] - 1
@@ -715,17 +555,12 @@ def _parse_broker_registration_request_v2(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_v0_v4, b, q, z)
             raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
@@ -758,57 +593,10 @@ def _parse_broker_registration_request_v2(b, p):
         o['is_migrating_zk_broker'] = v6_0
         o['log_dirs'] = v7
         if nt:
-            p = _tags_broker_registration_request_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_registration_request_v2_fields, f) from None
-
-# Build Listener, version 2.
-def _build_listener_v2(o, w):
-    f = -1
-    try:
-        if not _build_listener_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent, 2)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_listener_v0_v4_fields, f, o) from None
-
-# Build Feature, version 2.
-def _build_feature_v2(o, w):
-    f = -1
-    try:
-        if not _build_feature_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent, 2)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_feature_v0_v4_fields, f, o) from None
 
 _build_broker_registration_request_v2_keys = frozenset({
     '_unknown_tags', 'broker_id', 'cluster_id', 'features', 'incarnation_id',
@@ -836,7 +624,6 @@ def _build_broker_registration_request_v2(o, w):
                 o,
                 _build_broker_registration_request_v2_keys,
                 _build_broker_registration_request_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -849,23 +636,13 @@ def _build_broker_registration_request_v2(o, w):
         f = 3
         v = g('listeners', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v0_v4)
         f = 4
         v = g('features', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_v0_v4)
         f = 5
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -874,7 +651,7 @@ def _build_broker_registration_request_v2(o, w):
         f = 7
         v = g('log_dirs', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             w += uuid_bytes(x)
@@ -930,17 +707,12 @@ def _parse_broker_registration_request_v3_v4(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v0_v4, b, q, z)
             raise
         f = 4
         n = b[p] - 1
@@ -963,17 +735,12 @@ def _parse_broker_registration_request_v3_v4(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_v0_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_v0_v4, b, q, z)
             raise
         f = 5
         v5, p = read_compact_nullable_string(b, p)
@@ -1010,57 +777,10 @@ def _parse_broker_registration_request_v3_v4(b, p):
         o['log_dirs'] = v7
         o['previous_broker_epoch'] = v8_0
         if nt:
-            p = _tags_broker_registration_request_v0_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_registration_request_v3_v4_fields, f) from None
-
-# Build Listener, version 3.
-def _build_listener_v3(o, w):
-    f = -1
-    try:
-        if not _build_listener_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent, 3)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_listener_v0_v4_fields, f, o) from None
-
-# Build Feature, version 3.
-def _build_feature_v3(o, w):
-    f = -1
-    try:
-        if not _build_feature_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent, 3)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_feature_v0_v4_fields, f, o) from None
 
 _build_broker_registration_request_v3_v4_keys = frozenset({
     '_unknown_tags', 'broker_id', 'cluster_id', 'features', 'incarnation_id',
@@ -1079,8 +799,8 @@ _build_broker_registration_request_v3_v4_fields = (
     (('previous_broker_epoch', 'q', -1),), '_unknown_tags',
 )
 
-# Build BrokerRegistrationRequest, version 3.
-def _build_broker_registration_request_v3(o, w):
+# Build BrokerRegistrationRequest, versions 3-4.
+def _build_broker_registration_request_v3_v4(o, w):
     f = -1
     try:
         if not _build_broker_registration_request_v3_v4_keys.issuperset(o):
@@ -1088,7 +808,6 @@ def _build_broker_registration_request_v3(o, w):
                 o,
                 _build_broker_registration_request_v3_v4_keys,
                 _build_broker_registration_request_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1101,23 +820,13 @@ def _build_broker_registration_request_v3(o, w):
         f = 3
         v = g('listeners', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v0_v4)
         f = 4
         v = g('features', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_v0_v4)
         f = 5
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -1126,117 +835,7 @@ def _build_broker_registration_request_v3(o, w):
         f = 7
         v = g('log_dirs', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            w += uuid_bytes(x)
-        f = 8
-        w += _pack_i64(g('previous_broker_epoch', -1))
-        t = None
-        f = 9
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_registration_request_v3_v4_fields, f, o) from None
-
-# Build Listener, version 4.
-def _build_listener_v4(o, w):
-    f = -1
-    try:
-        if not _build_listener_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_listener_v0_v4_keys, _build_listener_v0_v4_absent, 4)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_listener_v0_v4_fields, f, o) from None
-
-# Build Feature, version 4.
-def _build_feature_v4(o, w):
-    f = -1
-    try:
-        if not _build_feature_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_feature_v0_v4_keys, _build_feature_v0_v4_absent, 4)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_feature_v0_v4_fields, f, o) from None
-
-# Build BrokerRegistrationRequest, version 4.
-def _build_broker_registration_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_broker_registration_request_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_broker_registration_request_v3_v4_keys,
-                _build_broker_registration_request_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('cluster_id', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_uuid(uuid_bytes(g('incarnation_id', ZERO_UUID)))
-        f = 3
-        v = g('listeners', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 4
-        v = g('features', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 5
-        v = g('rack', '')
-        write_compact_nullable_string(w, v)
-        f = 6
-        w += _pack_bool(g('is_migrating_zk_broker', False))
-        f = 7
-        v = g('log_dirs', ())
-        if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             w += uuid_bytes(x)
@@ -1270,8 +869,8 @@ BUILD = {
     0: _build_broker_registration_request_v0,
     1: _build_broker_registration_request_v1,
     2: _build_broker_registration_request_v2,
-    3: _build_broker_registration_request_v3,
-    4: _build_broker_registration_request_v4,
+    3: _build_broker_registration_request_v3_v4,
+    4: _build_broker_registration_request_v3_v4,
 }
 SCHEMA = (
     ('BrokerId', 'int32', '0+', 'none', 'none', None, '', False, ()),

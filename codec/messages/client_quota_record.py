@@ -4,51 +4,26 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
 _pack_f64_bool = Struct('>d?').pack
 _unpack_f64_bool = Struct('>d?').unpack_from
 
-
-_tags_entity_data_v0_names = {}
-
-# Parse the tagged fields of EntityData, version 0.
-def _tags_entity_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_entity_data_v0_names, t) from None
 
 _parse_entity_data_v0_fields = ('entity_type', 'entity_name', '_tagged_fields')
 
@@ -70,31 +45,10 @@ def _parse_entity_data_v0(b, p):
         o['entity_type'] = v0
         o['entity_name'] = v1
         if nt:
-            p = _tags_entity_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_entity_data_v0_fields, f) from None
-
-_tags_client_quota_record_v0_names = {}
-
-# Parse the tagged fields of ClientQuotaRecord, version 0.
-def _tags_client_quota_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_client_quota_record_v0_names, t) from None
 
 _parse_client_quota_record_v0_fields = (
     'entity', 'key', (('value', 'd', None), ('remove', '?', None)), '_tagged_fields',
@@ -123,17 +77,12 @@ def _parse_client_quota_record_v0(b, p):
                 c['entity_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_entity_data_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_entity_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_entity_data_v0, b, q, z)
             raise
         f = 1
         v1, p = read_compact_string(b, p)
@@ -152,7 +101,7 @@ def _parse_client_quota_record_v0(b, p):
         o['value'] = v2_0
         o['remove'] = v2_1
         if nt:
-            p = _tags_client_quota_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_client_quota_record_v0_fields, f) from None
@@ -166,7 +115,7 @@ def _build_entity_data_v0(o, w):
     f = -1
     try:
         if not _build_entity_data_v0_keys.issuperset(o):
-            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_absent, 0)
+            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -197,20 +146,13 @@ def _build_client_quota_record_v0(o, w):
     f = -1
     try:
         if not _build_client_quota_record_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_client_quota_record_v0_keys, _build_client_quota_record_v0_absent, 0
-            )
+            check_keys(o, _build_client_quota_record_v0_keys, _build_client_quota_record_v0_absent)
         g = o.get
         f = 0
         v = g('entity', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entity_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_entity_data_v0)
         f = 1
         v = g('key', '')
         write_compact_string(w, v)

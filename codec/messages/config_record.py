@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_nullable_string,
     write_compact_string,
     write_tags,
@@ -23,27 +20,6 @@ from kipwire.codec._runtime import (
 _pack_i8 = Struct('>b').pack
 _unpack_i8 = Struct('>b').unpack_from
 
-
-_tags_config_record_v0_names = {}
-
-# Parse the tagged fields of ConfigRecord, version 0.
-def _tags_config_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_config_record_v0_names, t) from None
 
 _parse_config_record_v0_fields = (
     (('resource_type', 'b', None),), 'resource_name', 'name', 'value', '_tagged_fields',
@@ -74,7 +50,7 @@ def _parse_config_record_v0(b, p):
         o['name'] = v2
         o['value'] = v3
         if nt:
-            p = _tags_config_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_config_record_v0_fields, f) from None
@@ -92,7 +68,7 @@ def _build_config_record_v0(o, w):
     f = -1
     try:
         if not _build_config_record_v0_keys.issuperset(o):
-            check_keys(o, _build_config_record_v0_keys, _build_config_record_v0_absent, 0)
+            check_keys(o, _build_config_record_v0_keys, _build_config_record_v0_absent)
         g = o.get
         f = 0
         w += _pack_i8(g('resource_type', 0))

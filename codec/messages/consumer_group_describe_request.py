@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_tags,
@@ -24,27 +21,6 @@ from kipwire.codec._runtime import (
 _pack_bool = Struct('>?').pack
 _unpack_bool = Struct('>?').unpack_from
 
-
-_tags_consumer_group_describe_request_v0_v1_names = {}
-
-# Parse the tagged fields of ConsumerGroupDescribeRequest, versions 0-1.
-def _tags_consumer_group_describe_request_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_consumer_group_describe_request_v0_v1_names, t) from None
 
 _parse_consumer_group_describe_request_v0_v1_fields = (
     'group_ids', (('include_authorized_operations', '?', None),), '_tagged_fields',
@@ -77,7 +53,7 @@ def _parse_consumer_group_describe_request_v0_v1(b, p):
         o['group_ids'] = v0
         o['include_authorized_operations'] = v1_0
         if nt:
-            p = _tags_consumer_group_describe_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_consumer_group_describe_request_v0_v1_fields, f) from None
@@ -90,8 +66,8 @@ _build_consumer_group_describe_request_v0_v1_fields = (
     'group_ids', (('include_authorized_operations', '?', False),), '_unknown_tags',
 )
 
-# Build ConsumerGroupDescribeRequest, version 0.
-def _build_consumer_group_describe_request_v0(o, w):
+# Build ConsumerGroupDescribeRequest, versions 0-1.
+def _build_consumer_group_describe_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_consumer_group_describe_request_v0_v1_keys.issuperset(o):
@@ -99,44 +75,12 @@ def _build_consumer_group_describe_request_v0(o, w):
                 o,
                 _build_consumer_group_describe_request_v0_v1_keys,
                 _build_consumer_group_describe_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('group_ids', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        f = 1
-        w += _pack_bool(g('include_authorized_operations', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_consumer_group_describe_request_v0_v1_fields, f, o) from None
-
-# Build ConsumerGroupDescribeRequest, version 1.
-def _build_consumer_group_describe_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_consumer_group_describe_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_consumer_group_describe_request_v0_v1_keys,
-                _build_consumer_group_describe_request_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('group_ids', ())
-        if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -163,7 +107,10 @@ PARSE = {
     0: _parse_consumer_group_describe_request_v0_v1,
     1: _parse_consumer_group_describe_request_v0_v1,
 }
-BUILD = {0: _build_consumer_group_describe_request_v0, 1: _build_consumer_group_describe_request_v1}
+BUILD = {
+    0: _build_consumer_group_describe_request_v0_v1,
+    1: _build_consumer_group_describe_request_v0_v1,
+}
 SCHEMA = (
     ('GroupIds', '[]string', '0+', 'none', 'none', None, '', False, ()),
     ('IncludeAuthorizedOperations', 'bool', '0+', 'none', 'none', None, '', False, ()),

@@ -4,28 +4,26 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -43,27 +41,6 @@ _unpack_i8 = Struct('>b').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 _EMPTY = {}
 
-
-_tags_topic_partitions_v0_v1_names = {}
-
-# Parse the tagged fields of TopicPartitions, versions 0-1.
-def _tags_topic_partitions_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partitions_v0_v1_names, t) from None
 
 _parse_topic_partitions_v0_v1_fields = (
     (('topic_id', '16s', None),), 'topic_name', 'partitions', '_tagged_fields',
@@ -98,31 +75,10 @@ def _parse_topic_partitions_v0_v1(b, p):
         o['topic_name'] = v1
         o['partitions'] = v2
         if nt:
-            p = _tags_topic_partitions_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v0_v1_fields, f) from None
-
-_tags_assignment_v0_v1_names = {}
-
-# Parse the tagged fields of Assignment, versions 0-1.
-def _tags_assignment_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_assignment_v0_v1_names, t) from None
 
 _parse_assignment_v0_v1_fields = ('topic_partitions', '_tagged_fields')
 
@@ -159,17 +115,12 @@ def _parse_assignment_v0_v1(b, p):
                 c['partitions'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_partitions_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partitions_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partitions_v0_v1, b, q, z)
             raise
         f = 1
         nt = b[p]
@@ -180,31 +131,10 @@ def _parse_assignment_v0_v1(b, p):
         o = Container()
         o['topic_partitions'] = v0
         if nt:
-            p = _tags_assignment_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_assignment_v0_v1_fields, f) from None
-
-_tags_member_v0_v1_names = {}
-
-# Parse the tagged fields of Member, versions 0-1.
-def _tags_member_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_member_v0_v1_names, t) from None
 
 _parse_member_v0_fields = (
     'member_id', 'instance_id', 'rack_id', (('member_epoch', 'i', None),), 'client_id',
@@ -263,31 +193,10 @@ def _parse_member_v0(b, p):
         o['assignment'] = v8
         o['target_assignment'] = v9
         if nt:
-            p = _tags_member_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_v0_fields, f) from None
-
-_tags_described_group_v0_v1_names = {}
-
-# Parse the tagged fields of DescribedGroup, versions 0-1.
-def _tags_described_group_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_group_v0_v1_names, t) from None
 
 _parse_described_group_v0_v1_fields = (
     (('error_code', 'h', None),), 'error_message', 'group_id', 'group_state',
@@ -319,14 +228,7 @@ def _parse_described_group_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v6 = []
-        a = v6.append
-        for i in range(n):
-            try:
-                x, p = _parse_member_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v6, p = read_structs(b, p, n, _parse_member_v0)
         f = 7
         v7_0, = _unpack_i32(b, p)
         p += 4
@@ -347,31 +249,10 @@ def _parse_described_group_v0(b, p):
         o['members'] = v6
         o['authorized_operations'] = v7_0
         if nt:
-            p = _tags_described_group_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v0_v1_fields, f) from None
-
-_tags_consumer_group_describe_response_v0_v1_names = {}
-
-# Parse the tagged fields of ConsumerGroupDescribeResponse, versions 0-1.
-def _tags_consumer_group_describe_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_consumer_group_describe_response_v0_v1_names, t) from None
 
 _parse_consumer_group_describe_response_v0_v1_fields = (
     (('throttle_time_ms', 'i', None),), 'groups', '_tagged_fields',
@@ -390,14 +271,7 @@ def _parse_consumer_group_describe_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -408,7 +282,7 @@ def _parse_consumer_group_describe_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_consumer_group_describe_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -424,14 +298,12 @@ _build_topic_partitions_v0_v1_fields = (
     'topic_name', 'partitions', '_unknown_tags',
 )
 
-# Build TopicPartitions, version 0.
-def _build_topic_partitions_v0(o, w):
+# Build TopicPartitions, versions 0-1.
+def _build_topic_partitions_v0_v1(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent, 0
-            )
+            check_keys(o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
@@ -441,7 +313,7 @@ def _build_topic_partitions_v0(o, w):
         f = 2
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -459,23 +331,18 @@ _build_assignment_v0_v1_keys = frozenset({'_unknown_tags', 'topic_partitions'})
 _build_assignment_v0_v1_absent = {}
 _build_assignment_v0_v1_fields = ('topic_partitions', '_unknown_tags')
 
-# Build Assignment, version 0.
-def _build_assignment_v0(o, w):
+# Build Assignment, versions 0-1.
+def _build_assignment_v0_v1(o, w):
     f = -1
     try:
         if not _build_assignment_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_assignment_v0_v1_keys, _build_assignment_v0_v1_absent, 0)
+            check_keys(o, _build_assignment_v0_v1_keys, _build_assignment_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_partitions_v0_v1)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -502,7 +369,7 @@ def _build_member_v0(o, w):
     f = -1
     try:
         if not _build_member_v0_keys.issuperset(o):
-            check_keys(o, _build_member_v0_keys, _build_member_v0_absent, 0)
+            check_keys(o, _build_member_v0_keys, _build_member_v0_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -524,7 +391,7 @@ def _build_member_v0(o, w):
         f = 6
         v = g('subscribed_topic_names', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -534,13 +401,13 @@ def _build_member_v0(o, w):
         f = 8
         v = g('assignment', _EMPTY)
         if v is None:
-            raise null_error(0)
-        _build_assignment_v0(v, w)
+            raise null_error()
+        _build_assignment_v0_v1(v, w)
         f = 9
         v = g('target_assignment', _EMPTY)
         if v is None:
-            raise null_error(0)
-        _build_assignment_v0(v, w)
+            raise null_error()
+        _build_assignment_v0_v1(v, w)
         t = None
         f = 10
         u = g('_unknown_tags')
@@ -567,7 +434,7 @@ def _build_described_group_v0(o, w):
     f = -1
     try:
         if not _build_described_group_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_v1_keys, _build_described_group_v0_v1_absent, 0)
+            check_keys(o, _build_described_group_v0_v1_keys, _build_described_group_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -588,13 +455,8 @@ def _build_described_group_v0(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_v0)
         f = 7
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -624,7 +486,6 @@ def _build_consumer_group_describe_response_v0(o, w):
                 o,
                 _build_consumer_group_describe_response_v0_v1_keys,
                 _build_consumer_group_describe_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -632,13 +493,8 @@ def _build_consumer_group_describe_response_v0(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -712,7 +568,7 @@ def _parse_member_v1(b, p):
         o['target_assignment'] = v9
         o['member_type'] = v10_0
         if nt:
-            p = _tags_member_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_v1_fields, f) from None
@@ -741,14 +597,7 @@ def _parse_described_group_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v6 = []
-        a = v6.append
-        for i in range(n):
-            try:
-                x, p = _parse_member_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v6, p = read_structs(b, p, n, _parse_member_v1)
         f = 7
         v7_0, = _unpack_i32(b, p)
         p += 4
@@ -769,7 +618,7 @@ def _parse_described_group_v1(b, p):
         o['members'] = v6
         o['authorized_operations'] = v7_0
         if nt:
-            p = _tags_described_group_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v0_v1_fields, f) from None
@@ -787,14 +636,7 @@ def _parse_consumer_group_describe_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -805,70 +647,12 @@ def _parse_consumer_group_describe_response_v1(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_consumer_group_describe_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_consumer_group_describe_response_v0_v1_fields, f
         ) from None
-
-# Build TopicPartitions, version 1.
-def _build_topic_partitions_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 2
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partitions_v0_v1_fields, f, o) from None
-
-# Build Assignment, version 1.
-def _build_assignment_v1(o, w):
-    f = -1
-    try:
-        if not _build_assignment_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_assignment_v0_v1_keys, _build_assignment_v0_v1_absent, 1)
-        g = o.get
-        f = 0
-        v = g('topic_partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_assignment_v0_v1_fields, f, o) from None
 
 _build_member_v1_keys = frozenset({
     '_unknown_tags', 'assignment', 'client_host', 'client_id', 'instance_id', 'member_epoch',
@@ -887,7 +671,7 @@ def _build_member_v1(o, w):
     f = -1
     try:
         if not _build_member_v1_keys.issuperset(o):
-            check_keys(o, _build_member_v1_keys, _build_member_v1_absent, 1)
+            check_keys(o, _build_member_v1_keys, _build_member_v1_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -909,7 +693,7 @@ def _build_member_v1(o, w):
         f = 6
         v = g('subscribed_topic_names', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -919,13 +703,13 @@ def _build_member_v1(o, w):
         f = 8
         v = g('assignment', _EMPTY)
         if v is None:
-            raise null_error(1)
-        _build_assignment_v1(v, w)
+            raise null_error()
+        _build_assignment_v0_v1(v, w)
         f = 9
         v = g('target_assignment', _EMPTY)
         if v is None:
-            raise null_error(1)
-        _build_assignment_v1(v, w)
+            raise null_error()
+        _build_assignment_v0_v1(v, w)
         f = 10
         w += _pack_i8(g('member_type', -1))
         t = None
@@ -943,7 +727,7 @@ def _build_described_group_v1(o, w):
     f = -1
     try:
         if not _build_described_group_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_v1_keys, _build_described_group_v0_v1_absent, 1)
+            check_keys(o, _build_described_group_v0_v1_keys, _build_described_group_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -964,13 +748,8 @@ def _build_described_group_v1(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_v1)
         f = 7
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -992,7 +771,6 @@ def _build_consumer_group_describe_response_v1(o, w):
                 o,
                 _build_consumer_group_describe_response_v0_v1_keys,
                 _build_consumer_group_describe_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -1000,13 +778,8 @@ def _build_consumer_group_describe_response_v1(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v1)
         t = None
         f = 2
         u = g('_unknown_tags')

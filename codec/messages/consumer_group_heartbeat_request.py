@@ -4,28 +4,25 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -36,27 +33,6 @@ _pack_uuid = Struct('>16s').pack
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_topic_partitions_v0_v1_names = {}
-
-# Parse the tagged fields of TopicPartitions, versions 0-1.
-def _tags_topic_partitions_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partitions_v0_v1_names, t) from None
 
 _parse_topic_partitions_v0_v1_fields = (
     (('topic_id', '16s', None),), 'partitions', '_tagged_fields',
@@ -88,31 +64,10 @@ def _parse_topic_partitions_v0_v1(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_partitions_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v0_v1_fields, f) from None
-
-_tags_consumer_group_heartbeat_request_v0_v1_names = {}
-
-# Parse the tagged fields of ConsumerGroupHeartbeatRequest, versions 0-1.
-def _tags_consumer_group_heartbeat_request_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_consumer_group_heartbeat_request_v0_v1_names, t) from None
 
 _parse_consumer_group_heartbeat_request_v0_fields = (
     'group_id', 'member_id', (('member_epoch', 'i', None),), 'instance_id', 'rack_id',
@@ -183,17 +138,12 @@ def _parse_consumer_group_heartbeat_request_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_topic_partitions_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v0_v1, b, q, z)
                 raise
         f = 9
         nt = b[p]
@@ -212,7 +162,7 @@ def _parse_consumer_group_heartbeat_request_v0(b, p):
         o['server_assignor'] = v7
         o['topic_partitions'] = v8
         if nt:
-            p = _tags_consumer_group_heartbeat_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_consumer_group_heartbeat_request_v0_fields, f) from None
@@ -224,21 +174,19 @@ _build_topic_partitions_v0_v1_fields = (
     'partitions', '_unknown_tags',
 )
 
-# Build TopicPartitions, version 0.
-def _build_topic_partitions_v0(o, w):
+# Build TopicPartitions, versions 0-1.
+def _build_topic_partitions_v0_v1(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent, 0
-            )
+            check_keys(o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -272,7 +220,6 @@ def _build_consumer_group_heartbeat_request_v0(o, w):
                 o,
                 _build_consumer_group_heartbeat_request_v0_keys,
                 _build_consumer_group_heartbeat_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -301,12 +248,7 @@ def _build_consumer_group_heartbeat_request_v0(o, w):
         write_compact_nullable_string(w, v)
         f = 8
         v = g('topic_partitions', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_topic_partitions_v0_v1)
         t = None
         f = 9
         u = g('_unknown_tags')
@@ -388,17 +330,12 @@ def _parse_consumer_group_heartbeat_request_v1(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_topic_partitions_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v0_v1, b, q, z)
                 raise
         f = 10
         nt = b[p]
@@ -418,38 +355,10 @@ def _parse_consumer_group_heartbeat_request_v1(b, p):
         o['server_assignor'] = v8
         o['topic_partitions'] = v9
         if nt:
-            p = _tags_consumer_group_heartbeat_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_consumer_group_heartbeat_request_v1_fields, f) from None
-
-# Build TopicPartitions, version 1.
-def _build_topic_partitions_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partitions_v0_v1_fields, f, o) from None
 
 _build_consumer_group_heartbeat_request_v1_keys = frozenset({
     '_unknown_tags', 'group_id', 'instance_id', 'member_epoch', 'member_id', 'rack_id',
@@ -472,7 +381,6 @@ def _build_consumer_group_heartbeat_request_v1(o, w):
                 o,
                 _build_consumer_group_heartbeat_request_v1_keys,
                 _build_consumer_group_heartbeat_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -504,12 +412,7 @@ def _build_consumer_group_heartbeat_request_v1(o, w):
         write_compact_nullable_string(w, v)
         f = 9
         v = g('topic_partitions', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_topic_partitions_v0_v1)
         t = None
         f = 10
         u = g('_unknown_tags')

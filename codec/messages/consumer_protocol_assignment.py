@@ -4,11 +4,9 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,6 +16,7 @@ from kipwire.codec._runtime import (
     write_array_length,
     write_nullable_bytes,
     write_string,
+    write_structs,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 
@@ -65,12 +64,7 @@ def _parse_consumer_protocol_assignment_v0_v3(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partition_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partition_v0_v3, b, q, z)
             raise
         f = 1
         v1, p = read_nullable_bytes(b, p)
@@ -85,12 +79,12 @@ _build_topic_partition_v0_v3_keys = frozenset({'partitions', 'topic'})
 _build_topic_partition_v0_v3_absent = {}
 _build_topic_partition_v0_v3_fields = ('topic', 'partitions')
 
-# Build TopicPartition, version 0.
-def _build_topic_partition_v0(o, w):
+# Build TopicPartition, versions 0-3.
+def _build_topic_partition_v0_v3(o, w):
     f = -1
     try:
         if not _build_topic_partition_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v0_v3_keys, _build_topic_partition_v0_v3_absent, 0)
+            check_keys(o, _build_topic_partition_v0_v3_keys, _build_topic_partition_v0_v3_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -98,7 +92,7 @@ def _build_topic_partition_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -109,8 +103,8 @@ _build_consumer_protocol_assignment_v0_v3_keys = frozenset({'assigned_partitions
 _build_consumer_protocol_assignment_v0_v3_absent = {}
 _build_consumer_protocol_assignment_v0_v3_fields = ('assigned_partitions', 'user_data')
 
-# Build ConsumerProtocolAssignment, version 0.
-def _build_consumer_protocol_assignment_v0(o, w):
+# Build ConsumerProtocolAssignment, versions 0-3.
+def _build_consumer_protocol_assignment_v0_v3(o, w):
     f = -1
     try:
         if not _build_consumer_protocol_assignment_v0_v3_keys.issuperset(o):
@@ -118,163 +112,13 @@ def _build_consumer_protocol_assignment_v0(o, w):
                 o,
                 _build_consumer_protocol_assignment_v0_v3_keys,
                 _build_consumer_protocol_assignment_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('assigned_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        v = g('user_data', None)
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_consumer_protocol_assignment_v0_v3_fields, f, o) from None
-
-# Build TopicPartition, version 1.
-def _build_topic_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_partition_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v0_v3_keys, _build_topic_partition_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partition_v0_v3_fields, f, o) from None
-
-# Build ConsumerProtocolAssignment, version 1.
-def _build_consumer_protocol_assignment_v1(o, w):
-    f = -1
-    try:
-        if not _build_consumer_protocol_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_consumer_protocol_assignment_v0_v3_keys,
-                _build_consumer_protocol_assignment_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('assigned_partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        v = g('user_data', None)
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_consumer_protocol_assignment_v0_v3_fields, f, o) from None
-
-# Build TopicPartition, version 2.
-def _build_topic_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_topic_partition_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v0_v3_keys, _build_topic_partition_v0_v3_absent, 2)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partition_v0_v3_fields, f, o) from None
-
-# Build ConsumerProtocolAssignment, version 2.
-def _build_consumer_protocol_assignment_v2(o, w):
-    f = -1
-    try:
-        if not _build_consumer_protocol_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_consumer_protocol_assignment_v0_v3_keys,
-                _build_consumer_protocol_assignment_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('assigned_partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        v = g('user_data', None)
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_consumer_protocol_assignment_v0_v3_fields, f, o) from None
-
-# Build TopicPartition, version 3.
-def _build_topic_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_topic_partition_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v0_v3_keys, _build_topic_partition_v0_v3_absent, 3)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partition_v0_v3_fields, f, o) from None
-
-# Build ConsumerProtocolAssignment, version 3.
-def _build_consumer_protocol_assignment_v3(o, w):
-    f = -1
-    try:
-        if not _build_consumer_protocol_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_consumer_protocol_assignment_v0_v3_keys,
-                _build_consumer_protocol_assignment_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('assigned_partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_partition_v0_v3)
         f = 1
         v = g('user_data', None)
         write_nullable_bytes(w, v)
@@ -295,10 +139,10 @@ PARSE = {
     3: _parse_consumer_protocol_assignment_v0_v3,
 }
 BUILD = {
-    0: _build_consumer_protocol_assignment_v0,
-    1: _build_consumer_protocol_assignment_v1,
-    2: _build_consumer_protocol_assignment_v2,
-    3: _build_consumer_protocol_assignment_v3,
+    0: _build_consumer_protocol_assignment_v0_v3,
+    1: _build_consumer_protocol_assignment_v0_v3,
+    2: _build_consumer_protocol_assignment_v0_v3,
+    3: _build_consumer_protocol_assignment_v0_v3,
 }
 SCHEMA = (
     (

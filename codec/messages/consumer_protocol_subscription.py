@@ -4,12 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -21,6 +19,7 @@ from kipwire.codec._runtime import (
     write_nullable_bytes,
     write_nullable_string,
     write_string,
+    write_structs,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 
@@ -66,13 +65,12 @@ def _build_consumer_protocol_subscription_v0(o, w):
                 o,
                 _build_consumer_protocol_subscription_v0_keys,
                 _build_consumer_protocol_subscription_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -132,12 +130,7 @@ def _parse_consumer_protocol_subscription_v1(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partition_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partition_v1_v3, b, q, z)
             raise
         o = Container()
         o['topics'] = v0
@@ -151,12 +144,12 @@ _build_topic_partition_v1_v3_keys = frozenset({'partitions', 'topic'})
 _build_topic_partition_v1_v3_absent = {}
 _build_topic_partition_v1_v3_fields = ('topic', 'partitions')
 
-# Build TopicPartition, version 1.
-def _build_topic_partition_v1(o, w):
+# Build TopicPartition, versions 1-3.
+def _build_topic_partition_v1_v3(o, w):
     f = -1
     try:
         if not _build_topic_partition_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v1_v3_keys, _build_topic_partition_v1_v3_absent, 1)
+            check_keys(o, _build_topic_partition_v1_v3_keys, _build_topic_partition_v1_v3_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -164,7 +157,7 @@ def _build_topic_partition_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -189,13 +182,12 @@ def _build_consumer_protocol_subscription_v1(o, w):
                 o,
                 _build_consumer_protocol_subscription_v1_keys,
                 _build_consumer_protocol_subscription_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -205,13 +197,8 @@ def _build_consumer_protocol_subscription_v1(o, w):
         f = 2
         v = g('owned_partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_partition_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_consumer_protocol_subscription_v1_fields, f, o) from None
 
@@ -248,12 +235,7 @@ def _parse_consumer_protocol_subscription_v2(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partition_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partition_v1_v3, b, q, z)
             raise
         f = 3
         v3_0, = _unpack_i32(b, p)
@@ -266,26 +248,6 @@ def _parse_consumer_protocol_subscription_v2(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_consumer_protocol_subscription_v2_fields, f) from None
-
-# Build TopicPartition, version 2.
-def _build_topic_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_topic_partition_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v1_v3_keys, _build_topic_partition_v1_v3_absent, 2)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partition_v1_v3_fields, f, o) from None
 
 _build_consumer_protocol_subscription_v2_keys = frozenset({
     'generation_id', 'owned_partitions', 'topics', 'user_data',
@@ -304,13 +266,12 @@ def _build_consumer_protocol_subscription_v2(o, w):
                 o,
                 _build_consumer_protocol_subscription_v2_keys,
                 _build_consumer_protocol_subscription_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -320,13 +281,8 @@ def _build_consumer_protocol_subscription_v2(o, w):
         f = 2
         v = g('owned_partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_partition_v1_v3)
         f = 3
         w += _pack_i32(g('generation_id', -1))
     except Exception as x:
@@ -365,12 +321,7 @@ def _parse_consumer_protocol_subscription_v3(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partition_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partition_v1_v3, b, q, z)
             raise
         f = 3
         v3_0, = _unpack_i32(b, p)
@@ -386,26 +337,6 @@ def _parse_consumer_protocol_subscription_v3(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_consumer_protocol_subscription_v3_fields, f) from None
-
-# Build TopicPartition, version 3.
-def _build_topic_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_topic_partition_v1_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v1_v3_keys, _build_topic_partition_v1_v3_absent, 3)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partition_v1_v3_fields, f, o) from None
 
 _build_consumer_protocol_subscription_v3_keys = frozenset({
     'generation_id', 'owned_partitions', 'rack_id', 'topics', 'user_data',
@@ -424,13 +355,12 @@ def _build_consumer_protocol_subscription_v3(o, w):
                 o,
                 _build_consumer_protocol_subscription_v3_keys,
                 _build_consumer_protocol_subscription_v3_absent,
-                3,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -440,13 +370,8 @@ def _build_consumer_protocol_subscription_v3(o, w):
         f = 2
         v = g('owned_partitions', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_partition_v1_v3)
         f = 3
         w += _pack_i32(g('generation_id', -1))
         f = 4

@@ -39,9 +39,7 @@ def _build_control_record_type_v0(o, w):
     f = -1
     try:
         if not _build_control_record_type_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_control_record_type_v0_keys, _build_control_record_type_v0_absent, 0
-            )
+            check_keys(o, _build_control_record_type_v0_keys, _build_control_record_type_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16x2(g('version', 0), g('type', 0))

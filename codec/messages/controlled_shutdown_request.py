@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -41,8 +38,8 @@ _build_controlled_shutdown_request_v0_v1_keys = frozenset({'broker_id'})
 _build_controlled_shutdown_request_v0_v1_absent = {'broker_epoch': (-1, True)}
 _build_controlled_shutdown_request_v0_v1_fields = ((('broker_id', 'i', 0),),)
 
-# Build ControlledShutdownRequest, version 0.
-def _build_controlled_shutdown_request_v0(o, w):
+# Build ControlledShutdownRequest, versions 0-1.
+def _build_controlled_shutdown_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_controlled_shutdown_request_v0_v1_keys.issuperset(o):
@@ -50,24 +47,6 @@ def _build_controlled_shutdown_request_v0(o, w):
                 o,
                 _build_controlled_shutdown_request_v0_v1_keys,
                 _build_controlled_shutdown_request_v0_v1_absent,
-                0,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_controlled_shutdown_request_v0_v1_fields, f, o) from None
-
-# Build ControlledShutdownRequest, version 1.
-def _build_controlled_shutdown_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_controlled_shutdown_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_controlled_shutdown_request_v0_v1_keys,
-                _build_controlled_shutdown_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -106,34 +85,12 @@ def _build_controlled_shutdown_request_v2(o, w):
                 o,
                 _build_controlled_shutdown_request_v2_keys,
                 _build_controlled_shutdown_request_v2_v3_absent,
-                2,
             )
         g = o.get
         f = 0
         w += _pack_i32_i64(g('broker_id', 0), g('broker_epoch', -1))
     except Exception as x:
         raise encode_failure(x, _build_controlled_shutdown_request_v2_fields, f, o) from None
-
-_tags_controlled_shutdown_request_v3_names = {}
-
-# Parse the tagged fields of ControlledShutdownRequest, version 3.
-def _tags_controlled_shutdown_request_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_controlled_shutdown_request_v3_names, t) from None
 
 _parse_controlled_shutdown_request_v3_fields = (
     (('broker_id', 'i', None), ('broker_epoch', 'q', None)), '_tagged_fields',
@@ -156,7 +113,7 @@ def _parse_controlled_shutdown_request_v3(b, p):
         o['broker_id'] = v0_0
         o['broker_epoch'] = v0_1
         if nt:
-            p = _tags_controlled_shutdown_request_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_controlled_shutdown_request_v3_fields, f) from None
@@ -177,7 +134,6 @@ def _build_controlled_shutdown_request_v3(o, w):
                 o,
                 _build_controlled_shutdown_request_v3_keys,
                 _build_controlled_shutdown_request_v2_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -206,8 +162,8 @@ PARSE = {
     3: _parse_controlled_shutdown_request_v3,
 }
 BUILD = {
-    0: _build_controlled_shutdown_request_v0,
-    1: _build_controlled_shutdown_request_v1,
+    0: _build_controlled_shutdown_request_v0_v1,
+    1: _build_controlled_shutdown_request_v0_v1,
     2: _build_controlled_shutdown_request_v2,
     3: _build_controlled_shutdown_request_v3,
 }

@@ -4,25 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -77,12 +73,7 @@ def _parse_controlled_shutdown_response_v0_v2(b, p):
                 c['partition_index'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_remaining_partition_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_remaining_partition_v0_v2, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -95,13 +86,13 @@ _build_remaining_partition_v0_v2_keys = frozenset({'partition_index', 'topic_nam
 _build_remaining_partition_v0_v3_absent = {}
 _build_remaining_partition_v0_v2_fields = ('topic_name', (('partition_index', 'i', 0),))
 
-# Build RemainingPartition, version 0.
-def _build_remaining_partition_v0(o, w):
+# Build RemainingPartition, versions 0-2.
+def _build_remaining_partition_v0_v2(o, w):
     f = -1
     try:
         if not _build_remaining_partition_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_remaining_partition_v0_v2_keys, _build_remaining_partition_v0_v3_absent, 0
+                o, _build_remaining_partition_v0_v2_keys, _build_remaining_partition_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -118,8 +109,8 @@ _build_controlled_shutdown_response_v0_v2_fields = (
     (('error_code', 'h', 0),), 'remaining_partitions',
 )
 
-# Build ControlledShutdownResponse, version 0.
-def _build_controlled_shutdown_response_v0(o, w):
+# Build ControlledShutdownResponse, versions 0-2.
+def _build_controlled_shutdown_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_controlled_shutdown_response_v0_v2_keys.issuperset(o):
@@ -127,7 +118,6 @@ def _build_controlled_shutdown_response_v0(o, w):
                 o,
                 _build_controlled_shutdown_response_v0_v2_keys,
                 _build_controlled_shutdown_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -135,124 +125,10 @@ def _build_controlled_shutdown_response_v0(o, w):
         f = 1
         v = g('remaining_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_remaining_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_remaining_partition_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_controlled_shutdown_response_v0_v2_fields, f, o) from None
-
-# Build RemainingPartition, version 1.
-def _build_remaining_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_remaining_partition_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_remaining_partition_v0_v2_keys, _build_remaining_partition_v0_v3_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('partition_index', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_remaining_partition_v0_v2_fields, f, o) from None
-
-# Build ControlledShutdownResponse, version 1.
-def _build_controlled_shutdown_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_controlled_shutdown_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_controlled_shutdown_response_v0_v2_keys,
-                _build_controlled_shutdown_response_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('remaining_partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_remaining_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_controlled_shutdown_response_v0_v2_fields, f, o) from None
-
-# Build RemainingPartition, version 2.
-def _build_remaining_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_remaining_partition_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_remaining_partition_v0_v2_keys, _build_remaining_partition_v0_v3_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('partition_index', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_remaining_partition_v0_v2_fields, f, o) from None
-
-# Build ControlledShutdownResponse, version 2.
-def _build_controlled_shutdown_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_controlled_shutdown_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_controlled_shutdown_response_v0_v2_keys,
-                _build_controlled_shutdown_response_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('remaining_partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_remaining_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_controlled_shutdown_response_v0_v2_fields, f, o) from None
-
-_tags_remaining_partition_v3_names = {}
-
-# Parse the tagged fields of RemainingPartition, version 3.
-def _tags_remaining_partition_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_remaining_partition_v3_names, t) from None
 
 _parse_remaining_partition_v3_fields = (
     'topic_name', (('partition_index', 'i', None),), '_tagged_fields',
@@ -277,31 +153,10 @@ def _parse_remaining_partition_v3(b, p):
         o['topic_name'] = v0
         o['partition_index'] = v1_0
         if nt:
-            p = _tags_remaining_partition_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_remaining_partition_v3_fields, f) from None
-
-_tags_controlled_shutdown_response_v3_names = {}
-
-# Parse the tagged fields of ControlledShutdownResponse, version 3.
-def _tags_controlled_shutdown_response_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_controlled_shutdown_response_v3_names, t) from None
 
 _parse_controlled_shutdown_response_v3_fields = (
     (('error_code', 'h', None),), 'remaining_partitions', '_tagged_fields',
@@ -334,17 +189,12 @@ def _parse_controlled_shutdown_response_v3(b, p):
                 c['partition_index'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_remaining_partition_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_remaining_partition_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_remaining_partition_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -356,7 +206,7 @@ def _parse_controlled_shutdown_response_v3(b, p):
         o['error_code'] = v0_0
         o['remaining_partitions'] = v1
         if nt:
-            p = _tags_controlled_shutdown_response_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_controlled_shutdown_response_v3_fields, f) from None
@@ -372,7 +222,7 @@ def _build_remaining_partition_v3(o, w):
     try:
         if not _build_remaining_partition_v3_keys.issuperset(o):
             check_keys(
-                o, _build_remaining_partition_v3_keys, _build_remaining_partition_v0_v3_absent, 3
+                o, _build_remaining_partition_v3_keys, _build_remaining_partition_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -406,7 +256,6 @@ def _build_controlled_shutdown_response_v3(o, w):
                 o,
                 _build_controlled_shutdown_response_v3_keys,
                 _build_controlled_shutdown_response_v0_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -414,13 +263,8 @@ def _build_controlled_shutdown_response_v3(o, w):
         f = 1
         v = g('remaining_partitions', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_remaining_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_remaining_partition_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -445,9 +289,9 @@ PARSE = {
     3: _parse_controlled_shutdown_response_v3,
 }
 BUILD = {
-    0: _build_controlled_shutdown_response_v0,
-    1: _build_controlled_shutdown_response_v1,
-    2: _build_controlled_shutdown_response_v2,
+    0: _build_controlled_shutdown_response_v0_v2,
+    1: _build_controlled_shutdown_response_v0_v2,
+    2: _build_controlled_shutdown_response_v0_v2,
     3: _build_controlled_shutdown_response_v3,
 }
 SCHEMA = (

@@ -4,25 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -94,12 +90,7 @@ def _parse_create_acls_request_v0(b, p):
                 c['permission_type'] = k4_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_creation_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_creation_v0, b, q, z)
             raise
         o = Container()
         o['creations'] = v0
@@ -121,7 +112,7 @@ def _build_acl_creation_v0(o, w):
     f = -1
     try:
         if not _build_acl_creation_v0_keys.issuperset(o):
-            check_keys(o, _build_acl_creation_v0_keys, _build_acl_creation_v0_absent, 0)
+            check_keys(o, _build_acl_creation_v0_keys, _build_acl_creation_v0_absent)
         g = o.get
         f = 0
         w += _pack_i8(g('resource_type', 0))
@@ -149,19 +140,14 @@ def _build_create_acls_request_v0(o, w):
     try:
         if not _build_create_acls_request_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_create_acls_request_v0_v1_keys, _build_create_acls_request_v0_v3_absent, 0
+                o, _build_create_acls_request_v0_v1_keys, _build_create_acls_request_v0_v3_absent
             )
         g = o.get
         f = 0
         v = g('creations', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_creation_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_acl_creation_v0)
     except Exception as x:
         raise encode_failure(x, _build_create_acls_request_v0_v1_fields, f, o) from None
 
@@ -232,12 +218,7 @@ def _parse_create_acls_request_v1(b, p):
                 c['permission_type'] = k5_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_creation_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_creation_v1, b, q, z)
             raise
         o = Container()
         o['creations'] = v0
@@ -260,7 +241,7 @@ def _build_acl_creation_v1(o, w):
     f = -1
     try:
         if not _build_acl_creation_v1_keys.issuperset(o):
-            check_keys(o, _build_acl_creation_v1_keys, _build_acl_creation_v1_v3_absent, 1)
+            check_keys(o, _build_acl_creation_v1_keys, _build_acl_creation_v1_v3_absent)
         g = o.get
         f = 0
         w += _pack_i8(g('resource_type', 0))
@@ -286,42 +267,16 @@ def _build_create_acls_request_v1(o, w):
     try:
         if not _build_create_acls_request_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_create_acls_request_v0_v1_keys, _build_create_acls_request_v0_v3_absent, 1
+                o, _build_create_acls_request_v0_v1_keys, _build_create_acls_request_v0_v3_absent
             )
         g = o.get
         f = 0
         v = g('creations', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_creation_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_acl_creation_v1)
     except Exception as x:
         raise encode_failure(x, _build_create_acls_request_v0_v1_fields, f, o) from None
-
-_tags_acl_creation_v2_v3_names = {}
-
-# Parse the tagged fields of AclCreation, versions 2-3.
-def _tags_acl_creation_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_acl_creation_v2_v3_names, t) from None
 
 _parse_acl_creation_v2_v3_fields = (
     (('resource_type', 'b', None),), 'resource_name', (('resource_pattern_type', 'b', None),),
@@ -363,31 +318,10 @@ def _parse_acl_creation_v2_v3(b, p):
         o['operation'] = v5_0
         o['permission_type'] = v5_1
         if nt:
-            p = _tags_acl_creation_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_acl_creation_v2_v3_fields, f) from None
-
-_tags_create_acls_request_v2_v3_names = {}
-
-# Parse the tagged fields of CreateAclsRequest, versions 2-3.
-def _tags_create_acls_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_acls_request_v2_v3_names, t) from None
 
 _parse_create_acls_request_v2_v3_fields = ('creations', '_tagged_fields')
 
@@ -426,17 +360,12 @@ def _parse_create_acls_request_v2_v3(b, p):
                 c['permission_type'] = k5_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_acl_creation_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_creation_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_creation_v2_v3, b, q, z)
             raise
         f = 1
         nt = b[p]
@@ -447,7 +376,7 @@ def _parse_create_acls_request_v2_v3(b, p):
         o = Container()
         o['creations'] = v0
         if nt:
-            p = _tags_create_acls_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_acls_request_v2_v3_fields, f) from None
@@ -461,12 +390,12 @@ _build_acl_creation_v2_v3_fields = (
     'principal', 'host', (('operation', 'b', 0), ('permission_type', 'b', 0)), '_unknown_tags',
 )
 
-# Build AclCreation, version 2.
-def _build_acl_creation_v2(o, w):
+# Build AclCreation, versions 2-3.
+def _build_acl_creation_v2_v3(o, w):
     f = -1
     try:
         if not _build_acl_creation_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_acl_creation_v2_v3_keys, _build_acl_creation_v1_v3_absent, 2)
+            check_keys(o, _build_acl_creation_v2_v3_keys, _build_acl_creation_v1_v3_absent)
         g = o.get
         f = 0
         w += _pack_i8(g('resource_type', 0))
@@ -496,86 +425,20 @@ def _build_acl_creation_v2(o, w):
 _build_create_acls_request_v2_v3_keys = frozenset({'_unknown_tags', 'creations'})
 _build_create_acls_request_v2_v3_fields = ('creations', '_unknown_tags')
 
-# Build CreateAclsRequest, version 2.
-def _build_create_acls_request_v2(o, w):
+# Build CreateAclsRequest, versions 2-3.
+def _build_create_acls_request_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_acls_request_v2_v3_keys.issuperset(o):
             check_keys(
-                o, _build_create_acls_request_v2_v3_keys, _build_create_acls_request_v0_v3_absent, 2
+                o, _build_create_acls_request_v2_v3_keys, _build_create_acls_request_v0_v3_absent
             )
         g = o.get
         f = 0
         v = g('creations', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_creation_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_acls_request_v2_v3_fields, f, o) from None
-
-# Build AclCreation, version 3.
-def _build_acl_creation_v3(o, w):
-    f = -1
-    try:
-        if not _build_acl_creation_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_acl_creation_v2_v3_keys, _build_acl_creation_v1_v3_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i8(g('resource_pattern_type', 3))
-        f = 3
-        v = g('principal', '')
-        write_compact_string(w, v)
-        f = 4
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 5
-        w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_acl_creation_v2_v3_fields, f, o) from None
-
-# Build CreateAclsRequest, version 3.
-def _build_create_acls_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_acls_request_v2_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_create_acls_request_v2_v3_keys, _build_create_acls_request_v0_v3_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('creations', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_creation_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_acl_creation_v2_v3)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -602,8 +465,8 @@ PARSE = {
 BUILD = {
     0: _build_create_acls_request_v0,
     1: _build_create_acls_request_v1,
-    2: _build_create_acls_request_v2,
-    3: _build_create_acls_request_v3,
+    2: _build_create_acls_request_v2_v3,
+    3: _build_create_acls_request_v2_v3,
 }
 SCHEMA = (
     (

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -18,13 +15,12 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -72,12 +68,7 @@ def _parse_create_delegation_token_request_v0_v1(b, p):
                 c['principal_name'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_renewers_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_renewers_v0_v1, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_i64(b, p)
@@ -93,13 +84,13 @@ _build_creatable_renewers_v0_v1_keys = frozenset({'principal_name', 'principal_t
 _build_creatable_renewers_v0_v3_absent = {}
 _build_creatable_renewers_v0_v1_fields = ('principal_type', 'principal_name')
 
-# Build CreatableRenewers, version 0.
-def _build_creatable_renewers_v0(o, w):
+# Build CreatableRenewers, versions 0-1.
+def _build_creatable_renewers_v0_v1(o, w):
     f = -1
     try:
         if not _build_creatable_renewers_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_creatable_renewers_v0_v1_keys, _build_creatable_renewers_v0_v3_absent, 0
+                o, _build_creatable_renewers_v0_v1_keys, _build_creatable_renewers_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -118,8 +109,8 @@ _build_create_delegation_token_request_v0_v2_absent = {
 }
 _build_create_delegation_token_request_v0_v1_fields = ('renewers', (('max_lifetime_ms', 'q', 0),))
 
-# Build CreateDelegationTokenRequest, version 0.
-def _build_create_delegation_token_request_v0(o, w):
+# Build CreateDelegationTokenRequest, versions 0-1.
+def _build_create_delegation_token_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_delegation_token_request_v0_v1_keys.issuperset(o):
@@ -127,89 +118,17 @@ def _build_create_delegation_token_request_v0(o, w):
                 o,
                 _build_create_delegation_token_request_v0_v1_keys,
                 _build_create_delegation_token_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('renewers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_renewers_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_renewers_v0_v1)
         f = 1
         w += _pack_i64(g('max_lifetime_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_create_delegation_token_request_v0_v1_fields, f, o) from None
-
-# Build CreatableRenewers, version 1.
-def _build_creatable_renewers_v1(o, w):
-    f = -1
-    try:
-        if not _build_creatable_renewers_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_creatable_renewers_v0_v1_keys, _build_creatable_renewers_v0_v3_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_renewers_v0_v1_fields, f, o) from None
-
-# Build CreateDelegationTokenRequest, version 1.
-def _build_create_delegation_token_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_delegation_token_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_delegation_token_request_v0_v1_keys,
-                _build_create_delegation_token_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('renewers', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_renewers_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i64(g('max_lifetime_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_create_delegation_token_request_v0_v1_fields, f, o) from None
-
-_tags_creatable_renewers_v2_v3_names = {}
-
-# Parse the tagged fields of CreatableRenewers, versions 2-3.
-def _tags_creatable_renewers_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_creatable_renewers_v2_v3_names, t) from None
 
 _parse_creatable_renewers_v2_v3_fields = ('principal_type', 'principal_name', '_tagged_fields')
 
@@ -231,31 +150,10 @@ def _parse_creatable_renewers_v2_v3(b, p):
         o['principal_type'] = v0
         o['principal_name'] = v1
         if nt:
-            p = _tags_creatable_renewers_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_renewers_v2_v3_fields, f) from None
-
-_tags_create_delegation_token_request_v2_v3_names = {}
-
-# Parse the tagged fields of CreateDelegationTokenRequest, versions 2-3.
-def _tags_create_delegation_token_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_delegation_token_request_v2_v3_names, t) from None
 
 _parse_create_delegation_token_request_v2_fields = (
     'renewers', (('max_lifetime_ms', 'q', None),), '_tagged_fields',
@@ -284,17 +182,12 @@ def _parse_create_delegation_token_request_v2(b, p):
                 c['principal_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_creatable_renewers_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_renewers_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_renewers_v2_v3, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_i64(b, p)
@@ -309,7 +202,7 @@ def _parse_create_delegation_token_request_v2(b, p):
         o['renewers'] = v0
         o['max_lifetime_ms'] = v1_0
         if nt:
-            p = _tags_create_delegation_token_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_delegation_token_request_v2_fields, f) from None
@@ -319,13 +212,13 @@ _build_creatable_renewers_v2_v3_keys = frozenset({
 })
 _build_creatable_renewers_v2_v3_fields = ('principal_type', 'principal_name', '_unknown_tags')
 
-# Build CreatableRenewers, version 2.
-def _build_creatable_renewers_v2(o, w):
+# Build CreatableRenewers, versions 2-3.
+def _build_creatable_renewers_v2_v3(o, w):
     f = -1
     try:
         if not _build_creatable_renewers_v2_v3_keys.issuperset(o):
             check_keys(
-                o, _build_creatable_renewers_v2_v3_keys, _build_creatable_renewers_v0_v3_absent, 2
+                o, _build_creatable_renewers_v2_v3_keys, _build_creatable_renewers_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -360,19 +253,13 @@ def _build_create_delegation_token_request_v2(o, w):
                 o,
                 _build_create_delegation_token_request_v2_keys,
                 _build_create_delegation_token_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('renewers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_renewers_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_renewers_v2_v3)
         f = 1
         w += _pack_i64(g('max_lifetime_ms', 0))
         t = None
@@ -417,17 +304,12 @@ def _parse_create_delegation_token_request_v3(b, p):
                 c['principal_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_creatable_renewers_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_renewers_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_renewers_v2_v3, b, q, z)
             raise
         f = 3
         v3_0, = _unpack_i64(b, p)
@@ -444,35 +326,10 @@ def _parse_create_delegation_token_request_v3(b, p):
         o['renewers'] = v2
         o['max_lifetime_ms'] = v3_0
         if nt:
-            p = _tags_create_delegation_token_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_delegation_token_request_v3_fields, f) from None
-
-# Build CreatableRenewers, version 3.
-def _build_creatable_renewers_v3(o, w):
-    f = -1
-    try:
-        if not _build_creatable_renewers_v2_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_creatable_renewers_v2_v3_keys, _build_creatable_renewers_v0_v3_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_compact_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_renewers_v2_v3_fields, f, o) from None
 
 _build_create_delegation_token_request_v3_keys = frozenset({
     '_unknown_tags', 'max_lifetime_ms', 'owner_principal_name', 'owner_principal_type', 'renewers',
@@ -492,7 +349,6 @@ def _build_create_delegation_token_request_v3(o, w):
                 o,
                 _build_create_delegation_token_request_v3_keys,
                 _build_create_delegation_token_request_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -504,13 +360,8 @@ def _build_create_delegation_token_request_v3(o, w):
         f = 2
         v = g('renewers', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_renewers_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_renewers_v2_v3)
         f = 3
         w += _pack_i64(g('max_lifetime_ms', 0))
         t = None
@@ -537,8 +388,8 @@ PARSE = {
     3: _parse_create_delegation_token_request_v3,
 }
 BUILD = {
-    0: _build_create_delegation_token_request_v0,
-    1: _build_create_delegation_token_request_v1,
+    0: _build_create_delegation_token_request_v0_v1,
+    1: _build_create_delegation_token_request_v0_v1,
     2: _build_create_delegation_token_request_v2,
     3: _build_create_delegation_token_request_v3,
 }

@@ -4,19 +4,16 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_bytes,
     read_compact_bytes,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -92,8 +89,8 @@ _build_create_delegation_token_response_v0_v1_fields = (
     'token_id', 'hmac', (('throttle_time_ms', 'i', 0),),
 )
 
-# Build CreateDelegationTokenResponse, version 0.
-def _build_create_delegation_token_response_v0(o, w):
+# Build CreateDelegationTokenResponse, versions 0-1.
+def _build_create_delegation_token_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_delegation_token_response_v0_v1_keys.issuperset(o):
@@ -101,7 +98,6 @@ def _build_create_delegation_token_response_v0(o, w):
                 o,
                 _build_create_delegation_token_response_v0_v1_keys,
                 _build_create_delegation_token_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -128,64 +124,6 @@ def _build_create_delegation_token_response_v0(o, w):
         raise encode_failure(
             x, _build_create_delegation_token_response_v0_v1_fields, f, o
         ) from None
-
-# Build CreateDelegationTokenResponse, version 1.
-def _build_create_delegation_token_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_delegation_token_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_delegation_token_response_v0_v1_keys,
-                _build_create_delegation_token_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('principal_type', '')
-        write_string(w, v)
-        f = 2
-        v = g('principal_name', '')
-        write_string(w, v)
-        f = 3
-        w += _pack_i64x3(
-            g('issue_timestamp_ms', 0), g('expiry_timestamp_ms', 0), g('max_timestamp_ms', 0)
-        )
-        f = 4
-        v = g('token_id', '')
-        write_string(w, v)
-        f = 5
-        v = g('hmac', b'')
-        write_bytes(w, v)
-        f = 6
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_create_delegation_token_response_v0_v1_fields, f, o
-        ) from None
-
-_tags_create_delegation_token_response_v2_v3_names = {}
-
-# Parse the tagged fields of CreateDelegationTokenResponse, versions 2-3.
-def _tags_create_delegation_token_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_delegation_token_response_v2_v3_names, t) from None
 
 _parse_create_delegation_token_response_v2_fields = (
     (('error_code', 'h', None),), 'principal_type', 'principal_name',
@@ -234,7 +172,7 @@ def _parse_create_delegation_token_response_v2(b, p):
         o['hmac'] = v5
         o['throttle_time_ms'] = v6_0
         if nt:
-            p = _tags_create_delegation_token_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_delegation_token_response_v2_fields, f) from None
@@ -258,7 +196,6 @@ def _build_create_delegation_token_response_v2(o, w):
                 o,
                 _build_create_delegation_token_response_v2_keys,
                 _build_create_delegation_token_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -345,7 +282,7 @@ def _parse_create_delegation_token_response_v3(b, p):
         o['hmac'] = v7
         o['throttle_time_ms'] = v8_0
         if nt:
-            p = _tags_create_delegation_token_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_delegation_token_response_v3_fields, f) from None
@@ -372,7 +309,6 @@ def _build_create_delegation_token_response_v3(o, w):
                 o,
                 _build_create_delegation_token_response_v3_keys,
                 _build_create_delegation_token_response_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -425,8 +361,8 @@ PARSE = {
     3: _parse_create_delegation_token_response_v3,
 }
 BUILD = {
-    0: _build_create_delegation_token_response_v0,
-    1: _build_create_delegation_token_response_v1,
+    0: _build_create_delegation_token_response_v0_v1,
+    1: _build_create_delegation_token_response_v0_v1,
     2: _build_create_delegation_token_response_v2,
     3: _build_create_delegation_token_response_v3,
 }

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -79,12 +77,7 @@ def _parse_create_partitions_topic_v0_v1(b, p):
                     c['broker_ids'] = k0
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_create_partitions_assignment_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_create_partitions_assignment_v0_v1, b, q, z)
                 raise
         o = Container()
         o['name'] = v0
@@ -104,14 +97,7 @@ def _parse_create_partitions_request_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_create_partitions_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_create_partitions_topic_v0_v1)
         f = 1
         v1_0, v1_1 = _unpack_i32_bool(b, p)
         p += 5
@@ -127,8 +113,8 @@ _build_create_partitions_assignment_v0_v1_keys = frozenset({'broker_ids'})
 _build_create_partitions_assignment_v0_v3_absent = {}
 _build_create_partitions_assignment_v0_v1_fields = ('broker_ids',)
 
-# Build CreatePartitionsAssignment, version 0.
-def _build_create_partitions_assignment_v0(o, w):
+# Build CreatePartitionsAssignment, versions 0-1.
+def _build_create_partitions_assignment_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_partitions_assignment_v0_v1_keys.issuperset(o):
@@ -136,13 +122,12 @@ def _build_create_partitions_assignment_v0(o, w):
                 o,
                 _build_create_partitions_assignment_v0_v1_keys,
                 _build_create_partitions_assignment_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('broker_ids', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -153,8 +138,8 @@ _build_create_partitions_topic_v0_v1_keys = frozenset({'assignments', 'count', '
 _build_create_partitions_topic_v0_v3_absent = {}
 _build_create_partitions_topic_v0_v1_fields = ('name', (('count', 'i', 0),), 'assignments')
 
-# Build CreatePartitionsTopic, version 0.
-def _build_create_partitions_topic_v0(o, w):
+# Build CreatePartitionsTopic, versions 0-1.
+def _build_create_partitions_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_partitions_topic_v0_v1_keys.issuperset(o):
@@ -162,7 +147,6 @@ def _build_create_partitions_topic_v0(o, w):
                 o,
                 _build_create_partitions_topic_v0_v1_keys,
                 _build_create_partitions_topic_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -172,12 +156,7 @@ def _build_create_partitions_topic_v0(o, w):
         w += _pack_i32(g('count', 0))
         f = 2
         v = g('assignments', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_assignment_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_create_partitions_assignment_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_create_partitions_topic_v0_v1_fields, f, o) from None
 
@@ -187,8 +166,8 @@ _build_create_partitions_request_v0_v1_fields = (
     'topics', (('timeout_ms', 'i', 0), ('validate_only', '?', False)),
 )
 
-# Build CreatePartitionsRequest, version 0.
-def _build_create_partitions_request_v0(o, w):
+# Build CreatePartitionsRequest, versions 0-1.
+def _build_create_partitions_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_partitions_request_v0_v1_keys.issuperset(o):
@@ -196,121 +175,17 @@ def _build_create_partitions_request_v0(o, w):
                 o,
                 _build_create_partitions_request_v0_v1_keys,
                 _build_create_partitions_request_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_create_partitions_topic_v0_v1)
         f = 1
         w += _pack_i32_bool(g('timeout_ms', 0), g('validate_only', False))
     except Exception as x:
         raise encode_failure(x, _build_create_partitions_request_v0_v1_fields, f, o) from None
-
-# Build CreatePartitionsAssignment, version 1.
-def _build_create_partitions_assignment_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_assignment_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_assignment_v0_v1_keys,
-                _build_create_partitions_assignment_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_assignment_v0_v1_fields, f, o) from None
-
-# Build CreatePartitionsTopic, version 1.
-def _build_create_partitions_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_topic_v0_v1_keys,
-                _build_create_partitions_topic_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('count', 0))
-        f = 2
-        v = g('assignments', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_assignment_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_topic_v0_v1_fields, f, o) from None
-
-# Build CreatePartitionsRequest, version 1.
-def _build_create_partitions_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_request_v0_v1_keys,
-                _build_create_partitions_request_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 0), g('validate_only', False))
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_request_v0_v1_fields, f, o) from None
-
-_tags_create_partitions_assignment_v2_v3_names = {}
-
-# Parse the tagged fields of CreatePartitionsAssignment, versions 2-3.
-def _tags_create_partitions_assignment_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_partitions_assignment_v2_v3_names, t) from None
 
 _parse_create_partitions_assignment_v2_v3_fields = ('broker_ids', '_tagged_fields')
 
@@ -335,31 +210,10 @@ def _parse_create_partitions_assignment_v2_v3(b, p):
         o = Container()
         o['broker_ids'] = v0
         if nt:
-            p = _tags_create_partitions_assignment_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_partitions_assignment_v2_v3_fields, f) from None
-
-_tags_create_partitions_topic_v2_v3_names = {}
-
-# Parse the tagged fields of CreatePartitionsTopic, versions 2-3.
-def _tags_create_partitions_topic_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_partitions_topic_v2_v3_names, t) from None
 
 _parse_create_partitions_topic_v2_v3_fields = (
     'name', (('count', 'i', None),), 'assignments', '_tagged_fields',
@@ -400,17 +254,12 @@ def _parse_create_partitions_topic_v2_v3(b, p):
                     c['broker_ids'] = k0
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_create_partitions_assignment_v2_v3(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_create_partitions_assignment_v2_v3(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_create_partitions_assignment_v2_v3, b, q, z)
                 raise
         f = 3
         nt = b[p]
@@ -423,31 +272,10 @@ def _parse_create_partitions_topic_v2_v3(b, p):
         o['count'] = v1_0
         o['assignments'] = v2
         if nt:
-            p = _tags_create_partitions_topic_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_partitions_topic_v2_v3_fields, f) from None
-
-_tags_create_partitions_request_v2_v3_names = {}
-
-# Parse the tagged fields of CreatePartitionsRequest, versions 2-3.
-def _tags_create_partitions_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_partitions_request_v2_v3_names, t) from None
 
 _parse_create_partitions_request_v2_v3_fields = (
     'topics', (('timeout_ms', 'i', None), ('validate_only', '?', None)), '_tagged_fields',
@@ -463,14 +291,7 @@ def _parse_create_partitions_request_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_create_partitions_topic_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_create_partitions_topic_v2_v3)
         f = 1
         v1_0, v1_1 = _unpack_i32_bool(b, p)
         p += 5
@@ -485,7 +306,7 @@ def _parse_create_partitions_request_v2_v3(b, p):
         o['timeout_ms'] = v1_0
         o['validate_only'] = v1_1
         if nt:
-            p = _tags_create_partitions_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_partitions_request_v2_v3_fields, f) from None
@@ -493,8 +314,8 @@ def _parse_create_partitions_request_v2_v3(b, p):
 _build_create_partitions_assignment_v2_v3_keys = frozenset({'_unknown_tags', 'broker_ids'})
 _build_create_partitions_assignment_v2_v3_fields = ('broker_ids', '_unknown_tags')
 
-# Build CreatePartitionsAssignment, version 2.
-def _build_create_partitions_assignment_v2(o, w):
+# Build CreatePartitionsAssignment, versions 2-3.
+def _build_create_partitions_assignment_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_partitions_assignment_v2_v3_keys.issuperset(o):
@@ -502,13 +323,12 @@ def _build_create_partitions_assignment_v2(o, w):
                 o,
                 _build_create_partitions_assignment_v2_v3_keys,
                 _build_create_partitions_assignment_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('broker_ids', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -529,8 +349,8 @@ _build_create_partitions_topic_v2_v3_fields = (
     'name', (('count', 'i', 0),), 'assignments', '_unknown_tags',
 )
 
-# Build CreatePartitionsTopic, version 2.
-def _build_create_partitions_topic_v2(o, w):
+# Build CreatePartitionsTopic, versions 2-3.
+def _build_create_partitions_topic_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_partitions_topic_v2_v3_keys.issuperset(o):
@@ -538,7 +358,6 @@ def _build_create_partitions_topic_v2(o, w):
                 o,
                 _build_create_partitions_topic_v2_v3_keys,
                 _build_create_partitions_topic_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -548,12 +367,7 @@ def _build_create_partitions_topic_v2(o, w):
         w += _pack_i32(g('count', 0))
         f = 2
         v = g('assignments', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_assignment_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_create_partitions_assignment_v2_v3)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -571,8 +385,8 @@ _build_create_partitions_request_v2_v3_fields = (
     'topics', (('timeout_ms', 'i', 0), ('validate_only', '?', False)), '_unknown_tags',
 )
 
-# Build CreatePartitionsRequest, version 2.
-def _build_create_partitions_request_v2(o, w):
+# Build CreatePartitionsRequest, versions 2-3.
+def _build_create_partitions_request_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_partitions_request_v2_v3_keys.issuperset(o):
@@ -580,117 +394,13 @@ def _build_create_partitions_request_v2(o, w):
                 o,
                 _build_create_partitions_request_v2_v3_keys,
                 _build_create_partitions_request_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 0), g('validate_only', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_request_v2_v3_fields, f, o) from None
-
-# Build CreatePartitionsAssignment, version 3.
-def _build_create_partitions_assignment_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_assignment_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_assignment_v2_v3_keys,
-                _build_create_partitions_assignment_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_assignment_v2_v3_fields, f, o) from None
-
-# Build CreatePartitionsTopic, version 3.
-def _build_create_partitions_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_topic_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_topic_v2_v3_keys,
-                _build_create_partitions_topic_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32(g('count', 0))
-        f = 2
-        v = g('assignments', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_assignment_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_topic_v2_v3_fields, f, o) from None
-
-# Build CreatePartitionsRequest, version 3.
-def _build_create_partitions_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_request_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_request_v2_v3_keys,
-                _build_create_partitions_request_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_create_partitions_topic_v2_v3)
         f = 1
         w += _pack_i32_bool(g('timeout_ms', 0), g('validate_only', False))
         t = None
@@ -717,10 +427,10 @@ PARSE = {
     3: _parse_create_partitions_request_v2_v3,
 }
 BUILD = {
-    0: _build_create_partitions_request_v0,
-    1: _build_create_partitions_request_v1,
-    2: _build_create_partitions_request_v2,
-    3: _build_create_partitions_request_v3,
+    0: _build_create_partitions_request_v0_v1,
+    1: _build_create_partitions_request_v0_v1,
+    2: _build_create_partitions_request_v2_v3,
+    3: _build_create_partitions_request_v2_v3,
 }
 SCHEMA = (
     (

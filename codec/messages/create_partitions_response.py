@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -86,12 +82,7 @@ def _parse_create_partitions_response_v0_v1(b, p):
                 c['error_message'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_create_partitions_topic_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_create_partitions_topic_result_v0_v1, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -108,8 +99,8 @@ _build_create_partitions_topic_result_v0_v1_fields = (
     'name', (('error_code', 'h', 0),), 'error_message',
 )
 
-# Build CreatePartitionsTopicResult, version 0.
-def _build_create_partitions_topic_result_v0(o, w):
+# Build CreatePartitionsTopicResult, versions 0-1.
+def _build_create_partitions_topic_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_partitions_topic_result_v0_v1_keys.issuperset(o):
@@ -117,7 +108,6 @@ def _build_create_partitions_topic_result_v0(o, w):
                 o,
                 _build_create_partitions_topic_result_v0_v1_keys,
                 _build_create_partitions_topic_result_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -135,8 +125,8 @@ _build_create_partitions_response_v0_v1_keys = frozenset({'results', 'throttle_t
 _build_create_partitions_response_v0_v3_absent = {}
 _build_create_partitions_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'results')
 
-# Build CreatePartitionsResponse, version 0.
-def _build_create_partitions_response_v0(o, w):
+# Build CreatePartitionsResponse, versions 0-1.
+def _build_create_partitions_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_create_partitions_response_v0_v1_keys.issuperset(o):
@@ -144,7 +134,6 @@ def _build_create_partitions_response_v0(o, w):
                 o,
                 _build_create_partitions_response_v0_v1_keys,
                 _build_create_partitions_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -152,86 +141,10 @@ def _build_create_partitions_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_create_partitions_topic_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_create_partitions_response_v0_v1_fields, f, o) from None
-
-# Build CreatePartitionsTopicResult, version 1.
-def _build_create_partitions_topic_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_topic_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_topic_result_v0_v1_keys,
-                _build_create_partitions_topic_result_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_topic_result_v0_v1_fields, f, o) from None
-
-# Build CreatePartitionsResponse, version 1.
-def _build_create_partitions_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_response_v0_v1_keys,
-                _build_create_partitions_response_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_response_v0_v1_fields, f, o) from None
-
-_tags_create_partitions_topic_result_v2_v3_names = {}
-
-# Parse the tagged fields of CreatePartitionsTopicResult, versions 2-3.
-def _tags_create_partitions_topic_result_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_partitions_topic_result_v2_v3_names, t) from None
 
 _parse_create_partitions_topic_result_v2_v3_fields = (
     'name', (('error_code', 'h', None),), 'error_message', '_tagged_fields',
@@ -259,31 +172,10 @@ def _parse_create_partitions_topic_result_v2_v3(b, p):
         o['error_code'] = v1_0
         o['error_message'] = v2
         if nt:
-            p = _tags_create_partitions_topic_result_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_partitions_topic_result_v2_v3_fields, f) from None
-
-_tags_create_partitions_response_v2_v3_names = {}
-
-# Parse the tagged fields of CreatePartitionsResponse, versions 2-3.
-def _tags_create_partitions_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_partitions_response_v2_v3_names, t) from None
 
 _parse_create_partitions_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -318,17 +210,12 @@ def _parse_create_partitions_response_v2_v3(b, p):
                 c['error_message'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_create_partitions_topic_result_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_create_partitions_topic_result_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_create_partitions_topic_result_v2_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -340,7 +227,7 @@ def _parse_create_partitions_response_v2_v3(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_create_partitions_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_partitions_response_v2_v3_fields, f) from None
@@ -352,8 +239,8 @@ _build_create_partitions_topic_result_v2_v3_fields = (
     'name', (('error_code', 'h', 0),), 'error_message', '_unknown_tags',
 )
 
-# Build CreatePartitionsTopicResult, version 2.
-def _build_create_partitions_topic_result_v2(o, w):
+# Build CreatePartitionsTopicResult, versions 2-3.
+def _build_create_partitions_topic_result_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_partitions_topic_result_v2_v3_keys.issuperset(o):
@@ -361,7 +248,6 @@ def _build_create_partitions_topic_result_v2(o, w):
                 o,
                 _build_create_partitions_topic_result_v2_v3_keys,
                 _build_create_partitions_topic_result_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -389,8 +275,8 @@ _build_create_partitions_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', 0),), 'results', '_unknown_tags',
 )
 
-# Build CreatePartitionsResponse, version 2.
-def _build_create_partitions_response_v2(o, w):
+# Build CreatePartitionsResponse, versions 2-3.
+def _build_create_partitions_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_create_partitions_response_v2_v3_keys.issuperset(o):
@@ -398,7 +284,6 @@ def _build_create_partitions_response_v2(o, w):
                 o,
                 _build_create_partitions_response_v2_v3_keys,
                 _build_create_partitions_response_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -406,77 +291,8 @@ def _build_create_partitions_response_v2(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_response_v2_v3_fields, f, o) from None
-
-# Build CreatePartitionsTopicResult, version 3.
-def _build_create_partitions_topic_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_topic_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_topic_result_v2_v3_keys,
-                _build_create_partitions_topic_result_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_partitions_topic_result_v2_v3_fields, f, o) from None
-
-# Build CreatePartitionsResponse, version 3.
-def _build_create_partitions_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_partitions_response_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_partitions_response_v2_v3_keys,
-                _build_create_partitions_response_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_create_partitions_topic_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_create_partitions_topic_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -501,10 +317,10 @@ PARSE = {
     3: _parse_create_partitions_response_v2_v3,
 }
 BUILD = {
-    0: _build_create_partitions_response_v0,
-    1: _build_create_partitions_response_v1,
-    2: _build_create_partitions_response_v2,
-    3: _build_create_partitions_response_v3,
+    0: _build_create_partitions_response_v0_v1,
+    1: _build_create_partitions_response_v0_v1,
+    2: _build_create_partitions_response_v2_v3,
+    3: _build_create_partitions_response_v2_v3,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -20,14 +17,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -109,12 +107,7 @@ def _parse_creatable_topic_v0_v4(b, p):
                 c['broker_ids'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_replica_assignment_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_replica_assignment_v0_v4, b, q, z)
             raise
         f = 3
         n, p = read_array_length(b, p, False)
@@ -131,12 +124,7 @@ def _parse_creatable_topic_v0_v4(b, p):
                 c['value'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_topic_config_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_topic_config_v0_v4, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -156,14 +144,7 @@ def _parse_create_topics_request_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_creatable_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_creatable_topic_v0_v4)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -178,8 +159,8 @@ _build_creatable_replica_assignment_v0_v4_keys = frozenset({'broker_ids', 'parti
 _build_creatable_replica_assignment_v0_v7_absent = {}
 _build_creatable_replica_assignment_v0_v4_fields = ((('partition_index', 'i', 0),), 'broker_ids')
 
-# Build CreatableReplicaAssignment, version 0.
-def _build_creatable_replica_assignment_v0(o, w):
+# Build CreatableReplicaAssignment, versions 0-4.
+def _build_creatable_replica_assignment_v0_v4(o, w):
     f = -1
     try:
         if not _build_creatable_replica_assignment_v0_v4_keys.issuperset(o):
@@ -187,7 +168,6 @@ def _build_creatable_replica_assignment_v0(o, w):
                 o,
                 _build_creatable_replica_assignment_v0_v4_keys,
                 _build_creatable_replica_assignment_v0_v7_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -195,7 +175,7 @@ def _build_creatable_replica_assignment_v0(o, w):
         f = 1
         v = g('broker_ids', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -206,8 +186,8 @@ _build_creatable_topic_config_v0_v4_keys = frozenset({'name', 'value'})
 _build_creatable_topic_config_v0_v7_absent = {}
 _build_creatable_topic_config_v0_v4_fields = ('name', 'value')
 
-# Build CreatableTopicConfig, version 0.
-def _build_creatable_topic_config_v0(o, w):
+# Build CreatableTopicConfig, versions 0-4.
+def _build_creatable_topic_config_v0_v4(o, w):
     f = -1
     try:
         if not _build_creatable_topic_config_v0_v4_keys.issuperset(o):
@@ -215,7 +195,6 @@ def _build_creatable_topic_config_v0(o, w):
                 o,
                 _build_creatable_topic_config_v0_v4_keys,
                 _build_creatable_topic_config_v0_v7_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -235,12 +214,12 @@ _build_creatable_topic_v0_v4_fields = (
     'name', (('num_partitions', 'i', 0), ('replication_factor', 'h', 0)), 'assignments', 'configs',
 )
 
-# Build CreatableTopic, version 0.
-def _build_creatable_topic_v0(o, w):
+# Build CreatableTopic, versions 0-4.
+def _build_creatable_topic_v0_v4(o, w):
     f = -1
     try:
         if not _build_creatable_topic_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent, 0)
+            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -250,23 +229,13 @@ def _build_creatable_topic_v0(o, w):
         f = 2
         v = g('assignments', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_replica_assignment_v0_v4)
         f = 3
         v = g('configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_config_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_creatable_topic_v0_v4_fields, f, o) from None
 
@@ -280,19 +249,14 @@ def _build_create_topics_request_v0(o, w):
     try:
         if not _build_create_topics_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_create_topics_request_v0_keys, _build_create_topics_request_v0_absent, 0
+                o, _build_create_topics_request_v0_keys, _build_create_topics_request_v0_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_v0_v4)
         f = 1
         w += _pack_i32(g('timeout_ms', 60000))
     except Exception as x:
@@ -308,14 +272,7 @@ def _parse_create_topics_request_v1_v4(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_creatable_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_creatable_topic_v0_v4)
         f = 1
         v1_0, v1_1 = _unpack_i32_bool(b, p)
         p += 5
@@ -327,94 +284,14 @@ def _parse_create_topics_request_v1_v4(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_create_topics_request_v1_v4_fields, f) from None
 
-# Build CreatableReplicaAssignment, version 1.
-def _build_creatable_replica_assignment_v1(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v0_v4_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v0_v4_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 1.
-def _build_creatable_topic_config_v1(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v0_v4_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v0_v4_fields, f, o) from None
-
-# Build CreatableTopic, version 1.
-def _build_creatable_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v0_v4_fields, f, o) from None
-
 _build_create_topics_request_v1_v4_keys = frozenset({'timeout_ms', 'topics', 'validate_only'})
 _build_create_topics_request_v1_v7_absent = {}
 _build_create_topics_request_v1_v4_fields = (
     'topics', (('timeout_ms', 'i', 60000), ('validate_only', '?', False)),
 )
 
-# Build CreateTopicsRequest, version 1.
-def _build_create_topics_request_v1(o, w):
+# Build CreateTopicsRequest, versions 1-4.
+def _build_create_topics_request_v1_v4(o, w):
     f = -1
     try:
         if not _build_create_topics_request_v1_v4_keys.issuperset(o):
@@ -422,365 +299,17 @@ def _build_create_topics_request_v1(o, w):
                 o,
                 _build_create_topics_request_v1_v4_keys,
                 _build_create_topics_request_v1_v7_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_v0_v4)
         f = 1
         w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
     except Exception as x:
         raise encode_failure(x, _build_create_topics_request_v1_v4_fields, f, o) from None
-
-# Build CreatableReplicaAssignment, version 2.
-def _build_creatable_replica_assignment_v2(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v0_v4_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v0_v4_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 2.
-def _build_creatable_topic_config_v2(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v0_v4_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v0_v4_fields, f, o) from None
-
-# Build CreatableTopic, version 2.
-def _build_creatable_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent, 2)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v0_v4_fields, f, o) from None
-
-# Build CreateTopicsRequest, version 2.
-def _build_create_topics_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_request_v1_v4_keys,
-                _build_create_topics_request_v1_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_request_v1_v4_fields, f, o) from None
-
-# Build CreatableReplicaAssignment, version 3.
-def _build_creatable_replica_assignment_v3(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v0_v4_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v0_v4_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 3.
-def _build_creatable_topic_config_v3(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v0_v4_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v0_v4_fields, f, o) from None
-
-# Build CreatableTopic, version 3.
-def _build_creatable_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent, 3)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v0_v4_fields, f, o) from None
-
-# Build CreateTopicsRequest, version 3.
-def _build_create_topics_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_request_v1_v4_keys,
-                _build_create_topics_request_v1_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_request_v1_v4_fields, f, o) from None
-
-# Build CreatableReplicaAssignment, version 4.
-def _build_creatable_replica_assignment_v4(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v0_v4_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v0_v4_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 4.
-def _build_creatable_topic_config_v4(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v0_v4_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v0_v4_fields, f, o) from None
-
-# Build CreatableTopic, version 4.
-def _build_creatable_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v0_v4_keys, _build_creatable_topic_v0_v7_absent, 4)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v0_v4_fields, f, o) from None
-
-# Build CreateTopicsRequest, version 4.
-def _build_create_topics_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_request_v1_v4_keys,
-                _build_create_topics_request_v1_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_request_v1_v4_fields, f, o) from None
-
-_tags_creatable_replica_assignment_v5_v7_names = {}
-
-# Parse the tagged fields of CreatableReplicaAssignment, versions 5-7.
-def _tags_creatable_replica_assignment_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_creatable_replica_assignment_v5_v7_names, t) from None
 
 _parse_creatable_replica_assignment_v5_v7_fields = (
     (('partition_index', 'i', None),), 'broker_ids', '_tagged_fields',
@@ -811,31 +340,10 @@ def _parse_creatable_replica_assignment_v5_v7(b, p):
         o['partition_index'] = v0_0
         o['broker_ids'] = v1
         if nt:
-            p = _tags_creatable_replica_assignment_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_replica_assignment_v5_v7_fields, f) from None
-
-_tags_creatable_topic_config_v5_v7_names = {}
-
-# Parse the tagged fields of CreatableTopicConfig, versions 5-7.
-def _tags_creatable_topic_config_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_creatable_topic_config_v5_v7_names, t) from None
 
 _parse_creatable_topic_config_v5_v7_fields = ('name', 'value', '_tagged_fields')
 
@@ -857,31 +365,10 @@ def _parse_creatable_topic_config_v5_v7(b, p):
         o['name'] = v0
         o['value'] = v1
         if nt:
-            p = _tags_creatable_topic_config_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_topic_config_v5_v7_fields, f) from None
-
-_tags_creatable_topic_v5_v7_names = {}
-
-# Parse the tagged fields of CreatableTopic, versions 5-7.
-def _tags_creatable_topic_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_creatable_topic_v5_v7_names, t) from None
 
 _parse_creatable_topic_v5_v7_fields = (
     'name', (('num_partitions', 'i', None), ('replication_factor', 'h', None)), 'assignments',
@@ -923,17 +410,12 @@ def _parse_creatable_topic_v5_v7(b, p):
                 c['broker_ids'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_creatable_replica_assignment_v5_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_replica_assignment_v5_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_replica_assignment_v5_v7, b, q, z)
             raise
         f = 3
         n = b[p] - 1
@@ -954,17 +436,12 @@ def _parse_creatable_topic_v5_v7(b, p):
                 c['value'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_creatable_topic_config_v5_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_topic_config_v5_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_topic_config_v5_v7, b, q, z)
             raise
         f = 4
         nt = b[p]
@@ -979,31 +456,10 @@ def _parse_creatable_topic_v5_v7(b, p):
         o['assignments'] = v2
         o['configs'] = v3
         if nt:
-            p = _tags_creatable_topic_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_topic_v5_v7_fields, f) from None
-
-_tags_create_topics_request_v5_v7_names = {}
-
-# Parse the tagged fields of CreateTopicsRequest, versions 5-7.
-def _tags_create_topics_request_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_topics_request_v5_v7_names, t) from None
 
 _parse_create_topics_request_v5_v7_fields = (
     'topics', (('timeout_ms', 'i', None), ('validate_only', '?', None)), '_tagged_fields',
@@ -1019,14 +475,7 @@ def _parse_create_topics_request_v5_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_creatable_topic_v5_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_creatable_topic_v5_v7)
         f = 1
         v1_0, v1_1 = _unpack_i32_bool(b, p)
         p += 5
@@ -1041,7 +490,7 @@ def _parse_create_topics_request_v5_v7(b, p):
         o['timeout_ms'] = v1_0
         o['validate_only'] = v1_1
         if nt:
-            p = _tags_create_topics_request_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_topics_request_v5_v7_fields, f) from None
@@ -1053,8 +502,8 @@ _build_creatable_replica_assignment_v5_v7_fields = (
     (('partition_index', 'i', 0),), 'broker_ids', '_unknown_tags',
 )
 
-# Build CreatableReplicaAssignment, version 5.
-def _build_creatable_replica_assignment_v5(o, w):
+# Build CreatableReplicaAssignment, versions 5-7.
+def _build_creatable_replica_assignment_v5_v7(o, w):
     f = -1
     try:
         if not _build_creatable_replica_assignment_v5_v7_keys.issuperset(o):
@@ -1062,7 +511,6 @@ def _build_creatable_replica_assignment_v5(o, w):
                 o,
                 _build_creatable_replica_assignment_v5_v7_keys,
                 _build_creatable_replica_assignment_v0_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1070,7 +518,7 @@ def _build_creatable_replica_assignment_v5(o, w):
         f = 1
         v = g('broker_ids', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1087,8 +535,8 @@ def _build_creatable_replica_assignment_v5(o, w):
 _build_creatable_topic_config_v5_v7_keys = frozenset({'_unknown_tags', 'name', 'value'})
 _build_creatable_topic_config_v5_v7_fields = ('name', 'value', '_unknown_tags')
 
-# Build CreatableTopicConfig, version 5.
-def _build_creatable_topic_config_v5(o, w):
+# Build CreatableTopicConfig, versions 5-7.
+def _build_creatable_topic_config_v5_v7(o, w):
     f = -1
     try:
         if not _build_creatable_topic_config_v5_v7_keys.issuperset(o):
@@ -1096,7 +544,6 @@ def _build_creatable_topic_config_v5(o, w):
                 o,
                 _build_creatable_topic_config_v5_v7_keys,
                 _build_creatable_topic_config_v0_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1123,12 +570,12 @@ _build_creatable_topic_v5_v7_fields = (
     '_unknown_tags',
 )
 
-# Build CreatableTopic, version 5.
-def _build_creatable_topic_v5(o, w):
+# Build CreatableTopic, versions 5-7.
+def _build_creatable_topic_v5_v7(o, w):
     f = -1
     try:
         if not _build_creatable_topic_v5_v7_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v5_v7_keys, _build_creatable_topic_v0_v7_absent, 5)
+            check_keys(o, _build_creatable_topic_v5_v7_keys, _build_creatable_topic_v0_v7_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -1138,23 +585,13 @@ def _build_creatable_topic_v5(o, w):
         f = 2
         v = g('assignments', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_replica_assignment_v5_v7)
         f = 3
         v = g('configs', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_topic_config_v5_v7)
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -1172,8 +609,8 @@ _build_create_topics_request_v5_v7_fields = (
     'topics', (('timeout_ms', 'i', 60000), ('validate_only', '?', False)), '_unknown_tags',
 )
 
-# Build CreateTopicsRequest, version 5.
-def _build_create_topics_request_v5(o, w):
+# Build CreateTopicsRequest, versions 5-7.
+def _build_create_topics_request_v5_v7(o, w):
     f = -1
     try:
         if not _build_create_topics_request_v5_v7_keys.issuperset(o):
@@ -1181,289 +618,13 @@ def _build_create_topics_request_v5(o, w):
                 o,
                 _build_create_topics_request_v5_v7_keys,
                 _build_create_topics_request_v1_v7_absent,
-                5,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_request_v5_v7_fields, f, o) from None
-
-# Build CreatableReplicaAssignment, version 6.
-def _build_creatable_replica_assignment_v6(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v5_v7_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v5_v7_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 6.
-def _build_creatable_topic_config_v6(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v5_v7_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v5_v7_fields, f, o) from None
-
-# Build CreatableTopic, version 6.
-def _build_creatable_topic_v6(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v5_v7_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v5_v7_keys, _build_creatable_topic_v0_v7_absent, 6)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v5_v7_fields, f, o) from None
-
-# Build CreateTopicsRequest, version 6.
-def _build_create_topics_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_request_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_request_v5_v7_keys,
-                _build_create_topics_request_v1_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_request_v5_v7_fields, f, o) from None
-
-# Build CreatableReplicaAssignment, version 7.
-def _build_creatable_replica_assignment_v7(o, w):
-    f = -1
-    try:
-        if not _build_creatable_replica_assignment_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_replica_assignment_v5_v7_keys,
-                _build_creatable_replica_assignment_v0_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        f = 1
-        v = g('broker_ids', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_replica_assignment_v5_v7_fields, f, o) from None
-
-# Build CreatableTopicConfig, version 7.
-def _build_creatable_topic_config_v7(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_config_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_config_v5_v7_keys,
-                _build_creatable_topic_config_v0_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_config_v5_v7_fields, f, o) from None
-
-# Build CreatableTopic, version 7.
-def _build_creatable_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_v5_v7_keys.issuperset(o):
-            check_keys(o, _build_creatable_topic_v5_v7_keys, _build_creatable_topic_v0_v7_absent, 7)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('num_partitions', 0), g('replication_factor', 0))
-        f = 2
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_replica_assignment_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('configs', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_config_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_v5_v7_fields, f, o) from None
-
-# Build CreateTopicsRequest, version 7.
-def _build_create_topics_request_v7(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_request_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_request_v5_v7_keys,
-                _build_create_topics_request_v1_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_topic_v5_v7)
         f = 1
         w += _pack_i32_bool(g('timeout_ms', 60000), g('validate_only', False))
         t = None
@@ -1495,13 +656,13 @@ PARSE = {
 }
 BUILD = {
     0: _build_create_topics_request_v0,
-    1: _build_create_topics_request_v1,
-    2: _build_create_topics_request_v2,
-    3: _build_create_topics_request_v3,
-    4: _build_create_topics_request_v4,
-    5: _build_create_topics_request_v5,
-    6: _build_create_topics_request_v6,
-    7: _build_create_topics_request_v7,
+    1: _build_create_topics_request_v1_v4,
+    2: _build_create_topics_request_v1_v4,
+    3: _build_create_topics_request_v1_v4,
+    4: _build_create_topics_request_v1_v4,
+    5: _build_create_topics_request_v5_v7,
+    6: _build_create_topics_request_v5_v7,
+    7: _build_create_topics_request_v5_v7,
 }
 SCHEMA = (
     (

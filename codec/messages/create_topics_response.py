@@ -5,14 +5,13 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,15 +20,17 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -86,12 +87,7 @@ def _parse_create_topics_response_v0(b, p):
                 c['error_code'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_topic_result_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_topic_result_v0, b, q, z)
             raise
         o = Container()
         o['topics'] = v0
@@ -116,7 +112,7 @@ def _build_creatable_topic_result_v0(o, w):
     try:
         if not _build_creatable_topic_result_v0_keys.issuperset(o):
             check_keys(
-                o, _build_creatable_topic_result_v0_keys, _build_creatable_topic_result_v0_absent, 0
+                o, _build_creatable_topic_result_v0_keys, _build_creatable_topic_result_v0_absent
             )
         g = o.get
         f = 0
@@ -140,19 +136,13 @@ def _build_create_topics_response_v0(o, w):
                 o,
                 _build_create_topics_response_v0_v1_keys,
                 _build_create_topics_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_create_topics_response_v0_v1_fields, f, o) from None
 
@@ -199,12 +189,7 @@ def _parse_create_topics_response_v1(b, p):
                 c['error_message'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_topic_result_v1_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_topic_result_v1_v4, b, q, z)
             raise
         o = Container()
         o['topics'] = v0
@@ -222,8 +207,8 @@ _build_creatable_topic_result_v1_v4_absent = {
 }
 _build_creatable_topic_result_v1_v4_fields = ('name', (('error_code', 'h', 0),), 'error_message')
 
-# Build CreatableTopicResult, version 1.
-def _build_creatable_topic_result_v1(o, w):
+# Build CreatableTopicResult, versions 1-4.
+def _build_creatable_topic_result_v1_v4(o, w):
     f = -1
     try:
         if not _build_creatable_topic_result_v1_v4_keys.issuperset(o):
@@ -231,7 +216,6 @@ def _build_creatable_topic_result_v1(o, w):
                 o,
                 _build_creatable_topic_result_v1_v4_keys,
                 _build_creatable_topic_result_v1_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -254,19 +238,13 @@ def _build_create_topics_response_v1(o, w):
                 o,
                 _build_create_topics_response_v0_v1_keys,
                 _build_create_topics_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_result_v1_v4)
     except Exception as x:
         raise encode_failure(x, _build_create_topics_response_v0_v1_fields, f, o) from None
 
@@ -297,12 +275,7 @@ def _parse_create_topics_response_v2_v4(b, p):
                 c['error_message'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_creatable_topic_result_v1_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_creatable_topic_result_v1_v4, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -311,35 +284,12 @@ def _parse_create_topics_response_v2_v4(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_create_topics_response_v2_v4_fields, f) from None
 
-# Build CreatableTopicResult, version 2.
-def _build_creatable_topic_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_result_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_result_v1_v4_keys,
-                _build_creatable_topic_result_v1_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_result_v1_v4_fields, f, o) from None
-
 _build_create_topics_response_v2_v4_keys = frozenset({'throttle_time_ms', 'topics'})
 _build_create_topics_response_v2_v7_absent = {}
 _build_create_topics_response_v2_v4_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build CreateTopicsResponse, version 2.
-def _build_create_topics_response_v2(o, w):
+# Build CreateTopicsResponse, versions 2-4.
+def _build_create_topics_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_create_topics_response_v2_v4_keys.issuperset(o):
@@ -347,7 +297,6 @@ def _build_create_topics_response_v2(o, w):
                 o,
                 _build_create_topics_response_v2_v4_keys,
                 _build_create_topics_response_v2_v7_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -355,136 +304,10 @@ def _build_create_topics_response_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_creatable_topic_result_v1_v4)
     except Exception as x:
         raise encode_failure(x, _build_create_topics_response_v2_v4_fields, f, o) from None
-
-# Build CreatableTopicResult, version 3.
-def _build_creatable_topic_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_result_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_result_v1_v4_keys,
-                _build_creatable_topic_result_v1_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_result_v1_v4_fields, f, o) from None
-
-# Build CreateTopicsResponse, version 3.
-def _build_create_topics_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_response_v2_v4_keys,
-                _build_create_topics_response_v2_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_response_v2_v4_fields, f, o) from None
-
-# Build CreatableTopicResult, version 4.
-def _build_creatable_topic_result_v4(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_result_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_result_v1_v4_keys,
-                _build_creatable_topic_result_v1_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_result_v1_v4_fields, f, o) from None
-
-# Build CreateTopicsResponse, version 4.
-def _build_create_topics_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_response_v2_v4_keys,
-                _build_create_topics_response_v2_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_response_v2_v4_fields, f, o) from None
-
-_tags_creatable_topic_configs_v5_v7_names = {}
-
-# Parse the tagged fields of CreatableTopicConfigs, versions 5-7.
-def _tags_creatable_topic_configs_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_creatable_topic_configs_v5_v7_names, t) from None
 
 _parse_creatable_topic_configs_v5_v7_fields = (
     'name', 'value',
@@ -516,7 +339,7 @@ def _parse_creatable_topic_configs_v5_v7(b, p):
         o['config_source'] = v2_1
         o['is_sensitive'] = v2_2
         if nt:
-            p = _tags_creatable_topic_configs_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_topic_configs_v5_v7_fields, f) from None
@@ -595,17 +418,12 @@ def _parse_creatable_topic_result_v5_v6(b, p):
                     c['is_sensitive'] = k2_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_creatable_topic_configs_v5_v7(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_creatable_topic_configs_v5_v7(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_creatable_topic_configs_v5_v7, b, q, z)
                 raise
         f = 6
         nt = b[p]
@@ -627,27 +445,6 @@ def _parse_creatable_topic_result_v5_v6(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_creatable_topic_result_v5_v6_fields, f) from None
 
-_tags_create_topics_response_v5_v7_names = {}
-
-# Parse the tagged fields of CreateTopicsResponse, versions 5-7.
-def _tags_create_topics_response_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_create_topics_response_v5_v7_names, t) from None
-
 _parse_create_topics_response_v5_v7_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
 )
@@ -665,14 +462,7 @@ def _parse_create_topics_response_v5_v6(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_creatable_topic_result_v5_v6(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_creatable_topic_result_v5_v6)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -683,7 +473,7 @@ def _parse_create_topics_response_v5_v6(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_create_topics_response_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_topics_response_v5_v7_fields, f) from None
@@ -698,8 +488,8 @@ _build_creatable_topic_configs_v5_v7_fields = (
     '_unknown_tags',
 )
 
-# Build CreatableTopicConfigs, version 5.
-def _build_creatable_topic_configs_v5(o, w):
+# Build CreatableTopicConfigs, versions 5-7.
+def _build_creatable_topic_configs_v5_v7(o, w):
     f = -1
     try:
         if not _build_creatable_topic_configs_v5_v7_keys.issuperset(o):
@@ -707,7 +497,6 @@ def _build_creatable_topic_configs_v5(o, w):
                 o,
                 _build_creatable_topic_configs_v5_v7_keys,
                 _build_creatable_topic_configs_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -741,8 +530,8 @@ _build_creatable_topic_result_v5_v6_fields = (
     'topic_config_error_code', '_unknown_tags',
 )
 
-# Build CreatableTopicResult, version 5.
-def _build_creatable_topic_result_v5(o, w):
+# Build CreatableTopicResult, versions 5-6.
+def _build_creatable_topic_result_v5_v6(o, w):
     f = -1
     try:
         if not _build_creatable_topic_result_v5_v6_keys.issuperset(o):
@@ -750,7 +539,6 @@ def _build_creatable_topic_result_v5(o, w):
                 o,
                 _build_creatable_topic_result_v5_v6_keys,
                 _build_creatable_topic_result_v5_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -765,12 +553,7 @@ def _build_creatable_topic_result_v5(o, w):
         w += _pack_i32_i16(g('num_partitions', -1), g('replication_factor', -1))
         f = 4
         v = g('configs', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_configs_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_creatable_topic_configs_v5_v7)
         t = None
         f = 5
         v = g('topic_config_error_code', 0)
@@ -796,8 +579,8 @@ _build_create_topics_response_v5_v7_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags',
 )
 
-# Build CreateTopicsResponse, version 5.
-def _build_create_topics_response_v5(o, w):
+# Build CreateTopicsResponse, versions 5-6.
+def _build_create_topics_response_v5_v6(o, w):
     f = -1
     try:
         if not _build_create_topics_response_v5_v7_keys.issuperset(o):
@@ -805,7 +588,6 @@ def _build_create_topics_response_v5(o, w):
                 o,
                 _build_create_topics_response_v5_v7_keys,
                 _build_create_topics_response_v2_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -813,127 +595,8 @@ def _build_create_topics_response_v5(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_create_topics_response_v5_v7_fields, f, o) from None
-
-# Build CreatableTopicConfigs, version 6.
-def _build_creatable_topic_configs_v6(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_configs_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_configs_v5_v7_keys,
-                _build_creatable_topic_configs_v5_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_bool_i8_bool(
-            g('read_only', False), g('config_source', -1), g('is_sensitive', False)
-        )
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_configs_v5_v7_fields, f, o) from None
-
-# Build CreatableTopicResult, version 6.
-def _build_creatable_topic_result_v6(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_result_v5_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_result_v5_v6_keys,
-                _build_creatable_topic_result_v5_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        f = 3
-        w += _pack_i32_i16(g('num_partitions', -1), g('replication_factor', -1))
-        f = 4
-        v = g('configs', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_configs_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 5
-        v = g('topic_config_error_code', 0)
-        if v != 0:
-            tw = bytearray()
-            tw += _pack_i16(v)
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_result_v5_v6_fields, f, o) from None
-
-# Build CreateTopicsResponse, version 6.
-def _build_create_topics_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_create_topics_response_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_create_topics_response_v5_v7_keys,
-                _build_create_topics_response_v2_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_topic_result_v5_v6)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -992,17 +655,12 @@ def _parse_creatable_topic_result_v7(b, p):
                     c['is_sensitive'] = k2_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_creatable_topic_configs_v5_v7(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_creatable_topic_configs_v5_v7(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_creatable_topic_configs_v5_v7, b, q, z)
                 raise
         f = 6
         nt = b[p]
@@ -1038,14 +696,7 @@ def _parse_create_topics_response_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_creatable_topic_result_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_creatable_topic_result_v7)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1056,42 +707,10 @@ def _parse_create_topics_response_v7(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_create_topics_response_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_create_topics_response_v5_v7_fields, f) from None
-
-# Build CreatableTopicConfigs, version 7.
-def _build_creatable_topic_configs_v7(o, w):
-    f = -1
-    try:
-        if not _build_creatable_topic_configs_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_creatable_topic_configs_v5_v7_keys,
-                _build_creatable_topic_configs_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_bool_i8_bool(
-            g('read_only', False), g('config_source', -1), g('is_sensitive', False)
-        )
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_creatable_topic_configs_v5_v7_fields, f, o) from None
 
 _build_creatable_topic_result_v7_keys = frozenset({
     '_unknown_tags', 'configs', 'error_code', 'error_message', 'name', 'num_partitions',
@@ -1114,7 +733,7 @@ def _build_creatable_topic_result_v7(o, w):
     try:
         if not _build_creatable_topic_result_v7_keys.issuperset(o):
             check_keys(
-                o, _build_creatable_topic_result_v7_keys, _build_creatable_topic_result_v7_absent, 7
+                o, _build_creatable_topic_result_v7_keys, _build_creatable_topic_result_v7_absent
             )
         g = o.get
         f = 0
@@ -1129,12 +748,7 @@ def _build_creatable_topic_result_v7(o, w):
         w += _pack_i32_i16(g('num_partitions', -1), g('replication_factor', -1))
         f = 4
         v = g('configs', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_configs_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_creatable_topic_configs_v5_v7)
         t = None
         f = 5
         v = g('topic_config_error_code', 0)
@@ -1162,7 +776,6 @@ def _build_create_topics_response_v7(o, w):
                 o,
                 _build_create_topics_response_v5_v7_keys,
                 _build_create_topics_response_v2_v7_absent,
-                7,
             )
         g = o.get
         f = 0
@@ -1170,13 +783,8 @@ def _build_create_topics_response_v7(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_creatable_topic_result_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_creatable_topic_result_v7)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1207,11 +815,11 @@ PARSE = {
 BUILD = {
     0: _build_create_topics_response_v0,
     1: _build_create_topics_response_v1,
-    2: _build_create_topics_response_v2,
-    3: _build_create_topics_response_v3,
-    4: _build_create_topics_response_v4,
-    5: _build_create_topics_response_v5,
-    6: _build_create_topics_response_v6,
+    2: _build_create_topics_response_v2_v4,
+    3: _build_create_topics_response_v2_v4,
+    4: _build_create_topics_response_v2_v4,
+    5: _build_create_topics_response_v5_v6,
+    6: _build_create_topics_response_v5_v6,
     7: _build_create_topics_response_v7,
 }
 SCHEMA = (

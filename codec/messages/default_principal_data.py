@@ -4,16 +4,13 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_string,
     write_tags,
 )
@@ -21,27 +18,6 @@ from kipwire.codec._runtime import (
 _pack_bool = Struct('>?').pack
 _unpack_bool = Struct('>?').unpack_from
 
-
-_tags_default_principal_data_v0_names = {}
-
-# Parse the tagged fields of DefaultPrincipalData, version 0.
-def _tags_default_principal_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_default_principal_data_v0_names, t) from None
 
 _parse_default_principal_data_v0_fields = (
     'type', 'name', (('token_authenticated', '?', None),), '_tagged_fields',
@@ -69,7 +45,7 @@ def _parse_default_principal_data_v0(b, p):
         o['name'] = v1
         o['token_authenticated'] = v2_0
         if nt:
-            p = _tags_default_principal_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_default_principal_data_v0_fields, f) from None
@@ -88,7 +64,7 @@ def _build_default_principal_data_v0(o, w):
     try:
         if not _build_default_principal_data_v0_keys.issuperset(o):
             check_keys(
-                o, _build_default_principal_data_v0_keys, _build_default_principal_data_v0_absent, 0
+                o, _build_default_principal_data_v0_keys, _build_default_principal_data_v0_absent
             )
         g = o.get
         f = 0

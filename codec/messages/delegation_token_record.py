@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_tags,
@@ -24,27 +21,6 @@ from kipwire.codec._runtime import (
 _pack_i64x3 = Struct('>qqq').pack
 _unpack_i64x3 = Struct('>qqq').unpack_from
 
-
-_tags_delegation_token_record_v0_names = {}
-
-# Parse the tagged fields of DelegationTokenRecord, version 0.
-def _tags_delegation_token_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delegation_token_record_v0_names, t) from None
 
 _parse_delegation_token_record_v0_fields = (
     'owner', 'requester', 'renewers',
@@ -93,7 +69,7 @@ def _parse_delegation_token_record_v0(b, p):
         o['expiration_timestamp'] = v3_2
         o['token_id'] = v4
         if nt:
-            p = _tags_delegation_token_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delegation_token_record_v0_fields, f) from None
@@ -115,10 +91,7 @@ def _build_delegation_token_record_v0(o, w):
     try:
         if not _build_delegation_token_record_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delegation_token_record_v0_keys,
-                _build_delegation_token_record_v0_absent,
-                0,
+                o, _build_delegation_token_record_v0_keys, _build_delegation_token_record_v0_absent
             )
         g = o.get
         f = 0
@@ -130,7 +103,7 @@ def _build_delegation_token_record_v0(o, w):
         f = 2
         v = g('renewers', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)

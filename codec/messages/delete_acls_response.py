@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -121,12 +118,7 @@ def _parse_delete_acls_filter_result_v0(b, p):
                 c['permission_type'] = k6_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_acls_matching_acl_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_acls_matching_acl_v0, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -147,14 +139,7 @@ def _parse_delete_acls_response_v0(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_acls_filter_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_delete_acls_filter_result_v0)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['filter_results'] = v1
@@ -181,7 +166,6 @@ def _build_delete_acls_matching_acl_v0(o, w):
                 o,
                 _build_delete_acls_matching_acl_v0_keys,
                 _build_delete_acls_matching_acl_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -222,7 +206,6 @@ def _build_delete_acls_filter_result_v0(o, w):
                 o,
                 _build_delete_acls_filter_result_v0_v1_keys,
                 _build_delete_acls_filter_result_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -233,13 +216,8 @@ def _build_delete_acls_filter_result_v0(o, w):
         f = 2
         v = g('matching_acls', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_matching_acl_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_acls_matching_acl_v0)
     except Exception as x:
         raise encode_failure(x, _build_delete_acls_filter_result_v0_v1_fields, f, o) from None
 
@@ -253,10 +231,7 @@ def _build_delete_acls_response_v0(o, w):
     try:
         if not _build_delete_acls_response_v0_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_acls_response_v0_v1_keys,
-                _build_delete_acls_response_v0_v3_absent,
-                0,
+                o, _build_delete_acls_response_v0_v1_keys, _build_delete_acls_response_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -264,13 +239,8 @@ def _build_delete_acls_response_v0(o, w):
         f = 1
         v = g('filter_results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_filter_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_acls_filter_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_delete_acls_response_v0_v1_fields, f, o) from None
 
@@ -359,12 +329,7 @@ def _parse_delete_acls_filter_result_v1(b, p):
                 c['permission_type'] = k7_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_acls_matching_acl_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_acls_matching_acl_v1, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -383,14 +348,7 @@ def _parse_delete_acls_response_v1(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_acls_filter_result_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_delete_acls_filter_result_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['filter_results'] = v1
@@ -418,7 +376,6 @@ def _build_delete_acls_matching_acl_v1(o, w):
                 o,
                 _build_delete_acls_matching_acl_v1_keys,
                 _build_delete_acls_matching_acl_v1_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -453,7 +410,6 @@ def _build_delete_acls_filter_result_v1(o, w):
                 o,
                 _build_delete_acls_filter_result_v0_v1_keys,
                 _build_delete_acls_filter_result_v0_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -464,13 +420,8 @@ def _build_delete_acls_filter_result_v1(o, w):
         f = 2
         v = g('matching_acls', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_matching_acl_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_acls_matching_acl_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_acls_filter_result_v0_v1_fields, f, o) from None
 
@@ -480,10 +431,7 @@ def _build_delete_acls_response_v1(o, w):
     try:
         if not _build_delete_acls_response_v0_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_acls_response_v0_v1_keys,
-                _build_delete_acls_response_v0_v3_absent,
-                1,
+                o, _build_delete_acls_response_v0_v1_keys, _build_delete_acls_response_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -491,36 +439,10 @@ def _build_delete_acls_response_v1(o, w):
         f = 1
         v = g('filter_results', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_filter_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_acls_filter_result_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_acls_response_v0_v1_fields, f, o) from None
-
-_tags_delete_acls_matching_acl_v2_v3_names = {}
-
-# Parse the tagged fields of DeleteAclsMatchingAcl, versions 2-3.
-def _tags_delete_acls_matching_acl_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_acls_matching_acl_v2_v3_names, t) from None
 
 _parse_delete_acls_matching_acl_v2_v3_fields = (
     (('error_code', 'h', None),), 'error_message', (('resource_type', 'b', None),), 'resource_name',
@@ -569,31 +491,10 @@ def _parse_delete_acls_matching_acl_v2_v3(b, p):
         o['operation'] = v7_0
         o['permission_type'] = v7_1
         if nt:
-            p = _tags_delete_acls_matching_acl_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_acls_matching_acl_v2_v3_fields, f) from None
-
-_tags_delete_acls_filter_result_v2_v3_names = {}
-
-# Parse the tagged fields of DeleteAclsFilterResult, versions 2-3.
-def _tags_delete_acls_filter_result_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_acls_filter_result_v2_v3_names, t) from None
 
 _parse_delete_acls_filter_result_v2_v3_fields = (
     (('error_code', 'h', None),), 'error_message', 'matching_acls', '_tagged_fields',
@@ -644,17 +545,12 @@ def _parse_delete_acls_filter_result_v2_v3(b, p):
                 c['permission_type'] = k7_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_delete_acls_matching_acl_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_acls_matching_acl_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_acls_matching_acl_v2_v3, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -667,31 +563,10 @@ def _parse_delete_acls_filter_result_v2_v3(b, p):
         o['error_message'] = v1
         o['matching_acls'] = v2
         if nt:
-            p = _tags_delete_acls_filter_result_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_acls_filter_result_v2_v3_fields, f) from None
-
-_tags_delete_acls_response_v2_v3_names = {}
-
-# Parse the tagged fields of DeleteAclsResponse, versions 2-3.
-def _tags_delete_acls_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_acls_response_v2_v3_names, t) from None
 
 _parse_delete_acls_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', None),), 'filter_results', '_tagged_fields',
@@ -710,14 +585,7 @@ def _parse_delete_acls_response_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_acls_filter_result_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_delete_acls_filter_result_v2_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -728,7 +596,7 @@ def _parse_delete_acls_response_v2_v3(b, p):
         o['throttle_time_ms'] = v0_0
         o['filter_results'] = v1
         if nt:
-            p = _tags_delete_acls_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_acls_response_v2_v3_fields, f) from None
@@ -743,8 +611,8 @@ _build_delete_acls_matching_acl_v2_v3_fields = (
     (('operation', 'b', 0), ('permission_type', 'b', 0)), '_unknown_tags',
 )
 
-# Build DeleteAclsMatchingAcl, version 2.
-def _build_delete_acls_matching_acl_v2(o, w):
+# Build DeleteAclsMatchingAcl, versions 2-3.
+def _build_delete_acls_matching_acl_v2_v3(o, w):
     f = -1
     try:
         if not _build_delete_acls_matching_acl_v2_v3_keys.issuperset(o):
@@ -752,7 +620,6 @@ def _build_delete_acls_matching_acl_v2(o, w):
                 o,
                 _build_delete_acls_matching_acl_v2_v3_keys,
                 _build_delete_acls_matching_acl_v1_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -792,8 +659,8 @@ _build_delete_acls_filter_result_v2_v3_fields = (
     (('error_code', 'h', 0),), 'error_message', 'matching_acls', '_unknown_tags',
 )
 
-# Build DeleteAclsFilterResult, version 2.
-def _build_delete_acls_filter_result_v2(o, w):
+# Build DeleteAclsFilterResult, versions 2-3.
+def _build_delete_acls_filter_result_v2_v3(o, w):
     f = -1
     try:
         if not _build_delete_acls_filter_result_v2_v3_keys.issuperset(o):
@@ -801,7 +668,6 @@ def _build_delete_acls_filter_result_v2(o, w):
                 o,
                 _build_delete_acls_filter_result_v2_v3_keys,
                 _build_delete_acls_filter_result_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -812,13 +678,8 @@ def _build_delete_acls_filter_result_v2(o, w):
         f = 2
         v = g('matching_acls', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_matching_acl_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_acls_matching_acl_v2_v3)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -836,16 +697,13 @@ _build_delete_acls_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', 0),), 'filter_results', '_unknown_tags',
 )
 
-# Build DeleteAclsResponse, version 2.
-def _build_delete_acls_response_v2(o, w):
+# Build DeleteAclsResponse, versions 2-3.
+def _build_delete_acls_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_delete_acls_response_v2_v3_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_acls_response_v2_v3_keys,
-                _build_delete_acls_response_v0_v3_absent,
-                2,
+                o, _build_delete_acls_response_v2_v3_keys, _build_delete_acls_response_v0_v3_absent
             )
         g = o.get
         f = 0
@@ -853,126 +711,8 @@ def _build_delete_acls_response_v2(o, w):
         f = 1
         v = g('filter_results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_filter_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_delete_acls_response_v2_v3_fields, f, o) from None
-
-# Build DeleteAclsMatchingAcl, version 3.
-def _build_delete_acls_matching_acl_v3(o, w):
-    f = -1
-    try:
-        if not _build_delete_acls_matching_acl_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_acls_matching_acl_v2_v3_keys,
-                _build_delete_acls_matching_acl_v1_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('resource_type', 0))
-        f = 3
-        v = g('resource_name', '')
-        write_compact_string(w, v)
-        f = 4
-        w += _pack_i8(g('pattern_type', 3))
-        f = 5
-        v = g('principal', '')
-        write_compact_string(w, v)
-        f = 6
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 7
-        w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
-        t = None
-        f = 8
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_delete_acls_matching_acl_v2_v3_fields, f, o) from None
-
-# Build DeleteAclsFilterResult, version 3.
-def _build_delete_acls_filter_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_delete_acls_filter_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_acls_filter_result_v2_v3_keys,
-                _build_delete_acls_filter_result_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('matching_acls', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_matching_acl_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_delete_acls_filter_result_v2_v3_fields, f, o) from None
-
-# Build DeleteAclsResponse, version 3.
-def _build_delete_acls_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_delete_acls_response_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_acls_response_v2_v3_keys,
-                _build_delete_acls_response_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('filter_results', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_acls_filter_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_acls_filter_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -999,8 +739,8 @@ PARSE = {
 BUILD = {
     0: _build_delete_acls_response_v0,
     1: _build_delete_acls_response_v1,
-    2: _build_delete_acls_response_v2,
-    3: _build_delete_acls_response_v3,
+    2: _build_delete_acls_response_v2_v3,
+    3: _build_delete_acls_response_v2_v3,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,9 +4,7 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
@@ -14,9 +12,8 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
@@ -47,8 +44,8 @@ _build_delete_groups_request_v0_v1_keys = frozenset({'groups_names'})
 _build_delete_groups_request_v0_v2_absent = {}
 _build_delete_groups_request_v0_v1_fields = ('groups_names',)
 
-# Build DeleteGroupsRequest, version 0.
-def _build_delete_groups_request_v0(o, w):
+# Build DeleteGroupsRequest, versions 0-1.
+def _build_delete_groups_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_groups_request_v0_v1_keys.issuperset(o):
@@ -56,61 +53,17 @@ def _build_delete_groups_request_v0(o, w):
                 o,
                 _build_delete_groups_request_v0_v1_keys,
                 _build_delete_groups_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('groups_names', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
     except Exception as x:
         raise encode_failure(x, _build_delete_groups_request_v0_v1_fields, f, o) from None
-
-# Build DeleteGroupsRequest, version 1.
-def _build_delete_groups_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_groups_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_groups_request_v0_v1_keys,
-                _build_delete_groups_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('groups_names', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_delete_groups_request_v0_v1_fields, f, o) from None
-
-_tags_delete_groups_request_v2_names = {}
-
-# Parse the tagged fields of DeleteGroupsRequest, version 2.
-def _tags_delete_groups_request_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_groups_request_v2_names, t) from None
 
 _parse_delete_groups_request_v2_fields = ('groups_names', '_tagged_fields')
 
@@ -137,7 +90,7 @@ def _parse_delete_groups_request_v2(b, p):
         o = Container()
         o['groups_names'] = v0
         if nt:
-            p = _tags_delete_groups_request_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_groups_request_v2_fields, f) from None
@@ -151,16 +104,13 @@ def _build_delete_groups_request_v2(o, w):
     try:
         if not _build_delete_groups_request_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_groups_request_v2_keys,
-                _build_delete_groups_request_v0_v2_absent,
-                2,
+                o, _build_delete_groups_request_v2_keys, _build_delete_groups_request_v0_v2_absent
             )
         g = o.get
         f = 0
         v = g('groups_names', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -187,8 +137,8 @@ PARSE = {
     2: _parse_delete_groups_request_v2,
 }
 BUILD = {
-    0: _build_delete_groups_request_v0,
-    1: _build_delete_groups_request_v1,
+    0: _build_delete_groups_request_v0_v1,
+    1: _build_delete_groups_request_v0_v1,
     2: _build_delete_groups_request_v2,
 }
 SCHEMA = (('GroupsNames', '[]string', '0+', 'none', 'none', None, '', False, ()),)

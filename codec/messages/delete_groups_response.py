@@ -4,25 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -75,12 +71,7 @@ def _parse_delete_groups_response_v0_v1(b, p):
                 c['error_code'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_group_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_group_result_v0_v1, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -93,8 +84,8 @@ _build_deletable_group_result_v0_v1_keys = frozenset({'error_code', 'group_id'})
 _build_deletable_group_result_v0_v2_absent = {}
 _build_deletable_group_result_v0_v1_fields = ('group_id', (('error_code', 'h', 0),))
 
-# Build DeletableGroupResult, version 0.
-def _build_deletable_group_result_v0(o, w):
+# Build DeletableGroupResult, versions 0-1.
+def _build_deletable_group_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_deletable_group_result_v0_v1_keys.issuperset(o):
@@ -102,7 +93,6 @@ def _build_deletable_group_result_v0(o, w):
                 o,
                 _build_deletable_group_result_v0_v1_keys,
                 _build_deletable_group_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -117,8 +107,8 @@ _build_delete_groups_response_v0_v1_keys = frozenset({'results', 'throttle_time_
 _build_delete_groups_response_v0_v2_absent = {}
 _build_delete_groups_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'results')
 
-# Build DeleteGroupsResponse, version 0.
-def _build_delete_groups_response_v0(o, w):
+# Build DeleteGroupsResponse, versions 0-1.
+def _build_delete_groups_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_groups_response_v0_v1_keys.issuperset(o):
@@ -126,7 +116,6 @@ def _build_delete_groups_response_v0(o, w):
                 o,
                 _build_delete_groups_response_v0_v1_keys,
                 _build_delete_groups_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -134,83 +123,10 @@ def _build_delete_groups_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_group_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_deletable_group_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_groups_response_v0_v1_fields, f, o) from None
-
-# Build DeletableGroupResult, version 1.
-def _build_deletable_group_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_deletable_group_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_deletable_group_result_v0_v1_keys,
-                _build_deletable_group_result_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_deletable_group_result_v0_v1_fields, f, o) from None
-
-# Build DeleteGroupsResponse, version 1.
-def _build_delete_groups_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_groups_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_groups_response_v0_v1_keys,
-                _build_delete_groups_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_group_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_groups_response_v0_v1_fields, f, o) from None
-
-_tags_deletable_group_result_v2_names = {}
-
-# Parse the tagged fields of DeletableGroupResult, version 2.
-def _tags_deletable_group_result_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_deletable_group_result_v2_names, t) from None
 
 _parse_deletable_group_result_v2_fields = (
     'group_id', (('error_code', 'h', None),), '_tagged_fields',
@@ -235,31 +151,10 @@ def _parse_deletable_group_result_v2(b, p):
         o['group_id'] = v0
         o['error_code'] = v1_0
         if nt:
-            p = _tags_deletable_group_result_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_deletable_group_result_v2_fields, f) from None
-
-_tags_delete_groups_response_v2_names = {}
-
-# Parse the tagged fields of DeleteGroupsResponse, version 2.
-def _tags_delete_groups_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_groups_response_v2_names, t) from None
 
 _parse_delete_groups_response_v2_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -292,17 +187,12 @@ def _parse_delete_groups_response_v2(b, p):
                 c['error_code'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_deletable_group_result_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_group_result_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_group_result_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -314,7 +204,7 @@ def _parse_delete_groups_response_v2(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_delete_groups_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_groups_response_v2_fields, f) from None
@@ -328,10 +218,7 @@ def _build_deletable_group_result_v2(o, w):
     try:
         if not _build_deletable_group_result_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_deletable_group_result_v2_keys,
-                _build_deletable_group_result_v0_v2_absent,
-                2,
+                o, _build_deletable_group_result_v2_keys, _build_deletable_group_result_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -360,10 +247,7 @@ def _build_delete_groups_response_v2(o, w):
     try:
         if not _build_delete_groups_response_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_groups_response_v2_keys,
-                _build_delete_groups_response_v0_v2_absent,
-                2,
+                o, _build_delete_groups_response_v2_keys, _build_delete_groups_response_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -371,13 +255,8 @@ def _build_delete_groups_response_v2(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_group_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_deletable_group_result_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -401,8 +280,8 @@ PARSE = {
     2: _parse_delete_groups_response_v2,
 }
 BUILD = {
-    0: _build_delete_groups_response_v0,
-    1: _build_delete_groups_response_v1,
+    0: _build_delete_groups_response_v0_v1,
+    1: _build_delete_groups_response_v0_v1,
     2: _build_delete_groups_response_v2,
 }
 SCHEMA = (

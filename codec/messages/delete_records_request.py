@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -84,12 +81,7 @@ def _parse_delete_records_topic_v0_v1(b, p):
                     c['offset'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_records_partition_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_records_partition_v0_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -106,14 +98,7 @@ def _parse_delete_records_request_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_records_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_delete_records_topic_v0_v1)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -128,8 +113,8 @@ _build_delete_records_partition_v0_v1_keys = frozenset({'offset', 'partition_ind
 _build_delete_records_partition_v0_v2_absent = {}
 _build_delete_records_partition_v0_v1_fields = ((('partition_index', 'i', 0), ('offset', 'q', 0)),)
 
-# Build DeleteRecordsPartition, version 0.
-def _build_delete_records_partition_v0(o, w):
+# Build DeleteRecordsPartition, versions 0-1.
+def _build_delete_records_partition_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_partition_v0_v1_keys.issuperset(o):
@@ -137,7 +122,6 @@ def _build_delete_records_partition_v0(o, w):
                 o,
                 _build_delete_records_partition_v0_v1_keys,
                 _build_delete_records_partition_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -149,16 +133,13 @@ _build_delete_records_topic_v0_v1_keys = frozenset({'name', 'partitions'})
 _build_delete_records_topic_v0_v2_absent = {}
 _build_delete_records_topic_v0_v1_fields = ('name', 'partitions')
 
-# Build DeleteRecordsTopic, version 0.
-def _build_delete_records_topic_v0(o, w):
+# Build DeleteRecordsTopic, versions 0-1.
+def _build_delete_records_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_topic_v0_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_records_topic_v0_v1_keys,
-                _build_delete_records_topic_v0_v2_absent,
-                0,
+                o, _build_delete_records_topic_v0_v1_keys, _build_delete_records_topic_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -167,13 +148,8 @@ def _build_delete_records_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_records_partition_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_records_topic_v0_v1_fields, f, o) from None
 
@@ -181,8 +157,8 @@ _build_delete_records_request_v0_v1_keys = frozenset({'timeout_ms', 'topics'})
 _build_delete_records_request_v0_v2_absent = {}
 _build_delete_records_request_v0_v1_fields = ('topics', (('timeout_ms', 'i', 0),))
 
-# Build DeleteRecordsRequest, version 0.
-def _build_delete_records_request_v0(o, w):
+# Build DeleteRecordsRequest, versions 0-1.
+def _build_delete_records_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_request_v0_v1_keys.issuperset(o):
@@ -190,116 +166,17 @@ def _build_delete_records_request_v0(o, w):
                 o,
                 _build_delete_records_request_v0_v1_keys,
                 _build_delete_records_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_records_topic_v0_v1)
         f = 1
         w += _pack_i32(g('timeout_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_delete_records_request_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsPartition, version 1.
-def _build_delete_records_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_partition_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_partition_v0_v1_keys,
-                _build_delete_records_partition_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_partition_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsTopic, version 1.
-def _build_delete_records_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_topic_v0_v1_keys,
-                _build_delete_records_topic_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_topic_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsRequest, version 1.
-def _build_delete_records_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_request_v0_v1_keys,
-                _build_delete_records_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('timeout_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_request_v0_v1_fields, f, o) from None
-
-_tags_delete_records_partition_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsPartition, version 2.
-def _tags_delete_records_partition_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_partition_v2_names, t) from None
 
 _parse_delete_records_partition_v2_fields = (
     (('partition_index', 'i', None), ('offset', 'q', None)), '_tagged_fields',
@@ -322,31 +199,10 @@ def _parse_delete_records_partition_v2(b, p):
         o['partition_index'] = v0_0
         o['offset'] = v0_1
         if nt:
-            p = _tags_delete_records_partition_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_partition_v2_fields, f) from None
-
-_tags_delete_records_topic_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsTopic, version 2.
-def _tags_delete_records_topic_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_topic_v2_names, t) from None
 
 _parse_delete_records_topic_v2_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -384,17 +240,12 @@ def _parse_delete_records_topic_v2(b, p):
                     c['offset'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_delete_records_partition_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_records_partition_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_records_partition_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -406,31 +257,10 @@ def _parse_delete_records_topic_v2(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_delete_records_topic_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_topic_v2_fields, f) from None
-
-_tags_delete_records_request_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsRequest, version 2.
-def _tags_delete_records_request_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_request_v2_names, t) from None
 
 _parse_delete_records_request_v2_fields = ('topics', (('timeout_ms', 'i', None),), '_tagged_fields')
 
@@ -444,14 +274,7 @@ def _parse_delete_records_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_records_topic_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_delete_records_topic_v2)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -465,7 +288,7 @@ def _parse_delete_records_request_v2(b, p):
         o['topics'] = v0
         o['timeout_ms'] = v1_0
         if nt:
-            p = _tags_delete_records_request_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_request_v2_fields, f) from None
@@ -484,7 +307,6 @@ def _build_delete_records_partition_v2(o, w):
                 o,
                 _build_delete_records_partition_v2_keys,
                 _build_delete_records_partition_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -508,7 +330,7 @@ def _build_delete_records_topic_v2(o, w):
     try:
         if not _build_delete_records_topic_v2_keys.issuperset(o):
             check_keys(
-                o, _build_delete_records_topic_v2_keys, _build_delete_records_topic_v0_v2_absent, 2
+                o, _build_delete_records_topic_v2_keys, _build_delete_records_topic_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -517,13 +339,8 @@ def _build_delete_records_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_records_partition_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -543,22 +360,14 @@ def _build_delete_records_request_v2(o, w):
     try:
         if not _build_delete_records_request_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_delete_records_request_v2_keys,
-                _build_delete_records_request_v0_v2_absent,
-                2,
+                o, _build_delete_records_request_v2_keys, _build_delete_records_request_v0_v2_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_records_topic_v2)
         f = 1
         w += _pack_i32(g('timeout_ms', 0))
         t = None
@@ -584,8 +393,8 @@ PARSE = {
     2: _parse_delete_records_request_v2,
 }
 BUILD = {
-    0: _build_delete_records_request_v0,
-    1: _build_delete_records_request_v1,
+    0: _build_delete_records_request_v0_v1,
+    1: _build_delete_records_request_v0_v1,
     2: _build_delete_records_request_v2,
 }
 SCHEMA = (

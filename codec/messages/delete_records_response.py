@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -87,12 +84,7 @@ def _parse_delete_records_topic_result_v0_v1(b, p):
                     c['error_code'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_records_partition_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_records_partition_result_v0_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -112,14 +104,7 @@ def _parse_delete_records_response_v0_v1(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_records_topic_result_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_delete_records_topic_result_v0_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -135,8 +120,8 @@ _build_delete_records_partition_result_v0_v1_fields = (
     (('partition_index', 'i', 0), ('low_watermark', 'q', 0), ('error_code', 'h', 0)),
 )
 
-# Build DeleteRecordsPartitionResult, version 0.
-def _build_delete_records_partition_result_v0(o, w):
+# Build DeleteRecordsPartitionResult, versions 0-1.
+def _build_delete_records_partition_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_partition_result_v0_v1_keys.issuperset(o):
@@ -144,7 +129,6 @@ def _build_delete_records_partition_result_v0(o, w):
                 o,
                 _build_delete_records_partition_result_v0_v1_keys,
                 _build_delete_records_partition_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -156,8 +140,8 @@ _build_delete_records_topic_result_v0_v1_keys = frozenset({'name', 'partitions'}
 _build_delete_records_topic_result_v0_v2_absent = {}
 _build_delete_records_topic_result_v0_v1_fields = ('name', 'partitions')
 
-# Build DeleteRecordsTopicResult, version 0.
-def _build_delete_records_topic_result_v0(o, w):
+# Build DeleteRecordsTopicResult, versions 0-1.
+def _build_delete_records_topic_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_topic_result_v0_v1_keys.issuperset(o):
@@ -165,7 +149,6 @@ def _build_delete_records_topic_result_v0(o, w):
                 o,
                 _build_delete_records_topic_result_v0_v1_keys,
                 _build_delete_records_topic_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -174,13 +157,8 @@ def _build_delete_records_topic_result_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_records_partition_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_records_topic_result_v0_v1_fields, f, o) from None
 
@@ -188,8 +166,8 @@ _build_delete_records_response_v0_v1_keys = frozenset({'throttle_time_ms', 'topi
 _build_delete_records_response_v0_v2_absent = {}
 _build_delete_records_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build DeleteRecordsResponse, version 0.
-def _build_delete_records_response_v0(o, w):
+# Build DeleteRecordsResponse, versions 0-1.
+def _build_delete_records_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_delete_records_response_v0_v1_keys.issuperset(o):
@@ -197,7 +175,6 @@ def _build_delete_records_response_v0(o, w):
                 o,
                 _build_delete_records_response_v0_v1_keys,
                 _build_delete_records_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -205,108 +182,10 @@ def _build_delete_records_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_delete_records_topic_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_delete_records_response_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsPartitionResult, version 1.
-def _build_delete_records_partition_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_partition_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_partition_result_v0_v1_keys,
-                _build_delete_records_partition_result_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i16(g('partition_index', 0), g('low_watermark', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_partition_result_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsTopicResult, version 1.
-def _build_delete_records_topic_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_topic_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_topic_result_v0_v1_keys,
-                _build_delete_records_topic_result_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_topic_result_v0_v1_fields, f, o) from None
-
-# Build DeleteRecordsResponse, version 1.
-def _build_delete_records_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_records_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_records_response_v0_v1_keys,
-                _build_delete_records_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_records_response_v0_v1_fields, f, o) from None
-
-_tags_delete_records_partition_result_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsPartitionResult, version 2.
-def _tags_delete_records_partition_result_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_partition_result_v2_names, t) from None
 
 _parse_delete_records_partition_result_v2_fields = (
     (('partition_index', 'i', None), ('low_watermark', 'q', None), ('error_code', 'h', None)),
@@ -331,31 +210,10 @@ def _parse_delete_records_partition_result_v2(b, p):
         o['low_watermark'] = v0_1
         o['error_code'] = v0_2
         if nt:
-            p = _tags_delete_records_partition_result_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_partition_result_v2_fields, f) from None
-
-_tags_delete_records_topic_result_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsTopicResult, version 2.
-def _tags_delete_records_topic_result_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_topic_result_v2_names, t) from None
 
 _parse_delete_records_topic_result_v2_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -395,17 +253,12 @@ def _parse_delete_records_topic_result_v2(b, p):
                     c['error_code'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_delete_records_partition_result_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_records_partition_result_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_records_partition_result_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -417,31 +270,10 @@ def _parse_delete_records_topic_result_v2(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_delete_records_topic_result_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_topic_result_v2_fields, f) from None
-
-_tags_delete_records_response_v2_names = {}
-
-# Parse the tagged fields of DeleteRecordsResponse, version 2.
-def _tags_delete_records_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_records_response_v2_names, t) from None
 
 _parse_delete_records_response_v2_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -460,14 +292,7 @@ def _parse_delete_records_response_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_delete_records_topic_result_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_delete_records_topic_result_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -478,7 +303,7 @@ def _parse_delete_records_response_v2(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_delete_records_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_records_response_v2_fields, f) from None
@@ -500,7 +325,6 @@ def _build_delete_records_partition_result_v2(o, w):
                 o,
                 _build_delete_records_partition_result_v2_keys,
                 _build_delete_records_partition_result_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -527,7 +351,6 @@ def _build_delete_records_topic_result_v2(o, w):
                 o,
                 _build_delete_records_topic_result_v2_keys,
                 _build_delete_records_topic_result_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -536,13 +359,8 @@ def _build_delete_records_topic_result_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_partition_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_records_partition_result_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -567,7 +385,6 @@ def _build_delete_records_response_v2(o, w):
                 o,
                 _build_delete_records_response_v2_keys,
                 _build_delete_records_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -575,13 +392,8 @@ def _build_delete_records_response_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_records_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_records_topic_result_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -605,8 +417,8 @@ PARSE = {
     2: _parse_delete_records_response_v2,
 }
 BUILD = {
-    0: _build_delete_records_response_v0,
-    1: _build_delete_records_response_v1,
+    0: _build_delete_records_response_v0_v1,
+    1: _build_delete_records_response_v0_v1,
     2: _build_delete_records_response_v2,
 }
 SCHEMA = (

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -20,14 +17,14 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -64,8 +61,8 @@ _build_delete_topics_request_v0_v3_keys = frozenset({'timeout_ms', 'topic_names'
 _build_delete_topics_request_v0_v5_absent = {'topics': ([], False)}
 _build_delete_topics_request_v0_v3_fields = ('topic_names', (('timeout_ms', 'i', 0),))
 
-# Build DeleteTopicsRequest, version 0.
-def _build_delete_topics_request_v0(o, w):
+# Build DeleteTopicsRequest, versions 0-3.
+def _build_delete_topics_request_v0_v3(o, w):
     f = -1
     try:
         if not _build_delete_topics_request_v0_v3_keys.issuperset(o):
@@ -73,13 +70,12 @@ def _build_delete_topics_request_v0(o, w):
                 o,
                 _build_delete_topics_request_v0_v3_keys,
                 _build_delete_topics_request_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topic_names', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -87,99 +83,6 @@ def _build_delete_topics_request_v0(o, w):
         w += _pack_i32(g('timeout_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_delete_topics_request_v0_v3_fields, f, o) from None
-
-# Build DeleteTopicsRequest, version 1.
-def _build_delete_topics_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_request_v0_v3_keys,
-                _build_delete_topics_request_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_names', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-        f = 1
-        w += _pack_i32(g('timeout_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_request_v0_v3_fields, f, o) from None
-
-# Build DeleteTopicsRequest, version 2.
-def _build_delete_topics_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_request_v0_v3_keys,
-                _build_delete_topics_request_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_names', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-        f = 1
-        w += _pack_i32(g('timeout_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_request_v0_v3_fields, f, o) from None
-
-# Build DeleteTopicsRequest, version 3.
-def _build_delete_topics_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_request_v0_v3_keys,
-                _build_delete_topics_request_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_names', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-        f = 1
-        w += _pack_i32(g('timeout_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_request_v0_v3_fields, f, o) from None
-
-_tags_delete_topics_request_v4_v6_names = {}
-
-# Parse the tagged fields of DeleteTopicsRequest, versions 4-6.
-def _tags_delete_topics_request_v4_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_topics_request_v4_v6_names, t) from None
 
 _parse_delete_topics_request_v4_v5_fields = (
     'topic_names', (('timeout_ms', 'i', None),), '_tagged_fields',
@@ -212,7 +115,7 @@ def _parse_delete_topics_request_v4_v5(b, p):
         o['topic_names'] = v0
         o['timeout_ms'] = v1_0
         if nt:
-            p = _tags_delete_topics_request_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_request_v4_v5_fields, f) from None
@@ -222,8 +125,8 @@ _build_delete_topics_request_v4_v5_fields = (
     'topic_names', (('timeout_ms', 'i', 0),), '_unknown_tags',
 )
 
-# Build DeleteTopicsRequest, version 4.
-def _build_delete_topics_request_v4(o, w):
+# Build DeleteTopicsRequest, versions 4-5.
+def _build_delete_topics_request_v4_v5(o, w):
     f = -1
     try:
         if not _build_delete_topics_request_v4_v5_keys.issuperset(o):
@@ -231,13 +134,12 @@ def _build_delete_topics_request_v4(o, w):
                 o,
                 _build_delete_topics_request_v4_v5_keys,
                 _build_delete_topics_request_v0_v5_absent,
-                4,
             )
         g = o.get
         f = 0
         v = g('topic_names', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -252,58 +154,6 @@ def _build_delete_topics_request_v4(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_delete_topics_request_v4_v5_fields, f, o) from None
-
-# Build DeleteTopicsRequest, version 5.
-def _build_delete_topics_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_request_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_request_v4_v5_keys,
-                _build_delete_topics_request_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_names', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        f = 1
-        w += _pack_i32(g('timeout_ms', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_request_v4_v5_fields, f, o) from None
-
-_tags_delete_topic_state_v6_names = {}
-
-# Parse the tagged fields of DeleteTopicState, version 6.
-def _tags_delete_topic_state_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_topic_state_v6_names, t) from None
 
 _parse_delete_topic_state_v6_fields = ('name', (('topic_id', '16s', None),), '_tagged_fields')
 
@@ -327,7 +177,7 @@ def _parse_delete_topic_state_v6(b, p):
         o['name'] = v0
         o['topic_id'] = v1_0
         if nt:
-            p = _tags_delete_topic_state_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topic_state_v6_fields, f) from None
@@ -359,17 +209,12 @@ def _parse_delete_topics_request_v6(b, p):
                 c['topic_id'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_delete_topic_state_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_delete_topic_state_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_delete_topic_state_v6, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_i32(b, p)
@@ -384,7 +229,7 @@ def _parse_delete_topics_request_v6(b, p):
         o['topics'] = v0
         o['timeout_ms'] = v1_0
         if nt:
-            p = _tags_delete_topics_request_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_request_v6_fields, f) from None
@@ -402,7 +247,7 @@ def _build_delete_topic_state_v6(o, w):
     f = -1
     try:
         if not _build_delete_topic_state_v6_keys.issuperset(o):
-            check_keys(o, _build_delete_topic_state_v6_keys, _build_delete_topic_state_v6_absent, 6)
+            check_keys(o, _build_delete_topic_state_v6_keys, _build_delete_topic_state_v6_absent)
         g = o.get
         f = 0
         v = g('name', None)
@@ -429,19 +274,14 @@ def _build_delete_topics_request_v6(o, w):
     try:
         if not _build_delete_topics_request_v6_keys.issuperset(o):
             check_keys(
-                o, _build_delete_topics_request_v6_keys, _build_delete_topics_request_v6_absent, 6
+                o, _build_delete_topics_request_v6_keys, _build_delete_topics_request_v6_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_delete_topic_state_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_delete_topic_state_v6)
         f = 1
         w += _pack_i32(g('timeout_ms', 0))
         t = None
@@ -471,12 +311,12 @@ PARSE = {
     6: _parse_delete_topics_request_v6,
 }
 BUILD = {
-    0: _build_delete_topics_request_v0,
-    1: _build_delete_topics_request_v1,
-    2: _build_delete_topics_request_v2,
-    3: _build_delete_topics_request_v3,
-    4: _build_delete_topics_request_v4,
-    5: _build_delete_topics_request_v5,
+    0: _build_delete_topics_request_v0_v3,
+    1: _build_delete_topics_request_v0_v3,
+    2: _build_delete_topics_request_v0_v3,
+    3: _build_delete_topics_request_v0_v3,
+    4: _build_delete_topics_request_v4_v5,
+    5: _build_delete_topics_request_v4_v5,
     6: _build_delete_topics_request_v6,
 }
 SCHEMA = (

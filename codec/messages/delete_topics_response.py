@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -20,14 +17,13 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -80,12 +76,7 @@ def _parse_delete_topics_response_v0(b, p):
                 c['error_code'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_topic_result_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_topic_result_v0_v3, b, q, z)
             raise
         o = Container()
         o['responses'] = v0
@@ -100,8 +91,8 @@ _build_deletable_topic_result_v0_v4_absent = {
 }
 _build_deletable_topic_result_v0_v3_fields = ('name', (('error_code', 'h', 0),))
 
-# Build DeletableTopicResult, version 0.
-def _build_deletable_topic_result_v0(o, w):
+# Build DeletableTopicResult, versions 0-3.
+def _build_deletable_topic_result_v0_v3(o, w):
     f = -1
     try:
         if not _build_deletable_topic_result_v0_v3_keys.issuperset(o):
@@ -109,7 +100,6 @@ def _build_deletable_topic_result_v0(o, w):
                 o,
                 _build_deletable_topic_result_v0_v3_keys,
                 _build_deletable_topic_result_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -130,19 +120,14 @@ def _build_delete_topics_response_v0(o, w):
     try:
         if not _build_delete_topics_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_delete_topics_response_v0_keys, _build_delete_topics_response_v0_absent, 0
+                o, _build_delete_topics_response_v0_keys, _build_delete_topics_response_v0_absent
             )
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_deletable_topic_result_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_delete_topics_response_v0_fields, f, o) from None
 
@@ -171,12 +156,7 @@ def _parse_delete_topics_response_v1_v3(b, p):
                 c['error_code'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_topic_result_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_topic_result_v0_v3, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -185,32 +165,12 @@ def _parse_delete_topics_response_v1_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_response_v1_v3_fields, f) from None
 
-# Build DeletableTopicResult, version 1.
-def _build_deletable_topic_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_deletable_topic_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_deletable_topic_result_v0_v3_keys,
-                _build_deletable_topic_result_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_deletable_topic_result_v0_v3_fields, f, o) from None
-
 _build_delete_topics_response_v1_v3_keys = frozenset({'responses', 'throttle_time_ms'})
 _build_delete_topics_response_v1_v6_absent = {}
 _build_delete_topics_response_v1_v3_fields = ((('throttle_time_ms', 'i', 0),), 'responses')
 
-# Build DeleteTopicsResponse, version 1.
-def _build_delete_topics_response_v1(o, w):
+# Build DeleteTopicsResponse, versions 1-3.
+def _build_delete_topics_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_delete_topics_response_v1_v3_keys.issuperset(o):
@@ -218,7 +178,6 @@ def _build_delete_topics_response_v1(o, w):
                 o,
                 _build_delete_topics_response_v1_v3_keys,
                 _build_delete_topics_response_v1_v6_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -226,130 +185,10 @@ def _build_delete_topics_response_v1(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_deletable_topic_result_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_delete_topics_response_v1_v3_fields, f, o) from None
-
-# Build DeletableTopicResult, version 2.
-def _build_deletable_topic_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_deletable_topic_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_deletable_topic_result_v0_v3_keys,
-                _build_deletable_topic_result_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_deletable_topic_result_v0_v3_fields, f, o) from None
-
-# Build DeleteTopicsResponse, version 2.
-def _build_delete_topics_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_response_v1_v3_keys,
-                _build_delete_topics_response_v1_v6_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_response_v1_v3_fields, f, o) from None
-
-# Build DeletableTopicResult, version 3.
-def _build_deletable_topic_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_deletable_topic_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_deletable_topic_result_v0_v3_keys,
-                _build_deletable_topic_result_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_deletable_topic_result_v0_v3_fields, f, o) from None
-
-# Build DeleteTopicsResponse, version 3.
-def _build_delete_topics_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_delete_topics_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_delete_topics_response_v1_v3_keys,
-                _build_delete_topics_response_v1_v6_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_delete_topics_response_v1_v3_fields, f, o) from None
-
-_tags_deletable_topic_result_v4_v6_names = {}
-
-# Parse the tagged fields of DeletableTopicResult, versions 4-6.
-def _tags_deletable_topic_result_v4_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_deletable_topic_result_v4_v6_names, t) from None
 
 _parse_deletable_topic_result_v4_fields = ('name', (('error_code', 'h', None),), '_tagged_fields')
 
@@ -372,31 +211,10 @@ def _parse_deletable_topic_result_v4(b, p):
         o['name'] = v0
         o['error_code'] = v1_0
         if nt:
-            p = _tags_deletable_topic_result_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_deletable_topic_result_v4_fields, f) from None
-
-_tags_delete_topics_response_v4_v6_names = {}
-
-# Parse the tagged fields of DeleteTopicsResponse, versions 4-6.
-def _tags_delete_topics_response_v4_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_delete_topics_response_v4_v6_names, t) from None
 
 _parse_delete_topics_response_v4_v6_fields = (
     (('throttle_time_ms', 'i', None),), 'responses', '_tagged_fields',
@@ -429,17 +247,12 @@ def _parse_delete_topics_response_v4(b, p):
                 c['error_code'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_deletable_topic_result_v4_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_topic_result_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_topic_result_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -451,7 +264,7 @@ def _parse_delete_topics_response_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_delete_topics_response_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_response_v4_v6_fields, f) from None
@@ -465,10 +278,7 @@ def _build_deletable_topic_result_v4(o, w):
     try:
         if not _build_deletable_topic_result_v4_keys.issuperset(o):
             check_keys(
-                o,
-                _build_deletable_topic_result_v4_keys,
-                _build_deletable_topic_result_v0_v4_absent,
-                4,
+                o, _build_deletable_topic_result_v4_keys, _build_deletable_topic_result_v0_v4_absent
             )
         g = o.get
         f = 0
@@ -502,7 +312,6 @@ def _build_delete_topics_response_v4(o, w):
                 o,
                 _build_delete_topics_response_v4_v6_keys,
                 _build_delete_topics_response_v1_v6_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -510,13 +319,8 @@ def _build_delete_topics_response_v4(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_deletable_topic_result_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -553,7 +357,7 @@ def _parse_deletable_topic_result_v5(b, p):
         o['error_code'] = v1_0
         o['error_message'] = v2
         if nt:
-            p = _tags_deletable_topic_result_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_deletable_topic_result_v5_fields, f) from None
@@ -587,17 +391,12 @@ def _parse_delete_topics_response_v5(b, p):
                 c['error_message'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_deletable_topic_result_v4_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_topic_result_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_topic_result_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -609,7 +408,7 @@ def _parse_delete_topics_response_v5(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_delete_topics_response_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_response_v4_v6_fields, f) from None
@@ -628,7 +427,7 @@ def _build_deletable_topic_result_v5(o, w):
     try:
         if not _build_deletable_topic_result_v5_keys.issuperset(o):
             check_keys(
-                o, _build_deletable_topic_result_v5_keys, _build_deletable_topic_result_v5_absent, 5
+                o, _build_deletable_topic_result_v5_keys, _build_deletable_topic_result_v5_absent
             )
         g = o.get
         f = 0
@@ -658,7 +457,6 @@ def _build_delete_topics_response_v5(o, w):
                 o,
                 _build_delete_topics_response_v4_v6_keys,
                 _build_delete_topics_response_v1_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -666,13 +464,8 @@ def _build_delete_topics_response_v5(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_deletable_topic_result_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -712,7 +505,7 @@ def _parse_deletable_topic_result_v6(b, p):
         o['error_code'] = v1_1
         o['error_message'] = v2
         if nt:
-            p = _tags_deletable_topic_result_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_deletable_topic_result_v6_fields, f) from None
@@ -748,17 +541,12 @@ def _parse_delete_topics_response_v6(b, p):
                 c['error_message'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_deletable_topic_result_v4_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_deletable_topic_result_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_deletable_topic_result_v6, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -770,7 +558,7 @@ def _parse_delete_topics_response_v6(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_delete_topics_response_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_delete_topics_response_v4_v6_fields, f) from None
@@ -794,7 +582,7 @@ def _build_deletable_topic_result_v6(o, w):
     try:
         if not _build_deletable_topic_result_v6_keys.issuperset(o):
             check_keys(
-                o, _build_deletable_topic_result_v6_keys, _build_deletable_topic_result_v6_absent, 6
+                o, _build_deletable_topic_result_v6_keys, _build_deletable_topic_result_v6_absent
             )
         g = o.get
         f = 0
@@ -824,7 +612,6 @@ def _build_delete_topics_response_v6(o, w):
                 o,
                 _build_delete_topics_response_v4_v6_keys,
                 _build_delete_topics_response_v1_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -832,13 +619,8 @@ def _build_delete_topics_response_v6(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_deletable_topic_result_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_deletable_topic_result_v6)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -867,9 +649,9 @@ PARSE = {
 }
 BUILD = {
     0: _build_delete_topics_response_v0,
-    1: _build_delete_topics_response_v1,
-    2: _build_delete_topics_response_v2,
-    3: _build_delete_topics_response_v3,
+    1: _build_delete_topics_response_v1_v3,
+    2: _build_delete_topics_response_v1_v3,
+    3: _build_delete_topics_response_v1_v3,
     4: _build_delete_topics_response_v4,
     5: _build_delete_topics_response_v5,
     6: _build_delete_topics_response_v6,

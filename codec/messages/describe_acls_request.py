@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
     read_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_nullable_string,
     write_nullable_string,
     write_tags,
@@ -74,7 +71,7 @@ def _build_describe_acls_request_v0(o, w):
     try:
         if not _build_describe_acls_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_describe_acls_request_v0_keys, _build_describe_acls_request_v0_absent, 0
+                o, _build_describe_acls_request_v0_keys, _build_describe_acls_request_v0_absent
             )
         g = o.get
         f = 0
@@ -146,10 +143,7 @@ def _build_describe_acls_request_v1(o, w):
     try:
         if not _build_describe_acls_request_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_describe_acls_request_v1_keys,
-                _build_describe_acls_request_v1_v3_absent,
-                1,
+                o, _build_describe_acls_request_v1_keys, _build_describe_acls_request_v1_v3_absent
             )
         g = o.get
         f = 0
@@ -169,27 +163,6 @@ def _build_describe_acls_request_v1(o, w):
         w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
     except Exception as x:
         raise encode_failure(x, _build_describe_acls_request_v1_fields, f, o) from None
-
-_tags_describe_acls_request_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeAclsRequest, versions 2-3.
-def _tags_describe_acls_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_acls_request_v2_v3_names, t) from None
 
 _parse_describe_acls_request_v2_v3_fields = (
     (('resource_type_filter', 'b', None),), 'resource_name_filter',
@@ -231,7 +204,7 @@ def _parse_describe_acls_request_v2_v3(b, p):
         o['operation'] = v5_0
         o['permission_type'] = v5_1
         if nt:
-            p = _tags_describe_acls_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_acls_request_v2_v3_fields, f) from None
@@ -246,8 +219,8 @@ _build_describe_acls_request_v2_v3_fields = (
     '_unknown_tags',
 )
 
-# Build DescribeAclsRequest, version 2.
-def _build_describe_acls_request_v2(o, w):
+# Build DescribeAclsRequest, versions 2-3.
+def _build_describe_acls_request_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_acls_request_v2_v3_keys.issuperset(o):
@@ -255,44 +228,6 @@ def _build_describe_acls_request_v2(o, w):
                 o,
                 _build_describe_acls_request_v2_v3_keys,
                 _build_describe_acls_request_v1_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type_filter', 0))
-        f = 1
-        v = g('resource_name_filter', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('pattern_type_filter', 3))
-        f = 3
-        v = g('principal_filter', '')
-        write_compact_nullable_string(w, v)
-        f = 4
-        v = g('host_filter', '')
-        write_compact_nullable_string(w, v)
-        f = 5
-        w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_acls_request_v2_v3_fields, f, o) from None
-
-# Build DescribeAclsRequest, version 3.
-def _build_describe_acls_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_acls_request_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_acls_request_v2_v3_keys,
-                _build_describe_acls_request_v1_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -336,8 +271,8 @@ PARSE = {
 BUILD = {
     0: _build_describe_acls_request_v0,
     1: _build_describe_acls_request_v1,
-    2: _build_describe_acls_request_v2,
-    3: _build_describe_acls_request_v3,
+    2: _build_describe_acls_request_v2_v3,
+    3: _build_describe_acls_request_v2_v3,
 }
 SCHEMA = (
     ('ResourceTypeFilter', 'int8', '0+', 'none', 'none', None, '', False, ()),

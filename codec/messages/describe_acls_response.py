@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -92,12 +89,7 @@ def _parse_describe_acls_resource_v0(b, p):
                 c['permission_type'] = k2_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_description_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_description_v0_v1, b, q, z)
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -122,14 +114,7 @@ def _parse_describe_acls_response_v0(b, p):
         v1, p = read_nullable_string(b, p)
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_acls_resource_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_acls_resource_v0)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -145,12 +130,12 @@ _build_acl_description_v0_v1_fields = (
     'principal', 'host', (('operation', 'b', 0), ('permission_type', 'b', 0)),
 )
 
-# Build AclDescription, version 0.
-def _build_acl_description_v0(o, w):
+# Build AclDescription, versions 0-1.
+def _build_acl_description_v0_v1(o, w):
     f = -1
     try:
         if not _build_acl_description_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_acl_description_v0_v1_keys, _build_acl_description_v0_v3_absent, 0)
+            check_keys(o, _build_acl_description_v0_v1_keys, _build_acl_description_v0_v3_absent)
         g = o.get
         f = 0
         v = g('principal', '')
@@ -173,7 +158,7 @@ def _build_describe_acls_resource_v0(o, w):
     try:
         if not _build_describe_acls_resource_v0_keys.issuperset(o):
             check_keys(
-                o, _build_describe_acls_resource_v0_keys, _build_describe_acls_resource_v0_absent, 0
+                o, _build_describe_acls_resource_v0_keys, _build_describe_acls_resource_v0_absent
             )
         g = o.get
         f = 0
@@ -184,13 +169,8 @@ def _build_describe_acls_resource_v0(o, w):
         f = 2
         v = g('acls', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_description_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_acl_description_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_acls_resource_v0_fields, f, o) from None
 
@@ -211,7 +191,6 @@ def _build_describe_acls_response_v0(o, w):
                 o,
                 _build_describe_acls_response_v0_v1_keys,
                 _build_describe_acls_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -222,13 +201,8 @@ def _build_describe_acls_response_v0(o, w):
         f = 2
         v = g('resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_acls_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_acls_resource_v0)
     except Exception as x:
         raise encode_failure(x, _build_describe_acls_response_v0_v1_fields, f, o) from None
 
@@ -267,12 +241,7 @@ def _parse_describe_acls_resource_v1(b, p):
                 c['permission_type'] = k2_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_description_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_description_v0_v1, b, q, z)
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -294,14 +263,7 @@ def _parse_describe_acls_response_v1(b, p):
         v1, p = read_nullable_string(b, p)
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_acls_resource_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_acls_resource_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -310,24 +272,6 @@ def _parse_describe_acls_response_v1(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_acls_response_v0_v1_fields, f) from None
-
-# Build AclDescription, version 1.
-def _build_acl_description_v1(o, w):
-    f = -1
-    try:
-        if not _build_acl_description_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_acl_description_v0_v1_keys, _build_acl_description_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        v = g('principal', '')
-        write_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_acl_description_v0_v1_fields, f, o) from None
 
 _build_describe_acls_resource_v1_keys = frozenset({
     'acls', 'pattern_type', 'resource_name', 'resource_type',
@@ -343,10 +287,7 @@ def _build_describe_acls_resource_v1(o, w):
     try:
         if not _build_describe_acls_resource_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_describe_acls_resource_v1_keys,
-                _build_describe_acls_resource_v1_v3_absent,
-                1,
+                o, _build_describe_acls_resource_v1_keys, _build_describe_acls_resource_v1_v3_absent
             )
         g = o.get
         f = 0
@@ -359,13 +300,8 @@ def _build_describe_acls_resource_v1(o, w):
         f = 3
         v = g('acls', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_description_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_acl_description_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_acls_resource_v1_fields, f, o) from None
 
@@ -378,7 +314,6 @@ def _build_describe_acls_response_v1(o, w):
                 o,
                 _build_describe_acls_response_v0_v1_keys,
                 _build_describe_acls_response_v0_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -389,36 +324,10 @@ def _build_describe_acls_response_v1(o, w):
         f = 2
         v = g('resources', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_acls_resource_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_acls_resource_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_acls_response_v0_v1_fields, f, o) from None
-
-_tags_acl_description_v2_v3_names = {}
-
-# Parse the tagged fields of AclDescription, versions 2-3.
-def _tags_acl_description_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_acl_description_v2_v3_names, t) from None
 
 _parse_acl_description_v2_v3_fields = (
     'principal', 'host', (('operation', 'b', None), ('permission_type', 'b', None)),
@@ -448,31 +357,10 @@ def _parse_acl_description_v2_v3(b, p):
         o['operation'] = v2_0
         o['permission_type'] = v2_1
         if nt:
-            p = _tags_acl_description_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_acl_description_v2_v3_fields, f) from None
-
-_tags_describe_acls_resource_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeAclsResource, versions 2-3.
-def _tags_describe_acls_resource_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_acls_resource_v2_v3_names, t) from None
 
 _parse_describe_acls_resource_v2_v3_fields = (
     (('resource_type', 'b', None),), 'resource_name', (('pattern_type', 'b', None),), 'acls',
@@ -514,17 +402,12 @@ def _parse_describe_acls_resource_v2_v3(b, p):
                 c['permission_type'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_acl_description_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acl_description_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acl_description_v2_v3, b, q, z)
             raise
         f = 4
         nt = b[p]
@@ -538,31 +421,10 @@ def _parse_describe_acls_resource_v2_v3(b, p):
         o['pattern_type'] = v2_0
         o['acls'] = v3
         if nt:
-            p = _tags_describe_acls_resource_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_acls_resource_v2_v3_fields, f) from None
-
-_tags_describe_acls_response_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeAclsResponse, versions 2-3.
-def _tags_describe_acls_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_acls_response_v2_v3_names, t) from None
 
 _parse_describe_acls_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'resources',
@@ -584,14 +446,7 @@ def _parse_describe_acls_response_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_acls_resource_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_acls_resource_v2_v3)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -604,7 +459,7 @@ def _parse_describe_acls_response_v2_v3(b, p):
         o['error_message'] = v1
         o['resources'] = v2
         if nt:
-            p = _tags_describe_acls_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_acls_response_v2_v3_fields, f) from None
@@ -616,12 +471,12 @@ _build_acl_description_v2_v3_fields = (
     'principal', 'host', (('operation', 'b', 0), ('permission_type', 'b', 0)), '_unknown_tags',
 )
 
-# Build AclDescription, version 2.
-def _build_acl_description_v2(o, w):
+# Build AclDescription, versions 2-3.
+def _build_acl_description_v2_v3(o, w):
     f = -1
     try:
         if not _build_acl_description_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_acl_description_v2_v3_keys, _build_acl_description_v0_v3_absent, 2)
+            check_keys(o, _build_acl_description_v2_v3_keys, _build_acl_description_v0_v3_absent)
         g = o.get
         f = 0
         v = g('principal', '')
@@ -649,8 +504,8 @@ _build_describe_acls_resource_v2_v3_fields = (
     '_unknown_tags',
 )
 
-# Build DescribeAclsResource, version 2.
-def _build_describe_acls_resource_v2(o, w):
+# Build DescribeAclsResource, versions 2-3.
+def _build_describe_acls_resource_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_acls_resource_v2_v3_keys.issuperset(o):
@@ -658,7 +513,6 @@ def _build_describe_acls_resource_v2(o, w):
                 o,
                 _build_describe_acls_resource_v2_v3_keys,
                 _build_describe_acls_resource_v1_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -671,13 +525,8 @@ def _build_describe_acls_resource_v2(o, w):
         f = 3
         v = g('acls', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_description_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_acl_description_v2_v3)
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -696,8 +545,8 @@ _build_describe_acls_response_v2_v3_fields = (
     '_unknown_tags',
 )
 
-# Build DescribeAclsResponse, version 2.
-def _build_describe_acls_response_v2(o, w):
+# Build DescribeAclsResponse, versions 2-3.
+def _build_describe_acls_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_acls_response_v2_v3_keys.issuperset(o):
@@ -705,7 +554,6 @@ def _build_describe_acls_response_v2(o, w):
                 o,
                 _build_describe_acls_response_v2_v3_keys,
                 _build_describe_acls_response_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -716,114 +564,8 @@ def _build_describe_acls_response_v2(o, w):
         f = 2
         v = g('resources', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_acls_resource_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_acls_response_v2_v3_fields, f, o) from None
-
-# Build AclDescription, version 3.
-def _build_acl_description_v3(o, w):
-    f = -1
-    try:
-        if not _build_acl_description_v2_v3_keys.issuperset(o):
-            check_keys(o, _build_acl_description_v2_v3_keys, _build_acl_description_v0_v3_absent, 3)
-        g = o.get
-        f = 0
-        v = g('principal', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i8x2(g('operation', 0), g('permission_type', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_acl_description_v2_v3_fields, f, o) from None
-
-# Build DescribeAclsResource, version 3.
-def _build_describe_acls_resource_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_acls_resource_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_acls_resource_v2_v3_keys,
-                _build_describe_acls_resource_v1_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i8(g('pattern_type', 3))
-        f = 3
-        v = g('acls', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acl_description_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_acls_resource_v2_v3_fields, f, o) from None
-
-# Build DescribeAclsResponse, version 3.
-def _build_describe_acls_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_acls_response_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_acls_response_v2_v3_keys,
-                _build_describe_acls_response_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('resources', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_acls_resource_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_acls_resource_v2_v3)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -850,8 +592,8 @@ PARSE = {
 BUILD = {
     0: _build_describe_acls_response_v0,
     1: _build_describe_acls_response_v1,
-    2: _build_describe_acls_response_v2,
-    3: _build_describe_acls_response_v3,
+    2: _build_describe_acls_response_v2_v3,
+    3: _build_describe_acls_response_v2_v3,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -81,12 +77,7 @@ def _parse_describe_client_quotas_request_v0(b, p):
                 c['match'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_component_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_component_data_v0, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_bool(b, p)
@@ -107,7 +98,7 @@ def _build_component_data_v0(o, w):
     f = -1
     try:
         if not _build_component_data_v0_keys.issuperset(o):
-            check_keys(o, _build_component_data_v0_keys, _build_component_data_v0_v1_absent, 0)
+            check_keys(o, _build_component_data_v0_keys, _build_component_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -133,44 +124,17 @@ def _build_describe_client_quotas_request_v0(o, w):
                 o,
                 _build_describe_client_quotas_request_v0_keys,
                 _build_describe_client_quotas_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('components', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_component_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_component_data_v0)
         f = 1
         w += _pack_bool(g('strict', False))
     except Exception as x:
         raise encode_failure(x, _build_describe_client_quotas_request_v0_fields, f, o) from None
-
-_tags_component_data_v1_names = {}
-
-# Parse the tagged fields of ComponentData, version 1.
-def _tags_component_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_component_data_v1_names, t) from None
 
 _parse_component_data_v1_fields = (
     'entity_type', (('match_type', 'b', None),), 'match', '_tagged_fields',
@@ -198,31 +162,10 @@ def _parse_component_data_v1(b, p):
         o['match_type'] = v1_0
         o['match'] = v2
         if nt:
-            p = _tags_component_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_component_data_v1_fields, f) from None
-
-_tags_describe_client_quotas_request_v1_names = {}
-
-# Parse the tagged fields of DescribeClientQuotasRequest, version 1.
-def _tags_describe_client_quotas_request_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_client_quotas_request_v1_names, t) from None
 
 _parse_describe_client_quotas_request_v1_fields = (
     'components', (('strict', '?', None),), '_tagged_fields',
@@ -254,17 +197,12 @@ def _parse_describe_client_quotas_request_v1(b, p):
                 c['match'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_component_data_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_component_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_component_data_v1, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_bool(b, p)
@@ -279,7 +217,7 @@ def _parse_describe_client_quotas_request_v1(b, p):
         o['components'] = v0
         o['strict'] = v1_0
         if nt:
-            p = _tags_describe_client_quotas_request_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_client_quotas_request_v1_fields, f) from None
@@ -294,7 +232,7 @@ def _build_component_data_v1(o, w):
     f = -1
     try:
         if not _build_component_data_v1_keys.issuperset(o):
-            check_keys(o, _build_component_data_v1_keys, _build_component_data_v0_v1_absent, 1)
+            check_keys(o, _build_component_data_v1_keys, _build_component_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -328,19 +266,13 @@ def _build_describe_client_quotas_request_v1(o, w):
                 o,
                 _build_describe_client_quotas_request_v1_keys,
                 _build_describe_client_quotas_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('components', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_component_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_component_data_v1)
         f = 1
         w += _pack_bool(g('strict', False))
         t = None

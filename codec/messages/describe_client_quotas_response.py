@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -92,12 +89,7 @@ def _parse_entry_data_v0(b, p):
                 c['entity_name'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_entity_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_entity_data_v0, b, q, z)
             raise
         f = 1
         n, p = read_array_length(b, p, False)
@@ -115,12 +107,7 @@ def _parse_entry_data_v0(b, p):
                 c['value'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_value_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_value_data_v0, b, q, z)
             raise
         o = Container()
         o['entity'] = v0
@@ -147,14 +134,7 @@ def _parse_describe_client_quotas_response_v0(b, p):
         if n < 0:
             v2 = None
         else:
-            v2 = []
-            a = v2.append
-            for i in range(n):
-                try:
-                    x, p = _parse_entry_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
-                a(x)
+            v2, p = read_structs(b, p, n, _parse_entry_data_v0)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -173,7 +153,7 @@ def _build_entity_data_v0(o, w):
     f = -1
     try:
         if not _build_entity_data_v0_keys.issuperset(o):
-            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_v1_absent, 0)
+            check_keys(o, _build_entity_data_v0_keys, _build_entity_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -193,7 +173,7 @@ def _build_value_data_v0(o, w):
     f = -1
     try:
         if not _build_value_data_v0_keys.issuperset(o):
-            check_keys(o, _build_value_data_v0_keys, _build_value_data_v0_v1_absent, 0)
+            check_keys(o, _build_value_data_v0_keys, _build_value_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -212,28 +192,18 @@ def _build_entry_data_v0(o, w):
     f = -1
     try:
         if not _build_entry_data_v0_keys.issuperset(o):
-            check_keys(o, _build_entry_data_v0_keys, _build_entry_data_v0_v1_absent, 0)
+            check_keys(o, _build_entry_data_v0_keys, _build_entry_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entity_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_entity_data_v0)
         f = 1
         v = g('values', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_value_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_value_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_entry_data_v0_fields, f, o) from None
 
@@ -254,7 +224,6 @@ def _build_describe_client_quotas_response_v0(o, w):
                 o,
                 _build_describe_client_quotas_response_v0_keys,
                 _build_describe_client_quotas_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -264,35 +233,9 @@ def _build_describe_client_quotas_response_v0(o, w):
         write_nullable_string(w, v)
         f = 2
         v = g('entries', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entry_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_entry_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_describe_client_quotas_response_v0_fields, f, o) from None
-
-_tags_entity_data_v1_names = {}
-
-# Parse the tagged fields of EntityData, version 1.
-def _tags_entity_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_entity_data_v1_names, t) from None
 
 _parse_entity_data_v1_fields = ('entity_type', 'entity_name', '_tagged_fields')
 
@@ -314,31 +257,10 @@ def _parse_entity_data_v1(b, p):
         o['entity_type'] = v0
         o['entity_name'] = v1
         if nt:
-            p = _tags_entity_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_entity_data_v1_fields, f) from None
-
-_tags_value_data_v1_names = {}
-
-# Parse the tagged fields of ValueData, version 1.
-def _tags_value_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_value_data_v1_names, t) from None
 
 _parse_value_data_v1_fields = ('key', (('value', 'd', None),), '_tagged_fields')
 
@@ -361,31 +283,10 @@ def _parse_value_data_v1(b, p):
         o['key'] = v0
         o['value'] = v1_0
         if nt:
-            p = _tags_value_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_value_data_v1_fields, f) from None
-
-_tags_entry_data_v1_names = {}
-
-# Parse the tagged fields of EntryData, version 1.
-def _tags_entry_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_entry_data_v1_names, t) from None
 
 _parse_entry_data_v1_fields = ('entity', 'values', '_tagged_fields')
 
@@ -412,17 +313,12 @@ def _parse_entry_data_v1(b, p):
                 c['entity_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_entity_data_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_entity_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_entity_data_v1, b, q, z)
             raise
         f = 1
         n = b[p] - 1
@@ -444,17 +340,12 @@ def _parse_entry_data_v1(b, p):
                 c['value'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_value_data_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_value_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_value_data_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -466,31 +357,10 @@ def _parse_entry_data_v1(b, p):
         o['entity'] = v0
         o['values'] = v1
         if nt:
-            p = _tags_entry_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_entry_data_v1_fields, f) from None
-
-_tags_describe_client_quotas_response_v1_names = {}
-
-# Parse the tagged fields of DescribeClientQuotasResponse, version 1.
-def _tags_describe_client_quotas_response_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_client_quotas_response_v1_names, t) from None
 
 _parse_describe_client_quotas_response_v1_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'entries',
@@ -515,14 +385,7 @@ def _parse_describe_client_quotas_response_v1(b, p):
         if n < 0:
             v2 = None
         else:
-            v2 = []
-            a = v2.append
-            for i in range(n):
-                try:
-                    x, p = _parse_entry_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
-                a(x)
+            v2, p = read_structs(b, p, n, _parse_entry_data_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -535,7 +398,7 @@ def _parse_describe_client_quotas_response_v1(b, p):
         o['error_message'] = v1
         o['entries'] = v2
         if nt:
-            p = _tags_describe_client_quotas_response_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_client_quotas_response_v1_fields, f) from None
@@ -548,7 +411,7 @@ def _build_entity_data_v1(o, w):
     f = -1
     try:
         if not _build_entity_data_v1_keys.issuperset(o):
-            check_keys(o, _build_entity_data_v1_keys, _build_entity_data_v0_v1_absent, 1)
+            check_keys(o, _build_entity_data_v1_keys, _build_entity_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity_type', '')
@@ -574,7 +437,7 @@ def _build_value_data_v1(o, w):
     f = -1
     try:
         if not _build_value_data_v1_keys.issuperset(o):
-            check_keys(o, _build_value_data_v1_keys, _build_value_data_v0_v1_absent, 1)
+            check_keys(o, _build_value_data_v1_keys, _build_value_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -599,28 +462,18 @@ def _build_entry_data_v1(o, w):
     f = -1
     try:
         if not _build_entry_data_v1_keys.issuperset(o):
-            check_keys(o, _build_entry_data_v1_keys, _build_entry_data_v0_v1_absent, 1)
+            check_keys(o, _build_entry_data_v1_keys, _build_entry_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('entity', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entity_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_entity_data_v1)
         f = 1
         v = g('values', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_value_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_value_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -648,7 +501,6 @@ def _build_describe_client_quotas_response_v1(o, w):
                 o,
                 _build_describe_client_quotas_response_v1_keys,
                 _build_describe_client_quotas_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -658,12 +510,7 @@ def _build_describe_client_quotas_response_v1(o, w):
         write_compact_nullable_string(w, v)
         f = 2
         v = g('entries', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_entry_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_entry_data_v1)
         t = None
         f = 3
         u = g('_unknown_tags')

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -23,27 +20,6 @@ _unpack_bool = Struct('>?').unpack_from
 _unpack_bool_i8 = Struct('>?b').unpack_from
 _unpack_bool_i8_bool = Struct('>?b?').unpack_from
 
-
-_tags_describe_cluster_request_v0_v2_names = {}
-
-# Parse the tagged fields of DescribeClusterRequest, versions 0-2.
-def _tags_describe_cluster_request_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_cluster_request_v0_v2_names, t) from None
 
 _parse_describe_cluster_request_v0_fields = (
     (('include_cluster_authorized_operations', '?', None),), '_tagged_fields',
@@ -65,7 +41,7 @@ def _parse_describe_cluster_request_v0(b, p):
         o = Container()
         o['include_cluster_authorized_operations'] = v0_0
         if nt:
-            p = _tags_describe_cluster_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_request_v0_fields, f) from None
@@ -90,7 +66,6 @@ def _build_describe_cluster_request_v0(o, w):
                 o,
                 _build_describe_cluster_request_v0_keys,
                 _build_describe_cluster_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -127,7 +102,7 @@ def _parse_describe_cluster_request_v1(b, p):
         o['include_cluster_authorized_operations'] = v0_0
         o['endpoint_type'] = v0_1
         if nt:
-            p = _tags_describe_cluster_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_request_v1_fields, f) from None
@@ -150,7 +125,6 @@ def _build_describe_cluster_request_v1(o, w):
                 o,
                 _build_describe_cluster_request_v1_keys,
                 _build_describe_cluster_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -191,7 +165,7 @@ def _parse_describe_cluster_request_v2(b, p):
         o['endpoint_type'] = v0_1
         o['include_fenced_brokers'] = v0_2
         if nt:
-            p = _tags_describe_cluster_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_request_v2_fields, f) from None
@@ -218,7 +192,6 @@ def _build_describe_cluster_request_v2(o, w):
                 o,
                 _build_describe_cluster_request_v2_keys,
                 _build_describe_cluster_request_v2_absent,
-                2,
             )
         g = o.get
         f = 0

@@ -4,24 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -34,27 +30,6 @@ _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i8 = Struct('>b').unpack_from
 
-
-_tags_describe_cluster_broker_v0_v2_names = {}
-
-# Parse the tagged fields of DescribeClusterBroker, versions 0-2.
-def _tags_describe_cluster_broker_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_cluster_broker_v0_v2_names, t) from None
 
 _parse_describe_cluster_broker_v0_v1_fields = (
     (('broker_id', 'i', None),), 'host', (('port', 'i', None),), 'rack', '_tagged_fields',
@@ -86,31 +61,10 @@ def _parse_describe_cluster_broker_v0_v1(b, p):
         o['port'] = v2_0
         o['rack'] = v3
         if nt:
-            p = _tags_describe_cluster_broker_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_broker_v0_v1_fields, f) from None
-
-_tags_describe_cluster_response_v0_v2_names = {}
-
-# Parse the tagged fields of DescribeClusterResponse, versions 0-2.
-def _tags_describe_cluster_response_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_cluster_response_v0_v2_names, t) from None
 
 _parse_describe_cluster_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'cluster_id',
@@ -157,17 +111,12 @@ def _parse_describe_cluster_response_v0(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_cluster_broker_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_cluster_broker_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_cluster_broker_v0_v1, b, q, z)
             raise
         f = 5
         v5_0, = _unpack_i32(b, p)
@@ -187,7 +136,7 @@ def _parse_describe_cluster_response_v0(b, p):
         o['brokers'] = v4
         o['cluster_authorized_operations'] = v5_0
         if nt:
-            p = _tags_describe_cluster_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_response_v0_fields, f) from None
@@ -200,8 +149,8 @@ _build_describe_cluster_broker_v0_v1_fields = (
     (('broker_id', 'i', 0),), 'host', (('port', 'i', 0),), 'rack', '_unknown_tags',
 )
 
-# Build DescribeClusterBroker, version 0.
-def _build_describe_cluster_broker_v0(o, w):
+# Build DescribeClusterBroker, versions 0-1.
+def _build_describe_cluster_broker_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_cluster_broker_v0_v1_keys.issuperset(o):
@@ -209,7 +158,6 @@ def _build_describe_cluster_broker_v0(o, w):
                 o,
                 _build_describe_cluster_broker_v0_v1_keys,
                 _build_describe_cluster_broker_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -252,7 +200,6 @@ def _build_describe_cluster_response_v0(o, w):
                 o,
                 _build_describe_cluster_response_v0_keys,
                 _build_describe_cluster_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -268,13 +215,8 @@ def _build_describe_cluster_response_v0(o, w):
         f = 4
         v = g('brokers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_cluster_broker_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_cluster_broker_v0_v1)
         f = 5
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
         t = None
@@ -335,17 +277,12 @@ def _parse_describe_cluster_response_v1(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_cluster_broker_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_cluster_broker_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_cluster_broker_v0_v1, b, q, z)
             raise
         f = 6
         v6_0, = _unpack_i32(b, p)
@@ -366,42 +303,10 @@ def _parse_describe_cluster_response_v1(b, p):
         o['brokers'] = v5
         o['cluster_authorized_operations'] = v6_0
         if nt:
-            p = _tags_describe_cluster_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_response_v1_v2_fields, f) from None
-
-# Build DescribeClusterBroker, version 1.
-def _build_describe_cluster_broker_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_cluster_broker_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_cluster_broker_v0_v1_keys,
-                _build_describe_cluster_broker_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_cluster_broker_v0_v1_fields, f, o) from None
 
 _build_describe_cluster_response_v1_v2_keys = frozenset({
     '_unknown_tags', 'brokers', 'cluster_authorized_operations', 'cluster_id', 'controller_id',
@@ -423,7 +328,6 @@ def _build_describe_cluster_response_v1(o, w):
                 o,
                 _build_describe_cluster_response_v1_v2_keys,
                 _build_describe_cluster_response_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -441,13 +345,8 @@ def _build_describe_cluster_response_v1(o, w):
         f = 5
         v = g('brokers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_cluster_broker_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_cluster_broker_v0_v1)
         f = 6
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
         t = None
@@ -495,7 +394,7 @@ def _parse_describe_cluster_broker_v2(b, p):
         o['rack'] = v3
         o['is_fenced'] = v4_0
         if nt:
-            p = _tags_describe_cluster_broker_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_broker_v2_fields, f) from None
@@ -545,17 +444,12 @@ def _parse_describe_cluster_response_v2(b, p):
                 c['is_fenced'] = k4_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_cluster_broker_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_cluster_broker_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_cluster_broker_v2, b, q, z)
             raise
         f = 6
         v6_0, = _unpack_i32(b, p)
@@ -576,7 +470,7 @@ def _parse_describe_cluster_response_v2(b, p):
         o['brokers'] = v5
         o['cluster_authorized_operations'] = v6_0
         if nt:
-            p = _tags_describe_cluster_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_cluster_response_v1_v2_fields, f) from None
@@ -596,10 +490,7 @@ def _build_describe_cluster_broker_v2(o, w):
     try:
         if not _build_describe_cluster_broker_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_describe_cluster_broker_v2_keys,
-                _build_describe_cluster_broker_v2_absent,
-                2,
+                o, _build_describe_cluster_broker_v2_keys, _build_describe_cluster_broker_v2_absent
             )
         g = o.get
         f = 0
@@ -633,7 +524,6 @@ def _build_describe_cluster_response_v2(o, w):
                 o,
                 _build_describe_cluster_response_v1_v2_keys,
                 _build_describe_cluster_response_v1_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -651,13 +541,8 @@ def _build_describe_cluster_response_v2(o, w):
         f = 5
         v = g('brokers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_cluster_broker_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_cluster_broker_v2)
         f = 6
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
         t = None

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -95,12 +92,7 @@ def _parse_describe_configs_request_v0(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_resource_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_resource_v0_v3, b, q, z)
             raise
         o = Container()
         o['resources'] = v0
@@ -116,8 +108,8 @@ _build_describe_configs_resource_v0_v3_fields = (
     (('resource_type', 'b', 0),), 'resource_name', 'configuration_keys',
 )
 
-# Build DescribeConfigsResource, version 0.
-def _build_describe_configs_resource_v0(o, w):
+# Build DescribeConfigsResource, versions 0-3.
+def _build_describe_configs_resource_v0_v3(o, w):
     f = -1
     try:
         if not _build_describe_configs_resource_v0_v3_keys.issuperset(o):
@@ -125,7 +117,6 @@ def _build_describe_configs_resource_v0(o, w):
                 o,
                 _build_describe_configs_resource_v0_v3_keys,
                 _build_describe_configs_resource_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -157,19 +148,13 @@ def _build_describe_configs_request_v0(o, w):
                 o,
                 _build_describe_configs_request_v0_keys,
                 _build_describe_configs_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_request_v0_fields, f, o) from None
 
@@ -204,12 +189,7 @@ def _parse_describe_configs_request_v1_v2(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_resource_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_resource_v0_v3, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_bool(b, p)
@@ -221,37 +201,12 @@ def _parse_describe_configs_request_v1_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_request_v1_v2_fields, f) from None
 
-# Build DescribeConfigsResource, version 1.
-def _build_describe_configs_resource_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_resource_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_resource_v0_v3_keys,
-                _build_describe_configs_resource_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('configuration_keys', ())
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_resource_v0_v3_fields, f, o) from None
-
 _build_describe_configs_request_v1_v2_keys = frozenset({'include_synonyms', 'resources'})
 _build_describe_configs_request_v1_v2_absent = {'include_documentation': (False, False)}
 _build_describe_configs_request_v1_v2_fields = ('resources', (('include_synonyms', '?', False),))
 
-# Build DescribeConfigsRequest, version 1.
-def _build_describe_configs_request_v1(o, w):
+# Build DescribeConfigsRequest, versions 1-2.
+def _build_describe_configs_request_v1_v2(o, w):
     f = -1
     try:
         if not _build_describe_configs_request_v1_v2_keys.issuperset(o):
@@ -259,71 +214,13 @@ def _build_describe_configs_request_v1(o, w):
                 o,
                 _build_describe_configs_request_v1_v2_keys,
                 _build_describe_configs_request_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_bool(g('include_synonyms', False))
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_request_v1_v2_fields, f, o) from None
-
-# Build DescribeConfigsResource, version 2.
-def _build_describe_configs_resource_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_resource_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_resource_v0_v3_keys,
-                _build_describe_configs_resource_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('configuration_keys', ())
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_resource_v0_v3_fields, f, o) from None
-
-# Build DescribeConfigsRequest, version 2.
-def _build_describe_configs_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_request_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_request_v1_v2_keys,
-                _build_describe_configs_request_v1_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('resources', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_v0_v3)
         f = 1
         w += _pack_bool(g('include_synonyms', False))
     except Exception as x:
@@ -362,12 +259,7 @@ def _parse_describe_configs_request_v3(b, p):
                 c['configuration_keys'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_resource_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_resource_v0_v3, b, q, z)
             raise
         f = 1
         v1_0, v1_1 = _unpack_boolx2(b, p)
@@ -379,31 +271,6 @@ def _parse_describe_configs_request_v3(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_request_v3_fields, f) from None
-
-# Build DescribeConfigsResource, version 3.
-def _build_describe_configs_resource_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_resource_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_resource_v0_v3_keys,
-                _build_describe_configs_resource_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('resource_type', 0))
-        f = 1
-        v = g('resource_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('configuration_keys', ())
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_resource_v0_v3_fields, f, o) from None
 
 _build_describe_configs_request_v3_keys = frozenset({
     'include_documentation', 'include_synonyms', 'resources',
@@ -422,44 +289,17 @@ def _build_describe_configs_request_v3(o, w):
                 o,
                 _build_describe_configs_request_v3_keys,
                 _build_describe_configs_request_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_v0_v3)
         f = 1
         w += _pack_boolx2(g('include_synonyms', False), g('include_documentation', False))
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_request_v3_fields, f, o) from None
-
-_tags_describe_configs_resource_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsResource, version 4.
-def _tags_describe_configs_resource_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_resource_v4_names, t) from None
 
 _parse_describe_configs_resource_v4_fields = (
     (('resource_type', 'b', None),), 'resource_name', 'configuration_keys', '_tagged_fields',
@@ -498,31 +338,10 @@ def _parse_describe_configs_resource_v4(b, p):
         o['resource_name'] = v1
         o['configuration_keys'] = v2
         if nt:
-            p = _tags_describe_configs_resource_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_resource_v4_fields, f) from None
-
-_tags_describe_configs_request_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsRequest, version 4.
-def _tags_describe_configs_request_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_request_v4_names, t) from None
 
 _parse_describe_configs_request_v4_fields = (
     'resources', (('include_synonyms', '?', None), ('include_documentation', '?', None)),
@@ -566,17 +385,12 @@ def _parse_describe_configs_request_v4(b, p):
                 c['configuration_keys'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_configs_resource_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_resource_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_resource_v4, b, q, z)
             raise
         f = 1
         v1_0, v1_1 = _unpack_boolx2(b, p)
@@ -592,7 +406,7 @@ def _parse_describe_configs_request_v4(b, p):
         o['include_synonyms'] = v1_0
         o['include_documentation'] = v1_1
         if nt:
-            p = _tags_describe_configs_request_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_request_v4_fields, f) from None
@@ -613,7 +427,6 @@ def _build_describe_configs_resource_v4(o, w):
                 o,
                 _build_describe_configs_resource_v4_keys,
                 _build_describe_configs_resource_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -653,19 +466,13 @@ def _build_describe_configs_request_v4(o, w):
                 o,
                 _build_describe_configs_request_v4_keys,
                 _build_describe_configs_request_v3_v4_absent,
-                4,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_configs_resource_v4)
         f = 1
         w += _pack_boolx2(g('include_synonyms', False), g('include_documentation', False))
         t = None
@@ -694,8 +501,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_describe_configs_request_v0,
-    1: _build_describe_configs_request_v1,
-    2: _build_describe_configs_request_v2,
+    1: _build_describe_configs_request_v1_v2,
+    2: _build_describe_configs_request_v1_v2,
     3: _build_describe_configs_request_v3,
     4: _build_describe_configs_request_v4,
 }

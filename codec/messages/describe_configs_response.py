@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -107,12 +104,7 @@ def _parse_describe_configs_result_v0(b, p):
                 c['is_sensitive'] = k2_2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_resource_result_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_resource_result_v0, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -135,14 +127,7 @@ def _parse_describe_configs_response_v0(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_configs_result_v0)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
@@ -173,7 +158,6 @@ def _build_describe_configs_resource_result_v0(o, w):
                 o,
                 _build_describe_configs_resource_result_v0_keys,
                 _build_describe_configs_resource_result_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -205,7 +189,6 @@ def _build_describe_configs_result_v0(o, w):
                 o,
                 _build_describe_configs_result_v0_v3_keys,
                 _build_describe_configs_result_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -221,13 +204,8 @@ def _build_describe_configs_result_v0(o, w):
         f = 4
         v = g('configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_result_v0_v3_fields, f, o) from None
 
@@ -244,7 +222,6 @@ def _build_describe_configs_response_v0(o, w):
                 o,
                 _build_describe_configs_response_v0_v3_keys,
                 _build_describe_configs_response_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -252,13 +229,8 @@ def _build_describe_configs_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_response_v0_v3_fields, f, o) from None
 
@@ -318,12 +290,7 @@ def _parse_describe_configs_resource_result_v1_v2(b, p):
                 c['source'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_synonym_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_synonym_v1_v3, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -354,14 +321,7 @@ def _parse_describe_configs_result_v1_v2(b, p):
         v3, p = read_string(b, p)
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_resource_result_v1_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_describe_configs_resource_result_v1_v2)
         o = Container()
         o['error_code'] = v0_0
         o['error_message'] = v1
@@ -381,14 +341,7 @@ def _parse_describe_configs_response_v1_v2(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_result_v1_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_configs_result_v1_v2)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
@@ -400,8 +353,8 @@ _build_describe_configs_synonym_v1_v3_keys = frozenset({'name', 'source', 'value
 _build_describe_configs_synonym_v1_v4_absent = {}
 _build_describe_configs_synonym_v1_v3_fields = ('name', 'value', (('source', 'b', 0),))
 
-# Build DescribeConfigsSynonym, version 1.
-def _build_describe_configs_synonym_v1(o, w):
+# Build DescribeConfigsSynonym, versions 1-3.
+def _build_describe_configs_synonym_v1_v3(o, w):
     f = -1
     try:
         if not _build_describe_configs_synonym_v1_v3_keys.issuperset(o):
@@ -409,7 +362,6 @@ def _build_describe_configs_synonym_v1(o, w):
                 o,
                 _build_describe_configs_synonym_v1_v3_keys,
                 _build_describe_configs_synonym_v1_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -437,8 +389,8 @@ _build_describe_configs_resource_result_v1_v2_fields = (
     'synonyms',
 )
 
-# Build DescribeConfigsResourceResult, version 1.
-def _build_describe_configs_resource_result_v1(o, w):
+# Build DescribeConfigsResourceResult, versions 1-2.
+def _build_describe_configs_resource_result_v1_v2(o, w):
     f = -1
     try:
         if not _build_describe_configs_resource_result_v1_v2_keys.issuperset(o):
@@ -446,7 +398,6 @@ def _build_describe_configs_resource_result_v1(o, w):
                 o,
                 _build_describe_configs_resource_result_v1_v2_keys,
                 _build_describe_configs_resource_result_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -462,20 +413,15 @@ def _build_describe_configs_resource_result_v1(o, w):
         f = 3
         v = g('synonyms', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_synonym_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_synonym_v1_v3)
     except Exception as x:
         raise encode_failure(
             x, _build_describe_configs_resource_result_v1_v2_fields, f, o
         ) from None
 
-# Build DescribeConfigsResult, version 1.
-def _build_describe_configs_result_v1(o, w):
+# Build DescribeConfigsResult, versions 1-2.
+def _build_describe_configs_result_v1_v2(o, w):
     f = -1
     try:
         if not _build_describe_configs_result_v0_v3_keys.issuperset(o):
@@ -483,7 +429,6 @@ def _build_describe_configs_result_v1(o, w):
                 o,
                 _build_describe_configs_result_v0_v3_keys,
                 _build_describe_configs_result_v0_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -499,18 +444,13 @@ def _build_describe_configs_result_v1(o, w):
         f = 4
         v = g('configs', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_result_v1_v2)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_result_v0_v3_fields, f, o) from None
 
-# Build DescribeConfigsResponse, version 1.
-def _build_describe_configs_response_v1(o, w):
+# Build DescribeConfigsResponse, versions 1-2.
+def _build_describe_configs_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_describe_configs_response_v0_v3_keys.issuperset(o):
@@ -518,7 +458,6 @@ def _build_describe_configs_response_v1(o, w):
                 o,
                 _build_describe_configs_response_v0_v3_keys,
                 _build_describe_configs_response_v0_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -526,135 +465,8 @@ def _build_describe_configs_response_v1(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_response_v0_v3_fields, f, o) from None
-
-# Build DescribeConfigsSynonym, version 2.
-def _build_describe_configs_synonym_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_synonym_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_synonym_v1_v3_keys,
-                _build_describe_configs_synonym_v1_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('source', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_synonym_v1_v3_fields, f, o) from None
-
-# Build DescribeConfigsResourceResult, version 2.
-def _build_describe_configs_resource_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_resource_result_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_resource_result_v1_v2_keys,
-                _build_describe_configs_resource_result_v1_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_bool_i8_bool(
-            g('read_only', False), g('config_source', -1), g('is_sensitive', False)
-        )
-        f = 3
-        v = g('synonyms', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_synonym_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_describe_configs_resource_result_v1_v2_fields, f, o
-        ) from None
-
-# Build DescribeConfigsResult, version 2.
-def _build_describe_configs_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_result_v0_v3_keys,
-                _build_describe_configs_result_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('resource_type', 0))
-        f = 3
-        v = g('resource_name', '')
-        write_string(w, v)
-        f = 4
-        v = g('configs', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_result_v0_v3_fields, f, o) from None
-
-# Build DescribeConfigsResponse, version 2.
-def _build_describe_configs_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_response_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_response_v0_v3_keys,
-                _build_describe_configs_response_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_result_v1_v2)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_response_v0_v3_fields, f, o) from None
 
@@ -693,12 +505,7 @@ def _parse_describe_configs_resource_result_v3(b, p):
                 c['source'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_synonym_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_synonym_v1_v3, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i8(b, p)
@@ -734,14 +541,7 @@ def _parse_describe_configs_result_v3(b, p):
         v3, p = read_string(b, p)
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_resource_result_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_describe_configs_resource_result_v3)
         o = Container()
         o['error_code'] = v0_0
         o['error_message'] = v1
@@ -761,43 +561,13 @@ def _parse_describe_configs_response_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_result_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_configs_result_v3)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_response_v0_v3_fields, f) from None
-
-# Build DescribeConfigsSynonym, version 3.
-def _build_describe_configs_synonym_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_configs_synonym_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_configs_synonym_v1_v3_keys,
-                _build_describe_configs_synonym_v1_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('value', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i8(g('source', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_describe_configs_synonym_v1_v3_fields, f, o) from None
 
 _build_describe_configs_resource_result_v3_keys = frozenset({
     'config_source', 'config_type', 'documentation', 'is_sensitive', 'name', 'read_only',
@@ -819,7 +589,6 @@ def _build_describe_configs_resource_result_v3(o, w):
                 o,
                 _build_describe_configs_resource_result_v3_keys,
                 _build_describe_configs_resource_result_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -835,13 +604,8 @@ def _build_describe_configs_resource_result_v3(o, w):
         f = 3
         v = g('synonyms', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_synonym_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_synonym_v1_v3)
         f = 4
         w += _pack_i8(g('config_type', 0))
         f = 5
@@ -859,7 +623,6 @@ def _build_describe_configs_result_v3(o, w):
                 o,
                 _build_describe_configs_result_v0_v3_keys,
                 _build_describe_configs_result_v0_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -875,13 +638,8 @@ def _build_describe_configs_result_v3(o, w):
         f = 4
         v = g('configs', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_resource_result_v3)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_result_v0_v3_fields, f, o) from None
 
@@ -894,7 +652,6 @@ def _build_describe_configs_response_v3(o, w):
                 o,
                 _build_describe_configs_response_v0_v3_keys,
                 _build_describe_configs_response_v0_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -902,36 +659,10 @@ def _build_describe_configs_response_v3(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_configs_result_v3)
     except Exception as x:
         raise encode_failure(x, _build_describe_configs_response_v0_v3_fields, f, o) from None
-
-_tags_describe_configs_synonym_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsSynonym, version 4.
-def _tags_describe_configs_synonym_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_synonym_v4_names, t) from None
 
 _parse_describe_configs_synonym_v4_fields = (
     'name', 'value', (('source', 'b', None),), '_tagged_fields',
@@ -959,31 +690,10 @@ def _parse_describe_configs_synonym_v4(b, p):
         o['value'] = v1
         o['source'] = v2_0
         if nt:
-            p = _tags_describe_configs_synonym_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_synonym_v4_fields, f) from None
-
-_tags_describe_configs_resource_result_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsResourceResult, version 4.
-def _tags_describe_configs_resource_result_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_resource_result_v4_names, t) from None
 
 _parse_describe_configs_resource_result_v4_fields = (
     'name', 'value',
@@ -1024,17 +734,12 @@ def _parse_describe_configs_resource_result_v4(b, p):
                 c['source'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_configs_synonym_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_configs_synonym_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_configs_synonym_v4, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i8(b, p)
@@ -1057,31 +762,10 @@ def _parse_describe_configs_resource_result_v4(b, p):
         o['config_type'] = v4_0
         o['documentation'] = v5
         if nt:
-            p = _tags_describe_configs_resource_result_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_resource_result_v4_fields, f) from None
-
-_tags_describe_configs_result_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsResult, version 4.
-def _tags_describe_configs_result_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_result_v4_names, t) from None
 
 _parse_describe_configs_result_v4_fields = (
     (('error_code', 'h', None),), 'error_message', (('resource_type', 'b', None),), 'resource_name',
@@ -1108,14 +792,7 @@ def _parse_describe_configs_result_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_resource_result_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_describe_configs_resource_result_v4)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -1129,31 +806,10 @@ def _parse_describe_configs_result_v4(b, p):
         o['resource_name'] = v3
         o['configs'] = v4
         if nt:
-            p = _tags_describe_configs_result_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_result_v4_fields, f) from None
-
-_tags_describe_configs_response_v4_names = {}
-
-# Parse the tagged fields of DescribeConfigsResponse, version 4.
-def _tags_describe_configs_response_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_configs_response_v4_names, t) from None
 
 _parse_describe_configs_response_v4_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -1172,14 +828,7 @@ def _parse_describe_configs_response_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_configs_result_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_configs_result_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1190,7 +839,7 @@ def _parse_describe_configs_response_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_describe_configs_response_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_configs_response_v4_fields, f) from None
@@ -1209,7 +858,6 @@ def _build_describe_configs_synonym_v4(o, w):
                 o,
                 _build_describe_configs_synonym_v4_keys,
                 _build_describe_configs_synonym_v1_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1249,7 +897,6 @@ def _build_describe_configs_resource_result_v4(o, w):
                 o,
                 _build_describe_configs_resource_result_v4_keys,
                 _build_describe_configs_resource_result_v3_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1265,13 +912,8 @@ def _build_describe_configs_resource_result_v4(o, w):
         f = 3
         v = g('synonyms', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_synonym_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_configs_synonym_v4)
         f = 4
         w += _pack_i8(g('config_type', 0))
         f = 5
@@ -1304,7 +946,6 @@ def _build_describe_configs_result_v4(o, w):
                 o,
                 _build_describe_configs_result_v4_keys,
                 _build_describe_configs_result_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1320,13 +961,8 @@ def _build_describe_configs_result_v4(o, w):
         f = 4
         v = g('configs', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_resource_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_configs_resource_result_v4)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -1353,7 +989,6 @@ def _build_describe_configs_response_v4(o, w):
                 o,
                 _build_describe_configs_response_v4_keys,
                 _build_describe_configs_response_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1361,13 +996,8 @@ def _build_describe_configs_response_v4(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_configs_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_configs_result_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1394,8 +1024,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_describe_configs_response_v0,
-    1: _build_describe_configs_response_v1,
-    2: _build_describe_configs_response_v2,
+    1: _build_describe_configs_response_v1_v2,
+    2: _build_describe_configs_response_v1_v2,
     3: _build_describe_configs_response_v3,
     4: _build_describe_configs_response_v4,
 }

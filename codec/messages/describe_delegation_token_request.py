@@ -4,23 +4,19 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -67,12 +63,7 @@ def _parse_describe_delegation_token_request_v0_v1(b, p):
                     c['principal_name'] = k1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_describe_delegation_token_owner_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_describe_delegation_token_owner_v0_v1, b, q, z)
                 raise
         o = Container()
         o['owners'] = v0
@@ -86,8 +77,8 @@ _build_describe_delegation_token_owner_v0_v1_keys = frozenset({'principal_name',
 _build_describe_delegation_token_owner_v0_v3_absent = {}
 _build_describe_delegation_token_owner_v0_v1_fields = ('principal_type', 'principal_name')
 
-# Build DescribeDelegationTokenOwner, version 0.
-def _build_describe_delegation_token_owner_v0(o, w):
+# Build DescribeDelegationTokenOwner, versions 0-1.
+def _build_describe_delegation_token_owner_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_delegation_token_owner_v0_v1_keys.issuperset(o):
@@ -95,7 +86,6 @@ def _build_describe_delegation_token_owner_v0(o, w):
                 o,
                 _build_describe_delegation_token_owner_v0_v1_keys,
                 _build_describe_delegation_token_owner_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -111,8 +101,8 @@ _build_describe_delegation_token_request_v0_v1_keys = frozenset({'owners'})
 _build_describe_delegation_token_request_v0_v3_absent = {}
 _build_describe_delegation_token_request_v0_v1_fields = ('owners',)
 
-# Build DescribeDelegationTokenRequest, version 0.
-def _build_describe_delegation_token_request_v0(o, w):
+# Build DescribeDelegationTokenRequest, versions 0-1.
+def _build_describe_delegation_token_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_delegation_token_request_v0_v1_keys.issuperset(o):
@@ -120,88 +110,15 @@ def _build_describe_delegation_token_request_v0(o, w):
                 o,
                 _build_describe_delegation_token_request_v0_v1_keys,
                 _build_describe_delegation_token_request_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('owners', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_delegation_token_owner_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_describe_delegation_token_owner_v0_v1)
     except Exception as x:
         raise encode_failure(
             x, _build_describe_delegation_token_request_v0_v1_fields, f, o
         ) from None
-
-# Build DescribeDelegationTokenOwner, version 1.
-def _build_describe_delegation_token_owner_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_delegation_token_owner_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_delegation_token_owner_v0_v1_keys,
-                _build_describe_delegation_token_owner_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_delegation_token_owner_v0_v1_fields, f, o) from None
-
-# Build DescribeDelegationTokenRequest, version 1.
-def _build_describe_delegation_token_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_delegation_token_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_delegation_token_request_v0_v1_keys,
-                _build_describe_delegation_token_request_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('owners', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_delegation_token_owner_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_describe_delegation_token_request_v0_v1_fields, f, o
-        ) from None
-
-_tags_describe_delegation_token_owner_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeDelegationTokenOwner, versions 2-3.
-def _tags_describe_delegation_token_owner_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_delegation_token_owner_v2_v3_names, t) from None
 
 _parse_describe_delegation_token_owner_v2_v3_fields = (
     'principal_type', 'principal_name', '_tagged_fields',
@@ -225,31 +142,10 @@ def _parse_describe_delegation_token_owner_v2_v3(b, p):
         o['principal_type'] = v0
         o['principal_name'] = v1
         if nt:
-            p = _tags_describe_delegation_token_owner_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_delegation_token_owner_v2_v3_fields, f) from None
-
-_tags_describe_delegation_token_request_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeDelegationTokenRequest, versions 2-3.
-def _tags_describe_delegation_token_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_delegation_token_request_v2_v3_names, t) from None
 
 _parse_describe_delegation_token_request_v2_v3_fields = ('owners', '_tagged_fields')
 
@@ -279,17 +175,12 @@ def _parse_describe_delegation_token_request_v2_v3(b, p):
                     c['principal_name'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_describe_delegation_token_owner_v2_v3(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_describe_delegation_token_owner_v2_v3(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_describe_delegation_token_owner_v2_v3, b, q, z)
                 raise
         f = 1
         nt = b[p]
@@ -300,7 +191,7 @@ def _parse_describe_delegation_token_request_v2_v3(b, p):
         o = Container()
         o['owners'] = v0
         if nt:
-            p = _tags_describe_delegation_token_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -314,8 +205,8 @@ _build_describe_delegation_token_owner_v2_v3_fields = (
     'principal_type', 'principal_name', '_unknown_tags',
 )
 
-# Build DescribeDelegationTokenOwner, version 2.
-def _build_describe_delegation_token_owner_v2(o, w):
+# Build DescribeDelegationTokenOwner, versions 2-3.
+def _build_describe_delegation_token_owner_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_delegation_token_owner_v2_v3_keys.issuperset(o):
@@ -323,7 +214,6 @@ def _build_describe_delegation_token_owner_v2(o, w):
                 o,
                 _build_describe_delegation_token_owner_v2_v3_keys,
                 _build_describe_delegation_token_owner_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -345,8 +235,8 @@ def _build_describe_delegation_token_owner_v2(o, w):
 _build_describe_delegation_token_request_v2_v3_keys = frozenset({'_unknown_tags', 'owners'})
 _build_describe_delegation_token_request_v2_v3_fields = ('owners', '_unknown_tags')
 
-# Build DescribeDelegationTokenRequest, version 2.
-def _build_describe_delegation_token_request_v2(o, w):
+# Build DescribeDelegationTokenRequest, versions 2-3.
+def _build_describe_delegation_token_request_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_delegation_token_request_v2_v3_keys.issuperset(o):
@@ -354,77 +244,11 @@ def _build_describe_delegation_token_request_v2(o, w):
                 o,
                 _build_describe_delegation_token_request_v2_v3_keys,
                 _build_describe_delegation_token_request_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('owners', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_delegation_token_owner_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_describe_delegation_token_request_v2_v3_fields, f, o
-        ) from None
-
-# Build DescribeDelegationTokenOwner, version 3.
-def _build_describe_delegation_token_owner_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_delegation_token_owner_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_delegation_token_owner_v2_v3_keys,
-                _build_describe_delegation_token_owner_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_compact_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_delegation_token_owner_v2_v3_fields, f, o) from None
-
-# Build DescribeDelegationTokenRequest, version 3.
-def _build_describe_delegation_token_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_delegation_token_request_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_delegation_token_request_v2_v3_keys,
-                _build_describe_delegation_token_request_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('owners', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_delegation_token_owner_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_describe_delegation_token_owner_v2_v3)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -451,10 +275,10 @@ PARSE = {
     3: _parse_describe_delegation_token_request_v2_v3,
 }
 BUILD = {
-    0: _build_describe_delegation_token_request_v0,
-    1: _build_describe_delegation_token_request_v1,
-    2: _build_describe_delegation_token_request_v2,
-    3: _build_describe_delegation_token_request_v3,
+    0: _build_describe_delegation_token_request_v0_v1,
+    1: _build_describe_delegation_token_request_v0_v1,
+    2: _build_describe_delegation_token_request_v2_v3,
+    3: _build_describe_delegation_token_request_v2_v3,
 }
 SCHEMA = (
     (

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_bytes,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -93,12 +90,7 @@ def _parse_described_delegation_token_v0_v1(b, p):
                 c['principal_name'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_delegation_token_renewer_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_delegation_token_renewer_v0_v1, b, q, z)
             raise
         o = Container()
         o['principal_type'] = v0
@@ -126,14 +118,7 @@ def _parse_describe_delegation_token_response_v0_v1(b, p):
         p += 2
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_delegation_token_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_delegation_token_v0_v1)
         f = 2
         v2_0, = _unpack_i32(b, p)
         p += 4
@@ -153,8 +138,8 @@ _build_described_delegation_token_renewer_v0_v1_keys = frozenset({
 _build_described_delegation_token_renewer_v0_v3_absent = {}
 _build_described_delegation_token_renewer_v0_v1_fields = ('principal_type', 'principal_name')
 
-# Build DescribedDelegationTokenRenewer, version 0.
-def _build_described_delegation_token_renewer_v0(o, w):
+# Build DescribedDelegationTokenRenewer, versions 0-1.
+def _build_described_delegation_token_renewer_v0_v1(o, w):
     f = -1
     try:
         if not _build_described_delegation_token_renewer_v0_v1_keys.issuperset(o):
@@ -162,7 +147,6 @@ def _build_described_delegation_token_renewer_v0(o, w):
                 o,
                 _build_described_delegation_token_renewer_v0_v1_keys,
                 _build_described_delegation_token_renewer_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -190,8 +174,8 @@ _build_described_delegation_token_v0_v1_fields = (
     'token_id', 'hmac', 'renewers',
 )
 
-# Build DescribedDelegationToken, version 0.
-def _build_described_delegation_token_v0(o, w):
+# Build DescribedDelegationToken, versions 0-1.
+def _build_described_delegation_token_v0_v1(o, w):
     f = -1
     try:
         if not _build_described_delegation_token_v0_v1_keys.issuperset(o):
@@ -199,7 +183,6 @@ def _build_described_delegation_token_v0(o, w):
                 o,
                 _build_described_delegation_token_v0_v1_keys,
                 _build_described_delegation_token_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -219,13 +202,8 @@ def _build_described_delegation_token_v0(o, w):
         f = 5
         v = g('renewers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_renewer_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_delegation_token_renewer_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_described_delegation_token_v0_v1_fields, f, o) from None
 
@@ -237,8 +215,8 @@ _build_describe_delegation_token_response_v0_v1_fields = (
     (('error_code', 'h', 0),), 'tokens', (('throttle_time_ms', 'i', 0),),
 )
 
-# Build DescribeDelegationTokenResponse, version 0.
-def _build_describe_delegation_token_response_v0(o, w):
+# Build DescribeDelegationTokenResponse, versions 0-1.
+def _build_describe_delegation_token_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_delegation_token_response_v0_v1_keys.issuperset(o):
@@ -246,7 +224,6 @@ def _build_describe_delegation_token_response_v0(o, w):
                 o,
                 _build_describe_delegation_token_response_v0_v1_keys,
                 _build_describe_delegation_token_response_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -254,133 +231,14 @@ def _build_describe_delegation_token_response_v0(o, w):
         f = 1
         v = g('tokens', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_delegation_token_v0_v1)
         f = 2
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(
             x, _build_describe_delegation_token_response_v0_v1_fields, f, o
         ) from None
-
-# Build DescribedDelegationTokenRenewer, version 1.
-def _build_described_delegation_token_renewer_v1(o, w):
-    f = -1
-    try:
-        if not _build_described_delegation_token_renewer_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_delegation_token_renewer_v0_v1_keys,
-                _build_described_delegation_token_renewer_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_described_delegation_token_renewer_v0_v1_fields, f, o
-        ) from None
-
-# Build DescribedDelegationToken, version 1.
-def _build_described_delegation_token_v1(o, w):
-    f = -1
-    try:
-        if not _build_described_delegation_token_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_delegation_token_v0_v1_keys,
-                _build_described_delegation_token_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i64x3(g('issue_timestamp', 0), g('expiry_timestamp', 0), g('max_timestamp', 0))
-        f = 3
-        v = g('token_id', '')
-        write_string(w, v)
-        f = 4
-        v = g('hmac', b'')
-        write_bytes(w, v)
-        f = 5
-        v = g('renewers', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_renewer_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_described_delegation_token_v0_v1_fields, f, o) from None
-
-# Build DescribeDelegationTokenResponse, version 1.
-def _build_describe_delegation_token_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_delegation_token_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_delegation_token_response_v0_v1_keys,
-                _build_describe_delegation_token_response_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('tokens', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_describe_delegation_token_response_v0_v1_fields, f, o
-        ) from None
-
-_tags_described_delegation_token_renewer_v2_v3_names = {}
-
-# Parse the tagged fields of DescribedDelegationTokenRenewer, versions 2-3.
-def _tags_described_delegation_token_renewer_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_delegation_token_renewer_v2_v3_names, t) from None
 
 _parse_described_delegation_token_renewer_v2_v3_fields = (
     'principal_type', 'principal_name', '_tagged_fields',
@@ -404,33 +262,12 @@ def _parse_described_delegation_token_renewer_v2_v3(b, p):
         o['principal_type'] = v0
         o['principal_name'] = v1
         if nt:
-            p = _tags_described_delegation_token_renewer_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_described_delegation_token_renewer_v2_v3_fields, f
         ) from None
-
-_tags_described_delegation_token_v2_v3_names = {}
-
-# Parse the tagged fields of DescribedDelegationToken, versions 2-3.
-def _tags_described_delegation_token_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_delegation_token_v2_v3_names, t) from None
 
 _parse_described_delegation_token_v2_fields = (
     'principal_type', 'principal_name',
@@ -472,17 +309,12 @@ def _parse_described_delegation_token_v2(b, p):
                 c['principal_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_described_delegation_token_renewer_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_delegation_token_renewer_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_delegation_token_renewer_v2_v3, b, q, z)
             raise
         f = 6
         nt = b[p]
@@ -500,31 +332,10 @@ def _parse_described_delegation_token_v2(b, p):
         o['hmac'] = v4
         o['renewers'] = v5
         if nt:
-            p = _tags_described_delegation_token_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_delegation_token_v2_fields, f) from None
-
-_tags_describe_delegation_token_response_v2_v3_names = {}
-
-# Parse the tagged fields of DescribeDelegationTokenResponse, versions 2-3.
-def _tags_describe_delegation_token_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_delegation_token_response_v2_v3_names, t) from None
 
 _parse_describe_delegation_token_response_v2_v3_fields = (
     (('error_code', 'h', None),), 'tokens', (('throttle_time_ms', 'i', None),), '_tagged_fields',
@@ -543,14 +354,7 @@ def _parse_describe_delegation_token_response_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_delegation_token_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_delegation_token_v2)
         f = 2
         v2_0, = _unpack_i32(b, p)
         p += 4
@@ -565,7 +369,7 @@ def _parse_describe_delegation_token_response_v2(b, p):
         o['tokens'] = v1
         o['throttle_time_ms'] = v2_0
         if nt:
-            p = _tags_describe_delegation_token_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -579,8 +383,8 @@ _build_described_delegation_token_renewer_v2_v3_fields = (
     'principal_type', 'principal_name', '_unknown_tags',
 )
 
-# Build DescribedDelegationTokenRenewer, version 2.
-def _build_described_delegation_token_renewer_v2(o, w):
+# Build DescribedDelegationTokenRenewer, versions 2-3.
+def _build_described_delegation_token_renewer_v2_v3(o, w):
     f = -1
     try:
         if not _build_described_delegation_token_renewer_v2_v3_keys.issuperset(o):
@@ -588,7 +392,6 @@ def _build_described_delegation_token_renewer_v2(o, w):
                 o,
                 _build_described_delegation_token_renewer_v2_v3_keys,
                 _build_described_delegation_token_renewer_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -628,7 +431,6 @@ def _build_described_delegation_token_v2(o, w):
                 o,
                 _build_described_delegation_token_v2_keys,
                 _build_described_delegation_token_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -648,13 +450,8 @@ def _build_described_delegation_token_v2(o, w):
         f = 5
         v = g('renewers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_renewer_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_delegation_token_renewer_v2_v3)
         t = None
         f = 6
         u = g('_unknown_tags')
@@ -681,7 +478,6 @@ def _build_describe_delegation_token_response_v2(o, w):
                 o,
                 _build_describe_delegation_token_response_v2_v3_keys,
                 _build_describe_delegation_token_response_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -689,13 +485,8 @@ def _build_describe_delegation_token_response_v2(o, w):
         f = 1
         v = g('tokens', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_delegation_token_v2)
         f = 2
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -755,17 +546,12 @@ def _parse_described_delegation_token_v3(b, p):
                 c['principal_name'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_described_delegation_token_renewer_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_delegation_token_renewer_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_delegation_token_renewer_v2_v3, b, q, z)
             raise
         f = 8
         nt = b[p]
@@ -785,7 +571,7 @@ def _parse_described_delegation_token_v3(b, p):
         o['hmac'] = v6
         o['renewers'] = v7
         if nt:
-            p = _tags_described_delegation_token_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_delegation_token_v3_fields, f) from None
@@ -803,14 +589,7 @@ def _parse_describe_delegation_token_response_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_delegation_token_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_delegation_token_v3)
         f = 2
         v2_0, = _unpack_i32(b, p)
         p += 4
@@ -825,41 +604,11 @@ def _parse_describe_delegation_token_response_v3(b, p):
         o['tokens'] = v1
         o['throttle_time_ms'] = v2_0
         if nt:
-            p = _tags_describe_delegation_token_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_delegation_token_response_v2_v3_fields, f
-        ) from None
-
-# Build DescribedDelegationTokenRenewer, version 3.
-def _build_described_delegation_token_renewer_v3(o, w):
-    f = -1
-    try:
-        if not _build_described_delegation_token_renewer_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_delegation_token_renewer_v2_v3_keys,
-                _build_described_delegation_token_renewer_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('principal_type', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('principal_name', '')
-        write_compact_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_described_delegation_token_renewer_v2_v3_fields, f, o
         ) from None
 
 _build_described_delegation_token_v3_keys = frozenset({
@@ -884,7 +633,6 @@ def _build_described_delegation_token_v3(o, w):
                 o,
                 _build_described_delegation_token_v3_keys,
                 _build_described_delegation_token_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -910,13 +658,8 @@ def _build_described_delegation_token_v3(o, w):
         f = 7
         v = g('renewers', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_renewer_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_delegation_token_renewer_v2_v3)
         t = None
         f = 8
         u = g('_unknown_tags')
@@ -936,7 +679,6 @@ def _build_describe_delegation_token_response_v3(o, w):
                 o,
                 _build_describe_delegation_token_response_v2_v3_keys,
                 _build_describe_delegation_token_response_v0_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -944,13 +686,8 @@ def _build_describe_delegation_token_response_v3(o, w):
         f = 1
         v = g('tokens', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_delegation_token_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_delegation_token_v3)
         f = 2
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -979,8 +716,8 @@ PARSE = {
     3: _parse_describe_delegation_token_response_v3,
 }
 BUILD = {
-    0: _build_describe_delegation_token_response_v0,
-    1: _build_describe_delegation_token_response_v1,
+    0: _build_describe_delegation_token_response_v0_v1,
+    1: _build_describe_delegation_token_response_v0_v1,
     2: _build_describe_delegation_token_response_v2,
     3: _build_describe_delegation_token_response_v3,
 }

@@ -4,10 +4,8 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
@@ -15,9 +13,8 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
@@ -50,8 +47,8 @@ _build_describe_groups_request_v0_v2_keys = frozenset({'groups'})
 _build_describe_groups_request_v0_v2_absent = {'include_authorized_operations': (False, False)}
 _build_describe_groups_request_v0_v2_fields = ('groups',)
 
-# Build DescribeGroupsRequest, version 0.
-def _build_describe_groups_request_v0(o, w):
+# Build DescribeGroupsRequest, versions 0-2.
+def _build_describe_groups_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_describe_groups_request_v0_v2_keys.issuperset(o):
@@ -59,57 +56,12 @@ def _build_describe_groups_request_v0(o, w):
                 o,
                 _build_describe_groups_request_v0_v2_keys,
                 _build_describe_groups_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_groups_request_v0_v2_fields, f, o) from None
-
-# Build DescribeGroupsRequest, version 1.
-def _build_describe_groups_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_groups_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_groups_request_v0_v2_keys,
-                _build_describe_groups_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('groups', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_groups_request_v0_v2_fields, f, o) from None
-
-# Build DescribeGroupsRequest, version 2.
-def _build_describe_groups_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_groups_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_groups_request_v0_v2_keys,
-                _build_describe_groups_request_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('groups', ())
-        if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -146,8 +98,8 @@ _build_describe_groups_request_v3_v4_fields = (
     'groups', (('include_authorized_operations', '?', False),),
 )
 
-# Build DescribeGroupsRequest, version 3.
-def _build_describe_groups_request_v3(o, w):
+# Build DescribeGroupsRequest, versions 3-4.
+def _build_describe_groups_request_v3_v4(o, w):
     f = -1
     try:
         if not _build_describe_groups_request_v3_v4_keys.issuperset(o):
@@ -155,13 +107,12 @@ def _build_describe_groups_request_v3(o, w):
                 o,
                 _build_describe_groups_request_v3_v4_keys,
                 _build_describe_groups_request_v3_v6_absent,
-                3,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -169,51 +120,6 @@ def _build_describe_groups_request_v3(o, w):
         w += _pack_bool(g('include_authorized_operations', False))
     except Exception as x:
         raise encode_failure(x, _build_describe_groups_request_v3_v4_fields, f, o) from None
-
-# Build DescribeGroupsRequest, version 4.
-def _build_describe_groups_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_describe_groups_request_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_groups_request_v3_v4_keys,
-                _build_describe_groups_request_v3_v6_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('groups', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-        f = 1
-        w += _pack_bool(g('include_authorized_operations', False))
-    except Exception as x:
-        raise encode_failure(x, _build_describe_groups_request_v3_v4_fields, f, o) from None
-
-_tags_describe_groups_request_v5_v6_names = {}
-
-# Parse the tagged fields of DescribeGroupsRequest, versions 5-6.
-def _tags_describe_groups_request_v5_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_groups_request_v5_v6_names, t) from None
 
 _parse_describe_groups_request_v5_v6_fields = (
     'groups', (('include_authorized_operations', '?', None),), '_tagged_fields',
@@ -246,7 +152,7 @@ def _parse_describe_groups_request_v5_v6(b, p):
         o['groups'] = v0
         o['include_authorized_operations'] = v1_0
         if nt:
-            p = _tags_describe_groups_request_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_groups_request_v5_v6_fields, f) from None
@@ -258,8 +164,8 @@ _build_describe_groups_request_v5_v6_fields = (
     'groups', (('include_authorized_operations', '?', False),), '_unknown_tags',
 )
 
-# Build DescribeGroupsRequest, version 5.
-def _build_describe_groups_request_v5(o, w):
+# Build DescribeGroupsRequest, versions 5-6.
+def _build_describe_groups_request_v5_v6(o, w):
     f = -1
     try:
         if not _build_describe_groups_request_v5_v6_keys.issuperset(o):
@@ -267,44 +173,12 @@ def _build_describe_groups_request_v5(o, w):
                 o,
                 _build_describe_groups_request_v5_v6_keys,
                 _build_describe_groups_request_v3_v6_absent,
-                5,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        f = 1
-        w += _pack_bool(g('include_authorized_operations', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_groups_request_v5_v6_fields, f, o) from None
-
-# Build DescribeGroupsRequest, version 6.
-def _build_describe_groups_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_describe_groups_request_v5_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_groups_request_v5_v6_keys,
-                _build_describe_groups_request_v3_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('groups', ())
-        if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -337,13 +211,13 @@ PARSE = {
     6: _parse_describe_groups_request_v5_v6,
 }
 BUILD = {
-    0: _build_describe_groups_request_v0,
-    1: _build_describe_groups_request_v1,
-    2: _build_describe_groups_request_v2,
-    3: _build_describe_groups_request_v3,
-    4: _build_describe_groups_request_v4,
-    5: _build_describe_groups_request_v5,
-    6: _build_describe_groups_request_v6,
+    0: _build_describe_groups_request_v0_v2,
+    1: _build_describe_groups_request_v0_v2,
+    2: _build_describe_groups_request_v0_v2,
+    3: _build_describe_groups_request_v3_v4,
+    4: _build_describe_groups_request_v3_v4,
+    5: _build_describe_groups_request_v5_v6,
+    6: _build_describe_groups_request_v5_v6,
 }
 SCHEMA = (
     ('Groups', '[]string', '0+', 'none', 'none', None, '', False, ()),

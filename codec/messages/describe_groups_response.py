@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,16 +18,16 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -109,12 +106,7 @@ def _parse_described_group_v0_v2(b, p):
                 c['member_assignment'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_group_member_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_group_member_v0_v3, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -135,14 +127,7 @@ def _parse_describe_groups_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_described_group_v0_v2)
         o = Container()
         o['groups'] = v0
         return o, p
@@ -157,8 +142,8 @@ _build_described_group_member_v0_v3_fields = (
     'member_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment',
 )
 
-# Build DescribedGroupMember, version 0.
-def _build_described_group_member_v0(o, w):
+# Build DescribedGroupMember, versions 0-3.
+def _build_described_group_member_v0_v3(o, w):
     f = -1
     try:
         if not _build_described_group_member_v0_v3_keys.issuperset(o):
@@ -166,7 +151,6 @@ def _build_described_group_member_v0(o, w):
                 o,
                 _build_described_group_member_v0_v3_keys,
                 _build_described_group_member_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -199,12 +183,12 @@ _build_described_group_v0_v2_fields = (
     'members',
 )
 
-# Build DescribedGroup, version 0.
-def _build_described_group_v0(o, w):
+# Build DescribedGroup, versions 0-2.
+def _build_described_group_v0_v2(o, w):
     f = -1
     try:
         if not _build_described_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_v2_keys, _build_described_group_v0_v2_absent, 0)
+            check_keys(o, _build_described_group_v0_v2_keys, _build_described_group_v0_v2_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -223,13 +207,8 @@ def _build_described_group_v0(o, w):
         f = 5
         v = g('members', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_member_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_described_group_v0_v2_fields, f, o) from None
 
@@ -246,19 +225,13 @@ def _build_describe_groups_response_v0(o, w):
                 o,
                 _build_describe_groups_response_v0_keys,
                 _build_describe_groups_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_describe_groups_response_v0_fields, f, o) from None
 
@@ -273,14 +246,7 @@ def _parse_describe_groups_response_v1_v2(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v0_v2)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
@@ -288,76 +254,12 @@ def _parse_describe_groups_response_v1_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_groups_response_v1_v4_fields, f) from None
 
-# Build DescribedGroupMember, version 1.
-def _build_described_group_member_v1(o, w):
-    f = -1
-    try:
-        if not _build_described_group_member_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_group_member_v0_v3_keys,
-                _build_described_group_member_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('client_id', '')
-        write_string(w, v)
-        f = 2
-        v = g('client_host', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_metadata', b'')
-        write_bytes(w, v)
-        f = 4
-        v = g('member_assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_member_v0_v3_fields, f, o) from None
-
-# Build DescribedGroup, version 1.
-def _build_described_group_v1(o, w):
-    f = -1
-    try:
-        if not _build_described_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_v2_keys, _build_described_group_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 2
-        v = g('group_state', '')
-        write_string(w, v)
-        f = 3
-        v = g('protocol_type', '')
-        write_string(w, v)
-        f = 4
-        v = g('protocol_data', '')
-        write_string(w, v)
-        f = 5
-        v = g('members', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_v0_v2_fields, f, o) from None
-
 _build_describe_groups_response_v1_v4_keys = frozenset({'groups', 'throttle_time_ms'})
 _build_describe_groups_response_v1_v6_absent = {}
 _build_describe_groups_response_v1_v4_fields = ((('throttle_time_ms', 'i', 0),), 'groups')
 
-# Build DescribeGroupsResponse, version 1.
-def _build_describe_groups_response_v1(o, w):
+# Build DescribeGroupsResponse, versions 1-2.
+def _build_describe_groups_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_describe_groups_response_v1_v4_keys.issuperset(o):
@@ -365,7 +267,6 @@ def _build_describe_groups_response_v1(o, w):
                 o,
                 _build_describe_groups_response_v1_v4_keys,
                 _build_describe_groups_response_v1_v6_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -373,104 +274,8 @@ def _build_describe_groups_response_v1(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_groups_response_v1_v4_fields, f, o) from None
-
-# Build DescribedGroupMember, version 2.
-def _build_described_group_member_v2(o, w):
-    f = -1
-    try:
-        if not _build_described_group_member_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_group_member_v0_v3_keys,
-                _build_described_group_member_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('client_id', '')
-        write_string(w, v)
-        f = 2
-        v = g('client_host', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_metadata', b'')
-        write_bytes(w, v)
-        f = 4
-        v = g('member_assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_member_v0_v3_fields, f, o) from None
-
-# Build DescribedGroup, version 2.
-def _build_described_group_v2(o, w):
-    f = -1
-    try:
-        if not _build_described_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_v2_keys, _build_described_group_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 2
-        v = g('group_state', '')
-        write_string(w, v)
-        f = 3
-        v = g('protocol_type', '')
-        write_string(w, v)
-        f = 4
-        v = g('protocol_data', '')
-        write_string(w, v)
-        f = 5
-        v = g('members', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_v0_v2_fields, f, o) from None
-
-# Build DescribeGroupsResponse, version 2.
-def _build_describe_groups_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_groups_response_v1_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_groups_response_v1_v4_keys,
-                _build_describe_groups_response_v1_v6_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('groups', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_describe_groups_response_v1_v4_fields, f, o) from None
 
@@ -515,12 +320,7 @@ def _parse_described_group_v3(b, p):
                 c['member_assignment'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_group_member_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_group_member_v0_v3, b, q, z)
             raise
         f = 6
         v6_0, = _unpack_i32(b, p)
@@ -546,50 +346,13 @@ def _parse_describe_groups_response_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v3)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_groups_response_v1_v4_fields, f) from None
-
-# Build DescribedGroupMember, version 3.
-def _build_described_group_member_v3(o, w):
-    f = -1
-    try:
-        if not _build_described_group_member_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_group_member_v0_v3_keys,
-                _build_described_group_member_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('client_id', '')
-        write_string(w, v)
-        f = 2
-        v = g('client_host', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_metadata', b'')
-        write_bytes(w, v)
-        f = 4
-        v = g('member_assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_member_v0_v3_fields, f, o) from None
 
 _build_described_group_v3_v4_keys = frozenset({
     'authorized_operations', 'error_code', 'group_id', 'group_state', 'members', 'protocol_data',
@@ -606,7 +369,7 @@ def _build_described_group_v3(o, w):
     f = -1
     try:
         if not _build_described_group_v3_v4_keys.issuperset(o):
-            check_keys(o, _build_described_group_v3_v4_keys, _build_described_group_v3_v5_absent, 3)
+            check_keys(o, _build_described_group_v3_v4_keys, _build_described_group_v3_v5_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -625,13 +388,8 @@ def _build_described_group_v3(o, w):
         f = 5
         v = g('members', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_member_v0_v3)
         f = 6
         w += _pack_i32(g('authorized_operations', -2147483648))
     except Exception as x:
@@ -646,7 +404,6 @@ def _build_describe_groups_response_v3(o, w):
                 o,
                 _build_describe_groups_response_v1_v4_keys,
                 _build_describe_groups_response_v1_v6_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -654,13 +411,8 @@ def _build_describe_groups_response_v3(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_v3)
     except Exception as x:
         raise encode_failure(x, _build_describe_groups_response_v1_v4_fields, f, o) from None
 
@@ -734,12 +486,7 @@ def _parse_described_group_v4(b, p):
                 c['member_assignment'] = k5
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_group_member_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_group_member_v4, b, q, z)
             raise
         f = 6
         v6_0, = _unpack_i32(b, p)
@@ -765,14 +512,7 @@ def _parse_describe_groups_response_v4(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v4)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
@@ -796,10 +536,7 @@ def _build_described_group_member_v4(o, w):
     try:
         if not _build_described_group_member_v4_keys.issuperset(o):
             check_keys(
-                o,
-                _build_described_group_member_v4_keys,
-                _build_described_group_member_v4_v6_absent,
-                4,
+                o, _build_described_group_member_v4_keys, _build_described_group_member_v4_v6_absent
             )
         g = o.get
         f = 0
@@ -828,7 +565,7 @@ def _build_described_group_v4(o, w):
     f = -1
     try:
         if not _build_described_group_v3_v4_keys.issuperset(o):
-            check_keys(o, _build_described_group_v3_v4_keys, _build_described_group_v3_v5_absent, 4)
+            check_keys(o, _build_described_group_v3_v4_keys, _build_described_group_v3_v5_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -847,13 +584,8 @@ def _build_described_group_v4(o, w):
         f = 5
         v = g('members', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_member_v4)
         f = 6
         w += _pack_i32(g('authorized_operations', -2147483648))
     except Exception as x:
@@ -868,7 +600,6 @@ def _build_describe_groups_response_v4(o, w):
                 o,
                 _build_describe_groups_response_v1_v4_keys,
                 _build_describe_groups_response_v1_v6_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -876,36 +607,10 @@ def _build_describe_groups_response_v4(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_described_group_v4)
     except Exception as x:
         raise encode_failure(x, _build_describe_groups_response_v1_v4_fields, f, o) from None
-
-_tags_described_group_member_v5_v6_names = {}
-
-# Parse the tagged fields of DescribedGroupMember, versions 5-6.
-def _tags_described_group_member_v5_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_group_member_v5_v6_names, t) from None
 
 _parse_described_group_member_v5_v6_fields = (
     'member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata',
@@ -942,31 +647,10 @@ def _parse_described_group_member_v5_v6(b, p):
         o['member_metadata'] = v4
         o['member_assignment'] = v5
         if nt:
-            p = _tags_described_group_member_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_member_v5_v6_fields, f) from None
-
-_tags_described_group_v5_v6_names = {}
-
-# Parse the tagged fields of DescribedGroup, versions 5-6.
-def _tags_described_group_v5_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_group_v5_v6_names, t) from None
 
 _parse_described_group_v5_fields = (
     (('error_code', 'h', None),), 'group_id', 'group_state', 'protocol_type', 'protocol_data',
@@ -1015,17 +699,12 @@ def _parse_described_group_v5(b, p):
                 c['member_assignment'] = k5
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_described_group_member_v5_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_group_member_v5_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_group_member_v5_v6, b, q, z)
             raise
         f = 6
         v6_0, = _unpack_i32(b, p)
@@ -1045,31 +724,10 @@ def _parse_described_group_v5(b, p):
         o['members'] = v5
         o['authorized_operations'] = v6_0
         if nt:
-            p = _tags_described_group_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v5_fields, f) from None
-
-_tags_describe_groups_response_v5_v6_names = {}
-
-# Parse the tagged fields of DescribeGroupsResponse, versions 5-6.
-def _tags_describe_groups_response_v5_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_groups_response_v5_v6_names, t) from None
 
 _parse_describe_groups_response_v5_v6_fields = (
     (('throttle_time_ms', 'i', None),), 'groups', '_tagged_fields',
@@ -1088,14 +746,7 @@ def _parse_describe_groups_response_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1106,7 +757,7 @@ def _parse_describe_groups_response_v5(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_describe_groups_response_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_groups_response_v5_v6_fields, f) from None
@@ -1120,8 +771,8 @@ _build_described_group_member_v5_v6_fields = (
     'member_assignment', '_unknown_tags',
 )
 
-# Build DescribedGroupMember, version 5.
-def _build_described_group_member_v5(o, w):
+# Build DescribedGroupMember, versions 5-6.
+def _build_described_group_member_v5_v6(o, w):
     f = -1
     try:
         if not _build_described_group_member_v5_v6_keys.issuperset(o):
@@ -1129,7 +780,6 @@ def _build_described_group_member_v5(o, w):
                 o,
                 _build_described_group_member_v5_v6_keys,
                 _build_described_group_member_v4_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1174,7 +824,7 @@ def _build_described_group_v5(o, w):
     f = -1
     try:
         if not _build_described_group_v5_keys.issuperset(o):
-            check_keys(o, _build_described_group_v5_keys, _build_described_group_v3_v5_absent, 5)
+            check_keys(o, _build_described_group_v5_keys, _build_described_group_v3_v5_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -1193,13 +843,8 @@ def _build_described_group_v5(o, w):
         f = 5
         v = g('members', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_member_v5_v6)
         f = 6
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -1228,7 +873,6 @@ def _build_describe_groups_response_v5(o, w):
                 o,
                 _build_describe_groups_response_v5_v6_keys,
                 _build_describe_groups_response_v1_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1236,13 +880,8 @@ def _build_describe_groups_response_v5(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1302,17 +941,12 @@ def _parse_described_group_v6(b, p):
                 c['member_assignment'] = k5
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_described_group_member_v5_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_described_group_member_v5_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_described_group_member_v5_v6, b, q, z)
             raise
         f = 7
         v7_0, = _unpack_i32(b, p)
@@ -1333,7 +967,7 @@ def _parse_described_group_v6(b, p):
         o['members'] = v6
         o['authorized_operations'] = v7_0
         if nt:
-            p = _tags_described_group_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v6_fields, f) from None
@@ -1351,14 +985,7 @@ def _parse_describe_groups_response_v6(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v6(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v6)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1369,50 +996,10 @@ def _parse_describe_groups_response_v6(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_describe_groups_response_v5_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_groups_response_v5_v6_fields, f) from None
-
-# Build DescribedGroupMember, version 6.
-def _build_described_group_member_v6(o, w):
-    f = -1
-    try:
-        if not _build_described_group_member_v5_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_described_group_member_v5_v6_keys,
-                _build_described_group_member_v4_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('client_id', '')
-        write_compact_string(w, v)
-        f = 3
-        v = g('client_host', '')
-        write_compact_string(w, v)
-        f = 4
-        v = g('member_metadata', b'')
-        write_compact_bytes(w, v)
-        f = 5
-        v = g('member_assignment', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_described_group_member_v5_v6_fields, f, o) from None
 
 _build_described_group_v6_keys = frozenset({
     '_unknown_tags', 'authorized_operations', 'error_code', 'error_message', 'group_id',
@@ -1429,7 +1016,7 @@ def _build_described_group_v6(o, w):
     f = -1
     try:
         if not _build_described_group_v6_keys.issuperset(o):
-            check_keys(o, _build_described_group_v6_keys, _build_described_group_v6_absent, 6)
+            check_keys(o, _build_described_group_v6_keys, _build_described_group_v6_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -1451,13 +1038,8 @@ def _build_described_group_v6(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_member_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_member_v5_v6)
         f = 7
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -1479,7 +1061,6 @@ def _build_describe_groups_response_v6(o, w):
                 o,
                 _build_describe_groups_response_v5_v6_keys,
                 _build_describe_groups_response_v1_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1487,13 +1068,8 @@ def _build_describe_groups_response_v6(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v6)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1522,8 +1098,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_describe_groups_response_v0,
-    1: _build_describe_groups_response_v1,
-    2: _build_describe_groups_response_v2,
+    1: _build_describe_groups_response_v1_v2,
+    2: _build_describe_groups_response_v1_v2,
     3: _build_describe_groups_response_v3,
     4: _build_describe_groups_response_v4,
     5: _build_describe_groups_response_v5,

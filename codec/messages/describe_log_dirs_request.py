@@ -4,12 +4,9 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -17,12 +14,12 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -74,12 +71,7 @@ def _parse_describe_log_dirs_request_v0_v1(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_describable_log_dir_topic_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_describable_log_dir_topic_v0_v1, b, q, z)
                 raise
         o = Container()
         o['topics'] = v0
@@ -91,8 +83,8 @@ _build_describable_log_dir_topic_v0_v1_keys = frozenset({'partitions', 'topic'})
 _build_describable_log_dir_topic_v0_v5_absent = {}
 _build_describable_log_dir_topic_v0_v1_fields = ('topic', 'partitions')
 
-# Build DescribableLogDirTopic, version 0.
-def _build_describable_log_dir_topic_v0(o, w):
+# Build DescribableLogDirTopic, versions 0-1.
+def _build_describable_log_dir_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_describable_log_dir_topic_v0_v1_keys.issuperset(o):
@@ -100,7 +92,6 @@ def _build_describable_log_dir_topic_v0(o, w):
                 o,
                 _build_describable_log_dir_topic_v0_v1_keys,
                 _build_describable_log_dir_topic_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -109,7 +100,7 @@ def _build_describable_log_dir_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -120,8 +111,8 @@ _build_describe_log_dirs_request_v0_v1_keys = frozenset({'topics'})
 _build_describe_log_dirs_request_v0_v5_absent = {}
 _build_describe_log_dirs_request_v0_v1_fields = ('topics',)
 
-# Build DescribeLogDirsRequest, version 0.
-def _build_describe_log_dirs_request_v0(o, w):
+# Build DescribeLogDirsRequest, versions 0-1.
+def _build_describe_log_dirs_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_request_v0_v1_keys.issuperset(o):
@@ -129,88 +120,13 @@ def _build_describe_log_dirs_request_v0(o, w):
                 o,
                 _build_describe_log_dirs_request_v0_v1_keys,
                 _build_describe_log_dirs_request_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_describable_log_dir_topic_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_log_dirs_request_v0_v1_fields, f, o) from None
-
-# Build DescribableLogDirTopic, version 1.
-def _build_describable_log_dir_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_describable_log_dir_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describable_log_dir_topic_v0_v1_keys,
-                _build_describable_log_dir_topic_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_describable_log_dir_topic_v0_v1_fields, f, o) from None
-
-# Build DescribeLogDirsRequest, version 1.
-def _build_describe_log_dirs_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_request_v0_v1_keys,
-                _build_describe_log_dirs_request_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_request_v0_v1_fields, f, o) from None
-
-_tags_describable_log_dir_topic_v2_v5_names = {}
-
-# Parse the tagged fields of DescribableLogDirTopic, versions 2-5.
-def _tags_describable_log_dir_topic_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describable_log_dir_topic_v2_v5_names, t) from None
 
 _parse_describable_log_dir_topic_v2_v5_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -238,31 +154,10 @@ def _parse_describable_log_dir_topic_v2_v5(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_describable_log_dir_topic_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describable_log_dir_topic_v2_v5_fields, f) from None
-
-_tags_describe_log_dirs_request_v2_v5_names = {}
-
-# Parse the tagged fields of DescribeLogDirsRequest, versions 2-5.
-def _tags_describe_log_dirs_request_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_log_dirs_request_v2_v5_names, t) from None
 
 _parse_describe_log_dirs_request_v2_v5_fields = ('topics', '_tagged_fields')
 
@@ -298,17 +193,12 @@ def _parse_describe_log_dirs_request_v2_v5(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_describable_log_dir_topic_v2_v5(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_describable_log_dir_topic_v2_v5(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_describable_log_dir_topic_v2_v5, b, q, z)
                 raise
         f = 1
         nt = b[p]
@@ -319,7 +209,7 @@ def _parse_describe_log_dirs_request_v2_v5(b, p):
         o = Container()
         o['topics'] = v0
         if nt:
-            p = _tags_describe_log_dirs_request_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_request_v2_v5_fields, f) from None
@@ -327,8 +217,8 @@ def _parse_describe_log_dirs_request_v2_v5(b, p):
 _build_describable_log_dir_topic_v2_v5_keys = frozenset({'_unknown_tags', 'partitions', 'topic'})
 _build_describable_log_dir_topic_v2_v5_fields = ('topic', 'partitions', '_unknown_tags')
 
-# Build DescribableLogDirTopic, version 2.
-def _build_describable_log_dir_topic_v2(o, w):
+# Build DescribableLogDirTopic, versions 2-5.
+def _build_describable_log_dir_topic_v2_v5(o, w):
     f = -1
     try:
         if not _build_describable_log_dir_topic_v2_v5_keys.issuperset(o):
@@ -336,7 +226,6 @@ def _build_describable_log_dir_topic_v2(o, w):
                 o,
                 _build_describable_log_dir_topic_v2_v5_keys,
                 _build_describable_log_dir_topic_v0_v5_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -345,7 +234,7 @@ def _build_describable_log_dir_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -362,8 +251,8 @@ def _build_describable_log_dir_topic_v2(o, w):
 _build_describe_log_dirs_request_v2_v5_keys = frozenset({'_unknown_tags', 'topics'})
 _build_describe_log_dirs_request_v2_v5_fields = ('topics', '_unknown_tags')
 
-# Build DescribeLogDirsRequest, version 2.
-def _build_describe_log_dirs_request_v2(o, w):
+# Build DescribeLogDirsRequest, versions 2-5.
+def _build_describe_log_dirs_request_v2_v5(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_request_v2_v5_keys.issuperset(o):
@@ -371,203 +260,11 @@ def _build_describe_log_dirs_request_v2(o, w):
                 o,
                 _build_describe_log_dirs_request_v2_v5_keys,
                 _build_describe_log_dirs_request_v0_v5_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_request_v2_v5_fields, f, o) from None
-
-# Build DescribableLogDirTopic, version 3.
-def _build_describable_log_dir_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_describable_log_dir_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describable_log_dir_topic_v2_v5_keys,
-                _build_describable_log_dir_topic_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describable_log_dir_topic_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsRequest, version 3.
-def _build_describe_log_dirs_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_request_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_request_v2_v5_keys,
-                _build_describe_log_dirs_request_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_request_v2_v5_fields, f, o) from None
-
-# Build DescribableLogDirTopic, version 4.
-def _build_describable_log_dir_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_describable_log_dir_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describable_log_dir_topic_v2_v5_keys,
-                _build_describable_log_dir_topic_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describable_log_dir_topic_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsRequest, version 4.
-def _build_describe_log_dirs_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_request_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_request_v2_v5_keys,
-                _build_describe_log_dirs_request_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_request_v2_v5_fields, f, o) from None
-
-# Build DescribableLogDirTopic, version 5.
-def _build_describable_log_dir_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_describable_log_dir_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describable_log_dir_topic_v2_v5_keys,
-                _build_describable_log_dir_topic_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describable_log_dir_topic_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsRequest, version 5.
-def _build_describe_log_dirs_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_request_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_request_v2_v5_keys,
-                _build_describe_log_dirs_request_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describable_log_dir_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_describable_log_dir_topic_v2_v5)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -594,12 +291,12 @@ PARSE = {
     5: _parse_describe_log_dirs_request_v2_v5,
 }
 BUILD = {
-    0: _build_describe_log_dirs_request_v0,
-    1: _build_describe_log_dirs_request_v1,
-    2: _build_describe_log_dirs_request_v2,
-    3: _build_describe_log_dirs_request_v3,
-    4: _build_describe_log_dirs_request_v4,
-    5: _build_describe_log_dirs_request_v5,
+    0: _build_describe_log_dirs_request_v0_v1,
+    1: _build_describe_log_dirs_request_v0_v1,
+    2: _build_describe_log_dirs_request_v2_v5,
+    3: _build_describe_log_dirs_request_v2_v5,
+    4: _build_describe_log_dirs_request_v2_v5,
+    5: _build_describe_log_dirs_request_v2_v5,
 }
 SCHEMA = (
     (

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -101,12 +98,7 @@ def _parse_describe_log_dirs_topic_v0_v1(b, p):
                     c['is_future_key'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_log_dirs_partition_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_log_dirs_partition_v0_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -128,14 +120,7 @@ def _parse_describe_log_dirs_result_v0_v1(b, p):
         v1, p = read_string(b, p)
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_log_dirs_topic_v0_v1)
         o = Container()
         o['error_code'] = v0_0
         o['log_dir'] = v1
@@ -155,14 +140,7 @@ def _parse_describe_log_dirs_response_v0_v1(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_result_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_log_dirs_result_v0_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
@@ -181,8 +159,8 @@ _build_describe_log_dirs_partition_v0_v1_fields = (
     ),
 )
 
-# Build DescribeLogDirsPartition, version 0.
-def _build_describe_log_dirs_partition_v0(o, w):
+# Build DescribeLogDirsPartition, versions 0-1.
+def _build_describe_log_dirs_partition_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_partition_v0_v1_keys.issuperset(o):
@@ -190,7 +168,6 @@ def _build_describe_log_dirs_partition_v0(o, w):
                 o,
                 _build_describe_log_dirs_partition_v0_v1_keys,
                 _build_describe_log_dirs_partition_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -207,8 +184,8 @@ _build_describe_log_dirs_topic_v0_v1_keys = frozenset({'name', 'partitions'})
 _build_describe_log_dirs_topic_v0_v5_absent = {}
 _build_describe_log_dirs_topic_v0_v1_fields = ('name', 'partitions')
 
-# Build DescribeLogDirsTopic, version 0.
-def _build_describe_log_dirs_topic_v0(o, w):
+# Build DescribeLogDirsTopic, versions 0-1.
+def _build_describe_log_dirs_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_topic_v0_v1_keys.issuperset(o):
@@ -216,7 +193,6 @@ def _build_describe_log_dirs_topic_v0(o, w):
                 o,
                 _build_describe_log_dirs_topic_v0_v1_keys,
                 _build_describe_log_dirs_topic_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -225,13 +201,8 @@ def _build_describe_log_dirs_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_log_dirs_partition_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_log_dirs_topic_v0_v1_fields, f, o) from None
 
@@ -243,8 +214,8 @@ _build_describe_log_dirs_result_v0_v3_absent = {
 }
 _build_describe_log_dirs_result_v0_v1_fields = ((('error_code', 'h', 0),), 'log_dir', 'topics')
 
-# Build DescribeLogDirsResult, version 0.
-def _build_describe_log_dirs_result_v0(o, w):
+# Build DescribeLogDirsResult, versions 0-1.
+def _build_describe_log_dirs_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_result_v0_v1_keys.issuperset(o):
@@ -252,7 +223,6 @@ def _build_describe_log_dirs_result_v0(o, w):
                 o,
                 _build_describe_log_dirs_result_v0_v1_keys,
                 _build_describe_log_dirs_result_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -263,13 +233,8 @@ def _build_describe_log_dirs_result_v0(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_log_dirs_topic_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_log_dirs_result_v0_v1_fields, f, o) from None
 
@@ -277,8 +242,8 @@ _build_describe_log_dirs_response_v0_v1_keys = frozenset({'results', 'throttle_t
 _build_describe_log_dirs_response_v0_v2_absent = {'error_code': (0, True)}
 _build_describe_log_dirs_response_v0_v1_fields = ((('throttle_time_ms', 'i', 0),), 'results')
 
-# Build DescribeLogDirsResponse, version 0.
-def _build_describe_log_dirs_response_v0(o, w):
+# Build DescribeLogDirsResponse, versions 0-1.
+def _build_describe_log_dirs_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_response_v0_v1_keys.issuperset(o):
@@ -286,7 +251,6 @@ def _build_describe_log_dirs_response_v0(o, w):
                 o,
                 _build_describe_log_dirs_response_v0_v1_keys,
                 _build_describe_log_dirs_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -294,143 +258,10 @@ def _build_describe_log_dirs_response_v0(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_describe_log_dirs_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_describe_log_dirs_response_v0_v1_fields, f, o) from None
-
-# Build DescribeLogDirsPartition, version 1.
-def _build_describe_log_dirs_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_partition_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_partition_v0_v1_keys,
-                _build_describe_log_dirs_partition_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_bool(
-            g('partition_index', 0),
-            g('partition_size', 0),
-            g('offset_lag', 0),
-            g('is_future_key', False),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_partition_v0_v1_fields, f, o) from None
-
-# Build DescribeLogDirsTopic, version 1.
-def _build_describe_log_dirs_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_topic_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_topic_v0_v1_keys,
-                _build_describe_log_dirs_topic_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_topic_v0_v1_fields, f, o) from None
-
-# Build DescribeLogDirsResult, version 1.
-def _build_describe_log_dirs_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_result_v0_v1_keys,
-                _build_describe_log_dirs_result_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('log_dir', '')
-        write_string(w, v)
-        f = 2
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_result_v0_v1_fields, f, o) from None
-
-# Build DescribeLogDirsResponse, version 1.
-def _build_describe_log_dirs_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_response_v0_v1_keys,
-                _build_describe_log_dirs_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('results', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_response_v0_v1_fields, f, o) from None
-
-_tags_describe_log_dirs_partition_v2_v5_names = {}
-
-# Parse the tagged fields of DescribeLogDirsPartition, versions 2-5.
-def _tags_describe_log_dirs_partition_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_log_dirs_partition_v2_v5_names, t) from None
 
 _parse_describe_log_dirs_partition_v2_v5_fields = (
     (
@@ -459,31 +290,10 @@ def _parse_describe_log_dirs_partition_v2_v5(b, p):
         o['offset_lag'] = v0_2
         o['is_future_key'] = v0_3
         if nt:
-            p = _tags_describe_log_dirs_partition_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_partition_v2_v5_fields, f) from None
-
-_tags_describe_log_dirs_topic_v2_v5_names = {}
-
-# Parse the tagged fields of DescribeLogDirsTopic, versions 2-5.
-def _tags_describe_log_dirs_topic_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_log_dirs_topic_v2_v5_names, t) from None
 
 _parse_describe_log_dirs_topic_v2_v5_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -525,17 +335,12 @@ def _parse_describe_log_dirs_topic_v2_v5(b, p):
                     c['is_future_key'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_describe_log_dirs_partition_v2_v5(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_log_dirs_partition_v2_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_log_dirs_partition_v2_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -547,31 +352,10 @@ def _parse_describe_log_dirs_topic_v2_v5(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_describe_log_dirs_topic_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_topic_v2_v5_fields, f) from None
-
-_tags_describe_log_dirs_result_v2_v5_names = {}
-
-# Parse the tagged fields of DescribeLogDirsResult, versions 2-5.
-def _tags_describe_log_dirs_result_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_log_dirs_result_v2_v5_names, t) from None
 
 _parse_describe_log_dirs_result_v2_v3_fields = (
     (('error_code', 'h', None),), 'log_dir', 'topics', '_tagged_fields',
@@ -592,14 +376,7 @@ def _parse_describe_log_dirs_result_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_topic_v2_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_log_dirs_topic_v2_v5)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -611,31 +388,10 @@ def _parse_describe_log_dirs_result_v2_v3(b, p):
         o['log_dir'] = v1
         o['topics'] = v2
         if nt:
-            p = _tags_describe_log_dirs_result_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_result_v2_v3_fields, f) from None
-
-_tags_describe_log_dirs_response_v2_v5_names = {}
-
-# Parse the tagged fields of DescribeLogDirsResponse, versions 2-5.
-def _tags_describe_log_dirs_response_v2_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_log_dirs_response_v2_v5_names, t) from None
 
 _parse_describe_log_dirs_response_v2_fields = (
     (('throttle_time_ms', 'i', None),), 'results', '_tagged_fields',
@@ -654,14 +410,7 @@ def _parse_describe_log_dirs_response_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_result_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_log_dirs_result_v2_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -672,7 +421,7 @@ def _parse_describe_log_dirs_response_v2(b, p):
         o['throttle_time_ms'] = v0_0
         o['results'] = v1
         if nt:
-            p = _tags_describe_log_dirs_response_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_response_v2_fields, f) from None
@@ -688,8 +437,8 @@ _build_describe_log_dirs_partition_v2_v5_fields = (
     '_unknown_tags',
 )
 
-# Build DescribeLogDirsPartition, version 2.
-def _build_describe_log_dirs_partition_v2(o, w):
+# Build DescribeLogDirsPartition, versions 2-5.
+def _build_describe_log_dirs_partition_v2_v5(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_partition_v2_v5_keys.issuperset(o):
@@ -697,7 +446,6 @@ def _build_describe_log_dirs_partition_v2(o, w):
                 o,
                 _build_describe_log_dirs_partition_v2_v5_keys,
                 _build_describe_log_dirs_partition_v0_v5_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -720,8 +468,8 @@ def _build_describe_log_dirs_partition_v2(o, w):
 _build_describe_log_dirs_topic_v2_v5_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_describe_log_dirs_topic_v2_v5_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build DescribeLogDirsTopic, version 2.
-def _build_describe_log_dirs_topic_v2(o, w):
+# Build DescribeLogDirsTopic, versions 2-5.
+def _build_describe_log_dirs_topic_v2_v5(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_topic_v2_v5_keys.issuperset(o):
@@ -729,7 +477,6 @@ def _build_describe_log_dirs_topic_v2(o, w):
                 o,
                 _build_describe_log_dirs_topic_v2_v5_keys,
                 _build_describe_log_dirs_topic_v0_v5_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -738,13 +485,8 @@ def _build_describe_log_dirs_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_partition_v2_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -762,8 +504,8 @@ _build_describe_log_dirs_result_v2_v3_fields = (
     (('error_code', 'h', 0),), 'log_dir', 'topics', '_unknown_tags',
 )
 
-# Build DescribeLogDirsResult, version 2.
-def _build_describe_log_dirs_result_v2(o, w):
+# Build DescribeLogDirsResult, versions 2-3.
+def _build_describe_log_dirs_result_v2_v3(o, w):
     f = -1
     try:
         if not _build_describe_log_dirs_result_v2_v3_keys.issuperset(o):
@@ -771,7 +513,6 @@ def _build_describe_log_dirs_result_v2(o, w):
                 o,
                 _build_describe_log_dirs_result_v2_v3_keys,
                 _build_describe_log_dirs_result_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -782,13 +523,8 @@ def _build_describe_log_dirs_result_v2(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_topic_v2_v5)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -815,7 +551,6 @@ def _build_describe_log_dirs_response_v2(o, w):
                 o,
                 _build_describe_log_dirs_response_v2_keys,
                 _build_describe_log_dirs_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -823,13 +558,8 @@ def _build_describe_log_dirs_response_v2(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -857,14 +587,7 @@ def _parse_describe_log_dirs_response_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_result_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_log_dirs_result_v2_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -876,111 +599,10 @@ def _parse_describe_log_dirs_response_v3(b, p):
         o['error_code'] = v0_1
         o['results'] = v1
         if nt:
-            p = _tags_describe_log_dirs_response_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_response_v3_v5_fields, f) from None
-
-# Build DescribeLogDirsPartition, version 3.
-def _build_describe_log_dirs_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_partition_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_partition_v2_v5_keys,
-                _build_describe_log_dirs_partition_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_bool(
-            g('partition_index', 0),
-            g('partition_size', 0),
-            g('offset_lag', 0),
-            g('is_future_key', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_partition_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsTopic, version 3.
-def _build_describe_log_dirs_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_topic_v2_v5_keys,
-                _build_describe_log_dirs_topic_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_topic_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsResult, version 3.
-def _build_describe_log_dirs_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_result_v2_v3_keys,
-                _build_describe_log_dirs_result_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('log_dir', '')
-        write_compact_string(w, v)
-        f = 2
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_result_v2_v3_fields, f, o) from None
 
 _build_describe_log_dirs_response_v3_v5_keys = frozenset({
     '_unknown_tags', 'error_code', 'results', 'throttle_time_ms',
@@ -999,7 +621,6 @@ def _build_describe_log_dirs_response_v3(o, w):
                 o,
                 _build_describe_log_dirs_response_v3_v5_keys,
                 _build_describe_log_dirs_response_v3_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1007,13 +628,8 @@ def _build_describe_log_dirs_response_v3(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1044,14 +660,7 @@ def _parse_describe_log_dirs_result_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_topic_v2_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_log_dirs_topic_v2_v5)
         f = 3
         v3_0, v3_1 = _unpack_i64x2(b, p)
         p += 16
@@ -1068,7 +677,7 @@ def _parse_describe_log_dirs_result_v4(b, p):
         o['total_bytes'] = v3_0
         o['usable_bytes'] = v3_1
         if nt:
-            p = _tags_describe_log_dirs_result_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_result_v4_fields, f) from None
@@ -1086,14 +695,7 @@ def _parse_describe_log_dirs_response_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_result_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_log_dirs_result_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1105,74 +707,10 @@ def _parse_describe_log_dirs_response_v4(b, p):
         o['error_code'] = v0_1
         o['results'] = v1
         if nt:
-            p = _tags_describe_log_dirs_response_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_response_v3_v5_fields, f) from None
-
-# Build DescribeLogDirsPartition, version 4.
-def _build_describe_log_dirs_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_partition_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_partition_v2_v5_keys,
-                _build_describe_log_dirs_partition_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_bool(
-            g('partition_index', 0),
-            g('partition_size', 0),
-            g('offset_lag', 0),
-            g('is_future_key', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_partition_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsTopic, version 4.
-def _build_describe_log_dirs_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_topic_v2_v5_keys,
-                _build_describe_log_dirs_topic_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_topic_v2_v5_fields, f, o) from None
 
 _build_describe_log_dirs_result_v4_keys = frozenset({
     '_unknown_tags', 'error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes',
@@ -1192,7 +730,6 @@ def _build_describe_log_dirs_result_v4(o, w):
                 o,
                 _build_describe_log_dirs_result_v4_keys,
                 _build_describe_log_dirs_result_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1203,13 +740,8 @@ def _build_describe_log_dirs_result_v4(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_topic_v2_v5)
         f = 3
         w += _pack_i64x2(g('total_bytes', -1), g('usable_bytes', -1))
         t = None
@@ -1231,7 +763,6 @@ def _build_describe_log_dirs_response_v4(o, w):
                 o,
                 _build_describe_log_dirs_response_v3_v5_keys,
                 _build_describe_log_dirs_response_v3_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1239,13 +770,8 @@ def _build_describe_log_dirs_response_v4(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_result_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1277,14 +803,7 @@ def _parse_describe_log_dirs_result_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_topic_v2_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_log_dirs_topic_v2_v5)
         f = 3
         v3_0, v3_1, v3_2 = _unpack_i64x2_bool(b, p)
         p += 17
@@ -1302,7 +821,7 @@ def _parse_describe_log_dirs_result_v5(b, p):
         o['usable_bytes'] = v3_1
         o['is_cordoned'] = v3_2
         if nt:
-            p = _tags_describe_log_dirs_result_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_result_v5_fields, f) from None
@@ -1320,14 +839,7 @@ def _parse_describe_log_dirs_response_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_log_dirs_result_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_log_dirs_result_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1339,74 +851,10 @@ def _parse_describe_log_dirs_response_v5(b, p):
         o['error_code'] = v0_1
         o['results'] = v1
         if nt:
-            p = _tags_describe_log_dirs_response_v2_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_log_dirs_response_v3_v5_fields, f) from None
-
-# Build DescribeLogDirsPartition, version 5.
-def _build_describe_log_dirs_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_partition_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_partition_v2_v5_keys,
-                _build_describe_log_dirs_partition_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_bool(
-            g('partition_index', 0),
-            g('partition_size', 0),
-            g('offset_lag', 0),
-            g('is_future_key', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_partition_v2_v5_fields, f, o) from None
-
-# Build DescribeLogDirsTopic, version 5.
-def _build_describe_log_dirs_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_describe_log_dirs_topic_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_log_dirs_topic_v2_v5_keys,
-                _build_describe_log_dirs_topic_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_log_dirs_topic_v2_v5_fields, f, o) from None
 
 _build_describe_log_dirs_result_v5_keys = frozenset({
     '_unknown_tags', 'error_code', 'is_cordoned', 'log_dir', 'topics', 'total_bytes',
@@ -1428,7 +876,6 @@ def _build_describe_log_dirs_result_v5(o, w):
                 o,
                 _build_describe_log_dirs_result_v5_keys,
                 _build_describe_log_dirs_result_v5_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1439,13 +886,8 @@ def _build_describe_log_dirs_result_v5(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_topic_v2_v5)
         f = 3
         w += _pack_i64x2_bool(g('total_bytes', -1), g('usable_bytes', -1), g('is_cordoned', False))
         t = None
@@ -1467,7 +909,6 @@ def _build_describe_log_dirs_response_v5(o, w):
                 o,
                 _build_describe_log_dirs_response_v3_v5_keys,
                 _build_describe_log_dirs_response_v3_v5_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1475,13 +916,8 @@ def _build_describe_log_dirs_response_v5(o, w):
         f = 1
         v = g('results', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_log_dirs_result_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_log_dirs_result_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1508,8 +944,8 @@ PARSE = {
     5: _parse_describe_log_dirs_response_v5,
 }
 BUILD = {
-    0: _build_describe_log_dirs_response_v0,
-    1: _build_describe_log_dirs_response_v1,
+    0: _build_describe_log_dirs_response_v0_v1,
+    1: _build_describe_log_dirs_response_v0_v1,
     2: _build_describe_log_dirs_response_v2,
     3: _build_describe_log_dirs_response_v3,
     4: _build_describe_log_dirs_response_v4,

@@ -4,48 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 
 
-
-_tags_topic_request_v0_names = {}
-
-# Parse the tagged fields of TopicRequest, version 0.
-def _tags_topic_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_request_v0_names, t) from None
 
 _parse_topic_request_v0_fields = ('name', 'partition_indexes', '_tagged_fields')
 
@@ -73,31 +49,10 @@ def _parse_topic_request_v0(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_topic_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_request_v0_fields, f) from None
-
-_tags_describe_producers_request_v0_names = {}
-
-# Parse the tagged fields of DescribeProducersRequest, version 0.
-def _tags_describe_producers_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_producers_request_v0_names, t) from None
 
 _parse_describe_producers_request_v0_fields = ('topics', '_tagged_fields')
 
@@ -130,17 +85,12 @@ def _parse_describe_producers_request_v0(b, p):
                 c['partition_indexes'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_request_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_request_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_request_v0, b, q, z)
             raise
         f = 1
         nt = b[p]
@@ -151,7 +101,7 @@ def _parse_describe_producers_request_v0(b, p):
         o = Container()
         o['topics'] = v0
         if nt:
-            p = _tags_describe_producers_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_producers_request_v0_fields, f) from None
@@ -165,7 +115,7 @@ def _build_topic_request_v0(o, w):
     f = -1
     try:
         if not _build_topic_request_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_request_v0_keys, _build_topic_request_v0_absent, 0)
+            check_keys(o, _build_topic_request_v0_keys, _build_topic_request_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -173,7 +123,7 @@ def _build_topic_request_v0(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -200,19 +150,13 @@ def _build_describe_producers_request_v0(o, w):
                 o,
                 _build_describe_producers_request_v0_keys,
                 _build_describe_producers_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_request_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_request_v0)
         t = None
         f = 1
         u = g('_unknown_tags')

@@ -4,24 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -33,27 +30,6 @@ _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i64_i32x2_i64_i32_i64 = Struct('>qiiqiq').unpack_from
 
-
-_tags_producer_state_v0_names = {}
-
-# Parse the tagged fields of ProducerState, version 0.
-def _tags_producer_state_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_producer_state_v0_names, t) from None
 
 _parse_producer_state_v0_fields = (
     (
@@ -85,31 +61,10 @@ def _parse_producer_state_v0(b, p):
         o['coordinator_epoch'] = v0_4
         o['current_txn_start_offset'] = v0_5
         if nt:
-            p = _tags_producer_state_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_producer_state_v0_fields, f) from None
-
-_tags_partition_response_v0_names = {}
-
-# Parse the tagged fields of PartitionResponse, version 0.
-def _tags_partition_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_response_v0_names, t) from None
 
 _parse_partition_response_v0_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), 'error_message',
@@ -161,17 +116,12 @@ def _parse_partition_response_v0(b, p):
                     c['current_txn_start_offset'] = k0_5
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_producer_state_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_producer_state_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_producer_state_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -185,31 +135,10 @@ def _parse_partition_response_v0(b, p):
         o['error_message'] = v1
         o['active_producers'] = v2
         if nt:
-            p = _tags_partition_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_response_v0_fields, f) from None
-
-_tags_topic_response_v0_names = {}
-
-# Parse the tagged fields of TopicResponse, version 0.
-def _tags_topic_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_response_v0_names, t) from None
 
 _parse_topic_response_v0_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -225,14 +154,7 @@ def _parse_topic_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_response_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_response_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -243,31 +165,10 @@ def _parse_topic_response_v0(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_response_v0_fields, f) from None
-
-_tags_describe_producers_response_v0_names = {}
-
-# Parse the tagged fields of DescribeProducersResponse, version 0.
-def _tags_describe_producers_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_producers_response_v0_names, t) from None
 
 _parse_describe_producers_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -286,14 +187,7 @@ def _parse_describe_producers_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_response_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_response_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -304,7 +198,7 @@ def _parse_describe_producers_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_describe_producers_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_producers_response_v0_fields, f) from None
@@ -328,7 +222,7 @@ def _build_producer_state_v0(o, w):
     f = -1
     try:
         if not _build_producer_state_v0_keys.issuperset(o):
-            check_keys(o, _build_producer_state_v0_keys, _build_producer_state_v0_absent, 0)
+            check_keys(o, _build_producer_state_v0_keys, _build_producer_state_v0_absent)
         g = o.get
         f = 0
         w += _pack_i64_i32x2_i64_i32_i64(
@@ -363,7 +257,7 @@ def _build_partition_response_v0(o, w):
     f = -1
     try:
         if not _build_partition_response_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_response_v0_keys, _build_partition_response_v0_absent, 0)
+            check_keys(o, _build_partition_response_v0_keys, _build_partition_response_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
@@ -373,13 +267,8 @@ def _build_partition_response_v0(o, w):
         f = 2
         v = g('active_producers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_producer_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_producer_state_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -399,7 +288,7 @@ def _build_topic_response_v0(o, w):
     f = -1
     try:
         if not _build_topic_response_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_response_v0_keys, _build_topic_response_v0_absent, 0)
+            check_keys(o, _build_topic_response_v0_keys, _build_topic_response_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -407,13 +296,8 @@ def _build_topic_response_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_response_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -441,7 +325,6 @@ def _build_describe_producers_response_v0(o, w):
                 o,
                 _build_describe_producers_response_v0_keys,
                 _build_describe_producers_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -449,13 +332,8 @@ def _build_describe_producers_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_response_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,22 +4,19 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -27,27 +24,6 @@ _iter_unpack_i32_pad = Struct('>ix').iter_unpack
 _pack_i32 = Struct('>i').pack
 _unpack_i32 = Struct('>i').unpack_from
 
-
-_tags_partition_data_v0_v2_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-2.
-def _tags_partition_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v2_names, t) from None
 
 _parse_partition_data_v0_v2_fields = ((('partition_index', 'i', None),), '_tagged_fields')
 
@@ -67,31 +43,10 @@ def _parse_partition_data_v0_v2(b, p):
         o = Container()
         o['partition_index'] = v0_0
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_v2_fields, f) from None
-
-_tags_topic_data_v0_v2_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-2.
-def _tags_topic_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v2_names, t) from None
 
 _parse_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -127,17 +82,12 @@ def _parse_topic_data_v0_v2(b, p):
                     c['partition_index'] = k0_0
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -149,31 +99,10 @@ def _parse_topic_data_v0_v2(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
-
-_tags_describe_quorum_request_v0_v2_names = {}
-
-# Parse the tagged fields of DescribeQuorumRequest, versions 0-2.
-def _tags_describe_quorum_request_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_quorum_request_v0_v2_names, t) from None
 
 _parse_describe_quorum_request_v0_v2_fields = ('topics', '_tagged_fields')
 
@@ -187,14 +116,7 @@ def _parse_describe_quorum_request_v0_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_data_v0_v2)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -204,7 +126,7 @@ def _parse_describe_quorum_request_v0_v2(b, p):
         o = Container()
         o['topics'] = v0
         if nt:
-            p = _tags_describe_quorum_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_quorum_request_v0_v2_fields, f) from None
@@ -213,12 +135,12 @@ _build_partition_data_v0_v2_keys = frozenset({'_unknown_tags', 'partition_index'
 _build_partition_data_v0_v2_absent = {}
 _build_partition_data_v0_v2_fields = ((('partition_index', 'i', 0),), '_unknown_tags')
 
-# Build PartitionData, version 0.
-def _build_partition_data_v0(o, w):
+# Build PartitionData, versions 0-2.
+def _build_partition_data_v0_v2(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 0)
+            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('partition_index', 0))
@@ -236,12 +158,12 @@ _build_topic_data_v0_v2_keys = frozenset({'_unknown_tags', 'partitions', 'topic_
 _build_topic_data_v0_v2_absent = {}
 _build_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_unknown_tags')
 
-# Build TopicData, version 0.
-def _build_topic_data_v0(o, w):
+# Build TopicData, versions 0-2.
+def _build_topic_data_v0_v2(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 0)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -249,13 +171,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -270,8 +187,8 @@ _build_describe_quorum_request_v0_v2_keys = frozenset({'_unknown_tags', 'topics'
 _build_describe_quorum_request_v0_v2_absent = {}
 _build_describe_quorum_request_v0_v2_fields = ('topics', '_unknown_tags')
 
-# Build DescribeQuorumRequest, version 0.
-def _build_describe_quorum_request_v0(o, w):
+# Build DescribeQuorumRequest, versions 0-2.
+def _build_describe_quorum_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_describe_quorum_request_v0_v2_keys.issuperset(o):
@@ -279,181 +196,13 @@ def _build_describe_quorum_request_v0(o, w):
                 o,
                 _build_describe_quorum_request_v0_v2_keys,
                 _build_describe_quorum_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_quorum_request_v0_v2_fields, f, o) from None
-
-# Build PartitionData, version 1.
-def _build_partition_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v2_fields, f, o) from None
-
-# Build TopicData, version 1.
-def _build_topic_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_data_v0_v2_fields, f, o) from None
-
-# Build DescribeQuorumRequest, version 1.
-def _build_describe_quorum_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_describe_quorum_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_quorum_request_v0_v2_keys,
-                _build_describe_quorum_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_describe_quorum_request_v0_v2_fields, f, o) from None
-
-# Build PartitionData, version 2.
-def _build_partition_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('partition_index', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v2_fields, f, o) from None
-
-# Build TopicData, version 2.
-def _build_topic_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_data_v0_v2_fields, f, o) from None
-
-# Build DescribeQuorumRequest, version 2.
-def _build_describe_quorum_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_describe_quorum_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_describe_quorum_request_v0_v2_keys,
-                _build_describe_quorum_request_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0_v2)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -477,9 +226,9 @@ PARSE = {
     2: _parse_describe_quorum_request_v0_v2,
 }
 BUILD = {
-    0: _build_describe_quorum_request_v0,
-    1: _build_describe_quorum_request_v1,
-    2: _build_describe_quorum_request_v2,
+    0: _build_describe_quorum_request_v0_v2,
+    1: _build_describe_quorum_request_v0_v2,
+    2: _build_describe_quorum_request_v0_v2,
 }
 SCHEMA = (
     (

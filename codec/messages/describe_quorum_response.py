@@ -4,27 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -52,27 +49,6 @@ _unpack_i32x2_i64 = Struct('>iiq').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 
 
-_tags_replica_state_v0_v2_names = {}
-
-# Parse the tagged fields of ReplicaState, versions 0-2.
-def _tags_replica_state_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_replica_state_v0_v2_names, t) from None
-
 _parse_replica_state_v0_fields = (
     (('replica_id', 'i', None), ('log_end_offset', 'q', None)), '_tagged_fields',
 )
@@ -94,31 +70,10 @@ def _parse_replica_state_v0(b, p):
         o['replica_id'] = v0_0
         o['log_end_offset'] = v0_1
         if nt:
-            p = _tags_replica_state_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_state_v0_fields, f) from None
-
-_tags_partition_data_v0_v2_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-2.
-def _tags_partition_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v2_names, t) from None
 
 _parse_partition_data_v0_v1_fields = (
     (
@@ -163,17 +118,12 @@ def _parse_partition_data_v0(b, p):
                     c['log_end_offset'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v0, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -203,17 +153,12 @@ def _parse_partition_data_v0(b, p):
                     c['log_end_offset'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -230,31 +175,10 @@ def _parse_partition_data_v0(b, p):
         o['current_voters'] = v1
         o['observers'] = v2
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_v1_fields, f) from None
-
-_tags_topic_data_v0_v2_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-2.
-def _tags_topic_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v2_names, t) from None
 
 _parse_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -270,14 +194,7 @@ def _parse_topic_data_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -288,31 +205,10 @@ def _parse_topic_data_v0(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
-
-_tags_describe_quorum_response_v0_v2_names = {}
-
-# Parse the tagged fields of DescribeQuorumResponse, versions 0-2.
-def _tags_describe_quorum_response_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_quorum_response_v0_v2_names, t) from None
 
 _parse_describe_quorum_response_v0_v1_fields = (
     (('error_code', 'h', None),), 'topics', '_tagged_fields',
@@ -331,14 +227,7 @@ def _parse_describe_quorum_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -349,7 +238,7 @@ def _parse_describe_quorum_response_v0(b, p):
         o['error_code'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_describe_quorum_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_quorum_response_v0_v1_fields, f) from None
@@ -369,7 +258,7 @@ def _build_replica_state_v0(o, w):
     f = -1
     try:
         if not _build_replica_state_v0_keys.issuperset(o):
-            check_keys(o, _build_replica_state_v0_keys, _build_replica_state_v0_absent, 0)
+            check_keys(o, _build_replica_state_v0_keys, _build_replica_state_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64(g('replica_id', 0), g('log_end_offset', 0))
@@ -401,7 +290,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v1_keys, _build_partition_data_v0_v1_absent, 0)
+            check_keys(o, _build_partition_data_v0_v1_keys, _build_partition_data_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2_i64(
@@ -414,23 +303,13 @@ def _build_partition_data_v0(o, w):
         f = 1
         v = g('current_voters', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v0)
         f = 2
         v = g('observers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -450,7 +329,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 0)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -458,13 +337,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -490,7 +364,6 @@ def _build_describe_quorum_response_v0(o, w):
                 o,
                 _build_describe_quorum_response_v0_v1_keys,
                 _build_describe_quorum_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -498,13 +371,8 @@ def _build_describe_quorum_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -542,7 +410,7 @@ def _parse_replica_state_v1(b, p):
         o['last_fetch_timestamp'] = v0_2
         o['last_caught_up_timestamp'] = v0_3
         if nt:
-            p = _tags_replica_state_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_state_v1_fields, f) from None
@@ -586,17 +454,12 @@ def _parse_partition_data_v1(b, p):
                     c['last_caught_up_timestamp'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v1, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -630,17 +493,12 @@ def _parse_partition_data_v1(b, p):
                     c['last_caught_up_timestamp'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v1, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -657,7 +515,7 @@ def _parse_partition_data_v1(b, p):
         o['current_voters'] = v1
         o['observers'] = v2
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_v1_fields, f) from None
@@ -674,14 +532,7 @@ def _parse_topic_data_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -692,7 +543,7 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
@@ -710,14 +561,7 @@ def _parse_describe_quorum_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -728,7 +572,7 @@ def _parse_describe_quorum_response_v1(b, p):
         o['error_code'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_describe_quorum_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_quorum_response_v0_v1_fields, f) from None
@@ -751,7 +595,7 @@ def _build_replica_state_v1(o, w):
     f = -1
     try:
         if not _build_replica_state_v1_keys.issuperset(o):
-            check_keys(o, _build_replica_state_v1_keys, _build_replica_state_v1_absent, 1)
+            check_keys(o, _build_replica_state_v1_keys, _build_replica_state_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64x3(
@@ -775,7 +619,7 @@ def _build_partition_data_v1(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v1_keys, _build_partition_data_v0_v1_absent, 1)
+            check_keys(o, _build_partition_data_v0_v1_keys, _build_partition_data_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2_i64(
@@ -788,23 +632,13 @@ def _build_partition_data_v1(o, w):
         f = 1
         v = g('current_voters', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v1)
         f = 2
         v = g('observers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v1)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -820,7 +654,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 1)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -828,13 +662,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -854,7 +683,6 @@ def _build_describe_quorum_response_v1(o, w):
                 o,
                 _build_describe_quorum_response_v0_v1_keys,
                 _build_describe_quorum_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -862,13 +690,8 @@ def _build_describe_quorum_response_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -909,7 +732,7 @@ def _parse_replica_state_v2(b, p):
         o['last_fetch_timestamp'] = v0_3
         o['last_caught_up_timestamp'] = v0_4
         if nt:
-            p = _tags_replica_state_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_state_v2_fields, f) from None
@@ -968,17 +791,12 @@ def _parse_partition_data_v2(b, p):
                     c['last_caught_up_timestamp'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v2, b, q, z)
             raise
         f = 4
         n = b[p] - 1
@@ -1016,17 +834,12 @@ def _parse_partition_data_v2(b, p):
                     c['last_caught_up_timestamp'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_state_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_state_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_state_v2, b, q, z)
             raise
         f = 5
         nt = b[p]
@@ -1044,7 +857,7 @@ def _parse_partition_data_v2(b, p):
         o['current_voters'] = v3
         o['observers'] = v4
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v2_fields, f) from None
@@ -1061,14 +874,7 @@ def _parse_topic_data_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1079,31 +885,10 @@ def _parse_topic_data_v2(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
-
-_tags_listener_v2_names = {}
-
-# Parse the tagged fields of Listener, version 2.
-def _tags_listener_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_listener_v2_names, t) from None
 
 _parse_listener_v2_fields = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
 
@@ -1129,31 +914,10 @@ def _parse_listener_v2(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_listener_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listener_v2_fields, f) from None
-
-_tags_node_v2_names = {}
-
-# Parse the tagged fields of Node, version 2.
-def _tags_node_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_v2_names, t) from None
 
 _parse_node_v2_fields = ((('node_id', 'i', None),), 'listeners', '_tagged_fields')
 
@@ -1186,17 +950,12 @@ def _parse_node_v2(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listener_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listener_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listener_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1208,7 +967,7 @@ def _parse_node_v2(b, p):
         o['node_id'] = v0_0
         o['listeners'] = v1
         if nt:
-            p = _tags_node_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_v2_fields, f) from None
@@ -1232,28 +991,14 @@ def _parse_describe_quorum_response_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_data_v2)
         f = 3
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_node_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_node_v2)
         f = 4
         nt = b[p]
         if nt < 0x80:
@@ -1266,7 +1011,7 @@ def _parse_describe_quorum_response_v2(b, p):
         o['topics'] = v2
         o['nodes'] = v3
         if nt:
-            p = _tags_describe_quorum_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_quorum_response_v2_fields, f) from None
@@ -1294,7 +1039,7 @@ def _build_replica_state_v2(o, w):
     f = -1
     try:
         if not _build_replica_state_v2_keys.issuperset(o):
-            check_keys(o, _build_replica_state_v2_keys, _build_replica_state_v2_absent, 2)
+            check_keys(o, _build_replica_state_v2_keys, _build_replica_state_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid_i64x3(
@@ -1330,7 +1075,7 @@ def _build_partition_data_v2(o, w):
     f = -1
     try:
         if not _build_partition_data_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v2_keys, _build_partition_data_v2_absent, 2)
+            check_keys(o, _build_partition_data_v2_keys, _build_partition_data_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
@@ -1342,23 +1087,13 @@ def _build_partition_data_v2(o, w):
         f = 3
         v = g('current_voters', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v2)
         f = 4
         v = g('observers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_state_v2)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -1374,7 +1109,7 @@ def _build_topic_data_v2(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 2)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -1382,13 +1117,8 @@ def _build_topic_data_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1408,7 +1138,7 @@ def _build_listener_v2(o, w):
     f = -1
     try:
         if not _build_listener_v2_keys.issuperset(o):
-            check_keys(o, _build_listener_v2_keys, _build_listener_v2_absent, 2)
+            check_keys(o, _build_listener_v2_keys, _build_listener_v2_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -1437,20 +1167,15 @@ def _build_node_v2(o, w):
     f = -1
     try:
         if not _build_node_v2_keys.issuperset(o):
-            check_keys(o, _build_node_v2_keys, _build_node_v2_absent, 2)
+            check_keys(o, _build_node_v2_keys, _build_node_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
         f = 1
         v = g('listeners', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listener_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listener_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1478,7 +1203,6 @@ def _build_describe_quorum_response_v2(o, w):
                 o,
                 _build_describe_quorum_response_v2_keys,
                 _build_describe_quorum_response_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -1489,23 +1213,13 @@ def _build_describe_quorum_response_v2(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v2)
         f = 3
         v = g('nodes', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_node_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_node_v2)
         t = None
         f = 4
         u = g('_unknown_tags')

@@ -4,27 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -36,29 +33,6 @@ _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i64_i32_i16 = Struct('>iqih').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_describe_share_group_offsets_response_partition_v0_names = {}
-
-# Parse the tagged fields of DescribeShareGroupOffsetsResponsePartition, version 0.
-def _tags_describe_share_group_offsets_response_partition_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_describe_share_group_offsets_response_partition_v0_names, t
-        ) from None
 
 _parse_describe_share_group_offsets_response_partition_v0_fields = (
     (
@@ -90,34 +64,11 @@ def _parse_describe_share_group_offsets_response_partition_v0(b, p):
         o['error_code'] = v0_3
         o['error_message'] = v1
         if nt:
-            p = _tags_describe_share_group_offsets_response_partition_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_share_group_offsets_response_partition_v0_fields, f
-        ) from None
-
-_tags_describe_share_group_offsets_response_topic_v0_names = {}
-
-# Parse the tagged fields of DescribeShareGroupOffsetsResponseTopic, version 0.
-def _tags_describe_share_group_offsets_response_topic_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_describe_share_group_offsets_response_topic_v0_names, t
         ) from None
 
 _parse_describe_share_group_offsets_response_topic_v0_fields = (
@@ -157,17 +108,12 @@ def _parse_describe_share_group_offsets_response_topic_v0(b, p):
                 c['error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_share_group_offsets_response_partition_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_share_group_offsets_response_partition_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_share_group_offsets_response_partition_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -180,33 +126,12 @@ def _parse_describe_share_group_offsets_response_topic_v0(b, p):
         o['topic_id'] = v1_0
         o['partitions'] = v2
         if nt:
-            p = _tags_describe_share_group_offsets_response_topic_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_share_group_offsets_response_topic_v0_fields, f
         ) from None
-
-_tags_describe_share_group_offsets_response_v0_names = {}
-
-# Parse the tagged fields of DescribeShareGroupOffsetsResponse, version 0.
-def _tags_describe_share_group_offsets_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_share_group_offsets_response_v0_names, t) from None
 
 _parse_describe_share_group_offsets_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'responses', '_tagged_fields',
@@ -225,14 +150,7 @@ def _parse_describe_share_group_offsets_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_share_group_offsets_response_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_share_group_offsets_response_topic_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -243,7 +161,7 @@ def _parse_describe_share_group_offsets_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_describe_share_group_offsets_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -272,7 +190,6 @@ def _build_describe_share_group_offsets_response_partition_v0(o, w):
                 o,
                 _build_describe_share_group_offsets_response_partition_v0_keys,
                 _build_describe_share_group_offsets_response_partition_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -313,7 +230,6 @@ def _build_describe_share_group_offsets_response_topic_v0(o, w):
                 o,
                 _build_describe_share_group_offsets_response_topic_v0_keys,
                 _build_describe_share_group_offsets_response_topic_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -324,13 +240,8 @@ def _build_describe_share_group_offsets_response_topic_v0(o, w):
         f = 2
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_share_group_offsets_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_share_group_offsets_response_partition_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -360,7 +271,6 @@ def _build_describe_share_group_offsets_response_v0(o, w):
                 o,
                 _build_describe_share_group_offsets_response_v0_keys,
                 _build_describe_share_group_offsets_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -368,13 +278,8 @@ def _build_describe_share_group_offsets_response_v0(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_share_group_offsets_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_share_group_offsets_response_topic_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

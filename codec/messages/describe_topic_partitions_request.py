@@ -4,49 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
 _pack_i32 = Struct('>i').pack
 _unpack_i32 = Struct('>i').unpack_from
 
-
-_tags_topic_request_v0_names = {}
-
-# Parse the tagged fields of TopicRequest, version 0.
-def _tags_topic_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_request_v0_names, t) from None
 
 _parse_topic_request_v0_fields = ('name', '_tagged_fields')
 
@@ -65,31 +40,10 @@ def _parse_topic_request_v0(b, p):
         o = Container()
         o['name'] = v0
         if nt:
-            p = _tags_topic_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_request_v0_fields, f) from None
-
-_tags_cursor_v0_names = {}
-
-# Parse the tagged fields of Cursor, version 0.
-def _tags_cursor_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_cursor_v0_names, t) from None
 
 _parse_cursor_v0_fields = ('topic_name', (('partition_index', 'i', None),), '_tagged_fields')
 
@@ -112,31 +66,10 @@ def _parse_cursor_v0(b, p):
         o['topic_name'] = v0
         o['partition_index'] = v1_0
         if nt:
-            p = _tags_cursor_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_cursor_v0_fields, f) from None
-
-_tags_describe_topic_partitions_request_v0_names = {}
-
-# Parse the tagged fields of DescribeTopicPartitionsRequest, version 0.
-def _tags_describe_topic_partitions_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_topic_partitions_request_v0_names, t) from None
 
 _parse_describe_topic_partitions_request_v0_fields = (
     'topics', (('response_partition_limit', 'i', None),), 'cursor', '_tagged_fields',
@@ -163,17 +96,12 @@ def _parse_describe_topic_partitions_request_v0(b, p):
                 c['name'] = k0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_request_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_request_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_request_v0, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_i32(b, p)
@@ -195,7 +123,7 @@ def _parse_describe_topic_partitions_request_v0(b, p):
         o['response_partition_limit'] = v1_0
         o['cursor'] = v2
         if nt:
-            p = _tags_describe_topic_partitions_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_topic_partitions_request_v0_fields, f) from None
@@ -209,7 +137,7 @@ def _build_topic_request_v0(o, w):
     f = -1
     try:
         if not _build_topic_request_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_request_v0_keys, _build_topic_request_v0_absent, 0)
+            check_keys(o, _build_topic_request_v0_keys, _build_topic_request_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -233,7 +161,7 @@ def _build_cursor_v0(o, w):
     f = -1
     try:
         if not _build_cursor_v0_keys.issuperset(o):
-            check_keys(o, _build_cursor_v0_keys, _build_cursor_v0_absent, 0)
+            check_keys(o, _build_cursor_v0_keys, _build_cursor_v0_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -267,19 +195,13 @@ def _build_describe_topic_partitions_request_v0(o, w):
                 o,
                 _build_describe_topic_partitions_request_v0_keys,
                 _build_describe_topic_partitions_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_request_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_request_v0)
         f = 1
         w += _pack_i32(g('response_partition_limit', 2000))
         f = 2

@@ -4,28 +4,26 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -40,29 +38,6 @@ _unpack_i16_i32x3 = Struct('>hiii').unpack_from
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_uuid_bool = Struct('>16s?').unpack_from
 
-
-_tags_describe_topic_partitions_response_partition_v0_names = {}
-
-# Parse the tagged fields of DescribeTopicPartitionsResponsePartition, version 0.
-def _tags_describe_topic_partitions_response_partition_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_describe_topic_partitions_response_partition_v0_names, t
-        ) from None
 
 _parse_describe_topic_partitions_response_partition_v0_fields = (
     (
@@ -143,34 +118,11 @@ def _parse_describe_topic_partitions_response_partition_v0(b, p):
         o['last_known_elr'] = v4
         o['offline_replicas'] = v5
         if nt:
-            p = _tags_describe_topic_partitions_response_partition_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_topic_partitions_response_partition_v0_fields, f
-        ) from None
-
-_tags_describe_topic_partitions_response_topic_v0_names = {}
-
-# Parse the tagged fields of DescribeTopicPartitionsResponseTopic, version 0.
-def _tags_describe_topic_partitions_response_topic_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_describe_topic_partitions_response_topic_v0_names, t
         ) from None
 
 _parse_describe_topic_partitions_response_topic_v0_fields = (
@@ -258,17 +210,12 @@ def _parse_describe_topic_partitions_response_topic_v0(b, p):
                 c['offline_replicas'] = k5
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_describe_topic_partitions_response_partition_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_describe_topic_partitions_response_partition_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_describe_topic_partitions_response_partition_v0, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i32(b, p)
@@ -287,33 +234,12 @@ def _parse_describe_topic_partitions_response_topic_v0(b, p):
         o['partitions'] = v3
         o['topic_authorized_operations'] = v4_0
         if nt:
-            p = _tags_describe_topic_partitions_response_topic_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_topic_partitions_response_topic_v0_fields, f
         ) from None
-
-_tags_cursor_v0_names = {}
-
-# Parse the tagged fields of Cursor, version 0.
-def _tags_cursor_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_cursor_v0_names, t) from None
 
 _parse_cursor_v0_fields = ('topic_name', (('partition_index', 'i', None),), '_tagged_fields')
 
@@ -336,31 +262,10 @@ def _parse_cursor_v0(b, p):
         o['topic_name'] = v0
         o['partition_index'] = v1_0
         if nt:
-            p = _tags_cursor_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_cursor_v0_fields, f) from None
-
-_tags_describe_topic_partitions_response_v0_names = {}
-
-# Parse the tagged fields of DescribeTopicPartitionsResponse, version 0.
-def _tags_describe_topic_partitions_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_topic_partitions_response_v0_names, t) from None
 
 _parse_describe_topic_partitions_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', 'next_cursor', '_tagged_fields',
@@ -379,14 +284,7 @@ def _parse_describe_topic_partitions_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_topic_partitions_response_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_describe_topic_partitions_response_topic_v0)
         f = 2
         if b[p] & 0x80:
             v2 = None
@@ -404,7 +302,7 @@ def _parse_describe_topic_partitions_response_v0(b, p):
         o['topics'] = v1
         o['next_cursor'] = v2
         if nt:
-            p = _tags_describe_topic_partitions_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_topic_partitions_response_v0_fields, f) from None
@@ -432,7 +330,6 @@ def _build_describe_topic_partitions_response_partition_v0(o, w):
                 o,
                 _build_describe_topic_partitions_response_partition_v0_keys,
                 _build_describe_topic_partitions_response_partition_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -442,14 +339,14 @@ def _build_describe_topic_partitions_response_partition_v0(o, w):
         f = 1
         v = g('replica_nodes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr_nodes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -466,7 +363,7 @@ def _build_describe_topic_partitions_response_partition_v0(o, w):
         f = 5
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -505,7 +402,6 @@ def _build_describe_topic_partitions_response_topic_v0(o, w):
                 o,
                 _build_describe_topic_partitions_response_topic_v0_keys,
                 _build_describe_topic_partitions_response_topic_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -518,13 +414,8 @@ def _build_describe_topic_partitions_response_topic_v0(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_topic_partitions_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_topic_partitions_response_partition_v0)
         f = 4
         w += _pack_i32(g('topic_authorized_operations', -2147483648))
         t = None
@@ -548,7 +439,7 @@ def _build_cursor_v0(o, w):
     f = -1
     try:
         if not _build_cursor_v0_keys.issuperset(o):
-            check_keys(o, _build_cursor_v0_keys, _build_cursor_v0_absent, 0)
+            check_keys(o, _build_cursor_v0_keys, _build_cursor_v0_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -582,7 +473,6 @@ def _build_describe_topic_partitions_response_v0(o, w):
                 o,
                 _build_describe_topic_partitions_response_v0_keys,
                 _build_describe_topic_partitions_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -590,13 +480,8 @@ def _build_describe_topic_partitions_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_topic_partitions_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_topic_partitions_response_topic_v0)
         f = 2
         v = g('next_cursor', None)
         if v is None:

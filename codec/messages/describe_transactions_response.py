@@ -4,23 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -32,27 +30,6 @@ _unpack_i16 = Struct('>h').unpack_from
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i64x2_i16 = Struct('>iqqh').unpack_from
 
-
-_tags_topic_data_v0_names = {}
-
-# Parse the tagged fields of TopicData, version 0.
-def _tags_topic_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_names, t) from None
 
 _parse_topic_data_v0_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -80,31 +57,10 @@ def _parse_topic_data_v0(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_fields, f) from None
-
-_tags_transaction_state_v0_names = {}
-
-# Parse the tagged fields of TransactionState, version 0.
-def _tags_transaction_state_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_transaction_state_v0_names, t) from None
 
 _parse_transaction_state_v0_fields = (
     (('error_code', 'h', None),), 'transactional_id', 'transaction_state',
@@ -154,17 +110,12 @@ def _parse_transaction_state_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_data_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_data_v0, b, q, z)
             raise
         f = 5
         nt = b[p]
@@ -182,31 +133,10 @@ def _parse_transaction_state_v0(b, p):
         o['producer_epoch'] = v3_3
         o['topics'] = v4
         if nt:
-            p = _tags_transaction_state_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_transaction_state_v0_fields, f) from None
-
-_tags_describe_transactions_response_v0_names = {}
-
-# Parse the tagged fields of DescribeTransactionsResponse, version 0.
-def _tags_describe_transactions_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_transactions_response_v0_names, t) from None
 
 _parse_describe_transactions_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'transaction_states', '_tagged_fields',
@@ -225,14 +155,7 @@ def _parse_describe_transactions_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_transaction_state_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_transaction_state_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -243,7 +166,7 @@ def _parse_describe_transactions_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['transaction_states'] = v1
         if nt:
-            p = _tags_describe_transactions_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_describe_transactions_response_v0_fields, f) from None
@@ -257,7 +180,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_absent, 0)
+            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -265,7 +188,7 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -298,7 +221,7 @@ def _build_transaction_state_v0(o, w):
     f = -1
     try:
         if not _build_transaction_state_v0_keys.issuperset(o):
-            check_keys(o, _build_transaction_state_v0_keys, _build_transaction_state_v0_absent, 0)
+            check_keys(o, _build_transaction_state_v0_keys, _build_transaction_state_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -318,13 +241,8 @@ def _build_transaction_state_v0(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -352,7 +270,6 @@ def _build_describe_transactions_response_v0(o, w):
                 o,
                 _build_describe_transactions_response_v0_keys,
                 _build_describe_transactions_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -360,13 +277,8 @@ def _build_describe_transactions_response_v0(o, w):
         f = 1
         v = g('transaction_states', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_transaction_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_transaction_state_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,24 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -33,27 +30,6 @@ _unpack_i16 = Struct('>h').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i8_i32 = Struct('>bi').unpack_from
 
-
-_tags_credential_info_v0_names = {}
-
-# Parse the tagged fields of CredentialInfo, version 0.
-def _tags_credential_info_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_credential_info_v0_names, t) from None
 
 _parse_credential_info_v0_fields = (
     (('mechanism', 'b', None), ('iterations', 'i', None)), '_tagged_fields',
@@ -76,31 +52,10 @@ def _parse_credential_info_v0(b, p):
         o['mechanism'] = v0_0
         o['iterations'] = v0_1
         if nt:
-            p = _tags_credential_info_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_credential_info_v0_fields, f) from None
-
-_tags_describe_user_scram_credentials_result_v0_names = {}
-
-# Parse the tagged fields of DescribeUserScramCredentialsResult, version 0.
-def _tags_describe_user_scram_credentials_result_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_describe_user_scram_credentials_result_v0_names, t) from None
 
 _parse_describe_user_scram_credentials_result_v0_fields = (
     'user', (('error_code', 'h', None),), 'error_message', 'credential_infos', '_tagged_fields',
@@ -145,17 +100,12 @@ def _parse_describe_user_scram_credentials_result_v0(b, p):
                     c['iterations'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_credential_info_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_credential_info_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_credential_info_v0, b, q, z)
             raise
         f = 4
         nt = b[p]
@@ -169,34 +119,11 @@ def _parse_describe_user_scram_credentials_result_v0(b, p):
         o['error_message'] = v2
         o['credential_infos'] = v3
         if nt:
-            p = _tags_describe_user_scram_credentials_result_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_describe_user_scram_credentials_result_v0_fields, f
-        ) from None
-
-_tags_describe_user_scram_credentials_response_v0_names = {}
-
-# Parse the tagged fields of DescribeUserScramCredentialsResponse, version 0.
-def _tags_describe_user_scram_credentials_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(
-            x, p, _tags_describe_user_scram_credentials_response_v0_names, t
         ) from None
 
 _parse_describe_user_scram_credentials_response_v0_fields = (
@@ -219,14 +146,7 @@ def _parse_describe_user_scram_credentials_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_describe_user_scram_credentials_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_describe_user_scram_credentials_result_v0)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -239,7 +159,7 @@ def _parse_describe_user_scram_credentials_response_v0(b, p):
         o['error_message'] = v1
         o['results'] = v2
         if nt:
-            p = _tags_describe_user_scram_credentials_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -257,7 +177,7 @@ def _build_credential_info_v0(o, w):
     f = -1
     try:
         if not _build_credential_info_v0_keys.issuperset(o):
-            check_keys(o, _build_credential_info_v0_keys, _build_credential_info_v0_absent, 0)
+            check_keys(o, _build_credential_info_v0_keys, _build_credential_info_v0_absent)
         g = o.get
         f = 0
         w += _pack_i8_i32(g('mechanism', 0), g('iterations', 0))
@@ -288,7 +208,6 @@ def _build_describe_user_scram_credentials_result_v0(o, w):
                 o,
                 _build_describe_user_scram_credentials_result_v0_keys,
                 _build_describe_user_scram_credentials_result_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -302,13 +221,8 @@ def _build_describe_user_scram_credentials_result_v0(o, w):
         f = 3
         v = g('credential_infos', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_credential_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_credential_info_v0)
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -339,7 +253,6 @@ def _build_describe_user_scram_credentials_response_v0(o, w):
                 o,
                 _build_describe_user_scram_credentials_response_v0_keys,
                 _build_describe_user_scram_credentials_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -350,13 +263,8 @@ def _build_describe_user_scram_credentials_response_v0(o, w):
         f = 2
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_describe_user_scram_credentials_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_describe_user_scram_credentials_result_v0)
         t = None
         f = 3
         u = g('_unknown_tags')

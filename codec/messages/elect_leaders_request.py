@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,12 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -79,12 +76,7 @@ def _parse_elect_leaders_request_v0(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v0_v1, b, q, z)
                 raise
         f = 1
         v1_0, = _unpack_i32(b, p)
@@ -100,14 +92,12 @@ _build_topic_partitions_v0_v1_keys = frozenset({'partitions', 'topic'})
 _build_topic_partitions_v0_v2_absent = {'desired_leaders': ([], False)}
 _build_topic_partitions_v0_v1_fields = ('topic', 'partitions')
 
-# Build TopicPartitions, version 0.
-def _build_topic_partitions_v0(o, w):
+# Build TopicPartitions, versions 0-1.
+def _build_topic_partitions_v0_v1(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v2_absent, 0
-            )
+            check_keys(o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -115,7 +105,7 @@ def _build_topic_partitions_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -132,17 +122,12 @@ def _build_elect_leaders_request_v0(o, w):
     try:
         if not _build_elect_leaders_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_elect_leaders_request_v0_keys, _build_elect_leaders_request_v0_absent, 0
+                o, _build_elect_leaders_request_v0_keys, _build_elect_leaders_request_v0_absent
             )
         g = o.get
         f = 0
         v = g('topic_partitions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_topic_partitions_v0_v1)
         f = 1
         w += _pack_i32(g('timeout_ms', 60000))
     except Exception as x:
@@ -179,12 +164,7 @@ def _parse_elect_leaders_request_v1(b, p):
                     c['partitions'] = k1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v0_v1(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v0_v1, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -196,28 +176,6 @@ def _parse_elect_leaders_request_v1(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_elect_leaders_request_v1_fields, f) from None
-
-# Build TopicPartitions, version 1.
-def _build_topic_partitions_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_partitions_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_partitions_v0_v1_keys, _build_topic_partitions_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_partitions_v0_v1_fields, f, o) from None
 
 _build_elect_leaders_request_v1_keys = frozenset({
     'election_type', 'timeout_ms', 'topic_partitions',
@@ -233,47 +191,18 @@ def _build_elect_leaders_request_v1(o, w):
     try:
         if not _build_elect_leaders_request_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_elect_leaders_request_v1_keys,
-                _build_elect_leaders_request_v1_v3_absent,
-                1,
+                o, _build_elect_leaders_request_v1_keys, _build_elect_leaders_request_v1_v3_absent
             )
         g = o.get
         f = 0
         w += _pack_i8(g('election_type', 0))
         f = 1
         v = g('topic_partitions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_topic_partitions_v0_v1)
         f = 2
         w += _pack_i32(g('timeout_ms', 60000))
     except Exception as x:
         raise encode_failure(x, _build_elect_leaders_request_v1_fields, f, o) from None
-
-_tags_topic_partitions_v2_v3_names = {}
-
-# Parse the tagged fields of TopicPartitions, versions 2-3.
-def _tags_topic_partitions_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partitions_v2_v3_names, t) from None
 
 _parse_topic_partitions_v2_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -301,31 +230,10 @@ def _parse_topic_partitions_v2(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_partitions_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v2_fields, f) from None
-
-_tags_elect_leaders_request_v2_v3_names = {}
-
-# Parse the tagged fields of ElectLeadersRequest, versions 2-3.
-def _tags_elect_leaders_request_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_elect_leaders_request_v2_v3_names, t) from None
 
 _parse_elect_leaders_request_v2_v3_fields = (
     (('election_type', 'b', None),), 'topic_partitions', (('timeout_ms', 'i', None),),
@@ -367,17 +275,12 @@ def _parse_elect_leaders_request_v2(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_topic_partitions_v2_v3(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v2(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v2, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -393,7 +296,7 @@ def _parse_elect_leaders_request_v2(b, p):
         o['topic_partitions'] = v1
         o['timeout_ms'] = v2_0
         if nt:
-            p = _tags_elect_leaders_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_elect_leaders_request_v2_v3_fields, f) from None
@@ -406,7 +309,7 @@ def _build_topic_partitions_v2(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_partitions_v2_keys, _build_topic_partitions_v0_v2_absent, 2)
+            check_keys(o, _build_topic_partitions_v2_keys, _build_topic_partitions_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -414,7 +317,7 @@ def _build_topic_partitions_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -445,19 +348,13 @@ def _build_elect_leaders_request_v2(o, w):
                 o,
                 _build_elect_leaders_request_v2_v3_keys,
                 _build_elect_leaders_request_v1_v3_absent,
-                2,
             )
         g = o.get
         f = 0
         w += _pack_i8(g('election_type', 0))
         f = 1
         v = g('topic_partitions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_topic_partitions_v2)
         f = 2
         w += _pack_i32(g('timeout_ms', 60000))
         t = None
@@ -508,7 +405,7 @@ def _parse_topic_partitions_v3(b, p):
         o['partitions'] = v1
         o['desired_leaders'] = v2
         if nt:
-            p = _tags_topic_partitions_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v3_fields, f) from None
@@ -559,17 +456,12 @@ def _parse_elect_leaders_request_v3(b, p):
                     c['desired_leaders'] = k2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_topic_partitions_v2_v3(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_topic_partitions_v3(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_topic_partitions_v3, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -585,7 +477,7 @@ def _parse_elect_leaders_request_v3(b, p):
         o['topic_partitions'] = v1
         o['timeout_ms'] = v2_0
         if nt:
-            p = _tags_elect_leaders_request_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_elect_leaders_request_v2_v3_fields, f) from None
@@ -601,7 +493,7 @@ def _build_topic_partitions_v3(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v3_keys.issuperset(o):
-            check_keys(o, _build_topic_partitions_v3_keys, _build_topic_partitions_v3_absent, 3)
+            check_keys(o, _build_topic_partitions_v3_keys, _build_topic_partitions_v3_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -609,7 +501,7 @@ def _build_topic_partitions_v3(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -637,19 +529,13 @@ def _build_elect_leaders_request_v3(o, w):
                 o,
                 _build_elect_leaders_request_v2_v3_keys,
                 _build_elect_leaders_request_v1_v3_absent,
-                3,
             )
         g = o.get
         f = 0
         w += _pack_i8(g('election_type', 0))
         f = 1
         v = g('topic_partitions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_topic_partitions_v3)
         f = 2
         w += _pack_i32(g('timeout_ms', 60000))
         t = None

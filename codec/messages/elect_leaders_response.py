@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -82,12 +79,7 @@ def _parse_replica_election_result_v0_v1(b, p):
                 c['error_message'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_result_v0_v1, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -109,14 +101,7 @@ def _parse_elect_leaders_response_v0(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_replica_election_result_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_replica_election_result_v0_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['replica_election_results'] = v1
@@ -130,14 +115,12 @@ _build_partition_result_v0_v1_fields = (
     (('partition_id', 'i', 0), ('error_code', 'h', 0)), 'error_message',
 )
 
-# Build PartitionResult, version 0.
-def _build_partition_result_v0(o, w):
+# Build PartitionResult, versions 0-1.
+def _build_partition_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_partition_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_result_v0_v1_keys, _build_partition_result_v0_v3_absent, 0
-            )
+            check_keys(o, _build_partition_result_v0_v1_keys, _build_partition_result_v0_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition_id', 0), g('error_code', 0))
@@ -151,8 +134,8 @@ _build_replica_election_result_v0_v1_keys = frozenset({'partition_result', 'topi
 _build_replica_election_result_v0_v3_absent = {}
 _build_replica_election_result_v0_v1_fields = ('topic', 'partition_result')
 
-# Build ReplicaElectionResult, version 0.
-def _build_replica_election_result_v0(o, w):
+# Build ReplicaElectionResult, versions 0-1.
+def _build_replica_election_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_replica_election_result_v0_v1_keys.issuperset(o):
@@ -160,7 +143,6 @@ def _build_replica_election_result_v0(o, w):
                 o,
                 _build_replica_election_result_v0_v1_keys,
                 _build_replica_election_result_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -169,13 +151,8 @@ def _build_replica_election_result_v0(o, w):
         f = 1
         v = g('partition_result', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_replica_election_result_v0_v1_fields, f, o) from None
 
@@ -191,7 +168,7 @@ def _build_elect_leaders_response_v0(o, w):
     try:
         if not _build_elect_leaders_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_elect_leaders_response_v0_keys, _build_elect_leaders_response_v0_absent, 0
+                o, _build_elect_leaders_response_v0_keys, _build_elect_leaders_response_v0_absent
             )
         g = o.get
         f = 0
@@ -199,13 +176,8 @@ def _build_elect_leaders_response_v0(o, w):
         f = 1
         v = g('replica_election_results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_election_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_replica_election_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_elect_leaders_response_v0_fields, f, o) from None
 
@@ -222,14 +194,7 @@ def _parse_elect_leaders_response_v1(b, p):
         p += 6
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_replica_election_result_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_replica_election_result_v0_v1)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -237,51 +202,6 @@ def _parse_elect_leaders_response_v1(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_elect_leaders_response_v1_fields, f) from None
-
-# Build PartitionResult, version 1.
-def _build_partition_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_result_v0_v1_keys, _build_partition_result_v0_v3_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_id', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_result_v0_v1_fields, f, o) from None
-
-# Build ReplicaElectionResult, version 1.
-def _build_replica_election_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_replica_election_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_replica_election_result_v0_v1_keys,
-                _build_replica_election_result_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_result', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_replica_election_result_v0_v1_fields, f, o) from None
 
 _build_elect_leaders_response_v1_keys = frozenset({
     'error_code', 'replica_election_results', 'throttle_time_ms',
@@ -297,10 +217,7 @@ def _build_elect_leaders_response_v1(o, w):
     try:
         if not _build_elect_leaders_response_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_elect_leaders_response_v1_keys,
-                _build_elect_leaders_response_v1_v3_absent,
-                1,
+                o, _build_elect_leaders_response_v1_keys, _build_elect_leaders_response_v1_v3_absent
             )
         g = o.get
         f = 0
@@ -308,36 +225,10 @@ def _build_elect_leaders_response_v1(o, w):
         f = 1
         v = g('replica_election_results', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_election_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_replica_election_result_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_elect_leaders_response_v1_fields, f, o) from None
-
-_tags_partition_result_v2_v3_names = {}
-
-# Parse the tagged fields of PartitionResult, versions 2-3.
-def _tags_partition_result_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_result_v2_v3_names, t) from None
 
 _parse_partition_result_v2_v3_fields = (
     (('partition_id', 'i', None), ('error_code', 'h', None)), 'error_message', '_tagged_fields',
@@ -363,31 +254,10 @@ def _parse_partition_result_v2_v3(b, p):
         o['error_code'] = v0_1
         o['error_message'] = v1
         if nt:
-            p = _tags_partition_result_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_result_v2_v3_fields, f) from None
-
-_tags_replica_election_result_v2_v3_names = {}
-
-# Parse the tagged fields of ReplicaElectionResult, versions 2-3.
-def _tags_replica_election_result_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_replica_election_result_v2_v3_names, t) from None
 
 _parse_replica_election_result_v2_v3_fields = ('topic', 'partition_result', '_tagged_fields')
 
@@ -418,17 +288,12 @@ def _parse_replica_election_result_v2_v3(b, p):
                 c['error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_result_v2_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_result_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_result_v2_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -440,31 +305,10 @@ def _parse_replica_election_result_v2_v3(b, p):
         o['topic'] = v0
         o['partition_result'] = v1
         if nt:
-            p = _tags_replica_election_result_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_election_result_v2_v3_fields, f) from None
-
-_tags_elect_leaders_response_v2_v3_names = {}
-
-# Parse the tagged fields of ElectLeadersResponse, versions 2-3.
-def _tags_elect_leaders_response_v2_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_elect_leaders_response_v2_v3_names, t) from None
 
 _parse_elect_leaders_response_v2_v3_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'replica_election_results',
@@ -484,14 +328,7 @@ def _parse_elect_leaders_response_v2_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_replica_election_result_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_replica_election_result_v2_v3)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -503,7 +340,7 @@ def _parse_elect_leaders_response_v2_v3(b, p):
         o['error_code'] = v0_1
         o['replica_election_results'] = v1
         if nt:
-            p = _tags_elect_leaders_response_v2_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_elect_leaders_response_v2_v3_fields, f) from None
@@ -515,14 +352,12 @@ _build_partition_result_v2_v3_fields = (
     (('partition_id', 'i', 0), ('error_code', 'h', 0)), 'error_message', '_unknown_tags',
 )
 
-# Build PartitionResult, version 2.
-def _build_partition_result_v2(o, w):
+# Build PartitionResult, versions 2-3.
+def _build_partition_result_v2_v3(o, w):
     f = -1
     try:
         if not _build_partition_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_result_v2_v3_keys, _build_partition_result_v0_v3_absent, 2
-            )
+            check_keys(o, _build_partition_result_v2_v3_keys, _build_partition_result_v0_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition_id', 0), g('error_code', 0))
@@ -544,8 +379,8 @@ _build_replica_election_result_v2_v3_keys = frozenset({
 })
 _build_replica_election_result_v2_v3_fields = ('topic', 'partition_result', '_unknown_tags')
 
-# Build ReplicaElectionResult, version 2.
-def _build_replica_election_result_v2(o, w):
+# Build ReplicaElectionResult, versions 2-3.
+def _build_replica_election_result_v2_v3(o, w):
     f = -1
     try:
         if not _build_replica_election_result_v2_v3_keys.issuperset(o):
@@ -553,7 +388,6 @@ def _build_replica_election_result_v2(o, w):
                 o,
                 _build_replica_election_result_v2_v3_keys,
                 _build_replica_election_result_v0_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -562,13 +396,8 @@ def _build_replica_election_result_v2(o, w):
         f = 1
         v = g('partition_result', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -587,8 +416,8 @@ _build_elect_leaders_response_v2_v3_fields = (
     '_unknown_tags',
 )
 
-# Build ElectLeadersResponse, version 2.
-def _build_elect_leaders_response_v2(o, w):
+# Build ElectLeadersResponse, versions 2-3.
+def _build_elect_leaders_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_elect_leaders_response_v2_v3_keys.issuperset(o):
@@ -596,7 +425,6 @@ def _build_elect_leaders_response_v2(o, w):
                 o,
                 _build_elect_leaders_response_v2_v3_keys,
                 _build_elect_leaders_response_v1_v3_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -604,106 +432,8 @@ def _build_elect_leaders_response_v2(o, w):
         f = 1
         v = g('replica_election_results', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_election_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_elect_leaders_response_v2_v3_fields, f, o) from None
-
-# Build PartitionResult, version 3.
-def _build_partition_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_partition_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_result_v2_v3_keys, _build_partition_result_v0_v3_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_id', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_result_v2_v3_fields, f, o) from None
-
-# Build ReplicaElectionResult, version 3.
-def _build_replica_election_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_replica_election_result_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_replica_election_result_v2_v3_keys,
-                _build_replica_election_result_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_result', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_replica_election_result_v2_v3_fields, f, o) from None
-
-# Build ElectLeadersResponse, version 3.
-def _build_elect_leaders_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_elect_leaders_response_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_elect_leaders_response_v2_v3_keys,
-                _build_elect_leaders_response_v1_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('replica_election_results', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_election_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_election_result_v2_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -730,8 +460,8 @@ PARSE = {
 BUILD = {
     0: _build_elect_leaders_response_v0,
     1: _build_elect_leaders_response_v1,
-    2: _build_elect_leaders_response_v2,
-    3: _build_elect_leaders_response_v3,
+    2: _build_elect_leaders_response_v2_v3,
+    3: _build_elect_leaders_response_v2_v3,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

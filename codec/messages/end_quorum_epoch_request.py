@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -22,15 +19,16 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -98,12 +96,7 @@ def _parse_topic_data_v0(b, p):
                 c['preferred_successors'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -122,14 +115,7 @@ def _parse_end_quorum_epoch_request_v0(b, p):
         v0, p = read_nullable_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         o = Container()
         o['cluster_id'] = v0
         o['topics'] = v1
@@ -151,14 +137,14 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x3(g('partition_index', 0), g('leader_id', 0), g('leader_epoch', 0))
         f = 1
         v = g('preferred_successors', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -174,7 +160,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent, 0)
+            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -182,13 +168,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_topic_data_v0_fields, f, o) from None
 
@@ -205,7 +186,6 @@ def _build_end_quorum_epoch_request_v0(o, w):
                 o,
                 _build_end_quorum_epoch_request_v0_keys,
                 _build_end_quorum_epoch_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -214,36 +194,10 @@ def _build_end_quorum_epoch_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_end_quorum_epoch_request_v0_fields, f, o) from None
-
-_tags_replica_info_v1_names = {}
-
-# Parse the tagged fields of ReplicaInfo, version 1.
-def _tags_replica_info_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_replica_info_v1_names, t) from None
 
 _parse_replica_info_v1_fields = (
     (('candidate_id', 'i', None), ('candidate_directory_id', '16s', None)), '_tagged_fields',
@@ -267,31 +221,10 @@ def _parse_replica_info_v1(b, p):
         o['candidate_id'] = v0_0
         o['candidate_directory_id'] = v0_1
         if nt:
-            p = _tags_replica_info_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_info_v1_fields, f) from None
-
-_tags_partition_data_v1_names = {}
-
-# Parse the tagged fields of PartitionData, version 1.
-def _tags_partition_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v1_names, t) from None
 
 _parse_partition_data_v1_fields = (
     (('partition_index', 'i', None), ('leader_id', 'i', None), ('leader_epoch', 'i', None)),
@@ -335,17 +268,12 @@ def _parse_partition_data_v1(b, p):
                     c['candidate_directory_id'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_replica_info_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_replica_info_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_replica_info_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -359,31 +287,10 @@ def _parse_partition_data_v1(b, p):
         o['leader_epoch'] = v0_2
         o['preferred_candidates'] = v1
         if nt:
-            p = _tags_partition_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_fields, f) from None
-
-_tags_topic_data_v1_names = {}
-
-# Parse the tagged fields of TopicData, version 1.
-def _tags_topic_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v1_names, t) from None
 
 _parse_topic_data_v1_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -399,14 +306,7 @@ def _parse_topic_data_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -417,31 +317,10 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v1_fields, f) from None
-
-_tags_leader_endpoint_v1_names = {}
-
-# Parse the tagged fields of LeaderEndpoint, version 1.
-def _tags_leader_endpoint_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_endpoint_v1_names, t) from None
 
 _parse_leader_endpoint_v1_fields = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
 
@@ -467,31 +346,10 @@ def _parse_leader_endpoint_v1(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_leader_endpoint_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_endpoint_v1_fields, f) from None
-
-_tags_end_quorum_epoch_request_v1_names = {}
-
-# Parse the tagged fields of EndQuorumEpochRequest, version 1.
-def _tags_end_quorum_epoch_request_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_end_quorum_epoch_request_v1_names, t) from None
 
 _parse_end_quorum_epoch_request_v1_fields = (
     'cluster_id', 'topics', 'leader_endpoints', '_tagged_fields',
@@ -509,14 +367,7 @@ def _parse_end_quorum_epoch_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -539,17 +390,12 @@ def _parse_end_quorum_epoch_request_v1(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_endpoint_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_endpoint_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_endpoint_v1, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -562,7 +408,7 @@ def _parse_end_quorum_epoch_request_v1(b, p):
         o['topics'] = v1
         o['leader_endpoints'] = v2
         if nt:
-            p = _tags_end_quorum_epoch_request_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_end_quorum_epoch_request_v1_fields, f) from None
@@ -585,7 +431,7 @@ def _build_replica_info_v1(o, w):
     f = -1
     try:
         if not _build_replica_info_v1_keys.issuperset(o):
-            check_keys(o, _build_replica_info_v1_keys, _build_replica_info_v1_absent, 1)
+            check_keys(o, _build_replica_info_v1_keys, _build_replica_info_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(
@@ -615,20 +461,15 @@ def _build_partition_data_v1(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent, 1)
+            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32x3(g('partition_index', 0), g('leader_id', 0), g('leader_epoch', 0))
         f = 1
         v = g('preferred_candidates', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_replica_info_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_replica_info_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -647,7 +488,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent, 1)
+            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -655,13 +496,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -681,7 +517,7 @@ def _build_leader_endpoint_v1(o, w):
     f = -1
     try:
         if not _build_leader_endpoint_v1_keys.issuperset(o):
-            check_keys(o, _build_leader_endpoint_v1_keys, _build_leader_endpoint_v1_absent, 1)
+            check_keys(o, _build_leader_endpoint_v1_keys, _build_leader_endpoint_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -718,7 +554,6 @@ def _build_end_quorum_epoch_request_v1(o, w):
                 o,
                 _build_end_quorum_epoch_request_v1_keys,
                 _build_end_quorum_epoch_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -727,23 +562,13 @@ def _build_end_quorum_epoch_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         f = 2
         v = g('leader_endpoints', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_endpoint_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_endpoint_v1)
         t = None
         f = 3
         u = g('_unknown_tags')

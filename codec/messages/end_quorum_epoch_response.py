@@ -5,24 +5,25 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -97,12 +98,7 @@ def _parse_topic_data_v0(b, p):
                     c['leader_epoch'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -122,14 +118,7 @@ def _parse_end_quorum_epoch_response_v0(b, p):
         p += 2
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         o = Container()
         o['error_code'] = v0_0
         o['topics'] = v1
@@ -153,7 +142,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_v1_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2(
@@ -171,7 +160,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent, 0)
+            check_keys(o, _build_topic_data_v0_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -179,13 +168,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_topic_data_v0_fields, f, o) from None
 
@@ -202,7 +186,6 @@ def _build_end_quorum_epoch_response_v0(o, w):
                 o,
                 _build_end_quorum_epoch_response_v0_keys,
                 _build_end_quorum_epoch_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -210,36 +193,10 @@ def _build_end_quorum_epoch_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_data_v0)
     except Exception as x:
         raise encode_failure(x, _build_end_quorum_epoch_response_v0_fields, f, o) from None
-
-_tags_partition_data_v1_names = {}
-
-# Parse the tagged fields of PartitionData, version 1.
-def _tags_partition_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v1_names, t) from None
 
 _parse_partition_data_v1_fields = (
     (
@@ -268,31 +225,10 @@ def _parse_partition_data_v1(b, p):
         o['leader_id'] = v0_2
         o['leader_epoch'] = v0_3
         if nt:
-            p = _tags_partition_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_fields, f) from None
-
-_tags_topic_data_v1_names = {}
-
-# Parse the tagged fields of TopicData, version 1.
-def _tags_topic_data_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v1_names, t) from None
 
 _parse_topic_data_v1_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -334,17 +270,12 @@ def _parse_topic_data_v1(b, p):
                     c['leader_epoch'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -356,31 +287,10 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v1_fields, f) from None
-
-_tags_node_endpoint_v1_names = {}
-
-# Parse the tagged fields of NodeEndpoint, version 1.
-def _tags_node_endpoint_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v1_names, t) from None
 
 _parse_node_endpoint_v1_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'H', None),), '_tagged_fields',
@@ -409,7 +319,7 @@ def _parse_node_endpoint_v1(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_node_endpoint_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v1_fields, f) from None
@@ -450,17 +360,12 @@ def _tags_end_quorum_epoch_response_v1(b, p, nt, o):
                         c['port'] = k2_0
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_node_endpoint_v1(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_node_endpoint_v1(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_node_endpoint_v1, b, q, z)
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -490,14 +395,7 @@ def _parse_end_quorum_epoch_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -530,7 +428,7 @@ def _build_partition_data_v1(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v0_v1_absent, 1)
+            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2(
@@ -554,7 +452,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent, 1)
+            check_keys(o, _build_topic_data_v1_keys, _build_topic_data_v0_v1_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -562,13 +460,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -590,7 +483,7 @@ def _build_node_endpoint_v1(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v1_keys.issuperset(o):
-            check_keys(o, _build_node_endpoint_v1_keys, _build_node_endpoint_v1_absent, 1)
+            check_keys(o, _build_node_endpoint_v1_keys, _build_node_endpoint_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -626,7 +519,6 @@ def _build_end_quorum_epoch_response_v1(o, w):
                 o,
                 _build_end_quorum_epoch_response_v1_keys,
                 _build_end_quorum_epoch_response_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -634,26 +526,16 @@ def _build_end_quorum_epoch_response_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         t = None
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(1)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v1(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v1)
             if t is None:
                 t = []
             t.append((0, tw))

@@ -4,39 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
 
-
-_tags_end_transaction_record_v0_names = {}
-
-# Parse the tagged fields of EndTransactionRecord, version 0.
-def _tags_end_transaction_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_end_transaction_record_v0_names, t) from None
 
 _parse_end_transaction_record_v0_fields = ('_tagged_fields',)
 
@@ -52,7 +28,7 @@ def _parse_end_transaction_record_v0(b, p):
             nt, p = read_uvarint(b, p)
         o = Container()
         if nt:
-            p = _tags_end_transaction_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_end_transaction_record_v0_fields, f) from None
@@ -67,7 +43,7 @@ def _build_end_transaction_record_v0(o, w):
     try:
         if not _build_end_transaction_record_v0_keys.issuperset(o):
             check_keys(
-                o, _build_end_transaction_record_v0_keys, _build_end_transaction_record_v0_absent, 0
+                o, _build_end_transaction_record_v0_keys, _build_end_transaction_record_v0_absent
             )
         g = o.get
         t = None

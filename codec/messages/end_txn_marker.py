@@ -38,7 +38,7 @@ def _build_end_txn_marker_v0(o, w):
     f = -1
     try:
         if not _build_end_txn_marker_v0_keys.issuperset(o):
-            check_keys(o, _build_end_txn_marker_v0_keys, _build_end_txn_marker_v0_absent, 0)
+            check_keys(o, _build_end_txn_marker_v0_keys, _build_end_txn_marker_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('coordinator_epoch', 0))

@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_string,
     write_string,
     write_tags,
@@ -56,12 +53,12 @@ _build_end_txn_request_v0_v2_fields = (
     (('producer_id', 'q', 0), ('producer_epoch', 'h', 0), ('committed', '?', False)),
 )
 
-# Build EndTxnRequest, version 0.
-def _build_end_txn_request_v0(o, w):
+# Build EndTxnRequest, versions 0-2.
+def _build_end_txn_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_end_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v0_v2_keys, _build_end_txn_request_v0_v5_absent, 0)
+            check_keys(o, _build_end_txn_request_v0_v2_keys, _build_end_txn_request_v0_v5_absent)
         g = o.get
         f = 0
         v = g('transactional_id', '')
@@ -70,57 +67,6 @@ def _build_end_txn_request_v0(o, w):
         w += _pack_i64_i16_bool(g('producer_id', 0), g('producer_epoch', 0), g('committed', False))
     except Exception as x:
         raise encode_failure(x, _build_end_txn_request_v0_v2_fields, f, o) from None
-
-# Build EndTxnRequest, version 1.
-def _build_end_txn_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v0_v2_keys, _build_end_txn_request_v0_v5_absent, 1)
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16_bool(g('producer_id', 0), g('producer_epoch', 0), g('committed', False))
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_request_v0_v2_fields, f, o) from None
-
-# Build EndTxnRequest, version 2.
-def _build_end_txn_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v0_v2_keys, _build_end_txn_request_v0_v5_absent, 2)
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i64_i16_bool(g('producer_id', 0), g('producer_epoch', 0), g('committed', False))
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_request_v0_v2_fields, f, o) from None
-
-_tags_end_txn_request_v3_v5_names = {}
-
-# Parse the tagged fields of EndTxnRequest, versions 3-5.
-def _tags_end_txn_request_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_end_txn_request_v3_v5_names, t) from None
 
 _parse_end_txn_request_v3_v5_fields = (
     'transactional_id',
@@ -149,7 +95,7 @@ def _parse_end_txn_request_v3_v5(b, p):
         o['producer_epoch'] = v1_1
         o['committed'] = v1_2
         if nt:
-            p = _tags_end_txn_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_end_txn_request_v3_v5_fields, f) from None
@@ -163,56 +109,12 @@ _build_end_txn_request_v3_v5_fields = (
     '_unknown_tags',
 )
 
-# Build EndTxnRequest, version 3.
-def _build_end_txn_request_v3(o, w):
+# Build EndTxnRequest, versions 3-5.
+def _build_end_txn_request_v3_v5(o, w):
     f = -1
     try:
         if not _build_end_txn_request_v3_v5_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v3_v5_keys, _build_end_txn_request_v0_v5_absent, 3)
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64_i16_bool(g('producer_id', 0), g('producer_epoch', 0), g('committed', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_request_v3_v5_fields, f, o) from None
-
-# Build EndTxnRequest, version 4.
-def _build_end_txn_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_request_v3_v5_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v3_v5_keys, _build_end_txn_request_v0_v5_absent, 4)
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64_i16_bool(g('producer_id', 0), g('producer_epoch', 0), g('committed', False))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_request_v3_v5_fields, f, o) from None
-
-# Build EndTxnRequest, version 5.
-def _build_end_txn_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_request_v3_v5_keys.issuperset(o):
-            check_keys(o, _build_end_txn_request_v3_v5_keys, _build_end_txn_request_v0_v5_absent, 5)
+            check_keys(o, _build_end_txn_request_v3_v5_keys, _build_end_txn_request_v0_v5_absent)
         g = o.get
         f = 0
         v = g('transactional_id', '')
@@ -245,12 +147,12 @@ PARSE = {
     5: _parse_end_txn_request_v3_v5,
 }
 BUILD = {
-    0: _build_end_txn_request_v0,
-    1: _build_end_txn_request_v1,
-    2: _build_end_txn_request_v2,
-    3: _build_end_txn_request_v3,
-    4: _build_end_txn_request_v4,
-    5: _build_end_txn_request_v5,
+    0: _build_end_txn_request_v0_v2,
+    1: _build_end_txn_request_v0_v2,
+    2: _build_end_txn_request_v0_v2,
+    3: _build_end_txn_request_v3_v5,
+    4: _build_end_txn_request_v3_v5,
+    5: _build_end_txn_request_v3_v5,
 }
 SCHEMA = (
     ('TransactionalId', 'string', '0+', 'none', 'none', None, '', False, ()),

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -44,68 +41,17 @@ _build_end_txn_response_v0_v2_keys = frozenset({'error_code', 'throttle_time_ms'
 _build_end_txn_response_v0_v4_absent = {'producer_id': (-1, True), 'producer_epoch': (-1, True)}
 _build_end_txn_response_v0_v2_fields = ((('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)),)
 
-# Build EndTxnResponse, version 0.
-def _build_end_txn_response_v0(o, w):
+# Build EndTxnResponse, versions 0-2.
+def _build_end_txn_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_end_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_end_txn_response_v0_v2_keys, _build_end_txn_response_v0_v4_absent, 0
-            )
+            check_keys(o, _build_end_txn_response_v0_v2_keys, _build_end_txn_response_v0_v4_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _build_end_txn_response_v0_v2_fields, f, o) from None
-
-# Build EndTxnResponse, version 1.
-def _build_end_txn_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_end_txn_response_v0_v2_keys, _build_end_txn_response_v0_v4_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_response_v0_v2_fields, f, o) from None
-
-# Build EndTxnResponse, version 2.
-def _build_end_txn_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_end_txn_response_v0_v2_keys, _build_end_txn_response_v0_v4_absent, 2
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_response_v0_v2_fields, f, o) from None
-
-_tags_end_txn_response_v3_v5_names = {}
-
-# Parse the tagged fields of EndTxnResponse, versions 3-5.
-def _tags_end_txn_response_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_end_txn_response_v3_v5_names, t) from None
 
 _parse_end_txn_response_v3_v4_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -128,7 +74,7 @@ def _parse_end_txn_response_v3_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_end_txn_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_end_txn_response_v3_v4_fields, f) from None
@@ -138,35 +84,12 @@ _build_end_txn_response_v3_v4_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build EndTxnResponse, version 3.
-def _build_end_txn_response_v3(o, w):
+# Build EndTxnResponse, versions 3-4.
+def _build_end_txn_response_v3_v4(o, w):
     f = -1
     try:
         if not _build_end_txn_response_v3_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_end_txn_response_v3_v4_keys, _build_end_txn_response_v0_v4_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_end_txn_response_v3_v4_fields, f, o) from None
-
-# Build EndTxnResponse, version 4.
-def _build_end_txn_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_end_txn_response_v3_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_end_txn_response_v3_v4_keys, _build_end_txn_response_v0_v4_absent, 4
-            )
+            check_keys(o, _build_end_txn_response_v3_v4_keys, _build_end_txn_response_v0_v4_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
@@ -207,7 +130,7 @@ def _parse_end_txn_response_v5(b, p):
         o['producer_id'] = v0_2
         o['producer_epoch'] = v0_3
         if nt:
-            p = _tags_end_txn_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_end_txn_response_v5_fields, f) from None
@@ -229,7 +152,7 @@ def _build_end_txn_response_v5(o, w):
     f = -1
     try:
         if not _build_end_txn_response_v5_keys.issuperset(o):
-            check_keys(o, _build_end_txn_response_v5_keys, _build_end_txn_response_v5_absent, 5)
+            check_keys(o, _build_end_txn_response_v5_keys, _build_end_txn_response_v5_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64_i16(
@@ -264,11 +187,11 @@ PARSE = {
     5: _parse_end_txn_response_v5,
 }
 BUILD = {
-    0: _build_end_txn_response_v0,
-    1: _build_end_txn_response_v1,
-    2: _build_end_txn_response_v2,
-    3: _build_end_txn_response_v3,
-    4: _build_end_txn_response_v4,
+    0: _build_end_txn_response_v0_v2,
+    1: _build_end_txn_response_v0_v2,
+    2: _build_end_txn_response_v0_v2,
+    3: _build_end_txn_response_v3_v4,
+    4: _build_end_txn_response_v3_v4,
     5: _build_end_txn_response_v5,
 }
 SCHEMA = (

@@ -4,43 +4,19 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_bytes,
     read_compact_nullable_bytes,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_bytes,
     write_compact_nullable_bytes,
     write_tags,
 )
 
 
-
-_tags_envelope_request_v0_names = {}
-
-# Parse the tagged fields of EnvelopeRequest, version 0.
-def _tags_envelope_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_envelope_request_v0_names, t) from None
 
 _parse_envelope_request_v0_fields = (
     'request_data', 'request_principal', 'client_host_address', '_tagged_fields',
@@ -67,7 +43,7 @@ def _parse_envelope_request_v0(b, p):
         o['request_principal'] = v1
         o['client_host_address'] = v2
         if nt:
-            p = _tags_envelope_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_envelope_request_v0_fields, f) from None
@@ -85,7 +61,7 @@ def _build_envelope_request_v0(o, w):
     f = -1
     try:
         if not _build_envelope_request_v0_keys.issuperset(o):
-            check_keys(o, _build_envelope_request_v0_keys, _build_envelope_request_v0_absent, 0)
+            check_keys(o, _build_envelope_request_v0_keys, _build_envelope_request_v0_absent)
         g = o.get
         f = 0
         v = g('request_data', b'')

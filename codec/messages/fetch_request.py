@@ -5,16 +5,15 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     StructDefault,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
     default_encoding,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -23,7 +22,9 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
@@ -31,6 +32,7 @@ from kipwire.codec._runtime import (
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -120,12 +122,7 @@ def _parse_fetch_topic_v0_v4(b, p):
                     c['partition_max_bytes'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v0_v4, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -147,14 +144,7 @@ def _parse_fetch_request_v0_v2(b, p):
         p += 12
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v0_v4)
         o = Container()
         o['replica_id'] = v0_0
         o['max_wait_ms'] = v0_1
@@ -176,12 +166,12 @@ _build_fetch_partition_v0_v4_fields = (
     (('partition', 'i', 0), ('fetch_offset', 'q', 0), ('partition_max_bytes', 'i', 0)),
 )
 
-# Build FetchPartition, version 0.
-def _build_fetch_partition_v0(o, w):
+# Build FetchPartition, versions 0-4.
+def _build_fetch_partition_v0_v4(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent, 0)
+            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64_i32(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
@@ -192,12 +182,12 @@ _build_fetch_topic_v0_v11_keys = frozenset({'partitions', 'topic'})
 _build_fetch_topic_v0_v12_absent = {'topic_id': (ZERO_UUID, True)}
 _build_fetch_topic_v0_v11_fields = ('topic', 'partitions')
 
-# Build FetchTopic, version 0.
-def _build_fetch_topic_v0(o, w):
+# Build FetchTopic, versions 0-4.
+def _build_fetch_topic_v0_v4(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 0)
+            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -205,13 +195,8 @@ def _build_fetch_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_partition_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
 
@@ -230,139 +215,20 @@ _build_fetch_request_v0_v2_fields = (
     (('replica_id', 'i', -1), ('max_wait_ms', 'i', 0), ('min_bytes', 'i', 0)), 'topics',
 )
 
-# Build FetchRequest, version 0.
-def _build_fetch_request_v0(o, w):
+# Build FetchRequest, versions 0-2.
+def _build_fetch_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_fetch_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v0_v2_keys, _build_fetch_request_v0_v2_absent, 0)
+            check_keys(o, _build_fetch_request_v0_v2_keys, _build_fetch_request_v0_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32x3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v0_v2_fields, f, o) from None
-
-# Build FetchPartition, version 1.
-def _build_fetch_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v0_v4_fields, f, o) from None
-
-# Build FetchTopic, version 1.
-def _build_fetch_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 1)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build FetchRequest, version 1.
-def _build_fetch_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v0_v2_keys, _build_fetch_request_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i32x3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v0_v2_fields, f, o) from None
-
-# Build FetchPartition, version 2.
-def _build_fetch_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v0_v4_fields, f, o) from None
-
-# Build FetchTopic, version 2.
-def _build_fetch_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 2)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build FetchRequest, version 2.
-def _build_fetch_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v0_v2_keys, _build_fetch_request_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32x3(g('replica_id', -1), g('max_wait_ms', 0), g('min_bytes', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v0_v2_fields, f, o) from None
 
@@ -383,14 +249,7 @@ def _parse_fetch_request_v3(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v0_v4)
         o = Container()
         o['replica_id'] = v0_0
         o['max_wait_ms'] = v0_1
@@ -400,41 +259,6 @@ def _parse_fetch_request_v3(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v3_fields, f) from None
-
-# Build FetchPartition, version 3.
-def _build_fetch_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v0_v4_fields, f, o) from None
-
-# Build FetchTopic, version 3.
-def _build_fetch_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 3)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
 
 _build_fetch_request_v3_keys = frozenset({
     'max_bytes', 'max_wait_ms', 'min_bytes', 'replica_id', 'topics',
@@ -461,7 +285,7 @@ def _build_fetch_request_v3(o, w):
     f = -1
     try:
         if not _build_fetch_request_v3_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v3_keys, _build_fetch_request_v3_absent, 3)
+            check_keys(o, _build_fetch_request_v3_keys, _build_fetch_request_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32x4(
@@ -470,13 +294,8 @@ def _build_fetch_request_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v3_fields, f, o) from None
 
@@ -497,14 +316,7 @@ def _parse_fetch_request_v4(b, p):
         p += 17
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v0_v4)
         o = Container()
         o['replica_id'] = v0_0
         o['max_wait_ms'] = v0_1
@@ -515,41 +327,6 @@ def _parse_fetch_request_v4(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v4_v6_fields, f) from None
-
-# Build FetchPartition, version 4.
-def _build_fetch_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v0_v4_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_v4_keys, _build_fetch_partition_v0_v4_absent, 4)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(g('partition', 0), g('fetch_offset', 0), g('partition_max_bytes', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v0_v4_fields, f, o) from None
-
-# Build FetchTopic, version 4.
-def _build_fetch_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 4)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
 
 _build_fetch_request_v4_v6_keys = frozenset({
     'isolation_level', 'max_bytes', 'max_wait_ms', 'min_bytes', 'replica_id', 'topics',
@@ -575,7 +352,7 @@ def _build_fetch_request_v4(o, w):
     f = -1
     try:
         if not _build_fetch_request_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v4_v6_keys, _build_fetch_request_v4_v6_absent, 4)
+            check_keys(o, _build_fetch_request_v4_v6_keys, _build_fetch_request_v4_v6_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8(
@@ -588,13 +365,8 @@ def _build_fetch_request_v4(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v4_v6_fields, f, o) from None
 
@@ -655,12 +427,7 @@ def _parse_fetch_topic_v5_v8(b, p):
                     c['partition_max_bytes'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v5_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v5_v8, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -678,14 +445,7 @@ def _parse_fetch_request_v5_v6(b, p):
         p += 17
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v5_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v5_v8)
         o = Container()
         o['replica_id'] = v0_0
         o['max_wait_ms'] = v0_1
@@ -713,12 +473,12 @@ _build_fetch_partition_v5_v8_fields = (
     ),
 )
 
-# Build FetchPartition, version 5.
-def _build_fetch_partition_v5(o, w):
+# Build FetchPartition, versions 5-8.
+def _build_fetch_partition_v5_v8(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v5_v8_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v5_v8_keys, _build_fetch_partition_v5_v8_absent, 5)
+            check_keys(o, _build_fetch_partition_v5_v8_keys, _build_fetch_partition_v5_v8_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64x2_i32(
@@ -730,12 +490,12 @@ def _build_fetch_partition_v5(o, w):
     except Exception as x:
         raise encode_failure(x, _build_fetch_partition_v5_v8_fields, f, o) from None
 
-# Build FetchTopic, version 5.
-def _build_fetch_topic_v5(o, w):
+# Build FetchTopic, versions 5-8.
+def _build_fetch_topic_v5_v8(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 5)
+            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -743,22 +503,17 @@ def _build_fetch_topic_v5(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_partition_v5_v8)
     except Exception as x:
         raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
 
-# Build FetchRequest, version 5.
-def _build_fetch_request_v5(o, w):
+# Build FetchRequest, versions 5-6.
+def _build_fetch_request_v5_v6(o, w):
     f = -1
     try:
         if not _build_fetch_request_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v4_v6_keys, _build_fetch_request_v4_v6_absent, 5)
+            check_keys(o, _build_fetch_request_v4_v6_keys, _build_fetch_request_v4_v6_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8(
@@ -771,81 +526,8 @@ def _build_fetch_request_v5(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v4_v6_fields, f, o) from None
-
-# Build FetchPartition, version 6.
-def _build_fetch_partition_v6(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v5_v8_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v5_v8_keys, _build_fetch_partition_v5_v8_absent, 6)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_i32(
-            g('partition', 0),
-            g('fetch_offset', 0),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v5_v8_fields, f, o) from None
-
-# Build FetchTopic, version 6.
-def _build_fetch_topic_v6(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 6)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build FetchRequest, version 6.
-def _build_fetch_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v4_v6_keys, _build_fetch_request_v4_v6_absent, 6)
-        g = o.get
-        f = 0
-        w += _pack_i32x4_i8(
-            g('replica_id', -1),
-            g('max_wait_ms', 0),
-            g('min_bytes', 0),
-            g('max_bytes', 2147483647),
-            g('isolation_level', 0),
-        )
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v5_v8)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v4_v6_fields, f, o) from None
 
@@ -886,14 +568,7 @@ def _parse_fetch_request_v7_v8(b, p):
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v5_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v5_v8)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
@@ -911,12 +586,7 @@ def _parse_fetch_request_v7_v8(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v7_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v7_v11, b, q, z)
             raise
         o = Container()
         o['replica_id'] = v0_0
@@ -932,58 +602,16 @@ def _parse_fetch_request_v7_v8(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v7_v10_fields, f) from None
 
-# Build FetchPartition, version 7.
-def _build_fetch_partition_v7(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v5_v8_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v5_v8_keys, _build_fetch_partition_v5_v8_absent, 7)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_i32(
-            g('partition', 0),
-            g('fetch_offset', 0),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v5_v8_fields, f, o) from None
-
-# Build FetchTopic, version 7.
-def _build_fetch_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 7)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
 _build_forgotten_topic_v7_v11_keys = frozenset({'partitions', 'topic'})
 _build_forgotten_topic_v7_v12_absent = {'topic_id': (ZERO_UUID, True)}
 _build_forgotten_topic_v7_v11_fields = ('topic', 'partitions')
 
-# Build ForgottenTopic, version 7.
-def _build_forgotten_topic_v7(o, w):
+# Build ForgottenTopic, versions 7-11.
+def _build_forgotten_topic_v7_v11(o, w):
     f = -1
     try:
         if not _build_forgotten_topic_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent, 7
-            )
+            check_keys(o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -991,7 +619,7 @@ def _build_forgotten_topic_v7(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(7)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1016,12 +644,12 @@ _build_fetch_request_v7_v10_fields = (
     'topics', 'forgotten_topics_data',
 )
 
-# Build FetchRequest, version 7.
-def _build_fetch_request_v7(o, w):
+# Build FetchRequest, versions 7-8.
+def _build_fetch_request_v7_v8(o, w):
     f = -1
     try:
         if not _build_fetch_request_v7_v10_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent, 7)
+            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8_i32x2(
@@ -1036,125 +664,13 @@ def _build_fetch_request_v7(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v5_v8)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v7_v10_fields, f, o) from None
-
-# Build FetchPartition, version 8.
-def _build_fetch_partition_v8(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v5_v8_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v5_v8_keys, _build_fetch_partition_v5_v8_absent, 8)
-        g = o.get
-        f = 0
-        w += _pack_i32_i64x2_i32(
-            g('partition', 0),
-            g('fetch_offset', 0),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v5_v8_fields, f, o) from None
-
-# Build FetchTopic, version 8.
-def _build_fetch_topic_v8(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 8)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build ForgottenTopic, version 8.
-def _build_forgotten_topic_v8(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent, 8
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v7_v11_fields, f, o) from None
-
-# Build FetchRequest, version 8.
-def _build_fetch_request_v8(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v7_v10_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent, 8)
-        g = o.get
-        f = 0
-        w += _pack_i32x4_i8_i32x2(
-            g('replica_id', -1),
-            g('max_wait_ms', 0),
-            g('min_bytes', 0),
-            g('max_bytes', 2147483647),
-            g('isolation_level', 0),
-            g('session_id', 0),
-            g('session_epoch', -1),
-        )
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('forgotten_topics_data', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_forgotten_topic_v7_v11)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v7_v10_fields, f, o) from None
 
@@ -1218,12 +734,7 @@ def _parse_fetch_topic_v9_v11(b, p):
                     c['partition_max_bytes'] = k0_4
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v9_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v9_v11, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -1241,14 +752,7 @@ def _parse_fetch_request_v9_v10(b, p):
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v9_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v9_v11)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
@@ -1266,12 +770,7 @@ def _parse_fetch_request_v9_v10(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v7_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v7_v11, b, q, z)
             raise
         o = Container()
         o['replica_id'] = v0_0
@@ -1302,14 +801,12 @@ _build_fetch_partition_v9_v11_fields = (
     ),
 )
 
-# Build FetchPartition, version 9.
-def _build_fetch_partition_v9(o, w):
+# Build FetchPartition, versions 9-11.
+def _build_fetch_partition_v9_v11(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v9_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v9_v11_keys, _build_fetch_partition_v9_v11_absent, 9
-            )
+            check_keys(o, _build_fetch_partition_v9_v11_keys, _build_fetch_partition_v9_v11_absent)
         g = o.get
         f = 0
         w += _pack_i32x2_i64x2_i32(
@@ -1322,12 +819,12 @@ def _build_fetch_partition_v9(o, w):
     except Exception as x:
         raise encode_failure(x, _build_fetch_partition_v9_v11_fields, f, o) from None
 
-# Build FetchTopic, version 9.
-def _build_fetch_topic_v9(o, w):
+# Build FetchTopic, versions 9-11.
+def _build_fetch_topic_v9_v11(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 9)
+            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -1335,44 +832,17 @@ def _build_fetch_topic_v9(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_partition_v9_v11)
     except Exception as x:
         raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
 
-# Build ForgottenTopic, version 9.
-def _build_forgotten_topic_v9(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent, 9
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v7_v11_fields, f, o) from None
-
-# Build FetchRequest, version 9.
-def _build_fetch_request_v9(o, w):
+# Build FetchRequest, versions 9-10.
+def _build_fetch_request_v9_v10(o, w):
     f = -1
     try:
         if not _build_fetch_request_v7_v10_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent, 9)
+            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8_i32x2(
@@ -1387,128 +857,13 @@ def _build_fetch_request_v9(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v9_v11)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v7_v10_fields, f, o) from None
-
-# Build FetchPartition, version 10.
-def _build_fetch_partition_v10(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v9_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v9_v11_keys, _build_fetch_partition_v9_v11_absent, 10
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64x2_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v9_v11_fields, f, o) from None
-
-# Build FetchTopic, version 10.
-def _build_fetch_topic_v10(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 10)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build ForgottenTopic, version 10.
-def _build_forgotten_topic_v10(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent, 10
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v7_v11_fields, f, o) from None
-
-# Build FetchRequest, version 10.
-def _build_fetch_request_v10(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v7_v10_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v7_v10_keys, _build_fetch_request_v7_v10_absent, 10)
-        g = o.get
-        f = 0
-        w += _pack_i32x4_i8_i32x2(
-            g('replica_id', -1),
-            g('max_wait_ms', 0),
-            g('min_bytes', 0),
-            g('max_bytes', 2147483647),
-            g('isolation_level', 0),
-            g('session_id', 0),
-            g('session_epoch', -1),
-        )
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('forgotten_topics_data', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_forgotten_topic_v7_v11)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v7_v10_fields, f, o) from None
 
@@ -1530,14 +885,7 @@ def _parse_fetch_request_v11(b, p):
         p += 25
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v9_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v9_v11)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
@@ -1555,12 +903,7 @@ def _parse_fetch_request_v11(b, p):
                 c['partitions'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v7_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v7_v11, b, q, z)
             raise
         f = 3
         v3, p = read_string(b, p)
@@ -1578,71 +921,6 @@ def _parse_fetch_request_v11(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v11_fields, f) from None
-
-# Build FetchPartition, version 11.
-def _build_fetch_partition_v11(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v9_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v9_v11_keys, _build_fetch_partition_v9_v11_absent, 11
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64x2_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v9_v11_fields, f, o) from None
-
-# Build FetchTopic, version 11.
-def _build_fetch_topic_v11(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v0_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_v11_keys, _build_fetch_topic_v0_v12_absent, 11)
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v0_v11_fields, f, o) from None
-
-# Build ForgottenTopic, version 11.
-def _build_forgotten_topic_v11(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v7_v11_keys, _build_forgotten_topic_v7_v12_absent, 11
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v7_v11_fields, f, o) from None
 
 _build_fetch_request_v11_keys = frozenset({
     'forgotten_topics_data', 'isolation_level', 'max_bytes', 'max_wait_ms', 'min_bytes', 'rack_id',
@@ -1666,7 +944,7 @@ def _build_fetch_request_v11(o, w):
     f = -1
     try:
         if not _build_fetch_request_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_request_v11_keys, _build_fetch_request_v11_absent, 11)
+            check_keys(o, _build_fetch_request_v11_keys, _build_fetch_request_v11_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8_i32x2(
@@ -1681,49 +959,18 @@ def _build_fetch_request_v11(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetch_topic_v9_v11)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_forgotten_topic_v7_v11)
         f = 3
         v = g('rack_id', '')
         write_string(w, v)
     except Exception as x:
         raise encode_failure(x, _build_fetch_request_v11_fields, f, o) from None
-
-_tags_fetch_partition_v12_v16_names = {}
-
-# Parse the tagged fields of FetchPartition, versions 12-16.
-def _tags_fetch_partition_v12_v16(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_partition_v12_v16_names, t) from None
 
 _parse_fetch_partition_v12_v16_fields = (
     (
@@ -1755,31 +1002,10 @@ def _parse_fetch_partition_v12_v16(b, p):
         o['log_start_offset'] = v0_4
         o['partition_max_bytes'] = v0_5
         if nt:
-            p = _tags_fetch_partition_v12_v16(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_partition_v12_v16_fields, f) from None
-
-_tags_fetch_topic_v12_v18_names = {}
-
-# Parse the tagged fields of FetchTopic, versions 12-18.
-def _tags_fetch_topic_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_topic_v12_v18_names, t) from None
 
 _parse_fetch_topic_v12_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -1825,17 +1051,12 @@ def _parse_fetch_topic_v12(b, p):
                     c['partition_max_bytes'] = k0_5
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_fetch_partition_v12_v16(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v12_v16(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v12_v16, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1847,31 +1068,10 @@ def _parse_fetch_topic_v12(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetch_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_topic_v12_fields, f) from None
-
-_tags_forgotten_topic_v12_v18_names = {}
-
-# Parse the tagged fields of ForgottenTopic, versions 12-18.
-def _tags_forgotten_topic_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_forgotten_topic_v12_v18_names, t) from None
 
 _parse_forgotten_topic_v12_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -1899,7 +1099,7 @@ def _parse_forgotten_topic_v12(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_forgotten_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_forgotten_topic_v12_fields, f) from None
@@ -1952,14 +1152,7 @@ def _parse_fetch_request_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v12(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v12)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -1985,17 +1178,12 @@ def _parse_fetch_request_v12(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v12_v18(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v12(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v12, b, q, z)
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -2040,13 +1228,13 @@ _build_fetch_partition_v12_v16_fields = (
     '_unknown_tags',
 )
 
-# Build FetchPartition, version 12.
-def _build_fetch_partition_v12(o, w):
+# Build FetchPartition, versions 12-16.
+def _build_fetch_partition_v12_v16(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v12_v16_keys.issuperset(o):
             check_keys(
-                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent, 12
+                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent
             )
         g = o.get
         f = 0
@@ -2076,7 +1264,7 @@ def _build_fetch_topic_v12(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v12_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v12_keys, _build_fetch_topic_v0_v12_absent, 12)
+            check_keys(o, _build_fetch_topic_v12_keys, _build_fetch_topic_v0_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -2084,13 +1272,8 @@ def _build_fetch_topic_v12(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_partition_v12_v16)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2109,7 +1292,7 @@ def _build_forgotten_topic_v12(o, w):
     f = -1
     try:
         if not _build_forgotten_topic_v12_keys.issuperset(o):
-            check_keys(o, _build_forgotten_topic_v12_keys, _build_forgotten_topic_v7_v12_absent, 12)
+            check_keys(o, _build_forgotten_topic_v12_keys, _build_forgotten_topic_v7_v12_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -2117,7 +1300,7 @@ def _build_forgotten_topic_v12(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(12)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2152,9 +1335,7 @@ def _build_fetch_request_v12(o, w):
     f = -1
     try:
         if not _build_fetch_request_v12_v14_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v12_v14_keys, _build_fetch_request_v12_v14_absent, 12
-            )
+            check_keys(o, _build_fetch_request_v12_v14_keys, _build_fetch_request_v12_v14_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8_i32x2(
@@ -2169,23 +1350,13 @@ def _build_fetch_request_v12(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v12)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v12)
         f = 3
         v = g('rack_id', '')
         write_compact_string(w, v)
@@ -2253,17 +1424,12 @@ def _parse_fetch_topic_v13_v16(b, p):
                     c['partition_max_bytes'] = k0_5
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_fetch_partition_v12_v16(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v12_v16(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v12_v16, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -2275,7 +1441,7 @@ def _parse_fetch_topic_v13_v16(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetch_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_topic_v13_v18_fields, f) from None
@@ -2310,7 +1476,7 @@ def _parse_forgotten_topic_v13_v18(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_forgotten_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_forgotten_topic_v13_v18_fields, f) from None
@@ -2328,14 +1494,7 @@ def _parse_fetch_request_v13_v14(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v13_v16(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v13_v16)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -2363,17 +1522,12 @@ def _parse_fetch_request_v13_v14(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v12_v18(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v13_v18(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v13_v18, b, q, z)
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -2401,34 +1555,6 @@ def _parse_fetch_request_v13_v14(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v12_v14_fields, f) from None
 
-# Build FetchPartition, version 13.
-def _build_fetch_partition_v13(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v12_v16_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent, 13
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64_i32_i64_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('last_fetched_epoch', -1),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v12_v16_fields, f, o) from None
-
 _build_fetch_topic_v13_v18_keys = frozenset({'_unknown_tags', 'partitions', 'topic_id'})
 _build_fetch_topic_v13_v18_absent = {'topic': ('', True)}
 _build_fetch_topic_v13_v18_fields = (
@@ -2436,25 +1562,20 @@ _build_fetch_topic_v13_v18_fields = (
     'partitions', '_unknown_tags',
 )
 
-# Build FetchTopic, version 13.
-def _build_fetch_topic_v13(o, w):
+# Build FetchTopic, versions 13-16.
+def _build_fetch_topic_v13_v16(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 13)
+            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_partition_v12_v16)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2472,13 +1593,13 @@ _build_forgotten_topic_v13_v18_fields = (
     'partitions', '_unknown_tags',
 )
 
-# Build ForgottenTopic, version 13.
-def _build_forgotten_topic_v13(o, w):
+# Build ForgottenTopic, versions 13-18.
+def _build_forgotten_topic_v13_v18(o, w):
     f = -1
     try:
         if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
             check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 13
+                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent
             )
         g = o.get
         f = 0
@@ -2486,7 +1607,7 @@ def _build_forgotten_topic_v13(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(13)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2500,14 +1621,12 @@ def _build_forgotten_topic_v13(o, w):
     except Exception as x:
         raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
 
-# Build FetchRequest, version 13.
-def _build_fetch_request_v13(o, w):
+# Build FetchRequest, versions 13-14.
+def _build_fetch_request_v13_v14(o, w):
     f = -1
     try:
         if not _build_fetch_request_v12_v14_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v12_v14_keys, _build_fetch_request_v12_v14_absent, 13
-            )
+            check_keys(o, _build_fetch_request_v12_v14_keys, _build_fetch_request_v12_v14_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i8_i32x2(
@@ -2522,168 +1641,13 @@ def _build_fetch_request_v13(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v13_v16)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('rack_id', '')
-        write_compact_string(w, v)
-        t = None
-        f = 4
-        v = g('cluster_id', None)
-        if v is not None:
-            tw = bytearray()
-            write_compact_nullable_string(tw, v)
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v12_v14_fields, f, o) from None
-
-# Build FetchPartition, version 14.
-def _build_fetch_partition_v14(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v12_v16_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64_i32_i64_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('last_fetched_epoch', -1),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v12_v16_fields, f, o) from None
-
-# Build FetchTopic, version 14.
-def _build_fetch_topic_v14(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 14)
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v13_v18_fields, f, o) from None
-
-# Build ForgottenTopic, version 14.
-def _build_forgotten_topic_v14(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
-
-# Build FetchRequest, version 14.
-def _build_fetch_request_v14(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v12_v14_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v12_v14_keys, _build_fetch_request_v12_v14_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x4_i8_i32x2(
-            g('replica_id', -1),
-            g('max_wait_ms', 0),
-            g('min_bytes', 0),
-            g('max_bytes', 2147483647),
-            g('isolation_level', 0),
-            g('session_id', 0),
-            g('session_epoch', -1),
-        )
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('forgotten_topics_data', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v13_v18)
         f = 3
         v = g('rack_id', '')
         write_compact_string(w, v)
@@ -2709,27 +1673,6 @@ def _build_fetch_request_v14(o, w):
 def _default_replica_state_v15_v18():
     return Container({'replica_id': -1, 'replica_epoch': -1})
 
-_tags_replica_state_v15_v18_names = {}
-
-# Parse the tagged fields of ReplicaState, versions 15-18.
-def _tags_replica_state_v15_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_replica_state_v15_v18_names, t) from None
-
 _parse_replica_state_v15_v18_fields = (
     (('replica_id', 'i', None), ('replica_epoch', 'q', None)), '_tagged_fields',
 )
@@ -2751,7 +1694,7 @@ def _parse_replica_state_v15_v18(b, p):
         o['replica_id'] = v0_0
         o['replica_epoch'] = v0_1
         if nt:
-            p = _tags_replica_state_v15_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_replica_state_v15_v18_fields, f) from None
@@ -2807,14 +1750,7 @@ def _parse_fetch_request_v15_v16(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v13_v16(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v13_v16)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -2842,17 +1778,12 @@ def _parse_fetch_request_v15_v16(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v12_v18(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v13_v18(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v13_v18, b, q, z)
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -2880,105 +1811,18 @@ def _parse_fetch_request_v15_v16(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_request_v15_v18_fields, f) from None
 
-# Build FetchPartition, version 15.
-def _build_fetch_partition_v15(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v12_v16_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent, 15
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64_i32_i64_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('last_fetched_epoch', -1),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v12_v16_fields, f, o) from None
-
-# Build FetchTopic, version 15.
-def _build_fetch_topic_v15(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 15)
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v13_v18_fields, f, o) from None
-
-# Build ForgottenTopic, version 15.
-def _build_forgotten_topic_v15(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 15
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
-
 _build_replica_state_v15_v18_keys = frozenset({'_unknown_tags', 'replica_epoch', 'replica_id'})
 _build_replica_state_v15_v18_absent = {}
 _build_replica_state_v15_v18_fields = (
     (('replica_id', 'i', -1), ('replica_epoch', 'q', -1)), '_unknown_tags',
 )
 
-# Build ReplicaState, version 15.
-def _build_replica_state_v15(o, w):
+# Build ReplicaState, versions 15-18.
+def _build_replica_state_v15_v18(o, w):
     f = -1
     try:
         if not _build_replica_state_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_replica_state_v15_v18_keys, _build_replica_state_v15_v18_absent, 15
-            )
+            check_keys(o, _build_replica_state_v15_v18_keys, _build_replica_state_v15_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64(g('replica_id', -1), g('replica_epoch', -1))
@@ -2992,7 +1836,7 @@ def _build_replica_state_v15(o, w):
     except Exception as x:
         raise encode_failure(x, _build_replica_state_v15_v18_fields, f, o) from None
 
-_build_replica_state_v15_default_bytes = default_encoding(_build_replica_state_v15)
+_build_replica_state_v15_v18_default_bytes = default_encoding(_build_replica_state_v15_v18)
 _build_fetch_request_v15_v18_keys = frozenset({
     '_unknown_tags', 'cluster_id', 'forgotten_topics_data', 'isolation_level', 'max_bytes',
     'max_wait_ms', 'min_bytes', 'rack_id', 'replica_state', 'session_epoch', 'session_id', 'topics',
@@ -3006,14 +1850,12 @@ _build_fetch_request_v15_v18_fields = (
     'topics', 'forgotten_topics_data', 'rack_id', 'cluster_id', 'replica_state', '_unknown_tags',
 )
 
-# Build FetchRequest, version 15.
-def _build_fetch_request_v15(o, w):
+# Build FetchRequest, versions 15-16.
+def _build_fetch_request_v15_v16(o, w):
     f = -1
     try:
         if not _build_fetch_request_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent, 15
-            )
+            check_keys(o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_i8_i32x2(
@@ -3027,23 +1869,13 @@ def _build_fetch_request_v15(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v13_v16)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v13_v18)
         f = 3
         v = g('rack_id', '')
         write_compact_string(w, v)
@@ -3060,186 +1892,9 @@ def _build_fetch_request_v15(o, w):
         v = g('replica_state', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(15)
-        _build_replica_state_v15(v, tw)
-        if tw != _build_replica_state_v15_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_request_v15_v18_fields, f, o) from None
-
-# Build FetchPartition, version 16.
-def _build_fetch_partition_v16(o, w):
-    f = -1
-    try:
-        if not _build_fetch_partition_v12_v16_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_partition_v12_v16_keys, _build_fetch_partition_v12_v16_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64_i32_i64_i32(
-            g('partition', 0),
-            g('current_leader_epoch', -1),
-            g('fetch_offset', 0),
-            g('last_fetched_epoch', -1),
-            g('log_start_offset', -1),
-            g('partition_max_bytes', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_partition_v12_v16_fields, f, o) from None
-
-# Build FetchTopic, version 16.
-def _build_fetch_topic_v16(o, w):
-    f = -1
-    try:
-        if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 16)
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_topic_v13_v18_fields, f, o) from None
-
-# Build ForgottenTopic, version 16.
-def _build_forgotten_topic_v16(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
-
-# Build ReplicaState, version 16.
-def _build_replica_state_v16(o, w):
-    f = -1
-    try:
-        if not _build_replica_state_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_replica_state_v15_v18_keys, _build_replica_state_v15_v18_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('replica_id', -1), g('replica_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_replica_state_v15_v18_fields, f, o) from None
-
-_build_replica_state_v16_default_bytes = default_encoding(_build_replica_state_v16)
-
-# Build FetchRequest, version 16.
-def _build_fetch_request_v16(o, w):
-    f = -1
-    try:
-        if not _build_fetch_request_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x3_i8_i32x2(
-            g('max_wait_ms', 0),
-            g('min_bytes', 0),
-            g('max_bytes', 2147483647),
-            g('isolation_level', 0),
-            g('session_id', 0),
-            g('session_epoch', -1),
-        )
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('forgotten_topics_data', ())
-        if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 3
-        v = g('rack_id', '')
-        write_compact_string(w, v)
-        t = None
-        f = 4
-        v = g('cluster_id', None)
-        if v is not None:
-            tw = bytearray()
-            write_compact_nullable_string(tw, v)
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('replica_state', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(16)
-        _build_replica_state_v16(v, tw)
-        if tw != _build_replica_state_v16_default_bytes:
+            raise null_error()
+        _build_replica_state_v15_v18(v, tw)
+        if tw != _build_replica_state_v15_v18_default_bytes:
             if t is None:
                 t = []
             t.append((1, tw))
@@ -3367,12 +2022,7 @@ def _parse_fetch_topic_v17(b, p):
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v17(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v17, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -3384,7 +2034,7 @@ def _parse_fetch_topic_v17(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetch_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_topic_v13_v18_fields, f) from None
@@ -3402,14 +2052,7 @@ def _parse_fetch_request_v17(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v17(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v17)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -3437,17 +2080,12 @@ def _parse_fetch_request_v17(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v12_v18(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v13_v18(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v13_v18, b, q, z)
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -3494,7 +2132,7 @@ def _build_fetch_partition_v17(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v17_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v17_keys, _build_fetch_partition_v17_absent, 17)
+            check_keys(o, _build_fetch_partition_v17_keys, _build_fetch_partition_v17_absent)
         g = o.get
         f = 0
         w += _pack_i32x2_i64_i32_i64_i32(
@@ -3528,20 +2166,15 @@ def _build_fetch_topic_v17(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 17)
+            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_partition_v17)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -3552,65 +2185,12 @@ def _build_fetch_topic_v17(o, w):
     except Exception as x:
         raise encode_failure(x, _build_fetch_topic_v13_v18_fields, f, o) from None
 
-# Build ForgottenTopic, version 17.
-def _build_forgotten_topic_v17(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
-
-# Build ReplicaState, version 17.
-def _build_replica_state_v17(o, w):
-    f = -1
-    try:
-        if not _build_replica_state_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_replica_state_v15_v18_keys, _build_replica_state_v15_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('replica_id', -1), g('replica_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_replica_state_v15_v18_fields, f, o) from None
-
-_build_replica_state_v17_default_bytes = default_encoding(_build_replica_state_v17)
-
 # Build FetchRequest, version 17.
 def _build_fetch_request_v17(o, w):
     f = -1
     try:
         if not _build_fetch_request_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent, 17
-            )
+            check_keys(o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_i8_i32x2(
@@ -3624,23 +2204,13 @@ def _build_fetch_request_v17(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v17)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v13_v18)
         f = 3
         v = g('rack_id', '')
         write_compact_string(w, v)
@@ -3657,9 +2227,9 @@ def _build_fetch_request_v17(o, w):
         v = g('replica_state', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(17)
-        _build_replica_state_v17(v, tw)
-        if tw != _build_replica_state_v17_default_bytes:
+            raise null_error()
+        _build_replica_state_v15_v18(v, tw)
+        if tw != _build_replica_state_v15_v18_default_bytes:
             if t is None:
                 t = []
             t.append((1, tw))
@@ -3795,12 +2365,7 @@ def _parse_fetch_topic_v18(b, p):
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_fetch_partition_v18(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_fetch_partition_v18, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -3812,7 +2377,7 @@ def _parse_fetch_topic_v18(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetch_topic_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_topic_v13_v18_fields, f) from None
@@ -3830,14 +2395,7 @@ def _parse_fetch_request_v18(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v18(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_topic_v18)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -3865,17 +2423,12 @@ def _parse_fetch_request_v18(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v12_v18(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v13_v18(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v13_v18, b, q, z)
             raise
         f = 3
         v3, p = read_compact_string(b, p)
@@ -3922,7 +2475,7 @@ def _build_fetch_partition_v18(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v18_keys, _build_fetch_partition_v18_absent, 18)
+            check_keys(o, _build_fetch_partition_v18_keys, _build_fetch_partition_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32x2_i64_i32_i64_i32(
@@ -3964,20 +2517,15 @@ def _build_fetch_topic_v18(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v13_v18_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent, 18)
+            check_keys(o, _build_fetch_topic_v13_v18_keys, _build_fetch_topic_v13_v18_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_partition_v18)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -3988,65 +2536,12 @@ def _build_fetch_topic_v18(o, w):
     except Exception as x:
         raise encode_failure(x, _build_fetch_topic_v13_v18_fields, f, o) from None
 
-# Build ForgottenTopic, version 18.
-def _build_forgotten_topic_v18(o, w):
-    f = -1
-    try:
-        if not _build_forgotten_topic_v13_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_forgotten_topic_v13_v18_keys, _build_forgotten_topic_v13_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_forgotten_topic_v13_v18_fields, f, o) from None
-
-# Build ReplicaState, version 18.
-def _build_replica_state_v18(o, w):
-    f = -1
-    try:
-        if not _build_replica_state_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_replica_state_v15_v18_keys, _build_replica_state_v15_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('replica_id', -1), g('replica_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_replica_state_v15_v18_fields, f, o) from None
-
-_build_replica_state_v18_default_bytes = default_encoding(_build_replica_state_v18)
-
 # Build FetchRequest, version 18.
 def _build_fetch_request_v18(o, w):
     f = -1
     try:
         if not _build_fetch_request_v15_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent, 18
-            )
+            check_keys(o, _build_fetch_request_v15_v18_keys, _build_fetch_request_v15_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_i8_i32x2(
@@ -4060,23 +2555,13 @@ def _build_fetch_request_v18(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v18)
         f = 2
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v13_v18)
         f = 3
         v = g('rack_id', '')
         write_compact_string(w, v)
@@ -4093,9 +2578,9 @@ def _build_fetch_request_v18(o, w):
         v = g('replica_state', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(18)
-        _build_replica_state_v18(v, tw)
-        if tw != _build_replica_state_v18_default_bytes:
+            raise null_error()
+        _build_replica_state_v15_v18(v, tw)
+        if tw != _build_replica_state_v15_v18_default_bytes:
             if t is None:
                 t = []
             t.append((1, tw))
@@ -4137,23 +2622,23 @@ PARSE = {
     18: _parse_fetch_request_v18,
 }
 BUILD = {
-    0: _build_fetch_request_v0,
-    1: _build_fetch_request_v1,
-    2: _build_fetch_request_v2,
+    0: _build_fetch_request_v0_v2,
+    1: _build_fetch_request_v0_v2,
+    2: _build_fetch_request_v0_v2,
     3: _build_fetch_request_v3,
     4: _build_fetch_request_v4,
-    5: _build_fetch_request_v5,
-    6: _build_fetch_request_v6,
-    7: _build_fetch_request_v7,
-    8: _build_fetch_request_v8,
-    9: _build_fetch_request_v9,
-    10: _build_fetch_request_v10,
+    5: _build_fetch_request_v5_v6,
+    6: _build_fetch_request_v5_v6,
+    7: _build_fetch_request_v7_v8,
+    8: _build_fetch_request_v7_v8,
+    9: _build_fetch_request_v9_v10,
+    10: _build_fetch_request_v9_v10,
     11: _build_fetch_request_v11,
     12: _build_fetch_request_v12,
-    13: _build_fetch_request_v13,
-    14: _build_fetch_request_v14,
-    15: _build_fetch_request_v15,
-    16: _build_fetch_request_v16,
+    13: _build_fetch_request_v13_v14,
+    14: _build_fetch_request_v13_v14,
+    15: _build_fetch_request_v15_v16,
+    16: _build_fetch_request_v15_v16,
     17: _build_fetch_request_v17,
     18: _build_fetch_request_v18,
 }

@@ -5,16 +5,15 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     StructDefault,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
     default_encoding,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -24,16 +23,18 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_bytes,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_bytes,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -112,12 +113,7 @@ def _parse_fetchable_topic_response_v0_v3(b, p):
                 c['records'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0_v3, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -134,14 +130,7 @@ def _parse_fetch_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v0_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_fetchable_topic_response_v0_v3)
         o = Container()
         o['responses'] = v0
         return o, p
@@ -164,12 +153,12 @@ _build_partition_data_v0_v3_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0), ('high_watermark', 'q', 0)), 'records',
 )
 
-# Build PartitionData, version 0.
-def _build_partition_data_v0(o, w):
+# Build PartitionData, versions 0-3.
+def _build_partition_data_v0_v3(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v3_keys, _build_partition_data_v0_v3_absent, 0)
+            check_keys(o, _build_partition_data_v0_v3_keys, _build_partition_data_v0_v3_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0))
@@ -183,8 +172,8 @@ _build_fetchable_topic_response_v0_v11_keys = frozenset({'partitions', 'topic'})
 _build_fetchable_topic_response_v0_v12_absent = {'topic_id': (ZERO_UUID, True)}
 _build_fetchable_topic_response_v0_v11_fields = ('topic', 'partitions')
 
-# Build FetchableTopicResponse, version 0.
-def _build_fetchable_topic_response_v0(o, w):
+# Build FetchableTopicResponse, versions 0-3.
+def _build_fetchable_topic_response_v0_v3(o, w):
     f = -1
     try:
         if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
@@ -192,7 +181,6 @@ def _build_fetchable_topic_response_v0(o, w):
                 o,
                 _build_fetchable_topic_response_v0_v11_keys,
                 _build_fetchable_topic_response_v0_v12_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -201,13 +189,8 @@ def _build_fetchable_topic_response_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
 
@@ -225,18 +208,13 @@ def _build_fetch_response_v0(o, w):
     f = -1
     try:
         if not _build_fetch_response_v0_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v0_keys, _build_fetch_response_v0_absent, 0)
+            check_keys(o, _build_fetch_response_v0_keys, _build_fetch_response_v0_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v0_fields, f, o) from None
 
@@ -251,63 +229,13 @@ def _parse_fetch_response_v1_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v0_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v0_v3)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v1_v6_fields, f) from None
-
-# Build PartitionData, version 1.
-def _build_partition_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v3_keys, _build_partition_data_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v3_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 1.
-def _build_fetchable_topic_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
 
 _build_fetch_response_v1_v6_keys = frozenset({'responses', 'throttle_time_ms'})
 _build_fetch_response_v1_v6_absent = {
@@ -317,155 +245,20 @@ _build_fetch_response_v1_v6_absent = {
 }
 _build_fetch_response_v1_v6_fields = ((('throttle_time_ms', 'i', 0),), 'responses')
 
-# Build FetchResponse, version 1.
-def _build_fetch_response_v1(o, w):
+# Build FetchResponse, versions 1-3.
+def _build_fetch_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 1)
+            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('throttle_time_ms', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
-
-# Build PartitionData, version 2.
-def _build_partition_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v3_keys, _build_partition_data_v0_v3_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v3_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 2.
-def _build_fetchable_topic_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 2.
-def _build_fetch_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
-
-# Build PartitionData, version 3.
-def _build_partition_data_v3(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v3_keys, _build_partition_data_v0_v3_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64(g('partition_index', 0), g('error_code', 0), g('high_watermark', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v3_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 3.
-def _build_fetchable_topic_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 3.
-def _build_fetch_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 3)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
 
@@ -529,12 +322,7 @@ def _parse_partition_data_v4(b, p):
                         c['first_offset'] = k0_1
                         a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_aborted_transaction_v4_v11(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_aborted_transaction_v4_v11, b, q, z)
                 raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
@@ -557,14 +345,7 @@ def _parse_fetchable_topic_response_v4(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v4)
         o = Container()
         o['topic'] = v0
         o['partitions'] = v1
@@ -581,14 +362,7 @@ def _parse_fetch_response_v4(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v4)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
@@ -600,16 +374,13 @@ _build_aborted_transaction_v4_v11_keys = frozenset({'first_offset', 'producer_id
 _build_aborted_transaction_v4_v18_absent = {}
 _build_aborted_transaction_v4_v11_fields = ((('producer_id', 'q', 0), ('first_offset', 'q', 0)),)
 
-# Build AbortedTransaction, version 4.
-def _build_aborted_transaction_v4(o, w):
+# Build AbortedTransaction, versions 4-11.
+def _build_aborted_transaction_v4_v11(o, w):
     f = -1
     try:
         if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
             check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                4,
+                o, _build_aborted_transaction_v4_v11_keys, _build_aborted_transaction_v4_v18_absent
             )
         g = o.get
         f = 0
@@ -641,7 +412,7 @@ def _build_partition_data_v4(o, w):
     f = -1
     try:
         if not _build_partition_data_v4_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v4_keys, _build_partition_data_v4_absent, 4)
+            check_keys(o, _build_partition_data_v4_keys, _build_partition_data_v4_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64x2(
@@ -652,12 +423,7 @@ def _build_partition_data_v4(o, w):
         )
         f = 1
         v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_aborted_transaction_v4_v11)
         f = 2
         v = g('records', b'')
         write_nullable_bytes(w, v)
@@ -673,7 +439,6 @@ def _build_fetchable_topic_response_v4(o, w):
                 o,
                 _build_fetchable_topic_response_v0_v11_keys,
                 _build_fetchable_topic_response_v0_v12_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -682,13 +447,8 @@ def _build_fetchable_topic_response_v4(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
 
@@ -697,20 +457,15 @@ def _build_fetch_response_v4(o, w):
     f = -1
     try:
         if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 4)
+            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('throttle_time_ms', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v4)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
 
@@ -756,12 +511,7 @@ def _parse_partition_data_v5_v10(b, p):
                         c['first_offset'] = k0_1
                         a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_aborted_transaction_v4_v11(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_aborted_transaction_v4_v11, b, q, z)
                 raise
         f = 2
         v2, p = read_nullable_bytes(b, p)
@@ -785,14 +535,7 @@ def _parse_fetchable_topic_response_v5_v10(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v5_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v5_v10)
         o = Container()
         o['topic'] = v0
         o['partitions'] = v1
@@ -809,37 +552,13 @@ def _parse_fetch_response_v5_v6(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v5_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v5_v10)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v1_v6_fields, f) from None
-
-# Build AbortedTransaction, version 5.
-def _build_aborted_transaction_v5(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
 
 _build_partition_data_v5_v10_keys = frozenset({
     'aborted_transactions', 'error_code', 'high_watermark', 'last_stable_offset',
@@ -859,12 +578,12 @@ _build_partition_data_v5_v10_fields = (
     'aborted_transactions', 'records',
 )
 
-# Build PartitionData, version 5.
-def _build_partition_data_v5(o, w):
+# Build PartitionData, versions 5-10.
+def _build_partition_data_v5_v10(o, w):
     f = -1
     try:
         if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 5)
+            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64x3(
@@ -876,20 +595,15 @@ def _build_partition_data_v5(o, w):
         )
         f = 1
         v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_aborted_transaction_v4_v11)
         f = 2
         v = g('records', b'')
         write_nullable_bytes(w, v)
     except Exception as x:
         raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
 
-# Build FetchableTopicResponse, version 5.
-def _build_fetchable_topic_response_v5(o, w):
+# Build FetchableTopicResponse, versions 5-10.
+def _build_fetchable_topic_response_v5_v10(o, w):
     f = -1
     try:
         if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
@@ -897,7 +611,6 @@ def _build_fetchable_topic_response_v5(o, w):
                 o,
                 _build_fetchable_topic_response_v0_v11_keys,
                 _build_fetchable_topic_response_v0_v12_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -906,131 +619,25 @@ def _build_fetchable_topic_response_v5(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v5_v10)
     except Exception as x:
         raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
 
-# Build FetchResponse, version 5.
-def _build_fetch_response_v5(o, w):
+# Build FetchResponse, versions 5-6.
+def _build_fetch_response_v5_v6(o, w):
     f = -1
     try:
         if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 5)
+            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('throttle_time_ms', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
-
-# Build AbortedTransaction, version 6.
-def _build_aborted_transaction_v6(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
-
-# Build PartitionData, version 6.
-def _build_partition_data_v6(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 6)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 6.
-def _build_fetchable_topic_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 6.
-def _build_fetch_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v1_v6_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v1_v6_keys, _build_fetch_response_v1_v6_absent, 6)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v5_v10)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v1_v6_fields, f, o) from None
 
@@ -1048,14 +655,7 @@ def _parse_fetch_response_v7_v10(b, p):
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v5_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v5_v10)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -1065,80 +665,6 @@ def _parse_fetch_response_v7_v10(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v7_v11_fields, f) from None
 
-# Build AbortedTransaction, version 7.
-def _build_aborted_transaction_v7(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
-
-# Build PartitionData, version 7.
-def _build_partition_data_v7(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 7)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 7.
-def _build_fetchable_topic_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
 _build_fetch_response_v7_v11_keys = frozenset({
     'error_code', 'responses', 'session_id', 'throttle_time_ms',
 })
@@ -1147,317 +673,20 @@ _build_fetch_response_v7_v11_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0), ('session_id', 'i', 0)), 'responses',
 )
 
-# Build FetchResponse, version 7.
-def _build_fetch_response_v7(o, w):
+# Build FetchResponse, versions 7-10.
+def _build_fetch_response_v7_v10(o, w):
     f = -1
     try:
         if not _build_fetch_response_v7_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent, 7)
+            check_keys(o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v7_v11_fields, f, o) from None
-
-# Build AbortedTransaction, version 8.
-def _build_aborted_transaction_v8(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
-
-# Build PartitionData, version 8.
-def _build_partition_data_v8(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 8)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 8.
-def _build_fetchable_topic_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 8.
-def _build_fetch_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v7_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent, 8)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v7_v11_fields, f, o) from None
-
-# Build AbortedTransaction, version 9.
-def _build_aborted_transaction_v9(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
-
-# Build PartitionData, version 9.
-def _build_partition_data_v9(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 9)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 9.
-def _build_fetchable_topic_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 9.
-def _build_fetch_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v7_v11_keys.issuperset(o):
-            check_keys(o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent, 9)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v7_v11_fields, f, o) from None
-
-# Build AbortedTransaction, version 10.
-def _build_aborted_transaction_v10(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
-
-# Build PartitionData, version 10.
-def _build_partition_data_v10(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v5_v10_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v5_v10_keys, _build_partition_data_v5_v10_absent, 10
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v5_v10_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 10.
-def _build_fetchable_topic_response_v10(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v0_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v0_v11_keys,
-                _build_fetchable_topic_response_v0_v12_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
-
-# Build FetchResponse, version 10.
-def _build_fetch_response_v10(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent, 10
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v5_v10)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v7_v11_fields, f, o) from None
 
@@ -1503,12 +732,7 @@ def _parse_partition_data_v11(b, p):
                         c['first_offset'] = k0_1
                         a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_aborted_transaction_v4_v11(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_aborted_transaction_v4_v11, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -1536,14 +760,7 @@ def _parse_fetchable_topic_response_v11(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v11)
         o = Container()
         o['topic'] = v0
         o['partitions'] = v1
@@ -1560,14 +777,7 @@ def _parse_fetch_response_v11(b, p):
         p += 10
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v11)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
@@ -1576,23 +786,6 @@ def _parse_fetch_response_v11(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v7_v11_fields, f) from None
-
-# Build AbortedTransaction, version 11.
-def _build_aborted_transaction_v11(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v4_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v4_v11_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v4_v11_fields, f, o) from None
 
 _build_partition_data_v11_keys = frozenset({
     'aborted_transactions', 'error_code', 'high_watermark', 'last_stable_offset',
@@ -1616,7 +809,7 @@ def _build_partition_data_v11(o, w):
     f = -1
     try:
         if not _build_partition_data_v11_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v11_keys, _build_partition_data_v11_absent, 11)
+            check_keys(o, _build_partition_data_v11_keys, _build_partition_data_v11_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64x3(
@@ -1628,12 +821,7 @@ def _build_partition_data_v11(o, w):
         )
         f = 1
         v = g('aborted_transactions', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_aborted_transaction_v4_v11)
         f = 2
         w += _pack_i32(g('preferred_read_replica', -1))
         f = 3
@@ -1651,7 +839,6 @@ def _build_fetchable_topic_response_v11(o, w):
                 o,
                 _build_fetchable_topic_response_v0_v11_keys,
                 _build_fetchable_topic_response_v0_v12_absent,
-                11,
             )
         g = o.get
         f = 0
@@ -1660,13 +847,8 @@ def _build_fetchable_topic_response_v11(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_data_v11)
     except Exception as x:
         raise encode_failure(x, _build_fetchable_topic_response_v0_v11_fields, f, o) from None
 
@@ -1675,45 +857,17 @@ def _build_fetch_response_v11(o, w):
     f = -1
     try:
         if not _build_fetch_response_v7_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent, 11
-            )
+            check_keys(o, _build_fetch_response_v7_v11_keys, _build_fetch_response_v7_v15_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_fetchable_topic_response_v11)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v7_v11_fields, f, o) from None
-
-_tags_aborted_transaction_v12_v18_names = {}
-
-# Parse the tagged fields of AbortedTransaction, versions 12-18.
-def _tags_aborted_transaction_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_aborted_transaction_v12_v18_names, t) from None
 
 _parse_aborted_transaction_v12_v18_fields = (
     (('producer_id', 'q', None), ('first_offset', 'q', None)), '_tagged_fields',
@@ -1736,7 +890,7 @@ def _parse_aborted_transaction_v12_v18(b, p):
         o['producer_id'] = v0_0
         o['first_offset'] = v0_1
         if nt:
-            p = _tags_aborted_transaction_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_aborted_transaction_v12_v18_fields, f) from None
@@ -1752,27 +906,6 @@ def _default_leader_id_and_epoch_v12_v18():
 # The default SnapshotId, versions 12-18.
 def _default_snapshot_id_v12_v18():
     return Container({'end_offset': -1, 'epoch': -1})
-
-_tags_epoch_end_offset_v12_v18_names = {}
-
-# Parse the tagged fields of EpochEndOffset, versions 12-18.
-def _tags_epoch_end_offset_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_epoch_end_offset_v12_v18_names, t) from None
 
 _parse_epoch_end_offset_v12_v18_fields = (
     (('epoch', 'i', None), ('end_offset', 'q', None)), '_tagged_fields',
@@ -1795,31 +928,10 @@ def _parse_epoch_end_offset_v12_v18(b, p):
         o['epoch'] = v0_0
         o['end_offset'] = v0_1
         if nt:
-            p = _tags_epoch_end_offset_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_epoch_end_offset_v12_v18_fields, f) from None
-
-_tags_leader_id_and_epoch_v12_v18_names = {}
-
-# Parse the tagged fields of LeaderIdAndEpoch, versions 12-18.
-def _tags_leader_id_and_epoch_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_id_and_epoch_v12_v18_names, t) from None
 
 _parse_leader_id_and_epoch_v12_v18_fields = (
     (('leader_id', 'i', None), ('leader_epoch', 'i', None)), '_tagged_fields',
@@ -1842,31 +954,10 @@ def _parse_leader_id_and_epoch_v12_v18(b, p):
         o['leader_id'] = v0_0
         o['leader_epoch'] = v0_1
         if nt:
-            p = _tags_leader_id_and_epoch_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_id_and_epoch_v12_v18_fields, f) from None
-
-_tags_snapshot_id_v12_v18_names = {}
-
-# Parse the tagged fields of SnapshotId, versions 12-18.
-def _tags_snapshot_id_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_snapshot_id_v12_v18_names, t) from None
 
 _parse_snapshot_id_v12_v18_fields = (
     (('end_offset', 'q', None), ('epoch', 'i', None)), '_tagged_fields',
@@ -1889,7 +980,7 @@ def _parse_snapshot_id_v12_v18(b, p):
         o['end_offset'] = v0_0
         o['epoch'] = v0_1
         if nt:
-            p = _tags_snapshot_id_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_snapshot_id_v12_v18_fields, f) from None
@@ -1975,17 +1066,12 @@ def _parse_partition_data_v12_v18(b, p):
                         c['first_offset'] = k0_1
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_aborted_transaction_v12_v18(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_aborted_transaction_v12_v18(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_aborted_transaction_v12_v18, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -2016,27 +1102,6 @@ def _parse_partition_data_v12_v18(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v12_v18_fields, f) from None
 
-_tags_fetchable_topic_response_v12_v18_names = {}
-
-# Parse the tagged fields of FetchableTopicResponse, versions 12-18.
-def _tags_fetchable_topic_response_v12_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetchable_topic_response_v12_v18_names, t) from None
-
 _parse_fetchable_topic_response_v12_fields = ('topic', 'partitions', '_tagged_fields')
 
 # Parse FetchableTopicResponse, version 12.
@@ -2051,14 +1116,7 @@ def _parse_fetchable_topic_response_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v12_v18(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v12_v18)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -2069,31 +1127,10 @@ def _parse_fetchable_topic_response_v12(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetchable_topic_response_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetchable_topic_response_v12_fields, f) from None
-
-_tags_fetch_response_v12_v15_names = {}
-
-# Parse the tagged fields of FetchResponse, versions 12-15.
-def _tags_fetch_response_v12_v15(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_response_v12_v15_names, t) from None
 
 _parse_fetch_response_v12_v15_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None), ('session_id', 'i', None)),
@@ -2113,14 +1150,7 @@ def _parse_fetch_response_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v12(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v12)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -2133,7 +1163,7 @@ def _parse_fetch_response_v12(b, p):
         o['session_id'] = v0_2
         o['responses'] = v1
         if nt:
-            p = _tags_fetch_response_v12_v15(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v12_v15_fields, f) from None
@@ -2145,16 +1175,13 @@ _build_aborted_transaction_v12_v18_fields = (
     (('producer_id', 'q', 0), ('first_offset', 'q', 0)), '_unknown_tags',
 )
 
-# Build AbortedTransaction, version 12.
-def _build_aborted_transaction_v12(o, w):
+# Build AbortedTransaction, versions 12-18.
+def _build_aborted_transaction_v12_v18(o, w):
     f = -1
     try:
         if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
             check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                12,
+                o, _build_aborted_transaction_v12_v18_keys, _build_aborted_transaction_v4_v18_absent
             )
         g = o.get
         f = 0
@@ -2175,13 +1202,13 @@ _build_epoch_end_offset_v12_v18_fields = (
     (('epoch', 'i', -1), ('end_offset', 'q', -1)), '_unknown_tags',
 )
 
-# Build EpochEndOffset, version 12.
-def _build_epoch_end_offset_v12(o, w):
+# Build EpochEndOffset, versions 12-18.
+def _build_epoch_end_offset_v12_v18(o, w):
     f = -1
     try:
         if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
             check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 12
+                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent
             )
         g = o.get
         f = 0
@@ -2196,15 +1223,15 @@ def _build_epoch_end_offset_v12(o, w):
     except Exception as x:
         raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
 
-_build_epoch_end_offset_v12_default_bytes = default_encoding(_build_epoch_end_offset_v12)
+_build_epoch_end_offset_v12_v18_default_bytes = default_encoding(_build_epoch_end_offset_v12_v18)
 _build_leader_id_and_epoch_v12_v18_keys = frozenset({'_unknown_tags', 'leader_epoch', 'leader_id'})
 _build_leader_id_and_epoch_v12_v18_absent = {}
 _build_leader_id_and_epoch_v12_v18_fields = (
     (('leader_id', 'i', -1), ('leader_epoch', 'i', -1)), '_unknown_tags',
 )
 
-# Build LeaderIdAndEpoch, version 12.
-def _build_leader_id_and_epoch_v12(o, w):
+# Build LeaderIdAndEpoch, versions 12-18.
+def _build_leader_id_and_epoch_v12_v18(o, w):
     f = -1
     try:
         if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
@@ -2212,7 +1239,6 @@ def _build_leader_id_and_epoch_v12(o, w):
                 o,
                 _build_leader_id_and_epoch_v12_v18_keys,
                 _build_leader_id_and_epoch_v12_v18_absent,
-                12,
             )
         g = o.get
         f = 0
@@ -2227,17 +1253,17 @@ def _build_leader_id_and_epoch_v12(o, w):
     except Exception as x:
         raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
 
-_build_leader_id_and_epoch_v12_default_bytes = default_encoding(_build_leader_id_and_epoch_v12)
+_build_leader_id_and_epoch_v12_v18_default_bytes = default_encoding(_build_leader_id_and_epoch_v12_v18)
 _build_snapshot_id_v12_v18_keys = frozenset({'_unknown_tags', 'end_offset', 'epoch'})
 _build_snapshot_id_v12_v18_absent = {}
 _build_snapshot_id_v12_v18_fields = ((('end_offset', 'q', -1), ('epoch', 'i', -1)), '_unknown_tags')
 
-# Build SnapshotId, version 12.
-def _build_snapshot_id_v12(o, w):
+# Build SnapshotId, versions 12-18.
+def _build_snapshot_id_v12_v18(o, w):
     f = -1
     try:
         if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 12)
+            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent)
         g = o.get
         f = 0
         w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
@@ -2251,7 +1277,7 @@ def _build_snapshot_id_v12(o, w):
     except Exception as x:
         raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
 
-_build_snapshot_id_v12_default_bytes = default_encoding(_build_snapshot_id_v12)
+_build_snapshot_id_v12_v18_default_bytes = default_encoding(_build_snapshot_id_v12_v18)
 _build_partition_data_v12_v18_keys = frozenset({
     '_unknown_tags', 'aborted_transactions', 'current_leader', 'diverging_epoch', 'error_code',
     'high_watermark', 'last_stable_offset', 'log_start_offset', 'partition_index',
@@ -2267,14 +1293,12 @@ _build_partition_data_v12_v18_fields = (
     'current_leader', 'snapshot_id', '_unknown_tags',
 )
 
-# Build PartitionData, version 12.
-def _build_partition_data_v12(o, w):
+# Build PartitionData, versions 12-18.
+def _build_partition_data_v12_v18(o, w):
     f = -1
     try:
         if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 12
-            )
+            check_keys(o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i64x3(
@@ -2286,12 +1310,7 @@ def _build_partition_data_v12(o, w):
         )
         f = 1
         v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_aborted_transaction_v12_v18)
         f = 2
         w += _pack_i32(g('preferred_read_replica', -1))
         f = 3
@@ -2302,9 +1321,9 @@ def _build_partition_data_v12(o, w):
         v = g('diverging_epoch', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(12)
-        _build_epoch_end_offset_v12(v, tw)
-        if tw != _build_epoch_end_offset_v12_default_bytes:
+            raise null_error()
+        _build_epoch_end_offset_v12_v18(v, tw)
+        if tw != _build_epoch_end_offset_v12_v18_default_bytes:
             if t is None:
                 t = []
             t.append((0, tw))
@@ -2312,9 +1331,9 @@ def _build_partition_data_v12(o, w):
         v = g('current_leader', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(12)
-        _build_leader_id_and_epoch_v12(v, tw)
-        if tw != _build_leader_id_and_epoch_v12_default_bytes:
+            raise null_error()
+        _build_leader_id_and_epoch_v12_v18(v, tw)
+        if tw != _build_leader_id_and_epoch_v12_v18_default_bytes:
             if t is None:
                 t = []
             t.append((1, tw))
@@ -2322,9 +1341,9 @@ def _build_partition_data_v12(o, w):
         v = g('snapshot_id', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(12)
-        _build_snapshot_id_v12(v, tw)
-        if tw != _build_snapshot_id_v12_default_bytes:
+            raise null_error()
+        _build_snapshot_id_v12_v18(v, tw)
+        if tw != _build_snapshot_id_v12_v18_default_bytes:
             if t is None:
                 t = []
             t.append((2, tw))
@@ -2349,7 +1368,6 @@ def _build_fetchable_topic_response_v12(o, w):
                 o,
                 _build_fetchable_topic_response_v12_keys,
                 _build_fetchable_topic_response_v0_v12_absent,
-                12,
             )
         g = o.get
         f = 0
@@ -2358,13 +1376,8 @@ def _build_fetchable_topic_response_v12(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v12_v18)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2388,22 +1401,15 @@ def _build_fetch_response_v12(o, w):
     f = -1
     try:
         if not _build_fetch_response_v12_v15_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent, 12
-            )
+            check_keys(o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetchable_topic_response_v12)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2432,14 +1438,7 @@ def _parse_fetchable_topic_response_v13_v18(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v12_v18(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v12_v18)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -2450,7 +1449,7 @@ def _parse_fetchable_topic_response_v13_v18(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetchable_topic_response_v12_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetchable_topic_response_v13_v18_fields, f) from None
@@ -2468,14 +1467,7 @@ def _parse_fetch_response_v13_v15(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v13_v18(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v13_v18)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -2488,174 +1480,10 @@ def _parse_fetch_response_v13_v15(b, p):
         o['session_id'] = v0_2
         o['responses'] = v1
         if nt:
-            p = _tags_fetch_response_v12_v15(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v12_v15_fields, f) from None
-
-# Build AbortedTransaction, version 13.
-def _build_aborted_transaction_v13(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 13.
-def _build_epoch_end_offset_v13(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 13
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v13_default_bytes = default_encoding(_build_epoch_end_offset_v13)
-
-# Build LeaderIdAndEpoch, version 13.
-def _build_leader_id_and_epoch_v13(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v13_default_bytes = default_encoding(_build_leader_id_and_epoch_v13)
-
-# Build SnapshotId, version 13.
-def _build_snapshot_id_v13(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 13)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v13_default_bytes = default_encoding(_build_snapshot_id_v13)
-
-# Build PartitionData, version 13.
-def _build_partition_data_v13(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 13
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(13)
-        _build_epoch_end_offset_v13(v, tw)
-        if tw != _build_epoch_end_offset_v13_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(13)
-        _build_leader_id_and_epoch_v13(v, tw)
-        if tw != _build_leader_id_and_epoch_v13_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(13)
-        _build_snapshot_id_v13(v, tw)
-        if tw != _build_snapshot_id_v13_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
 
 _build_fetchable_topic_response_v13_v18_keys = frozenset({
     '_unknown_tags', 'partitions', 'topic_id',
@@ -2666,8 +1494,8 @@ _build_fetchable_topic_response_v13_v18_fields = (
     'partitions', '_unknown_tags',
 )
 
-# Build FetchableTopicResponse, version 13.
-def _build_fetchable_topic_response_v13(o, w):
+# Build FetchableTopicResponse, versions 13-18.
+def _build_fetchable_topic_response_v13_v18(o, w):
     f = -1
     try:
         if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
@@ -2675,7 +1503,6 @@ def _build_fetchable_topic_response_v13(o, w):
                 o,
                 _build_fetchable_topic_response_v13_v18_keys,
                 _build_fetchable_topic_response_v13_v18_absent,
-                13,
             )
         g = o.get
         f = 0
@@ -2683,13 +1510,8 @@ def _build_fetchable_topic_response_v13(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v12_v18)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2700,27 +1522,20 @@ def _build_fetchable_topic_response_v13(o, w):
     except Exception as x:
         raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
 
-# Build FetchResponse, version 13.
-def _build_fetch_response_v13(o, w):
+# Build FetchResponse, versions 13-15.
+def _build_fetch_response_v13_v15(o, w):
     f = -1
     try:
         if not _build_fetch_response_v12_v15_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent, 13
-            )
+            check_keys(o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetchable_topic_response_v13_v18)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2730,485 +1545,6 @@ def _build_fetch_response_v13(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_fetch_response_v12_v15_fields, f, o) from None
-
-# Build AbortedTransaction, version 14.
-def _build_aborted_transaction_v14(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                14,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 14.
-def _build_epoch_end_offset_v14(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v14_default_bytes = default_encoding(_build_epoch_end_offset_v14)
-
-# Build LeaderIdAndEpoch, version 14.
-def _build_leader_id_and_epoch_v14(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                14,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v14_default_bytes = default_encoding(_build_leader_id_and_epoch_v14)
-
-# Build SnapshotId, version 14.
-def _build_snapshot_id_v14(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 14)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v14_default_bytes = default_encoding(_build_snapshot_id_v14)
-
-# Build PartitionData, version 14.
-def _build_partition_data_v14(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(14)
-        _build_epoch_end_offset_v14(v, tw)
-        if tw != _build_epoch_end_offset_v14_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(14)
-        _build_leader_id_and_epoch_v14(v, tw)
-        if tw != _build_leader_id_and_epoch_v14_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(14)
-        _build_snapshot_id_v14(v, tw)
-        if tw != _build_snapshot_id_v14_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 14.
-def _build_fetchable_topic_response_v14(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v13_v18_keys,
-                _build_fetchable_topic_response_v13_v18_absent,
-                14,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
-
-# Build FetchResponse, version 14.
-def _build_fetch_response_v14(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v12_v15_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent, 14
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(14)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v14(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v12_v15_fields, f, o) from None
-
-# Build AbortedTransaction, version 15.
-def _build_aborted_transaction_v15(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                15,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 15.
-def _build_epoch_end_offset_v15(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 15
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v15_default_bytes = default_encoding(_build_epoch_end_offset_v15)
-
-# Build LeaderIdAndEpoch, version 15.
-def _build_leader_id_and_epoch_v15(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                15,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v15_default_bytes = default_encoding(_build_leader_id_and_epoch_v15)
-
-# Build SnapshotId, version 15.
-def _build_snapshot_id_v15(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 15)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v15_default_bytes = default_encoding(_build_snapshot_id_v15)
-
-# Build PartitionData, version 15.
-def _build_partition_data_v15(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 15
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(15)
-        _build_epoch_end_offset_v15(v, tw)
-        if tw != _build_epoch_end_offset_v15_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(15)
-        _build_leader_id_and_epoch_v15(v, tw)
-        if tw != _build_leader_id_and_epoch_v15_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(15)
-        _build_snapshot_id_v15(v, tw)
-        if tw != _build_snapshot_id_v15_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 15.
-def _build_fetchable_topic_response_v15(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v13_v18_keys,
-                _build_fetchable_topic_response_v13_v18_absent,
-                15,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
-
-# Build FetchResponse, version 15.
-def _build_fetch_response_v15(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v12_v15_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v12_v15_keys, _build_fetch_response_v7_v15_absent, 15
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(15)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v15(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v12_v15_fields, f, o) from None
-
-_tags_node_endpoint_v16_v18_names = {}
-
-# Parse the tagged fields of NodeEndpoint, versions 16-18.
-def _tags_node_endpoint_v16_v18(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v16_v18_names, t) from None
 
 _parse_node_endpoint_v16_v18_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'i', None),), 'rack', '_tagged_fields',
@@ -3240,7 +1576,7 @@ def _parse_node_endpoint_v16_v18(b, p):
         o['port'] = v2_0
         o['rack'] = v3
         if nt:
-            p = _tags_node_endpoint_v16_v18(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v16_v18_fields, f) from None
@@ -3283,17 +1619,12 @@ def _tags_fetch_response_v16_v18(b, p, nt, o):
                         c['rack'] = k3
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_node_endpoint_v16_v18(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_node_endpoint_v16_v18(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_node_endpoint_v16_v18, b, q, z)
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -3324,14 +1655,7 @@ def _parse_fetch_response_v16_v18(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetchable_topic_response_v13_v18(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetchable_topic_response_v13_v18)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -3350,218 +1674,18 @@ def _parse_fetch_response_v16_v18(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_response_v16_v18_fields, f) from None
 
-# Build AbortedTransaction, version 16.
-def _build_aborted_transaction_v16(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                16,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 16.
-def _build_epoch_end_offset_v16(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v16_default_bytes = default_encoding(_build_epoch_end_offset_v16)
-
-# Build LeaderIdAndEpoch, version 16.
-def _build_leader_id_and_epoch_v16(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                16,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v16_default_bytes = default_encoding(_build_leader_id_and_epoch_v16)
-
-# Build SnapshotId, version 16.
-def _build_snapshot_id_v16(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 16)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v16_default_bytes = default_encoding(_build_snapshot_id_v16)
-
-# Build PartitionData, version 16.
-def _build_partition_data_v16(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 16
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(16)
-        _build_epoch_end_offset_v16(v, tw)
-        if tw != _build_epoch_end_offset_v16_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(16)
-        _build_leader_id_and_epoch_v16(v, tw)
-        if tw != _build_leader_id_and_epoch_v16_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(16)
-        _build_snapshot_id_v16(v, tw)
-        if tw != _build_snapshot_id_v16_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 16.
-def _build_fetchable_topic_response_v16(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v13_v18_keys,
-                _build_fetchable_topic_response_v13_v18_absent,
-                16,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
-
 _build_node_endpoint_v16_v18_keys = frozenset({'_unknown_tags', 'host', 'node_id', 'port', 'rack'})
 _build_node_endpoint_v16_v18_absent = {}
 _build_node_endpoint_v16_v18_fields = (
     (('node_id', 'i', 0),), 'host', (('port', 'i', 0),), 'rack', '_unknown_tags',
 )
 
-# Build NodeEndpoint, version 16.
-def _build_node_endpoint_v16(o, w):
+# Build NodeEndpoint, versions 16-18.
+def _build_node_endpoint_v16_v18(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v16_v18_keys, _build_node_endpoint_v16_v18_absent, 16
-            )
+            check_keys(o, _build_node_endpoint_v16_v18_keys, _build_node_endpoint_v16_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -3592,586 +1716,28 @@ _build_fetch_response_v16_v18_fields = (
     'node_endpoints', '_unknown_tags',
 )
 
-# Build FetchResponse, version 16.
-def _build_fetch_response_v16(o, w):
+# Build FetchResponse, versions 16-18.
+def _build_fetch_response_v16_v18(o, w):
     f = -1
     try:
         if not _build_fetch_response_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v16_v18_keys, _build_fetch_response_v16_v18_absent, 16
-            )
+            check_keys(o, _build_fetch_response_v16_v18_keys, _build_fetch_response_v16_v18_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(16)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v16(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetchable_topic_response_v13_v18)
         t = None
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(16)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v16(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v16_v18_fields, f, o) from None
-
-# Build AbortedTransaction, version 17.
-def _build_aborted_transaction_v17(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                17,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 17.
-def _build_epoch_end_offset_v17(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v17_default_bytes = default_encoding(_build_epoch_end_offset_v17)
-
-# Build LeaderIdAndEpoch, version 17.
-def _build_leader_id_and_epoch_v17(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                17,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v17_default_bytes = default_encoding(_build_leader_id_and_epoch_v17)
-
-# Build SnapshotId, version 17.
-def _build_snapshot_id_v17(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 17)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v17_default_bytes = default_encoding(_build_snapshot_id_v17)
-
-# Build PartitionData, version 17.
-def _build_partition_data_v17(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(17)
-        _build_epoch_end_offset_v17(v, tw)
-        if tw != _build_epoch_end_offset_v17_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(17)
-        _build_leader_id_and_epoch_v17(v, tw)
-        if tw != _build_leader_id_and_epoch_v17_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(17)
-        _build_snapshot_id_v17(v, tw)
-        if tw != _build_snapshot_id_v17_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 17.
-def _build_fetchable_topic_response_v17(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v13_v18_keys,
-                _build_fetchable_topic_response_v13_v18_absent,
-                17,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
-
-# Build NodeEndpoint, version 17.
-def _build_node_endpoint_v17(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v16_v18_keys, _build_node_endpoint_v16_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v16_v18_fields, f, o) from None
-
-# Build FetchResponse, version 17.
-def _build_fetch_response_v17(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v16_v18_keys, _build_fetch_response_v16_v18_absent, 17
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(17)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v17(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        v = g('node_endpoints', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(17)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v17(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetch_response_v16_v18_fields, f, o) from None
-
-# Build AbortedTransaction, version 18.
-def _build_aborted_transaction_v18(o, w):
-    f = -1
-    try:
-        if not _build_aborted_transaction_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_aborted_transaction_v12_v18_keys,
-                _build_aborted_transaction_v4_v18_absent,
-                18,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64x2(g('producer_id', 0), g('first_offset', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_aborted_transaction_v12_v18_fields, f, o) from None
-
-# Build EpochEndOffset, version 18.
-def _build_epoch_end_offset_v18(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v12_v18_keys, _build_epoch_end_offset_v12_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('epoch', -1), g('end_offset', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v12_v18_fields, f, o) from None
-
-_build_epoch_end_offset_v18_default_bytes = default_encoding(_build_epoch_end_offset_v18)
-
-# Build LeaderIdAndEpoch, version 18.
-def _build_leader_id_and_epoch_v18(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v12_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v12_v18_keys,
-                _build_leader_id_and_epoch_v12_v18_absent,
-                18,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v12_v18_fields, f, o) from None
-
-_build_leader_id_and_epoch_v18_default_bytes = default_encoding(_build_leader_id_and_epoch_v18)
-
-# Build SnapshotId, version 18.
-def _build_snapshot_id_v18(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v12_v18_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v12_v18_keys, _build_snapshot_id_v12_v18_absent, 18)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', -1), g('epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v12_v18_fields, f, o) from None
-
-_build_snapshot_id_v18_default_bytes = default_encoding(_build_snapshot_id_v18)
-
-# Build PartitionData, version 18.
-def _build_partition_data_v18(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v12_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_data_v12_v18_keys, _build_partition_data_v12_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('high_watermark', 0),
-            g('last_stable_offset', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('aborted_transactions', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_aborted_transaction_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('preferred_read_replica', -1))
-        f = 3
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 4
-        v = g('diverging_epoch', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(18)
-        _build_epoch_end_offset_v18(v, tw)
-        if tw != _build_epoch_end_offset_v18_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(18)
-        _build_leader_id_and_epoch_v18(v, tw)
-        if tw != _build_leader_id_and_epoch_v18_default_bytes:
-            if t is None:
-                t = []
-            t.append((1, tw))
-        f = 6
-        v = g('snapshot_id', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(18)
-        _build_snapshot_id_v18(v, tw)
-        if tw != _build_snapshot_id_v18_default_bytes:
-            if t is None:
-                t = []
-            t.append((2, tw))
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v12_v18_fields, f, o) from None
-
-# Build FetchableTopicResponse, version 18.
-def _build_fetchable_topic_response_v18(o, w):
-    f = -1
-    try:
-        if not _build_fetchable_topic_response_v13_v18_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_fetchable_topic_response_v13_v18_keys,
-                _build_fetchable_topic_response_v13_v18_absent,
-                18,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_fetchable_topic_response_v13_v18_fields, f, o) from None
-
-# Build NodeEndpoint, version 18.
-def _build_node_endpoint_v18(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v16_v18_keys, _build_node_endpoint_v16_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v16_v18_fields, f, o) from None
-
-# Build FetchResponse, version 18.
-def _build_fetch_response_v18(o, w):
-    f = -1
-    try:
-        if not _build_fetch_response_v16_v18_keys.issuperset(o):
-            check_keys(
-                o, _build_fetch_response_v16_v18_keys, _build_fetch_response_v16_v18_absent, 18
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('session_id', 0))
-        f = 1
-        v = g('responses', ())
-        if v is None:
-            raise null_error(18)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetchable_topic_response_v18(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        v = g('node_endpoints', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(18)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v18(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v16_v18)
             if t is None:
                 t = []
             t.append((0, tw))
@@ -4214,24 +1780,24 @@ PARSE = {
 }
 BUILD = {
     0: _build_fetch_response_v0,
-    1: _build_fetch_response_v1,
-    2: _build_fetch_response_v2,
-    3: _build_fetch_response_v3,
+    1: _build_fetch_response_v1_v3,
+    2: _build_fetch_response_v1_v3,
+    3: _build_fetch_response_v1_v3,
     4: _build_fetch_response_v4,
-    5: _build_fetch_response_v5,
-    6: _build_fetch_response_v6,
-    7: _build_fetch_response_v7,
-    8: _build_fetch_response_v8,
-    9: _build_fetch_response_v9,
-    10: _build_fetch_response_v10,
+    5: _build_fetch_response_v5_v6,
+    6: _build_fetch_response_v5_v6,
+    7: _build_fetch_response_v7_v10,
+    8: _build_fetch_response_v7_v10,
+    9: _build_fetch_response_v7_v10,
+    10: _build_fetch_response_v7_v10,
     11: _build_fetch_response_v11,
     12: _build_fetch_response_v12,
-    13: _build_fetch_response_v13,
-    14: _build_fetch_response_v14,
-    15: _build_fetch_response_v15,
-    16: _build_fetch_response_v16,
-    17: _build_fetch_response_v17,
-    18: _build_fetch_response_v18,
+    13: _build_fetch_response_v13_v15,
+    14: _build_fetch_response_v13_v15,
+    15: _build_fetch_response_v13_v15,
+    16: _build_fetch_response_v16_v18,
+    17: _build_fetch_response_v16_v18,
+    18: _build_fetch_response_v16_v18,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '1+', 'none', 'none', None, '', True, ()),

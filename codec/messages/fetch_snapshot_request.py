@@ -5,11 +5,9 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
@@ -18,13 +16,15 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -38,27 +38,6 @@ _unpack_i64_i32 = Struct('>qi').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 _EMPTY = {}
 
-
-_tags_snapshot_id_v0_v1_names = {}
-
-# Parse the tagged fields of SnapshotId, versions 0-1.
-def _tags_snapshot_id_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_snapshot_id_v0_v1_names, t) from None
 
 _parse_snapshot_id_v0_v1_fields = (
     (('end_offset', 'q', None), ('epoch', 'i', None)), '_tagged_fields',
@@ -81,31 +60,10 @@ def _parse_snapshot_id_v0_v1(b, p):
         o['end_offset'] = v0_0
         o['epoch'] = v0_1
         if nt:
-            p = _tags_snapshot_id_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_snapshot_id_v0_v1_fields, f) from None
-
-_tags_partition_snapshot_v0_names = {}
-
-# Parse the tagged fields of PartitionSnapshot, version 0.
-def _tags_partition_snapshot_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_snapshot_v0_names, t) from None
 
 _parse_partition_snapshot_v0_fields = (
     (('partition', 'i', None), ('current_leader_epoch', 'i', None)), 'snapshot_id',
@@ -136,31 +94,10 @@ def _parse_partition_snapshot_v0(b, p):
         o['snapshot_id'] = v1
         o['position'] = v2_0
         if nt:
-            p = _tags_partition_snapshot_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_snapshot_v0_fields, f) from None
-
-_tags_topic_snapshot_v0_v1_names = {}
-
-# Parse the tagged fields of TopicSnapshot, versions 0-1.
-def _tags_topic_snapshot_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_snapshot_v0_v1_names, t) from None
 
 _parse_topic_snapshot_v0_v1_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -176,14 +113,7 @@ def _parse_topic_snapshot_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_snapshot_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_snapshot_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -194,7 +124,7 @@ def _parse_topic_snapshot_v0(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_snapshot_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_snapshot_v0_v1_fields, f) from None
@@ -242,14 +172,7 @@ def _parse_fetch_snapshot_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_snapshot_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_snapshot_v0)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -271,12 +194,12 @@ _build_snapshot_id_v0_v1_keys = frozenset({'_unknown_tags', 'end_offset', 'epoch
 _build_snapshot_id_v0_v1_absent = {}
 _build_snapshot_id_v0_v1_fields = ((('end_offset', 'q', 0), ('epoch', 'i', 0)), '_unknown_tags')
 
-# Build SnapshotId, version 0.
-def _build_snapshot_id_v0(o, w):
+# Build SnapshotId, versions 0-1.
+def _build_snapshot_id_v0_v1(o, w):
     f = -1
     try:
         if not _build_snapshot_id_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent, 0)
+            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i64_i32(g('end_offset', 0), g('epoch', 0))
@@ -304,15 +227,15 @@ def _build_partition_snapshot_v0(o, w):
     f = -1
     try:
         if not _build_partition_snapshot_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_snapshot_v0_keys, _build_partition_snapshot_v0_absent, 0)
+            check_keys(o, _build_partition_snapshot_v0_keys, _build_partition_snapshot_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition', 0), g('current_leader_epoch', 0))
         f = 1
         v = g('snapshot_id', _EMPTY)
         if v is None:
-            raise null_error(0)
-        _build_snapshot_id_v0(v, w)
+            raise null_error()
+        _build_snapshot_id_v0_v1(v, w)
         f = 2
         w += _pack_i64(g('position', 0))
         t = None
@@ -334,7 +257,7 @@ def _build_topic_snapshot_v0(o, w):
     f = -1
     try:
         if not _build_topic_snapshot_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent, 0)
+            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -342,13 +265,8 @@ def _build_topic_snapshot_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_snapshot_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_snapshot_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -377,7 +295,6 @@ def _build_fetch_snapshot_request_v0(o, w):
                 o,
                 _build_fetch_snapshot_request_v0_v1_keys,
                 _build_fetch_snapshot_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -385,13 +302,8 @@ def _build_fetch_snapshot_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_snapshot_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_snapshot_v0)
         t = None
         f = 2
         v = g('cluster_id', None)
@@ -485,14 +397,7 @@ def _parse_topic_snapshot_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_snapshot_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_snapshot_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -503,7 +408,7 @@ def _parse_topic_snapshot_v1(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_snapshot_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_snapshot_v0_v1_fields, f) from None
@@ -521,14 +426,7 @@ def _parse_fetch_snapshot_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_snapshot_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_snapshot_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -546,25 +444,6 @@ def _parse_fetch_snapshot_request_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_snapshot_request_v0_v1_fields, f) from None
 
-# Build SnapshotId, version 1.
-def _build_snapshot_id_v1(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', 0), g('epoch', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v0_v1_fields, f, o) from None
-
 _build_partition_snapshot_v1_keys = frozenset({
     '_unknown_tags', 'current_leader_epoch', 'partition', 'position', 'replica_directory_id',
     'snapshot_id',
@@ -580,15 +459,15 @@ def _build_partition_snapshot_v1(o, w):
     f = -1
     try:
         if not _build_partition_snapshot_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_snapshot_v1_keys, _build_partition_snapshot_v1_absent, 1)
+            check_keys(o, _build_partition_snapshot_v1_keys, _build_partition_snapshot_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition', 0), g('current_leader_epoch', 0))
         f = 1
         v = g('snapshot_id', _EMPTY)
         if v is None:
-            raise null_error(1)
-        _build_snapshot_id_v1(v, w)
+            raise null_error()
+        _build_snapshot_id_v0_v1(v, w)
         f = 2
         w += _pack_i64(g('position', 0))
         t = None
@@ -614,7 +493,7 @@ def _build_topic_snapshot_v1(o, w):
     f = -1
     try:
         if not _build_topic_snapshot_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent, 1)
+            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -622,13 +501,8 @@ def _build_topic_snapshot_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_snapshot_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_snapshot_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -648,7 +522,6 @@ def _build_fetch_snapshot_request_v1(o, w):
                 o,
                 _build_fetch_snapshot_request_v0_v1_keys,
                 _build_fetch_snapshot_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -656,13 +529,8 @@ def _build_fetch_snapshot_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_snapshot_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_snapshot_v1)
         t = None
         f = 2
         v = g('cluster_id', None)

@@ -5,24 +5,25 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
     default_encoding,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_bytes,
     read_compact_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
-    write_array_length,
     write_compact_bytes,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -40,27 +41,6 @@ _unpack_i64x2 = Struct('>qq').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 _EMPTY = {}
 
-
-_tags_snapshot_id_v0_v1_names = {}
-
-# Parse the tagged fields of SnapshotId, versions 0-1.
-def _tags_snapshot_id_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_snapshot_id_v0_v1_names, t) from None
 
 _parse_snapshot_id_v0_v1_fields = (
     (('end_offset', 'q', None), ('epoch', 'i', None)), '_tagged_fields',
@@ -83,7 +63,7 @@ def _parse_snapshot_id_v0_v1(b, p):
         o['end_offset'] = v0_0
         o['epoch'] = v0_1
         if nt:
-            p = _tags_snapshot_id_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_snapshot_id_v0_v1_fields, f) from None
@@ -91,27 +71,6 @@ def _parse_snapshot_id_v0_v1(b, p):
 # The default LeaderIdAndEpoch, versions 0-1.
 def _default_leader_id_and_epoch_v0_v1():
     return Container({'leader_id': 0, 'leader_epoch': 0})
-
-_tags_leader_id_and_epoch_v0_v1_names = {}
-
-# Parse the tagged fields of LeaderIdAndEpoch, versions 0-1.
-def _tags_leader_id_and_epoch_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_id_and_epoch_v0_v1_names, t) from None
 
 _parse_leader_id_and_epoch_v0_v1_fields = (
     (('leader_id', 'i', None), ('leader_epoch', 'i', None)), '_tagged_fields',
@@ -134,7 +93,7 @@ def _parse_leader_id_and_epoch_v0_v1(b, p):
         o['leader_id'] = v0_0
         o['leader_epoch'] = v0_1
         if nt:
-            p = _tags_leader_id_and_epoch_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_id_and_epoch_v0_v1_fields, f) from None
@@ -205,27 +164,6 @@ def _parse_partition_snapshot_v0_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_snapshot_v0_v1_fields, f) from None
 
-_tags_topic_snapshot_v0_v1_names = {}
-
-# Parse the tagged fields of TopicSnapshot, versions 0-1.
-def _tags_topic_snapshot_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_snapshot_v0_v1_names, t) from None
-
 _parse_topic_snapshot_v0_v1_fields = ('name', 'partitions', '_tagged_fields')
 
 # Parse TopicSnapshot, versions 0-1.
@@ -240,14 +178,7 @@ def _parse_topic_snapshot_v0_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_snapshot_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_snapshot_v0_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -258,31 +189,10 @@ def _parse_topic_snapshot_v0_v1(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_snapshot_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_snapshot_v0_v1_fields, f) from None
-
-_tags_fetch_snapshot_response_v0_names = {}
-
-# Parse the tagged fields of FetchSnapshotResponse, version 0.
-def _tags_fetch_snapshot_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_snapshot_response_v0_names, t) from None
 
 _parse_fetch_snapshot_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'topics', '_tagged_fields',
@@ -301,14 +211,7 @@ def _parse_fetch_snapshot_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_snapshot_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_snapshot_v0_v1)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -320,7 +223,7 @@ def _parse_fetch_snapshot_response_v0(b, p):
         o['error_code'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_fetch_snapshot_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_snapshot_response_v0_fields, f) from None
@@ -329,12 +232,12 @@ _build_snapshot_id_v0_v1_keys = frozenset({'_unknown_tags', 'end_offset', 'epoch
 _build_snapshot_id_v0_v1_absent = {}
 _build_snapshot_id_v0_v1_fields = ((('end_offset', 'q', 0), ('epoch', 'i', 0)), '_unknown_tags')
 
-# Build SnapshotId, version 0.
-def _build_snapshot_id_v0(o, w):
+# Build SnapshotId, versions 0-1.
+def _build_snapshot_id_v0_v1(o, w):
     f = -1
     try:
         if not _build_snapshot_id_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent, 0)
+            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i64_i32(g('end_offset', 0), g('epoch', 0))
@@ -354,13 +257,13 @@ _build_leader_id_and_epoch_v0_v1_fields = (
     (('leader_id', 'i', 0), ('leader_epoch', 'i', 0)), '_unknown_tags',
 )
 
-# Build LeaderIdAndEpoch, version 0.
-def _build_leader_id_and_epoch_v0(o, w):
+# Build LeaderIdAndEpoch, versions 0-1.
+def _build_leader_id_and_epoch_v0_v1(o, w):
     f = -1
     try:
         if not _build_leader_id_and_epoch_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_leader_id_and_epoch_v0_v1_keys, _build_leader_id_and_epoch_v0_v1_absent, 0
+                o, _build_leader_id_and_epoch_v0_v1_keys, _build_leader_id_and_epoch_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -375,7 +278,7 @@ def _build_leader_id_and_epoch_v0(o, w):
     except Exception as x:
         raise encode_failure(x, _build_leader_id_and_epoch_v0_v1_fields, f, o) from None
 
-_build_leader_id_and_epoch_v0_default_bytes = default_encoding(_build_leader_id_and_epoch_v0)
+_build_leader_id_and_epoch_v0_v1_default_bytes = default_encoding(_build_leader_id_and_epoch_v0_v1)
 _build_partition_snapshot_v0_v1_keys = frozenset({
     '_unknown_tags', 'current_leader', 'error_code', 'index', 'position', 'size', 'snapshot_id',
     'unaligned_records',
@@ -387,13 +290,13 @@ _build_partition_snapshot_v0_v1_fields = (
     '_unknown_tags',
 )
 
-# Build PartitionSnapshot, version 0.
-def _build_partition_snapshot_v0(o, w):
+# Build PartitionSnapshot, versions 0-1.
+def _build_partition_snapshot_v0_v1(o, w):
     f = -1
     try:
         if not _build_partition_snapshot_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_partition_snapshot_v0_v1_keys, _build_partition_snapshot_v0_v1_absent, 0
+                o, _build_partition_snapshot_v0_v1_keys, _build_partition_snapshot_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -401,8 +304,8 @@ def _build_partition_snapshot_v0(o, w):
         f = 1
         v = g('snapshot_id', _EMPTY)
         if v is None:
-            raise null_error(0)
-        _build_snapshot_id_v0(v, w)
+            raise null_error()
+        _build_snapshot_id_v0_v1(v, w)
         f = 2
         w += _pack_i64x2(g('size', 0), g('position', 0))
         f = 3
@@ -413,9 +316,9 @@ def _build_partition_snapshot_v0(o, w):
         v = g('current_leader', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(0)
-        _build_leader_id_and_epoch_v0(v, tw)
-        if tw != _build_leader_id_and_epoch_v0_default_bytes:
+            raise null_error()
+        _build_leader_id_and_epoch_v0_v1(v, tw)
+        if tw != _build_leader_id_and_epoch_v0_v1_default_bytes:
             if t is None:
                 t = []
             t.append((0, tw))
@@ -432,12 +335,12 @@ _build_topic_snapshot_v0_v1_keys = frozenset({'_unknown_tags', 'name', 'partitio
 _build_topic_snapshot_v0_v1_absent = {}
 _build_topic_snapshot_v0_v1_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build TopicSnapshot, version 0.
-def _build_topic_snapshot_v0(o, w):
+# Build TopicSnapshot, versions 0-1.
+def _build_topic_snapshot_v0_v1(o, w):
     f = -1
     try:
         if not _build_topic_snapshot_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent, 0)
+            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -445,13 +348,8 @@ def _build_topic_snapshot_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_snapshot_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_snapshot_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -476,10 +374,7 @@ def _build_fetch_snapshot_response_v0(o, w):
     try:
         if not _build_fetch_snapshot_response_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_fetch_snapshot_response_v0_keys,
-                _build_fetch_snapshot_response_v0_absent,
-                0,
+                o, _build_fetch_snapshot_response_v0_keys, _build_fetch_snapshot_response_v0_absent
             )
         g = o.get
         f = 0
@@ -487,13 +382,8 @@ def _build_fetch_snapshot_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_snapshot_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_snapshot_v0_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -503,27 +393,6 @@ def _build_fetch_snapshot_response_v0(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_fetch_snapshot_response_v0_fields, f, o) from None
-
-_tags_node_endpoint_v1_names = {}
-
-# Parse the tagged fields of NodeEndpoint, version 1.
-def _tags_node_endpoint_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v1_names, t) from None
 
 _parse_node_endpoint_v1_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'H', None),), '_tagged_fields',
@@ -552,7 +421,7 @@ def _parse_node_endpoint_v1(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_node_endpoint_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v1_fields, f) from None
@@ -593,17 +462,12 @@ def _tags_fetch_snapshot_response_v1(b, p, nt, o):
                         c['port'] = k2_0
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_node_endpoint_v1(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_node_endpoint_v1(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_node_endpoint_v1, b, q, z)
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -634,14 +498,7 @@ def _parse_fetch_snapshot_response_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_snapshot_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_snapshot_v0_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -659,119 +516,6 @@ def _parse_fetch_snapshot_response_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_snapshot_response_v1_fields, f) from None
 
-# Build SnapshotId, version 1.
-def _build_snapshot_id_v1(o, w):
-    f = -1
-    try:
-        if not _build_snapshot_id_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_snapshot_id_v0_v1_keys, _build_snapshot_id_v0_v1_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i64_i32(g('end_offset', 0), g('epoch', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_snapshot_id_v0_v1_fields, f, o) from None
-
-# Build LeaderIdAndEpoch, version 1.
-def _build_leader_id_and_epoch_v1(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_leader_id_and_epoch_v0_v1_keys, _build_leader_id_and_epoch_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', 0), g('leader_epoch', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v0_v1_fields, f, o) from None
-
-_build_leader_id_and_epoch_v1_default_bytes = default_encoding(_build_leader_id_and_epoch_v1)
-
-# Build PartitionSnapshot, version 1.
-def _build_partition_snapshot_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_snapshot_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_partition_snapshot_v0_v1_keys, _build_partition_snapshot_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('index', 0), g('error_code', 0))
-        f = 1
-        v = g('snapshot_id', _EMPTY)
-        if v is None:
-            raise null_error(1)
-        _build_snapshot_id_v1(v, w)
-        f = 2
-        w += _pack_i64x2(g('size', 0), g('position', 0))
-        f = 3
-        v = g('unaligned_records', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 4
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(1)
-        _build_leader_id_and_epoch_v1(v, tw)
-        if tw != _build_leader_id_and_epoch_v1_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_snapshot_v0_v1_fields, f, o) from None
-
-# Build TopicSnapshot, version 1.
-def _build_topic_snapshot_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_snapshot_v0_v1_keys.issuperset(o):
-            check_keys(o, _build_topic_snapshot_v0_v1_keys, _build_topic_snapshot_v0_v1_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_snapshot_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_snapshot_v0_v1_fields, f, o) from None
-
 _build_node_endpoint_v1_keys = frozenset({'_unknown_tags', 'host', 'node_id', 'port'})
 _build_node_endpoint_v1_absent = {}
 _build_node_endpoint_v1_fields = (
@@ -783,7 +527,7 @@ def _build_node_endpoint_v1(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v1_keys.issuperset(o):
-            check_keys(o, _build_node_endpoint_v1_keys, _build_node_endpoint_v1_absent, 1)
+            check_keys(o, _build_node_endpoint_v1_keys, _build_node_endpoint_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -817,10 +561,7 @@ def _build_fetch_snapshot_response_v1(o, w):
     try:
         if not _build_fetch_snapshot_response_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_fetch_snapshot_response_v1_keys,
-                _build_fetch_snapshot_response_v1_absent,
-                1,
+                o, _build_fetch_snapshot_response_v1_keys, _build_fetch_snapshot_response_v1_absent
             )
         g = o.get
         f = 0
@@ -828,26 +569,16 @@ def _build_fetch_snapshot_response_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_snapshot_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_snapshot_v0_v1)
         t = None
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(1)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v1(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v1)
             if t is None:
                 t = []
             t.append((0, tw))

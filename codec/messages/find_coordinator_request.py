@@ -4,19 +4,16 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
@@ -57,7 +54,6 @@ def _build_find_coordinator_request_v0(o, w):
                 o,
                 _build_find_coordinator_request_v0_keys,
                 _build_find_coordinator_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -88,8 +84,8 @@ _build_find_coordinator_request_v1_v2_keys = frozenset({'key', 'key_type'})
 _build_find_coordinator_request_v1_v3_absent = {'coordinator_keys': ([], False)}
 _build_find_coordinator_request_v1_v2_fields = ('key', (('key_type', 'b', 0),))
 
-# Build FindCoordinatorRequest, version 1.
-def _build_find_coordinator_request_v1(o, w):
+# Build FindCoordinatorRequest, versions 1-2.
+def _build_find_coordinator_request_v1_v2(o, w):
     f = -1
     try:
         if not _build_find_coordinator_request_v1_v2_keys.issuperset(o):
@@ -97,7 +93,6 @@ def _build_find_coordinator_request_v1(o, w):
                 o,
                 _build_find_coordinator_request_v1_v2_keys,
                 _build_find_coordinator_request_v1_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -107,47 +102,6 @@ def _build_find_coordinator_request_v1(o, w):
         w += _pack_i8(g('key_type', 0))
     except Exception as x:
         raise encode_failure(x, _build_find_coordinator_request_v1_v2_fields, f, o) from None
-
-# Build FindCoordinatorRequest, version 2.
-def _build_find_coordinator_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_request_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_request_v1_v2_keys,
-                _build_find_coordinator_request_v1_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('key', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i8(g('key_type', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_request_v1_v2_fields, f, o) from None
-
-_tags_find_coordinator_request_v3_v6_names = {}
-
-# Parse the tagged fields of FindCoordinatorRequest, versions 3-6.
-def _tags_find_coordinator_request_v3_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_find_coordinator_request_v3_v6_names, t) from None
 
 _parse_find_coordinator_request_v3_fields = ('key', (('key_type', 'b', None),), '_tagged_fields')
 
@@ -170,7 +124,7 @@ def _parse_find_coordinator_request_v3(b, p):
         o['key'] = v0
         o['key_type'] = v1_0
         if nt:
-            p = _tags_find_coordinator_request_v3_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_find_coordinator_request_v3_fields, f) from None
@@ -187,7 +141,6 @@ def _build_find_coordinator_request_v3(o, w):
                 o,
                 _build_find_coordinator_request_v3_keys,
                 _build_find_coordinator_request_v1_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -236,7 +189,7 @@ def _parse_find_coordinator_request_v4_v6(b, p):
         o['key_type'] = v0_0
         o['coordinator_keys'] = v1
         if nt:
-            p = _tags_find_coordinator_request_v3_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_find_coordinator_request_v4_v6_fields, f) from None
@@ -249,8 +202,8 @@ _build_find_coordinator_request_v4_v6_fields = (
     (('key_type', 'b', 0),), 'coordinator_keys', '_unknown_tags',
 )
 
-# Build FindCoordinatorRequest, version 4.
-def _build_find_coordinator_request_v4(o, w):
+# Build FindCoordinatorRequest, versions 4-6.
+def _build_find_coordinator_request_v4_v6(o, w):
     f = -1
     try:
         if not _build_find_coordinator_request_v4_v6_keys.issuperset(o):
@@ -258,7 +211,6 @@ def _build_find_coordinator_request_v4(o, w):
                 o,
                 _build_find_coordinator_request_v4_v6_keys,
                 _build_find_coordinator_request_v4_v6_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -266,69 +218,7 @@ def _build_find_coordinator_request_v4(o, w):
         f = 1
         v = g('coordinator_keys', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_request_v4_v6_fields, f, o) from None
-
-# Build FindCoordinatorRequest, version 5.
-def _build_find_coordinator_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_request_v4_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_request_v4_v6_keys,
-                _build_find_coordinator_request_v4_v6_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('key_type', 0))
-        f = 1
-        v = g('coordinator_keys', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_request_v4_v6_fields, f, o) from None
-
-# Build FindCoordinatorRequest, version 6.
-def _build_find_coordinator_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_request_v4_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_request_v4_v6_keys,
-                _build_find_coordinator_request_v4_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i8(g('key_type', 0))
-        f = 1
-        v = g('coordinator_keys', ())
-        if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -360,12 +250,12 @@ PARSE = {
 }
 BUILD = {
     0: _build_find_coordinator_request_v0,
-    1: _build_find_coordinator_request_v1,
-    2: _build_find_coordinator_request_v2,
+    1: _build_find_coordinator_request_v1_v2,
+    2: _build_find_coordinator_request_v1_v2,
     3: _build_find_coordinator_request_v3,
-    4: _build_find_coordinator_request_v4,
-    5: _build_find_coordinator_request_v5,
-    6: _build_find_coordinator_request_v6,
+    4: _build_find_coordinator_request_v4_v6,
+    5: _build_find_coordinator_request_v4_v6,
+    6: _build_find_coordinator_request_v4_v6,
 }
 SCHEMA = (
     ('Key', 'string', '0-3', 'none', 'none', None, '', False, ()),

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
@@ -18,14 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -81,7 +77,6 @@ def _build_find_coordinator_response_v0(o, w):
                 o,
                 _build_find_coordinator_response_v0_keys,
                 _build_find_coordinator_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -136,8 +131,8 @@ _build_find_coordinator_response_v1_v2_fields = (
     'host', (('port', 'i', 0),),
 )
 
-# Build FindCoordinatorResponse, version 1.
-def _build_find_coordinator_response_v1(o, w):
+# Build FindCoordinatorResponse, versions 1-2.
+def _build_find_coordinator_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_find_coordinator_response_v1_v2_keys.issuperset(o):
@@ -145,7 +140,6 @@ def _build_find_coordinator_response_v1(o, w):
                 o,
                 _build_find_coordinator_response_v1_v2_keys,
                 _build_find_coordinator_response_v1_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -162,54 +156,6 @@ def _build_find_coordinator_response_v1(o, w):
         w += _pack_i32(g('port', 0))
     except Exception as x:
         raise encode_failure(x, _build_find_coordinator_response_v1_v2_fields, f, o) from None
-
-# Build FindCoordinatorResponse, version 2.
-def _build_find_coordinator_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_response_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_response_v1_v2_keys,
-                _build_find_coordinator_response_v1_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i32(g('node_id', 0))
-        f = 3
-        v = g('host', '')
-        write_string(w, v)
-        f = 4
-        w += _pack_i32(g('port', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_response_v1_v2_fields, f, o) from None
-
-_tags_find_coordinator_response_v3_v6_names = {}
-
-# Parse the tagged fields of FindCoordinatorResponse, versions 3-6.
-def _tags_find_coordinator_response_v3_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_find_coordinator_response_v3_v6_names, t) from None
 
 _parse_find_coordinator_response_v3_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message',
@@ -247,7 +193,7 @@ def _parse_find_coordinator_response_v3(b, p):
         o['host'] = v3
         o['port'] = v4_0
         if nt:
-            p = _tags_find_coordinator_response_v3_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_find_coordinator_response_v3_fields, f) from None
@@ -269,7 +215,6 @@ def _build_find_coordinator_response_v3(o, w):
                 o,
                 _build_find_coordinator_response_v3_keys,
                 _build_find_coordinator_response_v1_v3_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -293,27 +238,6 @@ def _build_find_coordinator_response_v3(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_find_coordinator_response_v3_fields, f, o) from None
-
-_tags_coordinator_v4_v6_names = {}
-
-# Parse the tagged fields of Coordinator, versions 4-6.
-def _tags_coordinator_v4_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_coordinator_v4_v6_names, t) from None
 
 _parse_coordinator_v4_v6_fields = (
     'key', (('node_id', 'i', None),), 'host', (('port', 'i', None), ('error_code', 'h', None)),
@@ -350,7 +274,7 @@ def _parse_coordinator_v4_v6(b, p):
         o['error_code'] = v3_1
         o['error_message'] = v4
         if nt:
-            p = _tags_coordinator_v4_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_coordinator_v4_v6_fields, f) from None
@@ -394,17 +318,12 @@ def _parse_find_coordinator_response_v4_v6(b, p):
                 c['error_message'] = k4
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_coordinator_v4_v6(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_coordinator_v4_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_coordinator_v4_v6, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -416,7 +335,7 @@ def _parse_find_coordinator_response_v4_v6(b, p):
         o['throttle_time_ms'] = v0_0
         o['coordinators'] = v1
         if nt:
-            p = _tags_find_coordinator_response_v3_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_find_coordinator_response_v4_v6_fields, f) from None
@@ -430,12 +349,12 @@ _build_coordinator_v4_v6_fields = (
     'error_message', '_unknown_tags',
 )
 
-# Build Coordinator, version 4.
-def _build_coordinator_v4(o, w):
+# Build Coordinator, versions 4-6.
+def _build_coordinator_v4_v6(o, w):
     f = -1
     try:
         if not _build_coordinator_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_coordinator_v4_v6_keys, _build_coordinator_v4_v6_absent, 4)
+            check_keys(o, _build_coordinator_v4_v6_keys, _build_coordinator_v4_v6_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -474,8 +393,8 @@ _build_find_coordinator_response_v4_v6_fields = (
     (('throttle_time_ms', 'i', 0),), 'coordinators', '_unknown_tags',
 )
 
-# Build FindCoordinatorResponse, version 4.
-def _build_find_coordinator_response_v4(o, w):
+# Build FindCoordinatorResponse, versions 4-6.
+def _build_find_coordinator_response_v4_v6(o, w):
     f = -1
     try:
         if not _build_find_coordinator_response_v4_v6_keys.issuperset(o):
@@ -483,7 +402,6 @@ def _build_find_coordinator_response_v4(o, w):
                 o,
                 _build_find_coordinator_response_v4_v6_keys,
                 _build_find_coordinator_response_v4_v6_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -491,141 +409,8 @@ def _build_find_coordinator_response_v4(o, w):
         f = 1
         v = g('coordinators', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_coordinator_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_response_v4_v6_fields, f, o) from None
-
-# Build Coordinator, version 5.
-def _build_coordinator_v5(o, w):
-    f = -1
-    try:
-        if not _build_coordinator_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_coordinator_v4_v6_keys, _build_coordinator_v4_v6_absent, 5)
-        g = o.get
-        f = 0
-        v = g('key', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32(g('node_id', 0))
-        f = 2
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 3
-        w += _pack_i32_i16(g('port', 0), g('error_code', 0))
-        f = 4
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_coordinator_v4_v6_fields, f, o) from None
-
-# Build FindCoordinatorResponse, version 5.
-def _build_find_coordinator_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_response_v4_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_response_v4_v6_keys,
-                _build_find_coordinator_response_v4_v6_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('coordinators', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_coordinator_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_find_coordinator_response_v4_v6_fields, f, o) from None
-
-# Build Coordinator, version 6.
-def _build_coordinator_v6(o, w):
-    f = -1
-    try:
-        if not _build_coordinator_v4_v6_keys.issuperset(o):
-            check_keys(o, _build_coordinator_v4_v6_keys, _build_coordinator_v4_v6_absent, 6)
-        g = o.get
-        f = 0
-        v = g('key', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32(g('node_id', 0))
-        f = 2
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 3
-        w += _pack_i32_i16(g('port', 0), g('error_code', 0))
-        f = 4
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_coordinator_v4_v6_fields, f, o) from None
-
-# Build FindCoordinatorResponse, version 6.
-def _build_find_coordinator_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_find_coordinator_response_v4_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_find_coordinator_response_v4_v6_keys,
-                _build_find_coordinator_response_v4_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('coordinators', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_coordinator_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_coordinator_v4_v6)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -654,12 +439,12 @@ PARSE = {
 }
 BUILD = {
     0: _build_find_coordinator_response_v0,
-    1: _build_find_coordinator_response_v1,
-    2: _build_find_coordinator_response_v2,
+    1: _build_find_coordinator_response_v1_v2,
+    2: _build_find_coordinator_response_v1_v2,
     3: _build_find_coordinator_response_v3,
-    4: _build_find_coordinator_response_v4,
-    5: _build_find_coordinator_response_v5,
-    6: _build_find_coordinator_response_v6,
+    4: _build_find_coordinator_response_v4_v6,
+    5: _build_find_coordinator_response_v4_v6,
+    6: _build_find_coordinator_response_v4_v6,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '1+', 'none', 'none', None, '', True, ()),

@@ -4,23 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -33,27 +30,6 @@ _unpack_i32_i64_bool = Struct('>iq?').unpack_from
 _unpack_i32x3_i64_i16 = Struct('>iiiqh').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_partition_log_info_v0_names = {}
-
-# Parse the tagged fields of PartitionLogInfo, version 0.
-def _tags_partition_log_info_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_log_info_v0_names, t) from None
 
 _parse_partition_log_info_v0_fields = (
     (
@@ -84,31 +60,10 @@ def _parse_partition_log_info_v0(b, p):
         o['log_end_offset'] = v0_3
         o['error_code'] = v0_4
         if nt:
-            p = _tags_partition_log_info_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_log_info_v0_fields, f) from None
-
-_tags_topic_partition_log_info_v0_names = {}
-
-# Parse the tagged fields of TopicPartitionLogInfo, version 0.
-def _tags_topic_partition_log_info_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partition_log_info_v0_names, t) from None
 
 _parse_topic_partition_log_info_v0_fields = (
     (('topic_id', '16s', None),), 'partition_log_info', '_tagged_fields',
@@ -156,17 +111,12 @@ def _parse_topic_partition_log_info_v0(b, p):
                     c['error_code'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_log_info_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_log_info_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_log_info_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -178,31 +128,10 @@ def _parse_topic_partition_log_info_v0(b, p):
         o['topic_id'] = v0_0
         o['partition_log_info'] = v1
         if nt:
-            p = _tags_topic_partition_log_info_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partition_log_info_v0_fields, f) from None
-
-_tags_get_replica_log_info_response_v0_names = {}
-
-# Parse the tagged fields of GetReplicaLogInfoResponse, version 0.
-def _tags_get_replica_log_info_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_get_replica_log_info_response_v0_names, t) from None
 
 _parse_get_replica_log_info_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('broker_epoch', 'q', None), ('truncated', '?', None)),
@@ -222,14 +151,7 @@ def _parse_get_replica_log_info_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_partition_log_info_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_partition_log_info_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -242,7 +164,7 @@ def _parse_get_replica_log_info_response_v0(b, p):
         o['truncated'] = v0_2
         o['topic_partition_log_info_list'] = v1
         if nt:
-            p = _tags_get_replica_log_info_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_get_replica_log_info_response_v0_fields, f) from None
@@ -265,7 +187,7 @@ def _build_partition_log_info_v0(o, w):
     f = -1
     try:
         if not _build_partition_log_info_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_log_info_v0_keys, _build_partition_log_info_v0_absent, 0)
+            check_keys(o, _build_partition_log_info_v0_keys, _build_partition_log_info_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_i64_i16(
@@ -303,7 +225,6 @@ def _build_topic_partition_log_info_v0(o, w):
                 o,
                 _build_topic_partition_log_info_v0_keys,
                 _build_topic_partition_log_info_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -311,13 +232,8 @@ def _build_topic_partition_log_info_v0(o, w):
         f = 1
         v = g('partition_log_info', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_log_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_log_info_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -347,7 +263,6 @@ def _build_get_replica_log_info_response_v0(o, w):
                 o,
                 _build_get_replica_log_info_response_v0_keys,
                 _build_get_replica_log_info_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -357,13 +272,8 @@ def _build_get_replica_log_info_response_v0(o, w):
         f = 1
         v = g('topic_partition_log_info_list', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_log_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_partition_log_info_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

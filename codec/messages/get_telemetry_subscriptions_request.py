@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     UUID,
     ZERO_UUID,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_tags,
 )
@@ -23,27 +20,6 @@ from kipwire.codec._wire import uuid_from_bytes
 _pack_uuid = Struct('>16s').pack
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_get_telemetry_subscriptions_request_v0_names = {}
-
-# Parse the tagged fields of GetTelemetrySubscriptionsRequest, version 0.
-def _tags_get_telemetry_subscriptions_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_get_telemetry_subscriptions_request_v0_names, t) from None
 
 _parse_get_telemetry_subscriptions_request_v0_fields = (
     (('client_instance_id', '16s', None),), '_tagged_fields',
@@ -66,7 +42,7 @@ def _parse_get_telemetry_subscriptions_request_v0(b, p):
         o = Container()
         o['client_instance_id'] = v0_0
         if nt:
-            p = _tags_get_telemetry_subscriptions_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -96,7 +72,6 @@ def _build_get_telemetry_subscriptions_request_v0(o, w):
                 o,
                 _build_get_telemetry_subscriptions_request_v0_keys,
                 _build_get_telemetry_subscriptions_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,21 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     UUID,
     ZERO_UUID,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_string,
@@ -32,27 +29,6 @@ _pack_i32x2_bool = Struct('>ii?').pack
 _unpack_i32_i16_uuid_i32 = Struct('>ih16si').unpack_from
 _unpack_i32x2_bool = Struct('>ii?').unpack_from
 
-
-_tags_get_telemetry_subscriptions_response_v0_names = {}
-
-# Parse the tagged fields of GetTelemetrySubscriptionsResponse, version 0.
-def _tags_get_telemetry_subscriptions_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_get_telemetry_subscriptions_response_v0_names, t) from None
 
 _parse_get_telemetry_subscriptions_response_v0_fields = (
     (
@@ -113,7 +89,7 @@ def _parse_get_telemetry_subscriptions_response_v0(b, p):
         o['delta_temporality'] = v2_2
         o['requested_metrics'] = v3
         if nt:
-            p = _tags_get_telemetry_subscriptions_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -152,7 +128,6 @@ def _build_get_telemetry_subscriptions_response_v0(o, w):
                 o,
                 _build_get_telemetry_subscriptions_response_v0_keys,
                 _build_get_telemetry_subscriptions_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -165,7 +140,7 @@ def _build_get_telemetry_subscriptions_response_v0(o, w):
         f = 1
         v = g('accepted_compression_types', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}b', *v)
@@ -176,7 +151,7 @@ def _build_get_telemetry_subscriptions_response_v0(o, w):
         f = 3
         v = g('requested_metrics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)

@@ -4,19 +4,16 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -53,53 +50,13 @@ _build_heartbeat_request_v0_v2_keys = frozenset({'generation_id', 'group_id', 'm
 _build_heartbeat_request_v0_v2_absent = {'group_instance_id': (None, False)}
 _build_heartbeat_request_v0_v2_fields = ('group_id', (('generation_id', 'i', 0),), 'member_id')
 
-# Build HeartbeatRequest, version 0.
-def _build_heartbeat_request_v0(o, w):
+# Build HeartbeatRequest, versions 0-2.
+def _build_heartbeat_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_heartbeat_request_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_heartbeat_request_v0_v2_keys, _build_heartbeat_request_v0_v2_absent, 0
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id', 0))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_heartbeat_request_v0_v2_fields, f, o) from None
-
-# Build HeartbeatRequest, version 1.
-def _build_heartbeat_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_heartbeat_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_request_v0_v2_keys, _build_heartbeat_request_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id', 0))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_heartbeat_request_v0_v2_fields, f, o) from None
-
-# Build HeartbeatRequest, version 2.
-def _build_heartbeat_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_heartbeat_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_request_v0_v2_keys, _build_heartbeat_request_v0_v2_absent, 2
+                o, _build_heartbeat_request_v0_v2_keys, _build_heartbeat_request_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -152,9 +109,7 @@ def _build_heartbeat_request_v3(o, w):
     f = -1
     try:
         if not _build_heartbeat_request_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_request_v3_keys, _build_heartbeat_request_v3_v4_absent, 3
-            )
+            check_keys(o, _build_heartbeat_request_v3_keys, _build_heartbeat_request_v3_v4_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -169,27 +124,6 @@ def _build_heartbeat_request_v3(o, w):
         write_nullable_string(w, v)
     except Exception as x:
         raise encode_failure(x, _build_heartbeat_request_v3_fields, f, o) from None
-
-_tags_heartbeat_request_v4_names = {}
-
-# Parse the tagged fields of HeartbeatRequest, version 4.
-def _tags_heartbeat_request_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_heartbeat_request_v4_names, t) from None
 
 _parse_heartbeat_request_v4_fields = (
     'group_id', (('generation_id', 'i', None),), 'member_id', 'group_instance_id', '_tagged_fields',
@@ -220,7 +154,7 @@ def _parse_heartbeat_request_v4(b, p):
         o['member_id'] = v2
         o['group_instance_id'] = v3
         if nt:
-            p = _tags_heartbeat_request_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_heartbeat_request_v4_fields, f) from None
@@ -237,9 +171,7 @@ def _build_heartbeat_request_v4(o, w):
     f = -1
     try:
         if not _build_heartbeat_request_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_request_v4_keys, _build_heartbeat_request_v3_v4_absent, 4
-            )
+            check_keys(o, _build_heartbeat_request_v4_keys, _build_heartbeat_request_v3_v4_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -277,9 +209,9 @@ PARSE = {
     4: _parse_heartbeat_request_v4,
 }
 BUILD = {
-    0: _build_heartbeat_request_v0,
-    1: _build_heartbeat_request_v1,
-    2: _build_heartbeat_request_v2,
+    0: _build_heartbeat_request_v0_v2,
+    1: _build_heartbeat_request_v0_v2,
+    2: _build_heartbeat_request_v0_v2,
     3: _build_heartbeat_request_v3,
     4: _build_heartbeat_request_v4,
 }

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -46,7 +43,7 @@ def _build_heartbeat_response_v0(o, w):
     f = -1
     try:
         if not _build_heartbeat_response_v0_keys.issuperset(o):
-            check_keys(o, _build_heartbeat_response_v0_keys, _build_heartbeat_response_v0_absent, 0)
+            check_keys(o, _build_heartbeat_response_v0_keys, _build_heartbeat_response_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -75,68 +72,19 @@ _build_heartbeat_response_v1_v3_keys = frozenset({'error_code', 'throttle_time_m
 _build_heartbeat_response_v1_v4_absent = {}
 _build_heartbeat_response_v1_v3_fields = ((('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)),)
 
-# Build HeartbeatResponse, version 1.
-def _build_heartbeat_response_v1(o, w):
+# Build HeartbeatResponse, versions 1-3.
+def _build_heartbeat_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_heartbeat_response_v1_v3_keys.issuperset(o):
             check_keys(
-                o, _build_heartbeat_response_v1_v3_keys, _build_heartbeat_response_v1_v4_absent, 1
+                o, _build_heartbeat_response_v1_v3_keys, _build_heartbeat_response_v1_v4_absent
             )
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _build_heartbeat_response_v1_v3_fields, f, o) from None
-
-# Build HeartbeatResponse, version 2.
-def _build_heartbeat_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_heartbeat_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_response_v1_v3_keys, _build_heartbeat_response_v1_v4_absent, 2
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_heartbeat_response_v1_v3_fields, f, o) from None
-
-# Build HeartbeatResponse, version 3.
-def _build_heartbeat_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_heartbeat_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_response_v1_v3_keys, _build_heartbeat_response_v1_v4_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_heartbeat_response_v1_v3_fields, f, o) from None
-
-_tags_heartbeat_response_v4_names = {}
-
-# Parse the tagged fields of HeartbeatResponse, version 4.
-def _tags_heartbeat_response_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_heartbeat_response_v4_names, t) from None
 
 _parse_heartbeat_response_v4_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -159,7 +107,7 @@ def _parse_heartbeat_response_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_heartbeat_response_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_heartbeat_response_v4_fields, f) from None
@@ -174,9 +122,7 @@ def _build_heartbeat_response_v4(o, w):
     f = -1
     try:
         if not _build_heartbeat_response_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_heartbeat_response_v4_keys, _build_heartbeat_response_v1_v4_absent, 4
-            )
+            check_keys(o, _build_heartbeat_response_v4_keys, _build_heartbeat_response_v1_v4_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
@@ -206,9 +152,9 @@ PARSE = {
 }
 BUILD = {
     0: _build_heartbeat_response_v0,
-    1: _build_heartbeat_response_v1,
-    2: _build_heartbeat_response_v2,
-    3: _build_heartbeat_response_v3,
+    1: _build_heartbeat_response_v1_v3,
+    2: _build_heartbeat_response_v1_v3,
+    3: _build_heartbeat_response_v1_v3,
     4: _build_heartbeat_response_v4,
 }
 SCHEMA = (

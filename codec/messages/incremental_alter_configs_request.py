@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -88,12 +85,7 @@ def _parse_alter_configs_resource_v0(b, p):
                 c['value'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alterable_config_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alterable_config_v0, b, q, z)
             raise
         o = Container()
         o['resource_type'] = v0_0
@@ -111,14 +103,7 @@ def _parse_incremental_alter_configs_request_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_configs_resource_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_configs_resource_v0)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -138,7 +123,7 @@ def _build_alterable_config_v0(o, w):
     f = -1
     try:
         if not _build_alterable_config_v0_keys.issuperset(o):
-            check_keys(o, _build_alterable_config_v0_keys, _build_alterable_config_v0_v1_absent, 0)
+            check_keys(o, _build_alterable_config_v0_keys, _build_alterable_config_v0_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -161,10 +146,7 @@ def _build_alter_configs_resource_v0(o, w):
     try:
         if not _build_alter_configs_resource_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_configs_resource_v0_keys,
-                _build_alter_configs_resource_v0_v1_absent,
-                0,
+                o, _build_alter_configs_resource_v0_keys, _build_alter_configs_resource_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -175,13 +157,8 @@ def _build_alter_configs_resource_v0(o, w):
         f = 2
         v = g('configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alterable_config_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alterable_config_v0)
     except Exception as x:
         raise encode_failure(x, _build_alter_configs_resource_v0_fields, f, o) from None
 
@@ -198,44 +175,17 @@ def _build_incremental_alter_configs_request_v0(o, w):
                 o,
                 _build_incremental_alter_configs_request_v0_keys,
                 _build_incremental_alter_configs_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_configs_resource_v0)
         f = 1
         w += _pack_bool(g('validate_only', False))
     except Exception as x:
         raise encode_failure(x, _build_incremental_alter_configs_request_v0_fields, f, o) from None
-
-_tags_alterable_config_v1_names = {}
-
-# Parse the tagged fields of AlterableConfig, version 1.
-def _tags_alterable_config_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alterable_config_v1_names, t) from None
 
 _parse_alterable_config_v1_fields = (
     'name', (('config_operation', 'b', None),), 'value', '_tagged_fields',
@@ -263,31 +213,10 @@ def _parse_alterable_config_v1(b, p):
         o['config_operation'] = v1_0
         o['value'] = v2
         if nt:
-            p = _tags_alterable_config_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alterable_config_v1_fields, f) from None
-
-_tags_alter_configs_resource_v1_names = {}
-
-# Parse the tagged fields of AlterConfigsResource, version 1.
-def _tags_alter_configs_resource_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_resource_v1_names, t) from None
 
 _parse_alter_configs_resource_v1_fields = (
     (('resource_type', 'b', None),), 'resource_name', 'configs', '_tagged_fields',
@@ -324,17 +253,12 @@ def _parse_alter_configs_resource_v1(b, p):
                 c['value'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alterable_config_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alterable_config_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alterable_config_v1, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -347,31 +271,10 @@ def _parse_alter_configs_resource_v1(b, p):
         o['resource_name'] = v1
         o['configs'] = v2
         if nt:
-            p = _tags_alter_configs_resource_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_resource_v1_fields, f) from None
-
-_tags_incremental_alter_configs_request_v1_names = {}
-
-# Parse the tagged fields of IncrementalAlterConfigsRequest, version 1.
-def _tags_incremental_alter_configs_request_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_incremental_alter_configs_request_v1_names, t) from None
 
 _parse_incremental_alter_configs_request_v1_fields = (
     'resources', (('validate_only', '?', None),), '_tagged_fields',
@@ -387,14 +290,7 @@ def _parse_incremental_alter_configs_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_alter_configs_resource_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_alter_configs_resource_v1)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -408,7 +304,7 @@ def _parse_incremental_alter_configs_request_v1(b, p):
         o['resources'] = v0
         o['validate_only'] = v1_0
         if nt:
-            p = _tags_incremental_alter_configs_request_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_incremental_alter_configs_request_v1_fields, f) from None
@@ -423,7 +319,7 @@ def _build_alterable_config_v1(o, w):
     f = -1
     try:
         if not _build_alterable_config_v1_keys.issuperset(o):
-            check_keys(o, _build_alterable_config_v1_keys, _build_alterable_config_v0_v1_absent, 1)
+            check_keys(o, _build_alterable_config_v1_keys, _build_alterable_config_v0_v1_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -456,10 +352,7 @@ def _build_alter_configs_resource_v1(o, w):
     try:
         if not _build_alter_configs_resource_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_alter_configs_resource_v1_keys,
-                _build_alter_configs_resource_v0_v1_absent,
-                1,
+                o, _build_alter_configs_resource_v1_keys, _build_alter_configs_resource_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -470,13 +363,8 @@ def _build_alter_configs_resource_v1(o, w):
         f = 2
         v = g('configs', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alterable_config_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alterable_config_v1)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -503,19 +391,13 @@ def _build_incremental_alter_configs_request_v1(o, w):
                 o,
                 _build_incremental_alter_configs_request_v1_keys,
                 _build_incremental_alter_configs_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('resources', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_configs_resource_v1)
         f = 1
         w += _pack_bool(g('validate_only', False))
         t = None

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -97,12 +93,7 @@ def _parse_incremental_alter_configs_response_v0(b, p):
                 c['resource_name'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_configs_resource_response_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_configs_resource_response_v0, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -128,7 +119,6 @@ def _build_alter_configs_resource_response_v0(o, w):
                 o,
                 _build_alter_configs_resource_response_v0_keys,
                 _build_alter_configs_resource_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -157,7 +147,6 @@ def _build_incremental_alter_configs_response_v0(o, w):
                 o,
                 _build_incremental_alter_configs_response_v0_keys,
                 _build_incremental_alter_configs_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -165,36 +154,10 @@ def _build_incremental_alter_configs_response_v0(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_alter_configs_resource_response_v0)
     except Exception as x:
         raise encode_failure(x, _build_incremental_alter_configs_response_v0_fields, f, o) from None
-
-_tags_alter_configs_resource_response_v1_names = {}
-
-# Parse the tagged fields of AlterConfigsResourceResponse, version 1.
-def _tags_alter_configs_resource_response_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_alter_configs_resource_response_v1_names, t) from None
 
 _parse_alter_configs_resource_response_v1_fields = (
     (('error_code', 'h', None),), 'error_message', (('resource_type', 'b', None),), 'resource_name',
@@ -227,31 +190,10 @@ def _parse_alter_configs_resource_response_v1(b, p):
         o['resource_type'] = v2_0
         o['resource_name'] = v3
         if nt:
-            p = _tags_alter_configs_resource_response_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_alter_configs_resource_response_v1_fields, f) from None
-
-_tags_incremental_alter_configs_response_v1_names = {}
-
-# Parse the tagged fields of IncrementalAlterConfigsResponse, version 1.
-def _tags_incremental_alter_configs_response_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_incremental_alter_configs_response_v1_names, t) from None
 
 _parse_incremental_alter_configs_response_v1_fields = (
     (('throttle_time_ms', 'i', None),), 'responses', '_tagged_fields',
@@ -289,17 +231,12 @@ def _parse_incremental_alter_configs_response_v1(b, p):
                 c['resource_name'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_alter_configs_resource_response_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_alter_configs_resource_response_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_alter_configs_resource_response_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -311,7 +248,7 @@ def _parse_incremental_alter_configs_response_v1(b, p):
         o['throttle_time_ms'] = v0_0
         o['responses'] = v1
         if nt:
-            p = _tags_incremental_alter_configs_response_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_incremental_alter_configs_response_v1_fields, f) from None
@@ -333,7 +270,6 @@ def _build_alter_configs_resource_response_v1(o, w):
                 o,
                 _build_alter_configs_resource_response_v1_keys,
                 _build_alter_configs_resource_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -372,7 +308,6 @@ def _build_incremental_alter_configs_response_v1(o, w):
                 o,
                 _build_incremental_alter_configs_response_v1_keys,
                 _build_incremental_alter_configs_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -380,13 +315,8 @@ def _build_incremental_alter_configs_response_v1(o, w):
         f = 1
         v = g('responses', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_alter_configs_resource_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_alter_configs_resource_response_v1)
         t = None
         f = 2
         u = g('_unknown_tags')

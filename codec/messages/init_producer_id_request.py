@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
     read_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_nullable_string,
     write_nullable_string,
     write_tags,
@@ -61,8 +58,8 @@ _build_init_producer_id_request_v0_v1_fields = (
     'transactional_id', (('transaction_timeout_ms', 'i', 0),),
 )
 
-# Build InitProducerIdRequest, version 0.
-def _build_init_producer_id_request_v0(o, w):
+# Build InitProducerIdRequest, versions 0-1.
+def _build_init_producer_id_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_init_producer_id_request_v0_v1_keys.issuperset(o):
@@ -70,7 +67,6 @@ def _build_init_producer_id_request_v0(o, w):
                 o,
                 _build_init_producer_id_request_v0_v1_keys,
                 _build_init_producer_id_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -80,47 +76,6 @@ def _build_init_producer_id_request_v0(o, w):
         w += _pack_i32(g('transaction_timeout_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_init_producer_id_request_v0_v1_fields, f, o) from None
-
-# Build InitProducerIdRequest, version 1.
-def _build_init_producer_id_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_request_v0_v1_keys,
-                _build_init_producer_id_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i32(g('transaction_timeout_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_request_v0_v1_fields, f, o) from None
-
-_tags_init_producer_id_request_v2_v6_names = {}
-
-# Parse the tagged fields of InitProducerIdRequest, versions 2-6.
-def _tags_init_producer_id_request_v2_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_init_producer_id_request_v2_v6_names, t) from None
 
 _parse_init_producer_id_request_v2_fields = (
     'transactional_id', (('transaction_timeout_ms', 'i', None),), '_tagged_fields',
@@ -145,7 +100,7 @@ def _parse_init_producer_id_request_v2(b, p):
         o['transactional_id'] = v0
         o['transaction_timeout_ms'] = v1_0
         if nt:
-            p = _tags_init_producer_id_request_v2_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_init_producer_id_request_v2_fields, f) from None
@@ -166,7 +121,6 @@ def _build_init_producer_id_request_v2(o, w):
                 o,
                 _build_init_producer_id_request_v2_keys,
                 _build_init_producer_id_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -214,7 +168,7 @@ def _parse_init_producer_id_request_v3_v5(b, p):
         o['producer_id'] = v1_1
         o['producer_epoch'] = v1_2
         if nt:
-            p = _tags_init_producer_id_request_v2_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_init_producer_id_request_v3_v5_fields, f) from None
@@ -232,8 +186,8 @@ _build_init_producer_id_request_v3_v5_fields = (
     '_unknown_tags',
 )
 
-# Build InitProducerIdRequest, version 3.
-def _build_init_producer_id_request_v3(o, w):
+# Build InitProducerIdRequest, versions 3-5.
+def _build_init_producer_id_request_v3_v5(o, w):
     f = -1
     try:
         if not _build_init_producer_id_request_v3_v5_keys.issuperset(o):
@@ -241,65 +195,6 @@ def _build_init_producer_id_request_v3(o, w):
                 o,
                 _build_init_producer_id_request_v3_v5_keys,
                 _build_init_producer_id_request_v3_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_nullable_string(w, v)
-        f = 1
-        w += _pack_i32_i64_i16(
-            g('transaction_timeout_ms', 0), g('producer_id', -1), g('producer_epoch', -1)
-        )
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_request_v3_v5_fields, f, o) from None
-
-# Build InitProducerIdRequest, version 4.
-def _build_init_producer_id_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_request_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_request_v3_v5_keys,
-                _build_init_producer_id_request_v3_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_nullable_string(w, v)
-        f = 1
-        w += _pack_i32_i64_i16(
-            g('transaction_timeout_ms', 0), g('producer_id', -1), g('producer_epoch', -1)
-        )
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_request_v3_v5_fields, f, o) from None
-
-# Build InitProducerIdRequest, version 5.
-def _build_init_producer_id_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_request_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_request_v3_v5_keys,
-                _build_init_producer_id_request_v3_v5_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -351,7 +246,7 @@ def _parse_init_producer_id_request_v6(b, p):
         o['enable2_pc'] = v1_3
         o['keep_prepared_txn'] = v1_4
         if nt:
-            p = _tags_init_producer_id_request_v2_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_init_producer_id_request_v6_fields, f) from None
@@ -379,7 +274,6 @@ def _build_init_producer_id_request_v6(o, w):
                 o,
                 _build_init_producer_id_request_v6_keys,
                 _build_init_producer_id_request_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -420,12 +314,12 @@ PARSE = {
     6: _parse_init_producer_id_request_v6,
 }
 BUILD = {
-    0: _build_init_producer_id_request_v0,
-    1: _build_init_producer_id_request_v1,
+    0: _build_init_producer_id_request_v0_v1,
+    1: _build_init_producer_id_request_v0_v1,
     2: _build_init_producer_id_request_v2,
-    3: _build_init_producer_id_request_v3,
-    4: _build_init_producer_id_request_v4,
-    5: _build_init_producer_id_request_v5,
+    3: _build_init_producer_id_request_v3_v5,
+    4: _build_init_producer_id_request_v3_v5,
+    5: _build_init_producer_id_request_v3_v5,
     6: _build_init_producer_id_request_v6,
 }
 SCHEMA = (

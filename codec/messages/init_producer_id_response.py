@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -59,8 +56,8 @@ _build_init_producer_id_response_v0_v1_fields = (
     ),
 )
 
-# Build InitProducerIdResponse, version 0.
-def _build_init_producer_id_response_v0(o, w):
+# Build InitProducerIdResponse, versions 0-1.
+def _build_init_producer_id_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_init_producer_id_response_v0_v1_keys.issuperset(o):
@@ -68,7 +65,6 @@ def _build_init_producer_id_response_v0(o, w):
                 o,
                 _build_init_producer_id_response_v0_v1_keys,
                 _build_init_producer_id_response_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -80,49 +76,6 @@ def _build_init_producer_id_response_v0(o, w):
         )
     except Exception as x:
         raise encode_failure(x, _build_init_producer_id_response_v0_v1_fields, f, o) from None
-
-# Build InitProducerIdResponse, version 1.
-def _build_init_producer_id_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_response_v0_v1_keys,
-                _build_init_producer_id_response_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64_i16(
-            g('throttle_time_ms', 0),
-            g('error_code', 0),
-            g('producer_id', -1),
-            g('producer_epoch', 0),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_response_v0_v1_fields, f, o) from None
-
-_tags_init_producer_id_response_v2_v6_names = {}
-
-# Parse the tagged fields of InitProducerIdResponse, versions 2-6.
-def _tags_init_producer_id_response_v2_v6(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_init_producer_id_response_v2_v6_names, t) from None
 
 _parse_init_producer_id_response_v2_v5_fields = (
     (
@@ -151,7 +104,7 @@ def _parse_init_producer_id_response_v2_v5(b, p):
         o['producer_id'] = v0_2
         o['producer_epoch'] = v0_3
         if nt:
-            p = _tags_init_producer_id_response_v2_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_init_producer_id_response_v2_v5_fields, f) from None
@@ -167,8 +120,8 @@ _build_init_producer_id_response_v2_v5_fields = (
     '_unknown_tags',
 )
 
-# Build InitProducerIdResponse, version 2.
-def _build_init_producer_id_response_v2(o, w):
+# Build InitProducerIdResponse, versions 2-5.
+def _build_init_producer_id_response_v2_v5(o, w):
     f = -1
     try:
         if not _build_init_producer_id_response_v2_v5_keys.issuperset(o):
@@ -176,94 +129,6 @@ def _build_init_producer_id_response_v2(o, w):
                 o,
                 _build_init_producer_id_response_v2_v5_keys,
                 _build_init_producer_id_response_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64_i16(
-            g('throttle_time_ms', 0),
-            g('error_code', 0),
-            g('producer_id', -1),
-            g('producer_epoch', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_response_v2_v5_fields, f, o) from None
-
-# Build InitProducerIdResponse, version 3.
-def _build_init_producer_id_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_response_v2_v5_keys,
-                _build_init_producer_id_response_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64_i16(
-            g('throttle_time_ms', 0),
-            g('error_code', 0),
-            g('producer_id', -1),
-            g('producer_epoch', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_response_v2_v5_fields, f, o) from None
-
-# Build InitProducerIdResponse, version 4.
-def _build_init_producer_id_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_response_v2_v5_keys,
-                _build_init_producer_id_response_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64_i16(
-            g('throttle_time_ms', 0),
-            g('error_code', 0),
-            g('producer_id', -1),
-            g('producer_epoch', 0),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_init_producer_id_response_v2_v5_fields, f, o) from None
-
-# Build InitProducerIdResponse, version 5.
-def _build_init_producer_id_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_init_producer_id_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_init_producer_id_response_v2_v5_keys,
-                _build_init_producer_id_response_v0_v5_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -313,7 +178,7 @@ def _parse_init_producer_id_response_v6(b, p):
         o['ongoing_txn_producer_id'] = v0_4
         o['ongoing_txn_producer_epoch'] = v0_5
         if nt:
-            p = _tags_init_producer_id_response_v2_v6(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_init_producer_id_response_v6_fields, f) from None
@@ -341,7 +206,6 @@ def _build_init_producer_id_response_v6(o, w):
                 o,
                 _build_init_producer_id_response_v6_keys,
                 _build_init_producer_id_response_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -380,12 +244,12 @@ PARSE = {
     6: _parse_init_producer_id_response_v6,
 }
 BUILD = {
-    0: _build_init_producer_id_response_v0,
-    1: _build_init_producer_id_response_v1,
-    2: _build_init_producer_id_response_v2,
-    3: _build_init_producer_id_response_v3,
-    4: _build_init_producer_id_response_v4,
-    5: _build_init_producer_id_response_v5,
+    0: _build_init_producer_id_response_v0_v1,
+    1: _build_init_producer_id_response_v0_v1,
+    2: _build_init_producer_id_response_v2_v5,
+    3: _build_init_producer_id_response_v2_v5,
+    4: _build_init_producer_id_response_v2_v5,
+    5: _build_init_producer_id_response_v2_v5,
     6: _build_init_producer_id_response_v6,
 }
 SCHEMA = (

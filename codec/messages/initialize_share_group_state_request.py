@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -33,27 +30,6 @@ _pack_uuid = Struct('>16s').pack
 _unpack_i32x2_i64 = Struct('>iiq').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_partition_data_v0_names = {}
-
-# Parse the tagged fields of PartitionData, version 0.
-def _tags_partition_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_names, t) from None
 
 _parse_partition_data_v0_fields = (
     (('partition', 'i', None), ('state_epoch', 'i', None), ('start_offset', 'q', None)),
@@ -78,31 +54,10 @@ def _parse_partition_data_v0(b, p):
         o['state_epoch'] = v0_1
         o['start_offset'] = v0_2
         if nt:
-            p = _tags_partition_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_fields, f) from None
-
-_tags_initialize_state_data_v0_names = {}
-
-# Parse the tagged fields of InitializeStateData, version 0.
-def _tags_initialize_state_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_initialize_state_data_v0_names, t) from None
 
 _parse_initialize_state_data_v0_fields = (
     (('topic_id', '16s', None),), 'partitions', '_tagged_fields',
@@ -146,17 +101,12 @@ def _parse_initialize_state_data_v0(b, p):
                     c['start_offset'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -168,31 +118,10 @@ def _parse_initialize_state_data_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_initialize_state_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_initialize_state_data_v0_fields, f) from None
-
-_tags_initialize_share_group_state_request_v0_names = {}
-
-# Parse the tagged fields of InitializeShareGroupStateRequest, version 0.
-def _tags_initialize_share_group_state_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_initialize_share_group_state_request_v0_names, t) from None
 
 _parse_initialize_share_group_state_request_v0_fields = ('group_id', 'topics', '_tagged_fields')
 
@@ -208,14 +137,7 @@ def _parse_initialize_share_group_state_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_initialize_state_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_initialize_state_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -226,7 +148,7 @@ def _parse_initialize_share_group_state_request_v0(b, p):
         o['group_id'] = v0
         o['topics'] = v1
         if nt:
-            p = _tags_initialize_share_group_state_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -246,7 +168,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2_i64(g('partition', 0), g('state_epoch', 0), g('start_offset', 0))
@@ -273,7 +195,7 @@ def _build_initialize_state_data_v0(o, w):
     try:
         if not _build_initialize_state_data_v0_keys.issuperset(o):
             check_keys(
-                o, _build_initialize_state_data_v0_keys, _build_initialize_state_data_v0_absent, 0
+                o, _build_initialize_state_data_v0_keys, _build_initialize_state_data_v0_absent
             )
         g = o.get
         f = 0
@@ -281,13 +203,8 @@ def _build_initialize_state_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -313,7 +230,6 @@ def _build_initialize_share_group_state_request_v0(o, w):
                 o,
                 _build_initialize_share_group_state_request_v0_keys,
                 _build_initialize_share_group_state_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -322,13 +238,8 @@ def _build_initialize_share_group_state_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_initialize_state_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_initialize_state_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

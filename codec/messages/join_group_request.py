@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,16 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -89,12 +85,7 @@ def _parse_join_group_request_v0(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_request_protocol_v0_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_request_protocol_v0_v5, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -110,8 +101,8 @@ _build_join_group_request_protocol_v0_v5_keys = frozenset({'metadata', 'name'})
 _build_join_group_request_protocol_v0_v9_absent = {}
 _build_join_group_request_protocol_v0_v5_fields = ('name', 'metadata')
 
-# Build JoinGroupRequestProtocol, version 0.
-def _build_join_group_request_protocol_v0(o, w):
+# Build JoinGroupRequestProtocol, versions 0-5.
+def _build_join_group_request_protocol_v0_v5(o, w):
     f = -1
     try:
         if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
@@ -119,7 +110,6 @@ def _build_join_group_request_protocol_v0(o, w):
                 o,
                 _build_join_group_request_protocol_v0_v5_keys,
                 _build_join_group_request_protocol_v0_v9_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -148,7 +138,7 @@ def _build_join_group_request_v0(o, w):
     f = -1
     try:
         if not _build_join_group_request_v0_keys.issuperset(o):
-            check_keys(o, _build_join_group_request_v0_keys, _build_join_group_request_v0_absent, 0)
+            check_keys(o, _build_join_group_request_v0_keys, _build_join_group_request_v0_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -164,13 +154,8 @@ def _build_join_group_request_v0(o, w):
         f = 4
         v = g('protocols', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_request_protocol_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_join_group_request_v0_fields, f, o) from None
 
@@ -207,12 +192,7 @@ def _parse_join_group_request_v1_v4(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_request_protocol_v0_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_request_protocol_v0_v5, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -224,27 +204,6 @@ def _parse_join_group_request_v1_v4(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_request_v1_v4_fields, f) from None
-
-# Build JoinGroupRequestProtocol, version 1.
-def _build_join_group_request_protocol_v1(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v0_v5_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v0_v5_fields, f, o) from None
 
 _build_join_group_request_v1_v4_keys = frozenset({
     'group_id', 'member_id', 'protocol_type', 'protocols', 'rebalance_timeout_ms',
@@ -259,13 +218,13 @@ _build_join_group_request_v1_v4_fields = (
     'protocol_type', 'protocols',
 )
 
-# Build JoinGroupRequest, version 1.
-def _build_join_group_request_v1(o, w):
+# Build JoinGroupRequest, versions 1-4.
+def _build_join_group_request_v1_v4(o, w):
     f = -1
     try:
         if not _build_join_group_request_v1_v4_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_request_v1_v4_keys, _build_join_group_request_v1_v4_absent, 1
+                o, _build_join_group_request_v1_v4_keys, _build_join_group_request_v1_v4_absent
             )
         g = o.get
         f = 0
@@ -282,175 +241,8 @@ def _build_join_group_request_v1(o, w):
         f = 4
         v = g('protocols', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_v1_v4_fields, f, o) from None
-
-# Build JoinGroupRequestProtocol, version 2.
-def _build_join_group_request_protocol_v2(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v0_v5_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v0_v5_fields, f, o) from None
-
-# Build JoinGroupRequest, version 2.
-def _build_join_group_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v1_v4_keys, _build_join_group_request_v1_v4_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x2(g('session_timeout_ms', 0), g('rebalance_timeout_ms', -1))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        v = g('protocol_type', '')
-        write_string(w, v)
-        f = 4
-        v = g('protocols', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_v1_v4_fields, f, o) from None
-
-# Build JoinGroupRequestProtocol, version 3.
-def _build_join_group_request_protocol_v3(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v0_v5_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v0_v5_fields, f, o) from None
-
-# Build JoinGroupRequest, version 3.
-def _build_join_group_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v1_v4_keys, _build_join_group_request_v1_v4_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x2(g('session_timeout_ms', 0), g('rebalance_timeout_ms', -1))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        v = g('protocol_type', '')
-        write_string(w, v)
-        f = 4
-        v = g('protocols', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_v1_v4_fields, f, o) from None
-
-# Build JoinGroupRequestProtocol, version 4.
-def _build_join_group_request_protocol_v4(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v0_v5_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v0_v5_fields, f, o) from None
-
-# Build JoinGroupRequest, version 4.
-def _build_join_group_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_v1_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v1_v4_keys, _build_join_group_request_v1_v4_absent, 4
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x2(g('session_timeout_ms', 0), g('rebalance_timeout_ms', -1))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        v = g('protocol_type', '')
-        write_string(w, v)
-        f = 4
-        v = g('protocols', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_request_protocol_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_join_group_request_v1_v4_fields, f, o) from None
 
@@ -489,12 +281,7 @@ def _parse_join_group_request_v5(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_request_protocol_v0_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_request_protocol_v0_v5, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -507,27 +294,6 @@ def _parse_join_group_request_v5(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_request_v5_fields, f) from None
-
-# Build JoinGroupRequestProtocol, version 5.
-def _build_join_group_request_protocol_v5(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v0_v5_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v0_v5_fields, f, o) from None
 
 _build_join_group_request_v5_keys = frozenset({
     'group_id', 'group_instance_id', 'member_id', 'protocol_type', 'protocols',
@@ -544,9 +310,7 @@ def _build_join_group_request_v5(o, w):
     f = -1
     try:
         if not _build_join_group_request_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v5_keys, _build_join_group_request_v5_v7_absent, 5
-            )
+            check_keys(o, _build_join_group_request_v5_keys, _build_join_group_request_v5_v7_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -565,36 +329,10 @@ def _build_join_group_request_v5(o, w):
         f = 5
         v = g('protocols', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_request_protocol_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_join_group_request_v5_fields, f, o) from None
-
-_tags_join_group_request_protocol_v6_v9_names = {}
-
-# Parse the tagged fields of JoinGroupRequestProtocol, versions 6-9.
-def _tags_join_group_request_protocol_v6_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_join_group_request_protocol_v6_v9_names, t) from None
 
 _parse_join_group_request_protocol_v6_v9_fields = ('name', 'metadata', '_tagged_fields')
 
@@ -616,31 +354,10 @@ def _parse_join_group_request_protocol_v6_v9(b, p):
         o['name'] = v0
         o['metadata'] = v1
         if nt:
-            p = _tags_join_group_request_protocol_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_request_protocol_v6_v9_fields, f) from None
-
-_tags_join_group_request_v6_v9_names = {}
-
-# Parse the tagged fields of JoinGroupRequest, versions 6-9.
-def _tags_join_group_request_v6_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_join_group_request_v6_v9_names, t) from None
 
 _parse_join_group_request_v6_v7_fields = (
     'group_id', (('session_timeout_ms', 'i', None), ('rebalance_timeout_ms', 'i', None)),
@@ -681,17 +398,12 @@ def _parse_join_group_request_v6_v7(b, p):
                 c['metadata'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_join_group_request_protocol_v6_v9(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_request_protocol_v6_v9(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_request_protocol_v6_v9, b, q, z)
             raise
         f = 6
         nt = b[p]
@@ -708,7 +420,7 @@ def _parse_join_group_request_v6_v7(b, p):
         o['protocol_type'] = v4
         o['protocols'] = v5
         if nt:
-            p = _tags_join_group_request_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_request_v6_v7_fields, f) from None
@@ -716,8 +428,8 @@ def _parse_join_group_request_v6_v7(b, p):
 _build_join_group_request_protocol_v6_v9_keys = frozenset({'_unknown_tags', 'metadata', 'name'})
 _build_join_group_request_protocol_v6_v9_fields = ('name', 'metadata', '_unknown_tags')
 
-# Build JoinGroupRequestProtocol, version 6.
-def _build_join_group_request_protocol_v6(o, w):
+# Build JoinGroupRequestProtocol, versions 6-9.
+def _build_join_group_request_protocol_v6_v9(o, w):
     f = -1
     try:
         if not _build_join_group_request_protocol_v6_v9_keys.issuperset(o):
@@ -725,7 +437,6 @@ def _build_join_group_request_protocol_v6(o, w):
                 o,
                 _build_join_group_request_protocol_v6_v9_keys,
                 _build_join_group_request_protocol_v0_v9_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -753,13 +464,13 @@ _build_join_group_request_v6_v7_fields = (
     'group_instance_id', 'protocol_type', 'protocols', '_unknown_tags',
 )
 
-# Build JoinGroupRequest, version 6.
-def _build_join_group_request_v6(o, w):
+# Build JoinGroupRequest, versions 6-7.
+def _build_join_group_request_v6_v7(o, w):
     f = -1
     try:
         if not _build_join_group_request_v6_v7_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_request_v6_v7_keys, _build_join_group_request_v5_v7_absent, 6
+                o, _build_join_group_request_v6_v7_keys, _build_join_group_request_v5_v7_absent
             )
         g = o.get
         f = 0
@@ -779,84 +490,8 @@ def _build_join_group_request_v6(o, w):
         f = 5
         v = g('protocols', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_v6_v7_fields, f, o) from None
-
-# Build JoinGroupRequestProtocol, version 7.
-def _build_join_group_request_protocol_v7(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v6_v9_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v6_v9_fields, f, o) from None
-
-# Build JoinGroupRequest, version 7.
-def _build_join_group_request_v7(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_v6_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v6_v7_keys, _build_join_group_request_v5_v7_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32x2(g('session_timeout_ms', 0), g('rebalance_timeout_ms', -1))
-        f = 2
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 3
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 4
-        v = g('protocol_type', '')
-        write_compact_string(w, v)
-        f = 5
-        v = g('protocols', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_join_group_request_protocol_v6_v9)
         t = None
         f = 6
         u = g('_unknown_tags')
@@ -906,17 +541,12 @@ def _parse_join_group_request_v8_v9(b, p):
                 c['metadata'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_join_group_request_protocol_v6_v9(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_request_protocol_v6_v9(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_request_protocol_v6_v9, b, q, z)
             raise
         f = 6
         v6, p = read_compact_nullable_string(b, p)
@@ -936,38 +566,10 @@ def _parse_join_group_request_v8_v9(b, p):
         o['protocols'] = v5
         o['reason'] = v6
         if nt:
-            p = _tags_join_group_request_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_request_v8_v9_fields, f) from None
-
-# Build JoinGroupRequestProtocol, version 8.
-def _build_join_group_request_protocol_v8(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v6_v9_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v6_v9_fields, f, o) from None
 
 _build_join_group_request_v8_v9_keys = frozenset({
     '_unknown_tags', 'group_id', 'group_instance_id', 'member_id', 'protocol_type', 'protocols',
@@ -979,13 +581,13 @@ _build_join_group_request_v8_v9_fields = (
     'group_instance_id', 'protocol_type', 'protocols', 'reason', '_unknown_tags',
 )
 
-# Build JoinGroupRequest, version 8.
-def _build_join_group_request_v8(o, w):
+# Build JoinGroupRequest, versions 8-9.
+def _build_join_group_request_v8_v9(o, w):
     f = -1
     try:
         if not _build_join_group_request_v8_v9_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_request_v8_v9_keys, _build_join_group_request_v8_v9_absent, 8
+                o, _build_join_group_request_v8_v9_keys, _build_join_group_request_v8_v9_absent
             )
         g = o.get
         f = 0
@@ -1005,87 +607,8 @@ def _build_join_group_request_v8(o, w):
         f = 5
         v = g('protocols', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 6
-        v = g('reason', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_v8_v9_fields, f, o) from None
-
-# Build JoinGroupRequestProtocol, version 9.
-def _build_join_group_request_protocol_v9(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_protocol_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_request_protocol_v6_v9_keys,
-                _build_join_group_request_protocol_v0_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_request_protocol_v6_v9_fields, f, o) from None
-
-# Build JoinGroupRequest, version 9.
-def _build_join_group_request_v9(o, w):
-    f = -1
-    try:
-        if not _build_join_group_request_v8_v9_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_request_v8_v9_keys, _build_join_group_request_v8_v9_absent, 9
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32x2(g('session_timeout_ms', 0), g('rebalance_timeout_ms', -1))
-        f = 2
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 3
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 4
-        v = g('protocol_type', '')
-        write_compact_string(w, v)
-        f = 5
-        v = g('protocols', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_request_protocol_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_join_group_request_protocol_v6_v9)
         f = 6
         v = g('reason', None)
         write_compact_nullable_string(w, v)
@@ -1120,15 +643,15 @@ PARSE = {
 }
 BUILD = {
     0: _build_join_group_request_v0,
-    1: _build_join_group_request_v1,
-    2: _build_join_group_request_v2,
-    3: _build_join_group_request_v3,
-    4: _build_join_group_request_v4,
+    1: _build_join_group_request_v1_v4,
+    2: _build_join_group_request_v1_v4,
+    3: _build_join_group_request_v1_v4,
+    4: _build_join_group_request_v1_v4,
     5: _build_join_group_request_v5,
-    6: _build_join_group_request_v6,
-    7: _build_join_group_request_v7,
-    8: _build_join_group_request_v8,
-    9: _build_join_group_request_v9,
+    6: _build_join_group_request_v6_v7,
+    7: _build_join_group_request_v6_v7,
+    8: _build_join_group_request_v8_v9,
+    9: _build_join_group_request_v8_v9,
 }
 SCHEMA = (
     ('GroupId', 'string', '0+', 'none', 'none', None, '', False, ()),

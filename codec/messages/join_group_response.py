@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,16 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -92,12 +88,7 @@ def _parse_join_group_response_v0_v1(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v0_v4, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -114,8 +105,8 @@ _build_join_group_response_member_v0_v4_keys = frozenset({'member_id', 'metadata
 _build_join_group_response_member_v0_v4_absent = {'group_instance_id': (None, True)}
 _build_join_group_response_member_v0_v4_fields = ('member_id', 'metadata')
 
-# Build JoinGroupResponseMember, version 0.
-def _build_join_group_response_member_v0(o, w):
+# Build JoinGroupResponseMember, versions 0-4.
+def _build_join_group_response_member_v0_v4(o, w):
     f = -1
     try:
         if not _build_join_group_response_member_v0_v4_keys.issuperset(o):
@@ -123,7 +114,6 @@ def _build_join_group_response_member_v0(o, w):
                 o,
                 _build_join_group_response_member_v0_v4_keys,
                 _build_join_group_response_member_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -148,13 +138,13 @@ _build_join_group_response_v0_v1_fields = (
     'members',
 )
 
-# Build JoinGroupResponse, version 0.
-def _build_join_group_response_v0(o, w):
+# Build JoinGroupResponse, versions 0-1.
+def _build_join_group_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_join_group_response_v0_v1_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_response_v0_v1_keys, _build_join_group_response_v0_v1_absent, 0
+                o, _build_join_group_response_v0_v1_keys, _build_join_group_response_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -171,67 +161,8 @@ def _build_join_group_response_v0(o, w):
         f = 4
         v = g('members', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_v0_v1_fields, f, o) from None
-
-# Build JoinGroupResponseMember, version 1.
-def _build_join_group_response_member_v1(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v0_v4_keys,
-                _build_join_group_response_member_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v0_v4_fields, f, o) from None
-
-# Build JoinGroupResponse, version 1.
-def _build_join_group_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_response_v0_v1_keys, _build_join_group_response_v0_v1_absent, 1
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32(g('error_code', 0), g('generation_id', -1))
-        f = 1
-        v = g('protocol_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('leader', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 4
-        v = g('members', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_response_member_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_join_group_response_v0_v1_fields, f, o) from None
 
@@ -268,12 +199,7 @@ def _parse_join_group_response_v2_v4(b, p):
                 c['metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v0_v4, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -286,27 +212,6 @@ def _parse_join_group_response_v2_v4(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_response_v2_v5_fields, f) from None
-
-# Build JoinGroupResponseMember, version 2.
-def _build_join_group_response_member_v2(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v0_v4_keys,
-                _build_join_group_response_member_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v0_v4_fields, f, o) from None
 
 _build_join_group_response_v2_v5_keys = frozenset({
     'error_code', 'generation_id', 'leader', 'member_id', 'members', 'protocol_name',
@@ -321,13 +226,13 @@ _build_join_group_response_v2_v5_fields = (
     'protocol_name', 'leader', 'member_id', 'members',
 )
 
-# Build JoinGroupResponse, version 2.
-def _build_join_group_response_v2(o, w):
+# Build JoinGroupResponse, versions 2-4.
+def _build_join_group_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_join_group_response_v2_v5_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent, 2
+                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent
             )
         g = o.get
         f = 0
@@ -344,121 +249,8 @@ def _build_join_group_response_v2(o, w):
         f = 4
         v = g('members', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_v2_v5_fields, f, o) from None
-
-# Build JoinGroupResponseMember, version 3.
-def _build_join_group_response_member_v3(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v0_v4_keys,
-                _build_join_group_response_member_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v0_v4_fields, f, o) from None
-
-# Build JoinGroupResponse, version 3.
-def _build_join_group_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('generation_id', -1))
-        f = 1
-        v = g('protocol_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('leader', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 4
-        v = g('members', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_v2_v5_fields, f, o) from None
-
-# Build JoinGroupResponseMember, version 4.
-def _build_join_group_response_member_v4(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v0_v4_keys,
-                _build_join_group_response_member_v0_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('metadata', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v0_v4_fields, f, o) from None
-
-# Build JoinGroupResponse, version 4.
-def _build_join_group_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent, 4
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('generation_id', -1))
-        f = 1
-        v = g('protocol_name', '')
-        write_string(w, v)
-        f = 2
-        v = g('leader', '')
-        write_string(w, v)
-        f = 3
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 4
-        v = g('members', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_response_member_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_join_group_response_v2_v5_fields, f, o) from None
 
@@ -512,12 +304,7 @@ def _parse_join_group_response_v5(b, p):
                 c['metadata'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v5, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -546,7 +333,6 @@ def _build_join_group_response_member_v5(o, w):
                 o,
                 _build_join_group_response_member_v5_keys,
                 _build_join_group_response_member_v5_v9_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -567,7 +353,7 @@ def _build_join_group_response_v5(o, w):
     try:
         if not _build_join_group_response_v2_v5_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent, 5
+                o, _build_join_group_response_v2_v5_keys, _build_join_group_response_v2_v6_absent
             )
         g = o.get
         f = 0
@@ -584,36 +370,10 @@ def _build_join_group_response_v5(o, w):
         f = 4
         v = g('members', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_join_group_response_member_v5)
     except Exception as x:
         raise encode_failure(x, _build_join_group_response_v2_v5_fields, f, o) from None
-
-_tags_join_group_response_member_v6_v9_names = {}
-
-# Parse the tagged fields of JoinGroupResponseMember, versions 6-9.
-def _tags_join_group_response_member_v6_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_join_group_response_member_v6_v9_names, t) from None
 
 _parse_join_group_response_member_v6_v9_fields = (
     'member_id', 'group_instance_id', 'metadata', '_tagged_fields',
@@ -640,31 +400,10 @@ def _parse_join_group_response_member_v6_v9(b, p):
         o['group_instance_id'] = v1
         o['metadata'] = v2
         if nt:
-            p = _tags_join_group_response_member_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_response_member_v6_v9_fields, f) from None
-
-_tags_join_group_response_v6_v9_names = {}
-
-# Parse the tagged fields of JoinGroupResponse, versions 6-9.
-def _tags_join_group_response_v6_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_join_group_response_v6_v9_names, t) from None
 
 _parse_join_group_response_v6_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None), ('generation_id', 'i', None)),
@@ -705,17 +444,12 @@ def _parse_join_group_response_v6(b, p):
                 c['metadata'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_join_group_response_member_v6_v9(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v6_v9(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v6_v9, b, q, z)
             raise
         f = 5
         nt = b[p]
@@ -732,7 +466,7 @@ def _parse_join_group_response_v6(b, p):
         o['member_id'] = v3
         o['members'] = v4
         if nt:
-            p = _tags_join_group_response_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_response_v6_fields, f) from None
@@ -744,8 +478,8 @@ _build_join_group_response_member_v6_v9_fields = (
     'member_id', 'group_instance_id', 'metadata', '_unknown_tags',
 )
 
-# Build JoinGroupResponseMember, version 6.
-def _build_join_group_response_member_v6(o, w):
+# Build JoinGroupResponseMember, versions 6-9.
+def _build_join_group_response_member_v6_v9(o, w):
     f = -1
     try:
         if not _build_join_group_response_member_v6_v9_keys.issuperset(o):
@@ -753,7 +487,6 @@ def _build_join_group_response_member_v6(o, w):
                 o,
                 _build_join_group_response_member_v6_v9_keys,
                 _build_join_group_response_member_v5_v9_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -790,7 +523,7 @@ def _build_join_group_response_v6(o, w):
     try:
         if not _build_join_group_response_v6_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_response_v6_keys, _build_join_group_response_v2_v6_absent, 6
+                o, _build_join_group_response_v6_keys, _build_join_group_response_v2_v6_absent
             )
         g = o.get
         f = 0
@@ -807,13 +540,8 @@ def _build_join_group_response_v6(o, w):
         f = 4
         v = g('members', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_join_group_response_member_v6_v9)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -865,17 +593,12 @@ def _parse_join_group_response_v7_v8(b, p):
                 c['metadata'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_join_group_response_member_v6_v9(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v6_v9(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v6_v9, b, q, z)
             raise
         f = 6
         nt = b[p]
@@ -893,41 +616,10 @@ def _parse_join_group_response_v7_v8(b, p):
         o['member_id'] = v4
         o['members'] = v5
         if nt:
-            p = _tags_join_group_response_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_response_v7_v8_fields, f) from None
-
-# Build JoinGroupResponseMember, version 7.
-def _build_join_group_response_member_v7(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v6_v9_keys,
-                _build_join_group_response_member_v5_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v6_v9_fields, f, o) from None
 
 _build_join_group_response_v7_v8_keys = frozenset({
     '_unknown_tags', 'error_code', 'generation_id', 'leader', 'member_id', 'members',
@@ -939,13 +631,13 @@ _build_join_group_response_v7_v8_fields = (
     'protocol_type', 'protocol_name', 'leader', 'member_id', 'members', '_unknown_tags',
 )
 
-# Build JoinGroupResponse, version 7.
-def _build_join_group_response_v7(o, w):
+# Build JoinGroupResponse, versions 7-8.
+def _build_join_group_response_v7_v8(o, w):
     f = -1
     try:
         if not _build_join_group_response_v7_v8_keys.issuperset(o):
             check_keys(
-                o, _build_join_group_response_v7_v8_keys, _build_join_group_response_v7_v8_absent, 7
+                o, _build_join_group_response_v7_v8_keys, _build_join_group_response_v7_v8_absent
             )
         g = o.get
         f = 0
@@ -965,87 +657,8 @@ def _build_join_group_response_v7(o, w):
         f = 5
         v = g('members', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_v7_v8_fields, f, o) from None
-
-# Build JoinGroupResponseMember, version 8.
-def _build_join_group_response_member_v8(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v6_v9_keys,
-                _build_join_group_response_member_v5_v9_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v6_v9_fields, f, o) from None
-
-# Build JoinGroupResponse, version 8.
-def _build_join_group_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_v7_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_response_v7_v8_keys, _build_join_group_response_v7_v8_absent, 8
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('generation_id', -1))
-        f = 1
-        v = g('protocol_type', None)
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('protocol_name', '')
-        write_compact_nullable_string(w, v)
-        f = 3
-        v = g('leader', '')
-        write_compact_string(w, v)
-        f = 4
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 5
-        v = g('members', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_join_group_response_member_v6_v9)
         t = None
         f = 6
         u = g('_unknown_tags')
@@ -1101,17 +714,12 @@ def _parse_join_group_response_v9(b, p):
                 c['metadata'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_join_group_response_member_v6_v9(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_join_group_response_member_v6_v9(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_join_group_response_member_v6_v9, b, q, z)
             raise
         f = 7
         nt = b[p]
@@ -1130,41 +738,10 @@ def _parse_join_group_response_v9(b, p):
         o['member_id'] = v5
         o['members'] = v6
         if nt:
-            p = _tags_join_group_response_v6_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_join_group_response_v9_fields, f) from None
-
-# Build JoinGroupResponseMember, version 9.
-def _build_join_group_response_member_v9(o, w):
-    f = -1
-    try:
-        if not _build_join_group_response_member_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_join_group_response_member_v6_v9_keys,
-                _build_join_group_response_member_v5_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('metadata', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_join_group_response_member_v6_v9_fields, f, o) from None
 
 _build_join_group_response_v9_keys = frozenset({
     '_unknown_tags', 'error_code', 'generation_id', 'leader', 'member_id', 'members',
@@ -1182,9 +759,7 @@ def _build_join_group_response_v9(o, w):
     f = -1
     try:
         if not _build_join_group_response_v9_keys.issuperset(o):
-            check_keys(
-                o, _build_join_group_response_v9_keys, _build_join_group_response_v9_absent, 9
-            )
+            check_keys(o, _build_join_group_response_v9_keys, _build_join_group_response_v9_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32(g('throttle_time_ms', 0), g('error_code', 0), g('generation_id', -1))
@@ -1205,13 +780,8 @@ def _build_join_group_response_v9(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_join_group_response_member_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_join_group_response_member_v6_v9)
         t = None
         f = 7
         u = g('_unknown_tags')
@@ -1242,15 +812,15 @@ PARSE = {
     9: _parse_join_group_response_v9,
 }
 BUILD = {
-    0: _build_join_group_response_v0,
-    1: _build_join_group_response_v1,
-    2: _build_join_group_response_v2,
-    3: _build_join_group_response_v3,
-    4: _build_join_group_response_v4,
+    0: _build_join_group_response_v0_v1,
+    1: _build_join_group_response_v0_v1,
+    2: _build_join_group_response_v2_v4,
+    3: _build_join_group_response_v2_v4,
+    4: _build_join_group_response_v2_v4,
     5: _build_join_group_response_v5,
     6: _build_join_group_response_v6,
-    7: _build_join_group_response_v7,
-    8: _build_join_group_response_v8,
+    7: _build_join_group_response_v7_v8,
+    8: _build_join_group_response_v7_v8,
     9: _build_join_group_response_v9,
 }
 SCHEMA = (

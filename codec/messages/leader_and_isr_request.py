@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -20,13 +17,14 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -160,12 +158,7 @@ def _parse_leader_and_isr_request_v0(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v0, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -186,12 +179,7 @@ def _parse_leader_and_isr_request_v0(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v0_v3, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -230,7 +218,6 @@ def _build_leader_and_isr_partition_state_v0(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v0_keys,
                 _build_leader_and_isr_partition_state_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -243,7 +230,7 @@ def _build_leader_and_isr_partition_state_v0(o, w):
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -252,7 +239,7 @@ def _build_leader_and_isr_partition_state_v0(o, w):
         f = 4
         v = g('replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -265,8 +252,8 @@ _build_leader_and_isr_live_leader_v0_v3_fields = (
     (('broker_id', 'i', 0),), 'host_name', (('port', 'i', 0),),
 )
 
-# Build LeaderAndIsrLiveLeader, version 0.
-def _build_leader_and_isr_live_leader_v0(o, w):
+# Build LeaderAndIsrLiveLeader, versions 0-3.
+def _build_leader_and_isr_live_leader_v0_v3(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_live_leader_v0_v3_keys.issuperset(o):
@@ -274,7 +261,6 @@ def _build_leader_and_isr_live_leader_v0(o, w):
                 o,
                 _build_leader_and_isr_live_leader_v0_v3_keys,
                 _build_leader_and_isr_live_leader_v0_v7_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -310,7 +296,6 @@ def _build_leader_and_isr_request_v0(o, w):
                 o,
                 _build_leader_and_isr_request_v0_v1_keys,
                 _build_leader_and_isr_request_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -318,23 +303,13 @@ def _build_leader_and_isr_request_v0(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_partition_state_v0)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_live_leader_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_request_v0_v1_fields, f, o) from None
 
@@ -424,12 +399,7 @@ def _parse_leader_and_isr_request_v1(b, p):
                 c['is_new'] = k5_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v1, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -450,12 +420,7 @@ def _parse_leader_and_isr_request_v1(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v0_v3, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -493,7 +458,6 @@ def _build_leader_and_isr_partition_state_v1(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v1_keys,
                 _build_leader_and_isr_partition_state_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -506,7 +470,7 @@ def _build_leader_and_isr_partition_state_v1(o, w):
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -515,7 +479,7 @@ def _build_leader_and_isr_partition_state_v1(o, w):
         f = 4
         v = g('replicas', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -523,28 +487,6 @@ def _build_leader_and_isr_partition_state_v1(o, w):
         w += _pack_bool(g('is_new', False))
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_partition_state_v1_fields, f, o) from None
-
-# Build LeaderAndIsrLiveLeader, version 1.
-def _build_leader_and_isr_live_leader_v1(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v0_v3_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v0_v3_fields, f, o) from None
 
 # Build LeaderAndIsrRequest, version 1.
 def _build_leader_and_isr_request_v1(o, w):
@@ -555,7 +497,6 @@ def _build_leader_and_isr_request_v1(o, w):
                 o,
                 _build_leader_and_isr_request_v0_v1_keys,
                 _build_leader_and_isr_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -563,23 +504,13 @@ def _build_leader_and_isr_request_v1(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_partition_state_v1)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_live_leader_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_request_v0_v1_fields, f, o) from None
 
@@ -664,12 +595,7 @@ def _parse_leader_and_isr_topic_state_v2(b, p):
                 c['is_new'] = k4_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v2, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -692,14 +618,7 @@ def _parse_leader_and_isr_request_v2(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v2)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
@@ -719,12 +638,7 @@ def _parse_leader_and_isr_request_v2(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v0_v3, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -763,7 +677,6 @@ def _build_leader_and_isr_partition_state_v2(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v2_keys,
                 _build_leader_and_isr_partition_state_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -773,7 +686,7 @@ def _build_leader_and_isr_partition_state_v2(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -782,7 +695,7 @@ def _build_leader_and_isr_partition_state_v2(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -804,7 +717,6 @@ def _build_leader_and_isr_topic_state_v2(o, w):
                 o,
                 _build_leader_and_isr_topic_state_v2_v3_keys,
                 _build_leader_and_isr_topic_state_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -813,37 +725,10 @@ def _build_leader_and_isr_topic_state_v2(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_partition_state_v2)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_topic_state_v2_v3_fields, f, o) from None
-
-# Build LeaderAndIsrLiveLeader, version 2.
-def _build_leader_and_isr_live_leader_v2(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v0_v3_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v0_v3_fields, f, o) from None
 
 _build_leader_and_isr_request_v2_v3_keys = frozenset({
     'broker_epoch', 'controller_epoch', 'controller_id', 'live_leaders', 'topic_states',
@@ -867,7 +752,6 @@ def _build_leader_and_isr_request_v2(o, w):
                 o,
                 _build_leader_and_isr_request_v2_v3_keys,
                 _build_leader_and_isr_request_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -875,23 +759,13 @@ def _build_leader_and_isr_request_v2(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_topic_state_v2)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_live_leader_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_request_v2_v3_fields, f, o) from None
 
@@ -993,12 +867,7 @@ def _parse_leader_and_isr_topic_state_v3(b, p):
                 c['is_new'] = k6_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v3, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -1016,14 +885,7 @@ def _parse_leader_and_isr_request_v3(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v3)
         f = 2
         n, p = read_array_length(b, p, False)
         v2 = []
@@ -1043,12 +905,7 @@ def _parse_leader_and_isr_request_v3(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v0_v3, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -1086,7 +943,6 @@ def _build_leader_and_isr_partition_state_v3(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v3_keys,
                 _build_leader_and_isr_partition_state_v3_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1096,7 +952,7 @@ def _build_leader_and_isr_partition_state_v3(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1105,21 +961,21 @@ def _build_leader_and_isr_partition_state_v3(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 5
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(3)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1137,7 +993,6 @@ def _build_leader_and_isr_topic_state_v3(o, w):
                 o,
                 _build_leader_and_isr_topic_state_v2_v3_keys,
                 _build_leader_and_isr_topic_state_v2_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1146,37 +1001,10 @@ def _build_leader_and_isr_topic_state_v3(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_partition_state_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_topic_state_v2_v3_fields, f, o) from None
-
-# Build LeaderAndIsrLiveLeader, version 3.
-def _build_leader_and_isr_live_leader_v3(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v0_v3_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v0_v3_fields, f, o) from None
 
 # Build LeaderAndIsrRequest, version 3.
 def _build_leader_and_isr_request_v3(o, w):
@@ -1187,7 +1015,6 @@ def _build_leader_and_isr_request_v3(o, w):
                 o,
                 _build_leader_and_isr_request_v2_v3_keys,
                 _build_leader_and_isr_request_v2_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1195,46 +1022,15 @@ def _build_leader_and_isr_request_v3(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_topic_state_v3)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_live_leader_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_request_v2_v3_fields, f, o) from None
-
-_tags_leader_and_isr_partition_state_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrPartitionState, versions 4-7.
-def _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_partition_state_v4_v7_names, t) from None
 
 _parse_leader_and_isr_partition_state_v4_v5_fields = (
     (
@@ -1308,31 +1104,10 @@ def _parse_leader_and_isr_partition_state_v4_v5(b, p):
         o['removing_replicas'] = v5
         o['is_new'] = v6_0
         if nt:
-            p = _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_partition_state_v4_v5_fields, f) from None
-
-_tags_leader_and_isr_topic_state_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrTopicState, versions 4-7.
-def _tags_leader_and_isr_topic_state_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_topic_state_v4_v7_names, t) from None
 
 _parse_leader_and_isr_topic_state_v4_fields = ('topic_name', 'partition_states', '_tagged_fields')
 
@@ -1401,17 +1176,12 @@ def _parse_leader_and_isr_topic_state_v4(b, p):
                 c['is_new'] = k6_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v4_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1423,31 +1193,10 @@ def _parse_leader_and_isr_topic_state_v4(b, p):
         o['topic_name'] = v0
         o['partition_states'] = v1
         if nt:
-            p = _tags_leader_and_isr_topic_state_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_topic_state_v4_fields, f) from None
-
-_tags_leader_and_isr_live_leader_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrLiveLeader, versions 4-7.
-def _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_live_leader_v4_v7_names, t) from None
 
 _parse_leader_and_isr_live_leader_v4_v7_fields = (
     (('broker_id', 'i', None),), 'host_name', (('port', 'i', None),), '_tagged_fields',
@@ -1476,31 +1225,10 @@ def _parse_leader_and_isr_live_leader_v4_v7(b, p):
         o['host_name'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_live_leader_v4_v7_fields, f) from None
-
-_tags_leader_and_isr_request_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrRequest, versions 4-7.
-def _tags_leader_and_isr_request_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_request_v4_v7_names, t) from None
 
 _parse_leader_and_isr_request_v4_fields = (
     (('controller_id', 'i', None), ('controller_epoch', 'i', None), ('broker_epoch', 'q', None)),
@@ -1520,14 +1248,7 @@ def _parse_leader_and_isr_request_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v4)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -1551,17 +1272,12 @@ def _parse_leader_and_isr_request_v4(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v4_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v4_v7, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -1576,7 +1292,7 @@ def _parse_leader_and_isr_request_v4(b, p):
         o['topic_states'] = v1
         o['live_leaders'] = v2
         if nt:
-            p = _tags_leader_and_isr_request_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_request_v4_fields, f) from None
@@ -1594,8 +1310,8 @@ _build_leader_and_isr_partition_state_v4_v5_fields = (
     (('is_new', '?', False),), '_unknown_tags',
 )
 
-# Build LeaderAndIsrPartitionState, version 4.
-def _build_leader_and_isr_partition_state_v4(o, w):
+# Build LeaderAndIsrPartitionState, versions 4-5.
+def _build_leader_and_isr_partition_state_v4_v5(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_partition_state_v4_v5_keys.issuperset(o):
@@ -1603,7 +1319,6 @@ def _build_leader_and_isr_partition_state_v4(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v4_v5_keys,
                 _build_leader_and_isr_partition_state_v3_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1613,7 +1328,7 @@ def _build_leader_and_isr_partition_state_v4(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1622,21 +1337,21 @@ def _build_leader_and_isr_partition_state_v4(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 5
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1666,7 +1381,6 @@ def _build_leader_and_isr_topic_state_v4(o, w):
                 o,
                 _build_leader_and_isr_topic_state_v4_keys,
                 _build_leader_and_isr_topic_state_v2_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1675,13 +1389,8 @@ def _build_leader_and_isr_topic_state_v4(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_partition_state_v4_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1699,8 +1408,8 @@ _build_leader_and_isr_live_leader_v4_v7_fields = (
     (('broker_id', 'i', 0),), 'host_name', (('port', 'i', 0),), '_unknown_tags',
 )
 
-# Build LeaderAndIsrLiveLeader, version 4.
-def _build_leader_and_isr_live_leader_v4(o, w):
+# Build LeaderAndIsrLiveLeader, versions 4-7.
+def _build_leader_and_isr_live_leader_v4_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_live_leader_v4_v7_keys.issuperset(o):
@@ -1708,7 +1417,6 @@ def _build_leader_and_isr_live_leader_v4(o, w):
                 o,
                 _build_leader_and_isr_live_leader_v4_v7_keys,
                 _build_leader_and_isr_live_leader_v0_v7_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1743,10 +1451,7 @@ def _build_leader_and_isr_request_v4(o, w):
     try:
         if not _build_leader_and_isr_request_v4_keys.issuperset(o):
             check_keys(
-                o,
-                _build_leader_and_isr_request_v4_keys,
-                _build_leader_and_isr_request_v2_v4_absent,
-                4,
+                o, _build_leader_and_isr_request_v4_keys, _build_leader_and_isr_request_v2_v4_absent
             )
         g = o.get
         f = 0
@@ -1754,23 +1459,13 @@ def _build_leader_and_isr_request_v4(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_topic_state_v4)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_live_leader_v4_v7)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1854,17 +1549,12 @@ def _parse_leader_and_isr_topic_state_v5(b, p):
                 c['is_new'] = k6_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v4_v5, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -1877,7 +1567,7 @@ def _parse_leader_and_isr_topic_state_v5(b, p):
         o['topic_id'] = v1_0
         o['partition_states'] = v2
         if nt:
-            p = _tags_leader_and_isr_topic_state_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_topic_state_v5_v7_fields, f) from None
@@ -1903,14 +1593,7 @@ def _parse_leader_and_isr_request_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v5)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -1934,17 +1617,12 @@ def _parse_leader_and_isr_request_v5(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v4_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v4_v7, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -1960,68 +1638,10 @@ def _parse_leader_and_isr_request_v5(b, p):
         o['topic_states'] = v1
         o['live_leaders'] = v2
         if nt:
-            p = _tags_leader_and_isr_request_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_request_v5_v6_fields, f) from None
-
-# Build LeaderAndIsrPartitionState, version 5.
-def _build_leader_and_isr_partition_state_v5(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_state_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_state_v4_v5_keys,
-                _build_leader_and_isr_partition_state_v3_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i32(g('partition_epoch', 0))
-        f = 3
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 4
-        v = g('adding_replicas', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 5
-        v = g('removing_replicas', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 6
-        w += _pack_bool(g('is_new', False))
-        t = None
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_state_v4_v5_fields, f, o) from None
 
 _build_leader_and_isr_topic_state_v5_v7_keys = frozenset({
     '_unknown_tags', 'partition_states', 'topic_id', 'topic_name',
@@ -2042,7 +1662,6 @@ def _build_leader_and_isr_topic_state_v5(o, w):
                 o,
                 _build_leader_and_isr_topic_state_v5_v7_keys,
                 _build_leader_and_isr_topic_state_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -2053,13 +1672,8 @@ def _build_leader_and_isr_topic_state_v5(o, w):
         f = 2
         v = g('partition_states', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_partition_state_v4_v5)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2069,35 +1683,6 @@ def _build_leader_and_isr_topic_state_v5(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_topic_state_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrLiveLeader, version 5.
-def _build_leader_and_isr_live_leader_v5(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v4_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v4_v7_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v4_v7_fields, f, o) from None
 
 _build_leader_and_isr_request_v5_v6_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'controller_epoch', 'controller_id', 'live_leaders',
@@ -2124,7 +1709,6 @@ def _build_leader_and_isr_request_v5(o, w):
                 o,
                 _build_leader_and_isr_request_v5_v6_keys,
                 _build_leader_and_isr_request_v5_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -2134,23 +1718,13 @@ def _build_leader_and_isr_request_v5(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_topic_state_v5)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_live_leader_v4_v7)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2234,7 +1808,7 @@ def _parse_leader_and_isr_partition_state_v6_v7(b, p):
         o['is_new'] = v6_0
         o['leader_recovery_state'] = v6_1
         if nt:
-            p = _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_partition_state_v6_v7_fields, f) from None
@@ -2309,17 +1883,12 @@ def _parse_leader_and_isr_topic_state_v6_v7(b, p):
                 c['leader_recovery_state'] = k6_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_partition_state_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_state_v6_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_state_v6_v7, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -2332,7 +1901,7 @@ def _parse_leader_and_isr_topic_state_v6_v7(b, p):
         o['topic_id'] = v1_0
         o['partition_states'] = v2
         if nt:
-            p = _tags_leader_and_isr_topic_state_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_topic_state_v5_v7_fields, f) from None
@@ -2350,14 +1919,7 @@ def _parse_leader_and_isr_request_v6(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v6_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v6_v7)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -2381,17 +1943,12 @@ def _parse_leader_and_isr_request_v6(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v4_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v4_v7, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -2407,7 +1964,7 @@ def _parse_leader_and_isr_request_v6(b, p):
         o['topic_states'] = v1
         o['live_leaders'] = v2
         if nt:
-            p = _tags_leader_and_isr_request_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_request_v5_v6_fields, f) from None
@@ -2427,8 +1984,8 @@ _build_leader_and_isr_partition_state_v6_v7_fields = (
     (('is_new', '?', False), ('leader_recovery_state', 'b', 0)), '_unknown_tags',
 )
 
-# Build LeaderAndIsrPartitionState, version 6.
-def _build_leader_and_isr_partition_state_v6(o, w):
+# Build LeaderAndIsrPartitionState, versions 6-7.
+def _build_leader_and_isr_partition_state_v6_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_partition_state_v6_v7_keys.issuperset(o):
@@ -2436,7 +1993,6 @@ def _build_leader_and_isr_partition_state_v6(o, w):
                 o,
                 _build_leader_and_isr_partition_state_v6_v7_keys,
                 _build_leader_and_isr_partition_state_v6_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2446,7 +2002,7 @@ def _build_leader_and_isr_partition_state_v6(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2455,21 +2011,21 @@ def _build_leader_and_isr_partition_state_v6(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 5
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2485,8 +2041,8 @@ def _build_leader_and_isr_partition_state_v6(o, w):
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_partition_state_v6_v7_fields, f, o) from None
 
-# Build LeaderAndIsrTopicState, version 6.
-def _build_leader_and_isr_topic_state_v6(o, w):
+# Build LeaderAndIsrTopicState, versions 6-7.
+def _build_leader_and_isr_topic_state_v6_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_topic_state_v5_v7_keys.issuperset(o):
@@ -2494,7 +2050,6 @@ def _build_leader_and_isr_topic_state_v6(o, w):
                 o,
                 _build_leader_and_isr_topic_state_v5_v7_keys,
                 _build_leader_and_isr_topic_state_v5_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2505,13 +2060,8 @@ def _build_leader_and_isr_topic_state_v6(o, w):
         f = 2
         v = g('partition_states', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_partition_state_v6_v7)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2522,35 +2072,6 @@ def _build_leader_and_isr_topic_state_v6(o, w):
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_topic_state_v5_v7_fields, f, o) from None
 
-# Build LeaderAndIsrLiveLeader, version 6.
-def _build_leader_and_isr_live_leader_v6(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v4_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v4_v7_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v4_v7_fields, f, o) from None
-
 # Build LeaderAndIsrRequest, version 6.
 def _build_leader_and_isr_request_v6(o, w):
     f = -1
@@ -2560,7 +2081,6 @@ def _build_leader_and_isr_request_v6(o, w):
                 o,
                 _build_leader_and_isr_request_v5_v6_keys,
                 _build_leader_and_isr_request_v5_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2570,23 +2090,13 @@ def _build_leader_and_isr_request_v6(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_topic_state_v6_v7)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_live_leader_v4_v7)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2618,14 +2128,7 @@ def _parse_leader_and_isr_request_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_state_v6_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_state_v6_v7)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -2649,17 +2152,12 @@ def _parse_leader_and_isr_request_v7(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_live_leader_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_live_leader_v4_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_live_leader_v4_v7, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -2676,134 +2174,10 @@ def _parse_leader_and_isr_request_v7(b, p):
         o['topic_states'] = v1
         o['live_leaders'] = v2
         if nt:
-            p = _tags_leader_and_isr_request_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_request_v7_fields, f) from None
-
-# Build LeaderAndIsrPartitionState, version 7.
-def _build_leader_and_isr_partition_state_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_state_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_state_v6_v7_keys,
-                _build_leader_and_isr_partition_state_v6_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i32(g('partition_epoch', 0))
-        f = 3
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 4
-        v = g('adding_replicas', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 5
-        v = g('removing_replicas', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 6
-        w += _pack_bool_i8(g('is_new', False), g('leader_recovery_state', 0))
-        t = None
-        f = 7
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_state_v6_v7_fields, f, o) from None
-
-# Build LeaderAndIsrTopicState, version 7.
-def _build_leader_and_isr_topic_state_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_topic_state_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_topic_state_v5_v7_keys,
-                _build_leader_and_isr_topic_state_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 2
-        v = g('partition_states', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_state_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_topic_state_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrLiveLeader, version 7.
-def _build_leader_and_isr_live_leader_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_live_leader_v4_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_live_leader_v4_v7_keys,
-                _build_leader_and_isr_live_leader_v0_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('broker_id', 0))
-        f = 1
-        v = g('host_name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_live_leader_v4_v7_fields, f, o) from None
 
 _build_leader_and_isr_request_v7_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'controller_epoch', 'controller_id', 'is_k_raft_controller',
@@ -2824,7 +2198,7 @@ def _build_leader_and_isr_request_v7(o, w):
     try:
         if not _build_leader_and_isr_request_v7_keys.issuperset(o):
             check_keys(
-                o, _build_leader_and_isr_request_v7_keys, _build_leader_and_isr_request_v7_absent, 7
+                o, _build_leader_and_isr_request_v7_keys, _build_leader_and_isr_request_v7_absent
             )
         g = o.get
         f = 0
@@ -2838,23 +2212,13 @@ def _build_leader_and_isr_request_v7(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_state_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_topic_state_v6_v7)
         f = 2
         v = g('live_leaders', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_live_leader_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_live_leader_v4_v7)
         t = None
         f = 3
         u = g('_unknown_tags')

@@ -4,28 +4,25 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -86,12 +83,7 @@ def _parse_leader_and_isr_response_v0_v3(b, p):
                 c['error_code'] = k1_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_error_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_error_v0_v3, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -108,8 +100,8 @@ _build_leader_and_isr_partition_error_v0_v3_fields = (
     'topic_name', (('partition_index', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build LeaderAndIsrPartitionError, version 0.
-def _build_leader_and_isr_partition_error_v0(o, w):
+# Build LeaderAndIsrPartitionError, versions 0-3.
+def _build_leader_and_isr_partition_error_v0_v3(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_partition_error_v0_v3_keys.issuperset(o):
@@ -117,7 +109,6 @@ def _build_leader_and_isr_partition_error_v0(o, w):
                 o,
                 _build_leader_and_isr_partition_error_v0_v3_keys,
                 _build_leader_and_isr_partition_error_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -132,8 +123,8 @@ _build_leader_and_isr_response_v0_v3_keys = frozenset({'error_code', 'partition_
 _build_leader_and_isr_response_v0_v4_absent = {'topics': ([], False)}
 _build_leader_and_isr_response_v0_v3_fields = ((('error_code', 'h', 0),), 'partition_errors')
 
-# Build LeaderAndIsrResponse, version 0.
-def _build_leader_and_isr_response_v0(o, w):
+# Build LeaderAndIsrResponse, versions 0-3.
+def _build_leader_and_isr_response_v0_v3(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_response_v0_v3_keys.issuperset(o):
@@ -141,7 +132,6 @@ def _build_leader_and_isr_response_v0(o, w):
                 o,
                 _build_leader_and_isr_response_v0_v3_keys,
                 _build_leader_and_isr_response_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -149,177 +139,10 @@ def _build_leader_and_isr_response_v0(o, w):
         f = 1
         v = g('partition_errors', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_leader_and_isr_partition_error_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_leader_and_isr_response_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrPartitionError, version 1.
-def _build_leader_and_isr_partition_error_v1(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_error_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_error_v0_v3_keys,
-                _build_leader_and_isr_partition_error_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_error_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrResponse, version 1.
-def _build_leader_and_isr_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_response_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_response_v0_v3_keys,
-                _build_leader_and_isr_response_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_response_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrPartitionError, version 2.
-def _build_leader_and_isr_partition_error_v2(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_error_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_error_v0_v3_keys,
-                _build_leader_and_isr_partition_error_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_error_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrResponse, version 2.
-def _build_leader_and_isr_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_response_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_response_v0_v3_keys,
-                _build_leader_and_isr_response_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_response_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrPartitionError, version 3.
-def _build_leader_and_isr_partition_error_v3(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_error_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_error_v0_v3_keys,
-                _build_leader_and_isr_partition_error_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_error_v0_v3_fields, f, o) from None
-
-# Build LeaderAndIsrResponse, version 3.
-def _build_leader_and_isr_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_response_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_response_v0_v3_keys,
-                _build_leader_and_isr_response_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_response_v0_v3_fields, f, o) from None
-
-_tags_leader_and_isr_partition_error_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrPartitionError, versions 4-7.
-def _tags_leader_and_isr_partition_error_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_partition_error_v4_v7_names, t) from None
 
 _parse_leader_and_isr_partition_error_v4_fields = (
     'topic_name', (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -345,31 +168,10 @@ def _parse_leader_and_isr_partition_error_v4(b, p):
         o['partition_index'] = v1_0
         o['error_code'] = v1_1
         if nt:
-            p = _tags_leader_and_isr_partition_error_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_partition_error_v4_fields, f) from None
-
-_tags_leader_and_isr_response_v4_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrResponse, versions 4-7.
-def _tags_leader_and_isr_response_v4_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_response_v4_v7_names, t) from None
 
 _parse_leader_and_isr_response_v4_fields = (
     (('error_code', 'h', None),), 'partition_errors', '_tagged_fields',
@@ -403,17 +205,12 @@ def _parse_leader_and_isr_response_v4(b, p):
                 c['error_code'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_leader_and_isr_partition_error_v4_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_error_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_error_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -425,7 +222,7 @@ def _parse_leader_and_isr_response_v4(b, p):
         o['error_code'] = v0_0
         o['partition_errors'] = v1
         if nt:
-            p = _tags_leader_and_isr_response_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_response_v4_fields, f) from None
@@ -446,7 +243,6 @@ def _build_leader_and_isr_partition_error_v4(o, w):
                 o,
                 _build_leader_and_isr_partition_error_v4_keys,
                 _build_leader_and_isr_partition_error_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -480,7 +276,6 @@ def _build_leader_and_isr_response_v4(o, w):
                 o,
                 _build_leader_and_isr_response_v4_keys,
                 _build_leader_and_isr_response_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -488,13 +283,8 @@ def _build_leader_and_isr_response_v4(o, w):
         f = 1
         v = g('partition_errors', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_partition_error_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -526,31 +316,10 @@ def _parse_leader_and_isr_partition_error_v5_v7(b, p):
         o['partition_index'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_leader_and_isr_partition_error_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_partition_error_v5_v7_fields, f) from None
-
-_tags_leader_and_isr_topic_error_v5_v7_names = {}
-
-# Parse the tagged fields of LeaderAndIsrTopicError, versions 5-7.
-def _tags_leader_and_isr_topic_error_v5_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_and_isr_topic_error_v5_v7_names, t) from None
 
 _parse_leader_and_isr_topic_error_v5_v7_fields = (
     (('topic_id', '16s', None),), 'partition_errors', '_tagged_fields',
@@ -592,17 +361,12 @@ def _parse_leader_and_isr_topic_error_v5_v7(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_leader_and_isr_partition_error_v4_v7(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_leader_and_isr_partition_error_v5_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_leader_and_isr_partition_error_v5_v7, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -614,7 +378,7 @@ def _parse_leader_and_isr_topic_error_v5_v7(b, p):
         o['topic_id'] = v0_0
         o['partition_errors'] = v1
         if nt:
-            p = _tags_leader_and_isr_topic_error_v5_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_topic_error_v5_v7_fields, f) from None
@@ -636,14 +400,7 @@ def _parse_leader_and_isr_response_v5_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_leader_and_isr_topic_error_v5_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_leader_and_isr_topic_error_v5_v7)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -654,7 +411,7 @@ def _parse_leader_and_isr_response_v5_v7(b, p):
         o['error_code'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_leader_and_isr_response_v4_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_and_isr_response_v5_v7_fields, f) from None
@@ -667,8 +424,8 @@ _build_leader_and_isr_partition_error_v5_v7_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build LeaderAndIsrPartitionError, version 5.
-def _build_leader_and_isr_partition_error_v5(o, w):
+# Build LeaderAndIsrPartitionError, versions 5-7.
+def _build_leader_and_isr_partition_error_v5_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_partition_error_v5_v7_keys.issuperset(o):
@@ -676,7 +433,6 @@ def _build_leader_and_isr_partition_error_v5(o, w):
                 o,
                 _build_leader_and_isr_partition_error_v5_v7_keys,
                 _build_leader_and_isr_partition_error_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -700,8 +456,8 @@ _build_leader_and_isr_topic_error_v5_v7_fields = (
     'partition_errors', '_unknown_tags',
 )
 
-# Build LeaderAndIsrTopicError, version 5.
-def _build_leader_and_isr_topic_error_v5(o, w):
+# Build LeaderAndIsrTopicError, versions 5-7.
+def _build_leader_and_isr_topic_error_v5_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_topic_error_v5_v7_keys.issuperset(o):
@@ -709,7 +465,6 @@ def _build_leader_and_isr_topic_error_v5(o, w):
                 o,
                 _build_leader_and_isr_topic_error_v5_v7_keys,
                 _build_leader_and_isr_topic_error_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -717,13 +472,8 @@ def _build_leader_and_isr_topic_error_v5(o, w):
         f = 1
         v = g('partition_errors', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_partition_error_v5_v7)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -738,8 +488,8 @@ _build_leader_and_isr_response_v5_v7_keys = frozenset({'_unknown_tags', 'error_c
 _build_leader_and_isr_response_v5_v7_absent = {'partition_errors': ([], False)}
 _build_leader_and_isr_response_v5_v7_fields = ((('error_code', 'h', 0),), 'topics', '_unknown_tags')
 
-# Build LeaderAndIsrResponse, version 5.
-def _build_leader_and_isr_response_v5(o, w):
+# Build LeaderAndIsrResponse, versions 5-7.
+def _build_leader_and_isr_response_v5_v7(o, w):
     f = -1
     try:
         if not _build_leader_and_isr_response_v5_v7_keys.issuperset(o):
@@ -747,7 +497,6 @@ def _build_leader_and_isr_response_v5(o, w):
                 o,
                 _build_leader_and_isr_response_v5_v7_keys,
                 _build_leader_and_isr_response_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -755,197 +504,8 @@ def _build_leader_and_isr_response_v5(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_error_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_response_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrPartitionError, version 6.
-def _build_leader_and_isr_partition_error_v6(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_error_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_error_v5_v7_keys,
-                _build_leader_and_isr_partition_error_v5_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_error_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrTopicError, version 6.
-def _build_leader_and_isr_topic_error_v6(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_topic_error_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_topic_error_v5_v7_keys,
-                _build_leader_and_isr_topic_error_v5_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_topic_error_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrResponse, version 6.
-def _build_leader_and_isr_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_response_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_response_v5_v7_keys,
-                _build_leader_and_isr_response_v5_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_error_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_response_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrPartitionError, version 7.
-def _build_leader_and_isr_partition_error_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_partition_error_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_partition_error_v5_v7_keys,
-                _build_leader_and_isr_partition_error_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_partition_error_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrTopicError, version 7.
-def _build_leader_and_isr_topic_error_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_topic_error_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_topic_error_v5_v7_keys,
-                _build_leader_and_isr_topic_error_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_partition_error_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_and_isr_topic_error_v5_v7_fields, f, o) from None
-
-# Build LeaderAndIsrResponse, version 7.
-def _build_leader_and_isr_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_leader_and_isr_response_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_and_isr_response_v5_v7_keys,
-                _build_leader_and_isr_response_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_leader_and_isr_topic_error_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_leader_and_isr_topic_error_v5_v7)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -974,14 +534,14 @@ PARSE = {
     7: _parse_leader_and_isr_response_v5_v7,
 }
 BUILD = {
-    0: _build_leader_and_isr_response_v0,
-    1: _build_leader_and_isr_response_v1,
-    2: _build_leader_and_isr_response_v2,
-    3: _build_leader_and_isr_response_v3,
+    0: _build_leader_and_isr_response_v0_v3,
+    1: _build_leader_and_isr_response_v0_v3,
+    2: _build_leader_and_isr_response_v0_v3,
+    3: _build_leader_and_isr_response_v0_v3,
     4: _build_leader_and_isr_response_v4,
-    5: _build_leader_and_isr_response_v5,
-    6: _build_leader_and_isr_response_v6,
-    7: _build_leader_and_isr_response_v7,
+    5: _build_leader_and_isr_response_v5_v7,
+    6: _build_leader_and_isr_response_v5_v7,
+    7: _build_leader_and_isr_response_v5_v7,
 }
 SCHEMA = (
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),

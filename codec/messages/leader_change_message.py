@@ -4,23 +4,19 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -34,27 +30,6 @@ _unpack_i16_i32 = Struct('>hi').unpack_from
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_uuid = Struct('>i16s').unpack_from
 
-
-_tags_voter_v0_v1_names = {}
-
-# Parse the tagged fields of Voter, versions 0-1.
-def _tags_voter_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_voter_v0_v1_names, t) from None
 
 _parse_voter_v0_fields = ((('voter_id', 'i', None),), '_tagged_fields')
 
@@ -74,31 +49,10 @@ def _parse_voter_v0(b, p):
         o = Container()
         o['voter_id'] = v0_0
         if nt:
-            p = _tags_voter_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_voter_v0_fields, f) from None
-
-_tags_leader_change_message_v0_v1_names = {}
-
-# Parse the tagged fields of LeaderChangeMessage, versions 0-1.
-def _tags_leader_change_message_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_change_message_v0_v1_names, t) from None
 
 _parse_leader_change_message_v0_v1_fields = (
     (('version', 'h', None), ('leader_id', 'i', None)), 'voters', 'granting_voters',
@@ -138,17 +92,12 @@ def _parse_leader_change_message_v0(b, p):
                     c['voter_id'] = k0_0
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_voter_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_voter_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_voter_v0, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -176,17 +125,12 @@ def _parse_leader_change_message_v0(b, p):
                     c['voter_id'] = k0_0
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_voter_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_voter_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_voter_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -200,7 +144,7 @@ def _parse_leader_change_message_v0(b, p):
         o['voters'] = v1
         o['granting_voters'] = v2
         if nt:
-            p = _tags_leader_change_message_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_change_message_v0_v1_fields, f) from None
@@ -214,7 +158,7 @@ def _build_voter_v0(o, w):
     f = -1
     try:
         if not _build_voter_v0_keys.issuperset(o):
-            check_keys(o, _build_voter_v0_keys, _build_voter_v0_absent, 0)
+            check_keys(o, _build_voter_v0_keys, _build_voter_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('voter_id', 0))
@@ -245,7 +189,6 @@ def _build_leader_change_message_v0(o, w):
                 o,
                 _build_leader_change_message_v0_v1_keys,
                 _build_leader_change_message_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -253,23 +196,13 @@ def _build_leader_change_message_v0(o, w):
         f = 1
         v = g('voters', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_voter_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_voter_v0)
         f = 2
         v = g('granting_voters', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_voter_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_voter_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -302,7 +235,7 @@ def _parse_voter_v1(b, p):
         o['voter_id'] = v0_0
         o['voter_directory_id'] = v0_1
         if nt:
-            p = _tags_voter_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_voter_v1_fields, f) from None
@@ -344,17 +277,12 @@ def _parse_leader_change_message_v1(b, p):
                     c['voter_directory_id'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_voter_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_voter_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_voter_v1, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -386,17 +314,12 @@ def _parse_leader_change_message_v1(b, p):
                     c['voter_directory_id'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_voter_v0_v1(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_voter_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_voter_v1, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -410,7 +333,7 @@ def _parse_leader_change_message_v1(b, p):
         o['voters'] = v1
         o['granting_voters'] = v2
         if nt:
-            p = _tags_leader_change_message_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_change_message_v0_v1_fields, f) from None
@@ -433,7 +356,7 @@ def _build_voter_v1(o, w):
     f = -1
     try:
         if not _build_voter_v1_keys.issuperset(o):
-            check_keys(o, _build_voter_v1_keys, _build_voter_v1_absent, 1)
+            check_keys(o, _build_voter_v1_keys, _build_voter_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(g('voter_id', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)))
@@ -456,7 +379,6 @@ def _build_leader_change_message_v1(o, w):
                 o,
                 _build_leader_change_message_v0_v1_keys,
                 _build_leader_change_message_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -464,23 +386,13 @@ def _build_leader_change_message_v1(o, w):
         f = 1
         v = g('voters', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_voter_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_voter_v1)
         f = 2
         v = g('granting_voters', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_voter_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_voter_v1)
         t = None
         f = 3
         u = g('_unknown_tags')

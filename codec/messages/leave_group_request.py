@@ -4,12 +4,9 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -18,14 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -52,49 +48,13 @@ _build_leave_group_request_v0_v2_keys = frozenset({'group_id', 'member_id'})
 _build_leave_group_request_v0_v2_absent = {'members': ([], False)}
 _build_leave_group_request_v0_v2_fields = ('group_id', 'member_id')
 
-# Build LeaveGroupRequest, version 0.
-def _build_leave_group_request_v0(o, w):
+# Build LeaveGroupRequest, versions 0-2.
+def _build_leave_group_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_leave_group_request_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_request_v0_v2_keys, _build_leave_group_request_v0_v2_absent, 0
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('member_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_leave_group_request_v0_v2_fields, f, o) from None
-
-# Build LeaveGroupRequest, version 1.
-def _build_leave_group_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_leave_group_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_leave_group_request_v0_v2_keys, _build_leave_group_request_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('member_id', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_leave_group_request_v0_v2_fields, f, o) from None
-
-# Build LeaveGroupRequest, version 2.
-def _build_leave_group_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_leave_group_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_leave_group_request_v0_v2_keys, _build_leave_group_request_v0_v2_absent, 2
+                o, _build_leave_group_request_v0_v2_keys, _build_leave_group_request_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -146,12 +106,7 @@ def _parse_leave_group_request_v3(b, p):
                 c['group_instance_id'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_member_identity_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_member_identity_v3, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -169,7 +124,7 @@ def _build_member_identity_v3(o, w):
     f = -1
     try:
         if not _build_member_identity_v3_keys.issuperset(o):
-            check_keys(o, _build_member_identity_v3_keys, _build_member_identity_v3_v4_absent, 3)
+            check_keys(o, _build_member_identity_v3_keys, _build_member_identity_v3_v4_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -190,7 +145,7 @@ def _build_leave_group_request_v3(o, w):
     try:
         if not _build_leave_group_request_v3_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_request_v3_keys, _build_leave_group_request_v3_v5_absent, 3
+                o, _build_leave_group_request_v3_keys, _build_leave_group_request_v3_v5_absent
             )
         g = o.get
         f = 0
@@ -199,36 +154,10 @@ def _build_leave_group_request_v3(o, w):
         f = 1
         v = g('members', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_identity_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_member_identity_v3)
     except Exception as x:
         raise encode_failure(x, _build_leave_group_request_v3_fields, f, o) from None
-
-_tags_member_identity_v4_v5_names = {}
-
-# Parse the tagged fields of MemberIdentity, versions 4-5.
-def _tags_member_identity_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_member_identity_v4_v5_names, t) from None
 
 _parse_member_identity_v4_fields = ('member_id', 'group_instance_id', '_tagged_fields')
 
@@ -250,31 +179,10 @@ def _parse_member_identity_v4(b, p):
         o['member_id'] = v0
         o['group_instance_id'] = v1
         if nt:
-            p = _tags_member_identity_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_identity_v4_fields, f) from None
-
-_tags_leave_group_request_v4_v5_names = {}
-
-# Parse the tagged fields of LeaveGroupRequest, versions 4-5.
-def _tags_leave_group_request_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leave_group_request_v4_v5_names, t) from None
 
 _parse_leave_group_request_v4_v5_fields = ('group_id', 'members', '_tagged_fields')
 
@@ -303,17 +211,12 @@ def _parse_leave_group_request_v4(b, p):
                 c['group_instance_id'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_member_identity_v4_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_member_identity_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_member_identity_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -325,7 +228,7 @@ def _parse_leave_group_request_v4(b, p):
         o['group_id'] = v0
         o['members'] = v1
         if nt:
-            p = _tags_leave_group_request_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leave_group_request_v4_v5_fields, f) from None
@@ -338,7 +241,7 @@ def _build_member_identity_v4(o, w):
     f = -1
     try:
         if not _build_member_identity_v4_keys.issuperset(o):
-            check_keys(o, _build_member_identity_v4_keys, _build_member_identity_v3_v4_absent, 4)
+            check_keys(o, _build_member_identity_v4_keys, _build_member_identity_v3_v4_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -365,7 +268,7 @@ def _build_leave_group_request_v4(o, w):
     try:
         if not _build_leave_group_request_v4_v5_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_request_v4_v5_keys, _build_leave_group_request_v3_v5_absent, 4
+                o, _build_leave_group_request_v4_v5_keys, _build_leave_group_request_v3_v5_absent
             )
         g = o.get
         f = 0
@@ -374,13 +277,8 @@ def _build_leave_group_request_v4(o, w):
         f = 1
         v = g('members', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_identity_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_identity_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -414,7 +312,7 @@ def _parse_member_identity_v5(b, p):
         o['group_instance_id'] = v1
         o['reason'] = v2
         if nt:
-            p = _tags_member_identity_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_identity_v5_fields, f) from None
@@ -446,17 +344,12 @@ def _parse_leave_group_request_v5(b, p):
                 c['reason'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_member_identity_v4_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_member_identity_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_member_identity_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -468,7 +361,7 @@ def _parse_leave_group_request_v5(b, p):
         o['group_id'] = v0
         o['members'] = v1
         if nt:
-            p = _tags_leave_group_request_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leave_group_request_v4_v5_fields, f) from None
@@ -484,7 +377,7 @@ def _build_member_identity_v5(o, w):
     f = -1
     try:
         if not _build_member_identity_v5_keys.issuperset(o):
-            check_keys(o, _build_member_identity_v5_keys, _build_member_identity_v5_absent, 5)
+            check_keys(o, _build_member_identity_v5_keys, _build_member_identity_v5_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -511,7 +404,7 @@ def _build_leave_group_request_v5(o, w):
     try:
         if not _build_leave_group_request_v4_v5_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_request_v4_v5_keys, _build_leave_group_request_v3_v5_absent, 5
+                o, _build_leave_group_request_v4_v5_keys, _build_leave_group_request_v3_v5_absent
             )
         g = o.get
         f = 0
@@ -520,13 +413,8 @@ def _build_leave_group_request_v5(o, w):
         f = 1
         v = g('members', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_identity_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_identity_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -553,9 +441,9 @@ PARSE = {
     5: _parse_leave_group_request_v5,
 }
 BUILD = {
-    0: _build_leave_group_request_v0,
-    1: _build_leave_group_request_v1,
-    2: _build_leave_group_request_v2,
+    0: _build_leave_group_request_v0_v2,
+    1: _build_leave_group_request_v0_v2,
+    2: _build_leave_group_request_v0_v2,
     3: _build_leave_group_request_v3,
     4: _build_leave_group_request_v4,
     5: _build_leave_group_request_v5,

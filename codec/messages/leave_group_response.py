@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,13 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -61,7 +57,7 @@ def _build_leave_group_response_v0(o, w):
     try:
         if not _build_leave_group_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_response_v0_keys, _build_leave_group_response_v0_absent, 0
+                o, _build_leave_group_response_v0_keys, _build_leave_group_response_v0_absent
             )
         g = o.get
         f = 0
@@ -91,33 +87,13 @@ _build_leave_group_response_v1_v2_keys = frozenset({'error_code', 'throttle_time
 _build_leave_group_response_v1_v2_absent = {'members': ([], False)}
 _build_leave_group_response_v1_v2_fields = ((('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)),)
 
-# Build LeaveGroupResponse, version 1.
-def _build_leave_group_response_v1(o, w):
+# Build LeaveGroupResponse, versions 1-2.
+def _build_leave_group_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_leave_group_response_v1_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_leave_group_response_v1_v2_keys,
-                _build_leave_group_response_v1_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_leave_group_response_v1_v2_fields, f, o) from None
-
-# Build LeaveGroupResponse, version 2.
-def _build_leave_group_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_leave_group_response_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leave_group_response_v1_v2_keys,
-                _build_leave_group_response_v1_v2_absent,
-                2,
+                o, _build_leave_group_response_v1_v2_keys, _build_leave_group_response_v1_v2_absent
             )
         g = o.get
         f = 0
@@ -175,12 +151,7 @@ def _parse_leave_group_response_v3(b, p):
                 c['error_code'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_member_response_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_member_response_v3, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -199,7 +170,7 @@ def _build_member_response_v3(o, w):
     f = -1
     try:
         if not _build_member_response_v3_keys.issuperset(o):
-            check_keys(o, _build_member_response_v3_keys, _build_member_response_v3_v5_absent, 3)
+            check_keys(o, _build_member_response_v3_keys, _build_member_response_v3_v5_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -224,7 +195,7 @@ def _build_leave_group_response_v3(o, w):
     try:
         if not _build_leave_group_response_v3_keys.issuperset(o):
             check_keys(
-                o, _build_leave_group_response_v3_keys, _build_leave_group_response_v3_v5_absent, 3
+                o, _build_leave_group_response_v3_keys, _build_leave_group_response_v3_v5_absent
             )
         g = o.get
         f = 0
@@ -232,36 +203,10 @@ def _build_leave_group_response_v3(o, w):
         f = 1
         v = g('members', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_member_response_v3)
     except Exception as x:
         raise encode_failure(x, _build_leave_group_response_v3_fields, f, o) from None
-
-_tags_member_response_v4_v5_names = {}
-
-# Parse the tagged fields of MemberResponse, versions 4-5.
-def _tags_member_response_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_member_response_v4_v5_names, t) from None
 
 _parse_member_response_v4_v5_fields = (
     'member_id', 'group_instance_id', (('error_code', 'h', None),), '_tagged_fields',
@@ -289,31 +234,10 @@ def _parse_member_response_v4_v5(b, p):
         o['group_instance_id'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_member_response_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_response_v4_v5_fields, f) from None
-
-_tags_leave_group_response_v4_v5_names = {}
-
-# Parse the tagged fields of LeaveGroupResponse, versions 4-5.
-def _tags_leave_group_response_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leave_group_response_v4_v5_names, t) from None
 
 _parse_leave_group_response_v4_v5_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'members', '_tagged_fields',
@@ -348,17 +272,12 @@ def _parse_leave_group_response_v4_v5(b, p):
                 c['error_code'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_member_response_v4_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_member_response_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_member_response_v4_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -371,7 +290,7 @@ def _parse_leave_group_response_v4_v5(b, p):
         o['error_code'] = v0_1
         o['members'] = v1
         if nt:
-            p = _tags_leave_group_response_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leave_group_response_v4_v5_fields, f) from None
@@ -383,12 +302,12 @@ _build_member_response_v4_v5_fields = (
     'member_id', 'group_instance_id', (('error_code', 'h', 0),), '_unknown_tags',
 )
 
-# Build MemberResponse, version 4.
-def _build_member_response_v4(o, w):
+# Build MemberResponse, versions 4-5.
+def _build_member_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_member_response_v4_v5_keys.issuperset(o):
-            check_keys(o, _build_member_response_v4_v5_keys, _build_member_response_v3_v5_absent, 4)
+            check_keys(o, _build_member_response_v4_v5_keys, _build_member_response_v3_v5_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -415,16 +334,13 @@ _build_leave_group_response_v4_v5_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), 'members', '_unknown_tags',
 )
 
-# Build LeaveGroupResponse, version 4.
-def _build_leave_group_response_v4(o, w):
+# Build LeaveGroupResponse, versions 4-5.
+def _build_leave_group_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_leave_group_response_v4_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_leave_group_response_v4_v5_keys,
-                _build_leave_group_response_v3_v5_absent,
-                4,
+                o, _build_leave_group_response_v4_v5_keys, _build_leave_group_response_v3_v5_absent
             )
         g = o.get
         f = 0
@@ -432,72 +348,8 @@ def _build_leave_group_response_v4(o, w):
         f = 1
         v = g('members', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leave_group_response_v4_v5_fields, f, o) from None
-
-# Build MemberResponse, version 5.
-def _build_member_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_member_response_v4_v5_keys.issuperset(o):
-            check_keys(o, _build_member_response_v4_v5_keys, _build_member_response_v3_v5_absent, 5)
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_instance_id', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_member_response_v4_v5_fields, f, o) from None
-
-# Build LeaveGroupResponse, version 5.
-def _build_leave_group_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_leave_group_response_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leave_group_response_v4_v5_keys,
-                _build_leave_group_response_v3_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('members', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_response_v4_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -525,11 +377,11 @@ PARSE = {
 }
 BUILD = {
     0: _build_leave_group_response_v0,
-    1: _build_leave_group_response_v1,
-    2: _build_leave_group_response_v2,
+    1: _build_leave_group_response_v1_v2,
+    2: _build_leave_group_response_v1_v2,
     3: _build_leave_group_response_v3,
-    4: _build_leave_group_response_v4,
-    5: _build_leave_group_response_v5,
+    4: _build_leave_group_response_v4_v5,
+    5: _build_leave_group_response_v4_v5,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '1+', 'none', 'none', None, '', True, ()),

@@ -4,49 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
 _pack_i32_i16 = Struct('>ih').pack
 _unpack_i32_i16 = Struct('>ih').unpack_from
 
-
-_tags_client_metrics_resource_v0_names = {}
-
-# Parse the tagged fields of ClientMetricsResource, version 0.
-def _tags_client_metrics_resource_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_client_metrics_resource_v0_names, t) from None
 
 _parse_client_metrics_resource_v0_fields = ('name', '_tagged_fields')
 
@@ -65,31 +40,10 @@ def _parse_client_metrics_resource_v0(b, p):
         o = Container()
         o['name'] = v0
         if nt:
-            p = _tags_client_metrics_resource_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_client_metrics_resource_v0_fields, f) from None
-
-_tags_list_client_metrics_resources_response_v0_names = {}
-
-# Parse the tagged fields of ListClientMetricsResourcesResponse, version 0.
-def _tags_list_client_metrics_resources_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_client_metrics_resources_response_v0_names, t) from None
 
 _parse_list_client_metrics_resources_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'client_metrics_resources',
@@ -120,17 +74,12 @@ def _parse_list_client_metrics_resources_response_v0(b, p):
                 c['name'] = k0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_client_metrics_resource_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_client_metrics_resource_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_client_metrics_resource_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -143,7 +92,7 @@ def _parse_list_client_metrics_resources_response_v0(b, p):
         o['error_code'] = v0_1
         o['client_metrics_resources'] = v1
         if nt:
-            p = _tags_list_client_metrics_resources_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -160,10 +109,7 @@ def _build_client_metrics_resource_v0(o, w):
     try:
         if not _build_client_metrics_resource_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_client_metrics_resource_v0_keys,
-                _build_client_metrics_resource_v0_absent,
-                0,
+                o, _build_client_metrics_resource_v0_keys, _build_client_metrics_resource_v0_absent
             )
         g = o.get
         f = 0
@@ -197,7 +143,6 @@ def _build_list_client_metrics_resources_response_v0(o, w):
                 o,
                 _build_list_client_metrics_resources_response_v0_keys,
                 _build_list_client_metrics_resources_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -205,13 +150,8 @@ def _build_list_client_metrics_resources_response_v0(o, w):
         f = 1
         v = g('client_metrics_resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_client_metrics_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_client_metrics_resource_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,44 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT8S
 
 
-
-_tags_list_config_resources_request_v0_v1_names = {}
-
-# Parse the tagged fields of ListConfigResourcesRequest, versions 0-1.
-def _tags_list_config_resources_request_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_config_resources_request_v0_v1_names, t) from None
 
 _parse_list_config_resources_request_v0_fields = ('_tagged_fields',)
 
@@ -57,7 +33,7 @@ def _parse_list_config_resources_request_v0(b, p):
             nt, p = read_uvarint(b, p)
         o = Container()
         if nt:
-            p = _tags_list_config_resources_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_config_resources_request_v0_fields, f) from None
@@ -75,7 +51,6 @@ def _build_list_config_resources_request_v0(o, w):
                 o,
                 _build_list_config_resources_request_v0_keys,
                 _build_list_config_resources_request_v0_absent,
-                0,
             )
         g = o.get
         t = None
@@ -111,7 +86,7 @@ def _parse_list_config_resources_request_v1(b, p):
         o = Container()
         o['resource_types'] = v0
         if nt:
-            p = _tags_list_config_resources_request_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_config_resources_request_v1_fields, f) from None
@@ -129,13 +104,12 @@ def _build_list_config_resources_request_v1(o, w):
                 o,
                 _build_list_config_resources_request_v1_keys,
                 _build_list_config_resources_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('resource_types', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}b', *v)

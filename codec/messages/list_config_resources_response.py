@@ -4,22 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -28,27 +24,6 @@ _pack_i8 = Struct('>b').pack
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i8 = Struct('>b').unpack_from
 
-
-_tags_config_resource_v0_v1_names = {}
-
-# Parse the tagged fields of ConfigResource, versions 0-1.
-def _tags_config_resource_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_config_resource_v0_v1_names, t) from None
 
 _parse_config_resource_v0_fields = ('resource_name', '_tagged_fields')
 
@@ -67,31 +42,10 @@ def _parse_config_resource_v0(b, p):
         o = Container()
         o['resource_name'] = v0
         if nt:
-            p = _tags_config_resource_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_config_resource_v0_fields, f) from None
-
-_tags_list_config_resources_response_v0_v1_names = {}
-
-# Parse the tagged fields of ListConfigResourcesResponse, versions 0-1.
-def _tags_list_config_resources_response_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_config_resources_response_v0_v1_names, t) from None
 
 _parse_list_config_resources_response_v0_v1_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'config_resources',
@@ -122,17 +76,12 @@ def _parse_list_config_resources_response_v0(b, p):
                 c['resource_name'] = k0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_config_resource_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_config_resource_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_config_resource_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -145,7 +94,7 @@ def _parse_list_config_resources_response_v0(b, p):
         o['error_code'] = v0_1
         o['config_resources'] = v1
         if nt:
-            p = _tags_list_config_resources_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_config_resources_response_v0_v1_fields, f) from None
@@ -159,7 +108,7 @@ def _build_config_resource_v0(o, w):
     f = -1
     try:
         if not _build_config_resource_v0_keys.issuperset(o):
-            check_keys(o, _build_config_resource_v0_keys, _build_config_resource_v0_absent, 0)
+            check_keys(o, _build_config_resource_v0_keys, _build_config_resource_v0_absent)
         g = o.get
         f = 0
         v = g('resource_name', '')
@@ -191,7 +140,6 @@ def _build_list_config_resources_response_v0(o, w):
                 o,
                 _build_list_config_resources_response_v0_v1_keys,
                 _build_list_config_resources_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -199,13 +147,8 @@ def _build_list_config_resources_response_v0(o, w):
         f = 1
         v = g('config_resources', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_config_resource_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_config_resource_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -239,7 +182,7 @@ def _parse_config_resource_v1(b, p):
         o['resource_name'] = v0
         o['resource_type'] = v1_0
         if nt:
-            p = _tags_config_resource_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_config_resource_v1_fields, f) from None
@@ -271,17 +214,12 @@ def _parse_list_config_resources_response_v1(b, p):
                 c['resource_type'] = k1_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_config_resource_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_config_resource_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_config_resource_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -294,7 +232,7 @@ def _parse_list_config_resources_response_v1(b, p):
         o['error_code'] = v0_1
         o['config_resources'] = v1
         if nt:
-            p = _tags_list_config_resources_response_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_config_resources_response_v0_v1_fields, f) from None
@@ -308,7 +246,7 @@ def _build_config_resource_v1(o, w):
     f = -1
     try:
         if not _build_config_resource_v1_keys.issuperset(o):
-            check_keys(o, _build_config_resource_v1_keys, _build_config_resource_v1_absent, 1)
+            check_keys(o, _build_config_resource_v1_keys, _build_config_resource_v1_absent)
         g = o.get
         f = 0
         v = g('resource_name', '')
@@ -334,7 +272,6 @@ def _build_list_config_resources_response_v1(o, w):
                 o,
                 _build_list_config_resources_response_v0_v1_keys,
                 _build_list_config_resources_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -342,13 +279,8 @@ def _build_list_config_resources_response_v1(o, w):
         f = 1
         v = g('config_resources', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_config_resource_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_config_resource_v1)
         t = None
         f = 2
         u = g('_unknown_tags')

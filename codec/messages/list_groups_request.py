@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_tags,
@@ -40,62 +37,17 @@ _build_list_groups_request_v0_v3_absent = {
 }
 _build_list_groups_request_v0_v2_fields = ()
 
-# Build ListGroupsRequest, version 0.
-def _build_list_groups_request_v0(o, w):
+# Build ListGroupsRequest, versions 0-2.
+def _build_list_groups_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_list_groups_request_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_list_groups_request_v0_v2_keys, _build_list_groups_request_v0_v3_absent, 0
+                o, _build_list_groups_request_v0_v2_keys, _build_list_groups_request_v0_v3_absent
             )
         g = o.get
     except Exception as x:
         raise encode_failure(x, _build_list_groups_request_v0_v2_fields, f, o) from None
-
-# Build ListGroupsRequest, version 1.
-def _build_list_groups_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_list_groups_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_list_groups_request_v0_v2_keys, _build_list_groups_request_v0_v3_absent, 1
-            )
-        g = o.get
-    except Exception as x:
-        raise encode_failure(x, _build_list_groups_request_v0_v2_fields, f, o) from None
-
-# Build ListGroupsRequest, version 2.
-def _build_list_groups_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_groups_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_list_groups_request_v0_v2_keys, _build_list_groups_request_v0_v3_absent, 2
-            )
-        g = o.get
-    except Exception as x:
-        raise encode_failure(x, _build_list_groups_request_v0_v2_fields, f, o) from None
-
-_tags_list_groups_request_v3_v5_names = {}
-
-# Parse the tagged fields of ListGroupsRequest, versions 3-5.
-def _tags_list_groups_request_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_groups_request_v3_v5_names, t) from None
 
 _parse_list_groups_request_v3_fields = ('_tagged_fields',)
 
@@ -111,7 +63,7 @@ def _parse_list_groups_request_v3(b, p):
             nt, p = read_uvarint(b, p)
         o = Container()
         if nt:
-            p = _tags_list_groups_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_request_v3_fields, f) from None
@@ -125,7 +77,7 @@ def _build_list_groups_request_v3(o, w):
     try:
         if not _build_list_groups_request_v3_keys.issuperset(o):
             check_keys(
-                o, _build_list_groups_request_v3_keys, _build_list_groups_request_v0_v3_absent, 3
+                o, _build_list_groups_request_v3_keys, _build_list_groups_request_v0_v3_absent
             )
         g = o.get
         t = None
@@ -163,7 +115,7 @@ def _parse_list_groups_request_v4(b, p):
         o = Container()
         o['states_filter'] = v0
         if nt:
-            p = _tags_list_groups_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_request_v4_fields, f) from None
@@ -177,14 +129,12 @@ def _build_list_groups_request_v4(o, w):
     f = -1
     try:
         if not _build_list_groups_request_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_list_groups_request_v4_keys, _build_list_groups_request_v4_absent, 4
-            )
+            check_keys(o, _build_list_groups_request_v4_keys, _build_list_groups_request_v4_absent)
         g = o.get
         f = 0
         v = g('states_filter', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -234,7 +184,7 @@ def _parse_list_groups_request_v5(b, p):
         o['states_filter'] = v0
         o['types_filter'] = v1
         if nt:
-            p = _tags_list_groups_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_request_v5_fields, f) from None
@@ -248,21 +198,19 @@ def _build_list_groups_request_v5(o, w):
     f = -1
     try:
         if not _build_list_groups_request_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_list_groups_request_v5_keys, _build_list_groups_request_v5_absent, 5
-            )
+            check_keys(o, _build_list_groups_request_v5_keys, _build_list_groups_request_v5_absent)
         g = o.get
         f = 0
         v = g('states_filter', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 1
         v = g('types_filter', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
@@ -292,9 +240,9 @@ PARSE = {
     5: _parse_list_groups_request_v5,
 }
 BUILD = {
-    0: _build_list_groups_request_v0,
-    1: _build_list_groups_request_v1,
-    2: _build_list_groups_request_v2,
+    0: _build_list_groups_request_v0_v2,
+    1: _build_list_groups_request_v0_v2,
+    2: _build_list_groups_request_v0_v2,
     3: _build_list_groups_request_v3,
     4: _build_list_groups_request_v4,
     5: _build_list_groups_request_v5,

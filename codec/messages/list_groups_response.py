@@ -4,25 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -73,12 +69,7 @@ def _parse_list_groups_response_v0(b, p):
                 c['protocol_type'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listed_group_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listed_group_v0_v2, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -91,12 +82,12 @@ _build_listed_group_v0_v2_keys = frozenset({'group_id', 'protocol_type'})
 _build_listed_group_v0_v3_absent = {'group_state': ('', True), 'group_type': ('', True)}
 _build_listed_group_v0_v2_fields = ('group_id', 'protocol_type')
 
-# Build ListedGroup, version 0.
-def _build_listed_group_v0(o, w):
+# Build ListedGroup, versions 0-2.
+def _build_listed_group_v0_v2(o, w):
     f = -1
     try:
         if not _build_listed_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v0_v2_keys, _build_listed_group_v0_v3_absent, 0)
+            check_keys(o, _build_listed_group_v0_v2_keys, _build_listed_group_v0_v3_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -117,7 +108,7 @@ def _build_list_groups_response_v0(o, w):
     try:
         if not _build_list_groups_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_list_groups_response_v0_keys, _build_list_groups_response_v0_absent, 0
+                o, _build_list_groups_response_v0_keys, _build_list_groups_response_v0_absent
             )
         g = o.get
         f = 0
@@ -125,13 +116,8 @@ def _build_list_groups_response_v0(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_listed_group_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_list_groups_response_v0_fields, f, o) from None
 
@@ -161,12 +147,7 @@ def _parse_list_groups_response_v1_v2(b, p):
                 c['protocol_type'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listed_group_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listed_group_v0_v2, b, q, z)
             raise
         o = Container()
         o['throttle_time_ms'] = v0_0
@@ -176,38 +157,19 @@ def _parse_list_groups_response_v1_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_response_v1_v2_fields, f) from None
 
-# Build ListedGroup, version 1.
-def _build_listed_group_v1(o, w):
-    f = -1
-    try:
-        if not _build_listed_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v0_v2_keys, _build_listed_group_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('protocol_type', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_listed_group_v0_v2_fields, f, o) from None
-
 _build_list_groups_response_v1_v2_keys = frozenset({'error_code', 'groups', 'throttle_time_ms'})
 _build_list_groups_response_v1_v5_absent = {}
 _build_list_groups_response_v1_v2_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), 'groups',
 )
 
-# Build ListGroupsResponse, version 1.
-def _build_list_groups_response_v1(o, w):
+# Build ListGroupsResponse, versions 1-2.
+def _build_list_groups_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_list_groups_response_v1_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_groups_response_v1_v2_keys,
-                _build_list_groups_response_v1_v5_absent,
-                1,
+                o, _build_list_groups_response_v1_v2_keys, _build_list_groups_response_v1_v5_absent
             )
         g = o.get
         f = 0
@@ -215,79 +177,10 @@ def _build_list_groups_response_v1(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_listed_group_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_list_groups_response_v1_v2_fields, f, o) from None
-
-# Build ListedGroup, version 2.
-def _build_listed_group_v2(o, w):
-    f = -1
-    try:
-        if not _build_listed_group_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v0_v2_keys, _build_listed_group_v0_v3_absent, 2)
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('protocol_type', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_listed_group_v0_v2_fields, f, o) from None
-
-# Build ListGroupsResponse, version 2.
-def _build_list_groups_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_groups_response_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_groups_response_v1_v2_keys,
-                _build_list_groups_response_v1_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('groups', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_groups_response_v1_v2_fields, f, o) from None
-
-_tags_listed_group_v3_v5_names = {}
-
-# Parse the tagged fields of ListedGroup, versions 3-5.
-def _tags_listed_group_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_listed_group_v3_v5_names, t) from None
 
 _parse_listed_group_v3_fields = ('group_id', 'protocol_type', '_tagged_fields')
 
@@ -309,31 +202,10 @@ def _parse_listed_group_v3(b, p):
         o['group_id'] = v0
         o['protocol_type'] = v1
         if nt:
-            p = _tags_listed_group_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listed_group_v3_fields, f) from None
-
-_tags_list_groups_response_v3_v5_names = {}
-
-# Parse the tagged fields of ListGroupsResponse, versions 3-5.
-def _tags_list_groups_response_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_groups_response_v3_v5_names, t) from None
 
 _parse_list_groups_response_v3_v5_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'groups', '_tagged_fields',
@@ -365,17 +237,12 @@ def _parse_list_groups_response_v3(b, p):
                 c['protocol_type'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listed_group_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listed_group_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listed_group_v3, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -388,7 +255,7 @@ def _parse_list_groups_response_v3(b, p):
         o['error_code'] = v0_1
         o['groups'] = v1
         if nt:
-            p = _tags_list_groups_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_response_v3_v5_fields, f) from None
@@ -401,7 +268,7 @@ def _build_listed_group_v3(o, w):
     f = -1
     try:
         if not _build_listed_group_v3_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v3_keys, _build_listed_group_v0_v3_absent, 3)
+            check_keys(o, _build_listed_group_v3_keys, _build_listed_group_v0_v3_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -432,10 +299,7 @@ def _build_list_groups_response_v3(o, w):
     try:
         if not _build_list_groups_response_v3_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_groups_response_v3_v5_keys,
-                _build_list_groups_response_v1_v5_absent,
-                3,
+                o, _build_list_groups_response_v3_v5_keys, _build_list_groups_response_v1_v5_absent
             )
         g = o.get
         f = 0
@@ -443,13 +307,8 @@ def _build_list_groups_response_v3(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listed_group_v3)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -483,7 +342,7 @@ def _parse_listed_group_v4(b, p):
         o['protocol_type'] = v1
         o['group_state'] = v2
         if nt:
-            p = _tags_listed_group_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listed_group_v4_fields, f) from None
@@ -516,17 +375,12 @@ def _parse_list_groups_response_v4(b, p):
                 c['group_state'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listed_group_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listed_group_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listed_group_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -539,7 +393,7 @@ def _parse_list_groups_response_v4(b, p):
         o['error_code'] = v0_1
         o['groups'] = v1
         if nt:
-            p = _tags_list_groups_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_response_v3_v5_fields, f) from None
@@ -555,7 +409,7 @@ def _build_listed_group_v4(o, w):
     f = -1
     try:
         if not _build_listed_group_v4_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v4_keys, _build_listed_group_v4_absent, 4)
+            check_keys(o, _build_listed_group_v4_keys, _build_listed_group_v4_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -582,10 +436,7 @@ def _build_list_groups_response_v4(o, w):
     try:
         if not _build_list_groups_response_v3_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_groups_response_v3_v5_keys,
-                _build_list_groups_response_v1_v5_absent,
-                4,
+                o, _build_list_groups_response_v3_v5_keys, _build_list_groups_response_v1_v5_absent
             )
         g = o.get
         f = 0
@@ -593,13 +444,8 @@ def _build_list_groups_response_v4(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listed_group_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -638,7 +484,7 @@ def _parse_listed_group_v5(b, p):
         o['group_state'] = v2
         o['group_type'] = v3
         if nt:
-            p = _tags_listed_group_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_listed_group_v5_fields, f) from None
@@ -673,17 +519,12 @@ def _parse_list_groups_response_v5(b, p):
                 c['group_type'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_listed_group_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_listed_group_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_listed_group_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -696,7 +537,7 @@ def _parse_list_groups_response_v5(b, p):
         o['error_code'] = v0_1
         o['groups'] = v1
         if nt:
-            p = _tags_list_groups_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_groups_response_v3_v5_fields, f) from None
@@ -714,7 +555,7 @@ def _build_listed_group_v5(o, w):
     f = -1
     try:
         if not _build_listed_group_v5_keys.issuperset(o):
-            check_keys(o, _build_listed_group_v5_keys, _build_listed_group_v5_absent, 5)
+            check_keys(o, _build_listed_group_v5_keys, _build_listed_group_v5_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -744,10 +585,7 @@ def _build_list_groups_response_v5(o, w):
     try:
         if not _build_list_groups_response_v3_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_groups_response_v3_v5_keys,
-                _build_list_groups_response_v1_v5_absent,
-                5,
+                o, _build_list_groups_response_v3_v5_keys, _build_list_groups_response_v1_v5_absent
             )
         g = o.get
         f = 0
@@ -755,13 +593,8 @@ def _build_list_groups_response_v5(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_listed_group_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_listed_group_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -789,8 +622,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_list_groups_response_v0,
-    1: _build_list_groups_response_v1,
-    2: _build_list_groups_response_v2,
+    1: _build_list_groups_response_v1_v2,
+    2: _build_list_groups_response_v1_v2,
     3: _build_list_groups_response_v3,
     4: _build_list_groups_response_v4,
     5: _build_list_groups_response_v5,

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -95,12 +92,7 @@ def _parse_list_offsets_topic_v0(b, p):
                     c['max_num_offsets'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_v0, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -120,14 +112,7 @@ def _parse_list_offsets_request_v0(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v0)
         o = Container()
         o['replica_id'] = v0_0
         o['topics'] = v1
@@ -149,7 +134,7 @@ def _build_list_offsets_partition_v0(o, w):
     try:
         if not _build_list_offsets_partition_v0_keys.issuperset(o):
             check_keys(
-                o, _build_list_offsets_partition_v0_keys, _build_list_offsets_partition_v0_absent, 0
+                o, _build_list_offsets_partition_v0_keys, _build_list_offsets_partition_v0_absent
             )
         g = o.get
         f = 0
@@ -167,7 +152,7 @@ def _build_list_offsets_topic_v0(o, w):
     try:
         if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
             check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 0
+                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent
             )
         g = o.get
         f = 0
@@ -176,13 +161,8 @@ def _build_list_offsets_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_v0)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
 
@@ -196,10 +176,7 @@ def _build_list_offsets_request_v0(o, w):
     try:
         if not _build_list_offsets_request_v0_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_offsets_request_v0_v1_keys,
-                _build_list_offsets_request_v0_v1_absent,
-                0,
+                o, _build_list_offsets_request_v0_v1_keys, _build_list_offsets_request_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -207,13 +184,8 @@ def _build_list_offsets_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_v0)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_request_v0_v1_fields, f, o) from None
 
@@ -265,12 +237,7 @@ def _parse_list_offsets_topic_v1_v3(b, p):
                     c['timestamp'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_v1_v3, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -288,14 +255,7 @@ def _parse_list_offsets_request_v1(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v1_v3)
         o = Container()
         o['replica_id'] = v0_0
         o['topics'] = v1
@@ -310,8 +270,8 @@ _build_list_offsets_partition_v1_v3_absent = {
 }
 _build_list_offsets_partition_v1_v3_fields = ((('partition_index', 'i', 0), ('timestamp', 'q', 0)),)
 
-# Build ListOffsetsPartition, version 1.
-def _build_list_offsets_partition_v1(o, w):
+# Build ListOffsetsPartition, versions 1-3.
+def _build_list_offsets_partition_v1_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_v1_v3_keys.issuperset(o):
@@ -319,7 +279,6 @@ def _build_list_offsets_partition_v1(o, w):
                 o,
                 _build_list_offsets_partition_v1_v3_keys,
                 _build_list_offsets_partition_v1_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -327,13 +286,13 @@ def _build_list_offsets_partition_v1(o, w):
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_partition_v1_v3_fields, f, o) from None
 
-# Build ListOffsetsTopic, version 1.
-def _build_list_offsets_topic_v1(o, w):
+# Build ListOffsetsTopic, versions 1-3.
+def _build_list_offsets_topic_v1_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
             check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 1
+                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent
             )
         g = o.get
         f = 0
@@ -342,13 +301,8 @@ def _build_list_offsets_topic_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
 
@@ -358,10 +312,7 @@ def _build_list_offsets_request_v1(o, w):
     try:
         if not _build_list_offsets_request_v0_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_offsets_request_v0_v1_keys,
-                _build_list_offsets_request_v0_v1_absent,
-                1,
+                o, _build_list_offsets_request_v0_v1_keys, _build_list_offsets_request_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -369,13 +320,8 @@ def _build_list_offsets_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_request_v0_v1_fields, f, o) from None
 
@@ -392,14 +338,7 @@ def _parse_list_offsets_request_v2_v3(b, p):
         p += 5
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v1_v3)
         o = Container()
         o['replica_id'] = v0_0
         o['isolation_level'] = v0_1
@@ -408,64 +347,19 @@ def _parse_list_offsets_request_v2_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_request_v2_v5_fields, f) from None
 
-# Build ListOffsetsPartition, version 2.
-def _build_list_offsets_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v1_v3_keys,
-                _build_list_offsets_partition_v1_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('timestamp', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v1_v3_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 2.
-def _build_list_offsets_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
-
 _build_list_offsets_request_v2_v5_keys = frozenset({'isolation_level', 'replica_id', 'topics'})
 _build_list_offsets_request_v2_v9_absent = {'timeout_ms': (0, True)}
 _build_list_offsets_request_v2_v5_fields = (
     (('replica_id', 'i', 0), ('isolation_level', 'b', 0)), 'topics',
 )
 
-# Build ListOffsetsRequest, version 2.
-def _build_list_offsets_request_v2(o, w):
+# Build ListOffsetsRequest, versions 2-3.
+def _build_list_offsets_request_v2_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_request_v2_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_offsets_request_v2_v5_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                2,
+                o, _build_list_offsets_request_v2_v5_keys, _build_list_offsets_request_v2_v9_absent
             )
         g = o.get
         f = 0
@@ -473,82 +367,8 @@ def _build_list_offsets_request_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v2_v5_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 3.
-def _build_list_offsets_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v1_v3_keys,
-                _build_list_offsets_partition_v1_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('timestamp', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v1_v3_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 3.
-def _build_list_offsets_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 3.
-def _build_list_offsets_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v2_v5_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_request_v2_v5_fields, f, o) from None
 
@@ -603,12 +423,7 @@ def _parse_list_offsets_topic_v4_v5(b, p):
                     c['timestamp'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_v4_v5, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -626,14 +441,7 @@ def _parse_list_offsets_request_v4_v5(b, p):
         p += 5
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v4_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v4_v5)
         o = Container()
         o['replica_id'] = v0_0
         o['isolation_level'] = v0_1
@@ -650,8 +458,8 @@ _build_list_offsets_partition_v4_v5_fields = (
     (('partition_index', 'i', 0), ('current_leader_epoch', 'i', -1), ('timestamp', 'q', 0)),
 )
 
-# Build ListOffsetsPartition, version 4.
-def _build_list_offsets_partition_v4(o, w):
+# Build ListOffsetsPartition, versions 4-5.
+def _build_list_offsets_partition_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_v4_v5_keys.issuperset(o):
@@ -659,7 +467,6 @@ def _build_list_offsets_partition_v4(o, w):
                 o,
                 _build_list_offsets_partition_v4_v5_keys,
                 _build_list_offsets_partition_v4_v11_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -669,13 +476,13 @@ def _build_list_offsets_partition_v4(o, w):
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_partition_v4_v5_fields, f, o) from None
 
-# Build ListOffsetsTopic, version 4.
-def _build_list_offsets_topic_v4(o, w):
+# Build ListOffsetsTopic, versions 4-5.
+def _build_list_offsets_topic_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
             check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 4
+                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent
             )
         g = o.get
         f = 0
@@ -684,26 +491,18 @@ def _build_list_offsets_topic_v4(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_v4_v5)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
 
-# Build ListOffsetsRequest, version 4.
-def _build_list_offsets_request_v4(o, w):
+# Build ListOffsetsRequest, versions 4-5.
+def _build_list_offsets_request_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_request_v2_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_offsets_request_v2_v5_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                4,
+                o, _build_list_offsets_request_v2_v5_keys, _build_list_offsets_request_v2_v9_absent
             )
         g = o.get
         f = 0
@@ -711,107 +510,10 @@ def _build_list_offsets_request_v4(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_v4_v5)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_request_v2_v5_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 5.
-def _build_list_offsets_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v4_v5_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v4_v5_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 5.
-def _build_list_offsets_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v0_v5_keys, _build_list_offsets_topic_v0_v11_absent, 5
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v0_v5_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 5.
-def _build_list_offsets_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v2_v5_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v2_v5_fields, f, o) from None
-
-_tags_list_offsets_partition_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsPartition, versions 6-11.
-def _tags_list_offsets_partition_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_partition_v6_v11_names, t) from None
 
 _parse_list_offsets_partition_v6_v11_fields = (
     (('partition_index', 'i', None), ('current_leader_epoch', 'i', None), ('timestamp', 'q', None)),
@@ -836,31 +538,10 @@ def _parse_list_offsets_partition_v6_v11(b, p):
         o['current_leader_epoch'] = v0_1
         o['timestamp'] = v0_2
         if nt:
-            p = _tags_list_offsets_partition_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_partition_v6_v11_fields, f) from None
-
-_tags_list_offsets_topic_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsTopic, versions 6-11.
-def _tags_list_offsets_topic_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_topic_v6_v11_names, t) from None
 
 _parse_list_offsets_topic_v6_v11_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -900,17 +581,12 @@ def _parse_list_offsets_topic_v6_v11(b, p):
                     c['timestamp'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_list_offsets_partition_v6_v11(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_v6_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_v6_v11, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -922,31 +598,10 @@ def _parse_list_offsets_topic_v6_v11(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_list_offsets_topic_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_topic_v6_v11_fields, f) from None
-
-_tags_list_offsets_request_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsRequest, versions 6-11.
-def _tags_list_offsets_request_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_request_v6_v11_names, t) from None
 
 _parse_list_offsets_request_v6_v9_fields = (
     (('replica_id', 'i', None), ('isolation_level', 'b', None)), 'topics', '_tagged_fields',
@@ -965,14 +620,7 @@ def _parse_list_offsets_request_v6_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v6_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v6_v11)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -984,7 +632,7 @@ def _parse_list_offsets_request_v6_v9(b, p):
         o['isolation_level'] = v0_1
         o['topics'] = v1
         if nt:
-            p = _tags_list_offsets_request_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_request_v6_v9_fields, f) from None
@@ -997,8 +645,8 @@ _build_list_offsets_partition_v6_v11_fields = (
     '_unknown_tags',
 )
 
-# Build ListOffsetsPartition, version 6.
-def _build_list_offsets_partition_v6(o, w):
+# Build ListOffsetsPartition, versions 6-11.
+def _build_list_offsets_partition_v6_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
@@ -1006,7 +654,6 @@ def _build_list_offsets_partition_v6(o, w):
                 o,
                 _build_list_offsets_partition_v6_v11_keys,
                 _build_list_offsets_partition_v4_v11_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1026,13 +673,13 @@ def _build_list_offsets_partition_v6(o, w):
 _build_list_offsets_topic_v6_v11_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_list_offsets_topic_v6_v11_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build ListOffsetsTopic, version 6.
-def _build_list_offsets_topic_v6(o, w):
+# Build ListOffsetsTopic, versions 6-11.
+def _build_list_offsets_topic_v6_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
             check_keys(
-                o, _build_list_offsets_topic_v6_v11_keys, _build_list_offsets_topic_v0_v11_absent, 6
+                o, _build_list_offsets_topic_v6_v11_keys, _build_list_offsets_topic_v0_v11_absent
             )
         g = o.get
         f = 0
@@ -1041,13 +688,8 @@ def _build_list_offsets_topic_v6(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_list_offsets_partition_v6_v11)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1065,16 +707,13 @@ _build_list_offsets_request_v6_v9_fields = (
     (('replica_id', 'i', 0), ('isolation_level', 'b', 0)), 'topics', '_unknown_tags',
 )
 
-# Build ListOffsetsRequest, version 6.
-def _build_list_offsets_request_v6(o, w):
+# Build ListOffsetsRequest, versions 6-9.
+def _build_list_offsets_request_v6_v9(o, w):
     f = -1
     try:
         if not _build_list_offsets_request_v6_v9_keys.issuperset(o):
             check_keys(
-                o,
-                _build_list_offsets_request_v6_v9_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                6,
+                o, _build_list_offsets_request_v6_v9_keys, _build_list_offsets_request_v2_v9_absent
             )
         g = o.get
         f = 0
@@ -1082,289 +721,8 @@ def _build_list_offsets_request_v6(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v6_v9_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 7.
-def _build_list_offsets_partition_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v6_v11_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 7.
-def _build_list_offsets_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v6_v11_keys, _build_list_offsets_topic_v0_v11_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 7.
-def _build_list_offsets_request_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v6_v9_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v6_v9_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 8.
-def _build_list_offsets_partition_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v6_v11_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 8.
-def _build_list_offsets_topic_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v6_v11_keys, _build_list_offsets_topic_v0_v11_absent, 8
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 8.
-def _build_list_offsets_request_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v6_v9_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v6_v9_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 9.
-def _build_list_offsets_partition_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v6_v11_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 9.
-def _build_list_offsets_topic_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
-            check_keys(
-                o, _build_list_offsets_topic_v6_v11_keys, _build_list_offsets_topic_v0_v11_absent, 9
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 9.
-def _build_list_offsets_request_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v6_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v6_v9_keys,
-                _build_list_offsets_request_v2_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_list_offsets_topic_v6_v11)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1393,14 +751,7 @@ def _parse_list_offsets_request_v10_v11(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_v6_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_v6_v11)
         f = 2
         v2_0, = _unpack_i32(b, p)
         p += 4
@@ -1416,71 +767,10 @@ def _parse_list_offsets_request_v10_v11(b, p):
         o['topics'] = v1
         o['timeout_ms'] = v2_0
         if nt:
-            p = _tags_list_offsets_request_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_request_v10_v11_fields, f) from None
-
-# Build ListOffsetsPartition, version 10.
-def _build_list_offsets_partition_v10(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v6_v11_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 10.
-def _build_list_offsets_topic_v10(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_v6_v11_keys,
-                _build_list_offsets_topic_v0_v11_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v6_v11_fields, f, o) from None
 
 _build_list_offsets_request_v10_v11_keys = frozenset({
     '_unknown_tags', 'isolation_level', 'replica_id', 'timeout_ms', 'topics',
@@ -1491,8 +781,8 @@ _build_list_offsets_request_v10_v11_fields = (
     '_unknown_tags',
 )
 
-# Build ListOffsetsRequest, version 10.
-def _build_list_offsets_request_v10(o, w):
+# Build ListOffsetsRequest, versions 10-11.
+def _build_list_offsets_request_v10_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_request_v10_v11_keys.issuperset(o):
@@ -1500,7 +790,6 @@ def _build_list_offsets_request_v10(o, w):
                 o,
                 _build_list_offsets_request_v10_v11_keys,
                 _build_list_offsets_request_v10_v11_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1508,110 +797,8 @@ def _build_list_offsets_request_v10(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i32(g('timeout_ms', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_request_v10_v11_fields, f, o) from None
-
-# Build ListOffsetsPartition, version 11.
-def _build_list_offsets_partition_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_v6_v11_keys,
-                _build_list_offsets_partition_v4_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_i64(
-            g('partition_index', 0), g('current_leader_epoch', -1), g('timestamp', 0)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsTopic, version 11.
-def _build_list_offsets_topic_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_v6_v11_keys,
-                _build_list_offsets_topic_v0_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsRequest, version 11.
-def _build_list_offsets_request_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_request_v10_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_request_v10_v11_keys,
-                _build_list_offsets_request_v10_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i8(g('replica_id', 0), g('isolation_level', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_list_offsets_topic_v6_v11)
         f = 2
         w += _pack_i32(g('timeout_ms', 0))
         t = None
@@ -1648,16 +835,16 @@ PARSE = {
 BUILD = {
     0: _build_list_offsets_request_v0,
     1: _build_list_offsets_request_v1,
-    2: _build_list_offsets_request_v2,
-    3: _build_list_offsets_request_v3,
-    4: _build_list_offsets_request_v4,
-    5: _build_list_offsets_request_v5,
-    6: _build_list_offsets_request_v6,
-    7: _build_list_offsets_request_v7,
-    8: _build_list_offsets_request_v8,
-    9: _build_list_offsets_request_v9,
-    10: _build_list_offsets_request_v10,
-    11: _build_list_offsets_request_v11,
+    2: _build_list_offsets_request_v2_v3,
+    3: _build_list_offsets_request_v2_v3,
+    4: _build_list_offsets_request_v4_v5,
+    5: _build_list_offsets_request_v4_v5,
+    6: _build_list_offsets_request_v6_v9,
+    7: _build_list_offsets_request_v6_v9,
+    8: _build_list_offsets_request_v6_v9,
+    9: _build_list_offsets_request_v6_v9,
+    10: _build_list_offsets_request_v10_v11,
+    11: _build_list_offsets_request_v10_v11,
 }
 SCHEMA = (
     ('ReplicaId', 'int32', '0+', 'none', 'none', None, '', False, ()),

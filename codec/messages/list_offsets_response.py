@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT64S
@@ -91,12 +89,7 @@ def _parse_list_offsets_topic_response_v0(b, p):
                 c['old_style_offsets'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_response_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_response_v0, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -113,14 +106,7 @@ def _parse_list_offsets_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_response_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_list_offsets_topic_response_v0)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -148,7 +134,6 @@ def _build_list_offsets_partition_response_v0(o, w):
                 o,
                 _build_list_offsets_partition_response_v0_keys,
                 _build_list_offsets_partition_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -156,7 +141,7 @@ def _build_list_offsets_partition_response_v0(o, w):
         f = 1
         v = g('old_style_offsets', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}q', *v)
@@ -176,7 +161,6 @@ def _build_list_offsets_topic_response_v0(o, w):
                 o,
                 _build_list_offsets_topic_response_v0_v5_keys,
                 _build_list_offsets_topic_response_v0_v11_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -185,13 +169,8 @@ def _build_list_offsets_topic_response_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_response_v0)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
 
@@ -208,19 +187,13 @@ def _build_list_offsets_response_v0(o, w):
                 o,
                 _build_list_offsets_response_v0_v1_keys,
                 _build_list_offsets_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_response_v0)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_response_v0_v1_fields, f, o) from None
 
@@ -281,12 +254,7 @@ def _parse_list_offsets_topic_response_v1_v3(b, p):
                     c['offset'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_response_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_response_v1_v3, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -301,14 +269,7 @@ def _parse_list_offsets_response_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_response_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_list_offsets_topic_response_v1_v3)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -329,8 +290,8 @@ _build_list_offsets_partition_response_v1_v3_fields = (
     ),
 )
 
-# Build ListOffsetsPartitionResponse, version 1.
-def _build_list_offsets_partition_response_v1(o, w):
+# Build ListOffsetsPartitionResponse, versions 1-3.
+def _build_list_offsets_partition_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_response_v1_v3_keys.issuperset(o):
@@ -338,7 +299,6 @@ def _build_list_offsets_partition_response_v1(o, w):
                 o,
                 _build_list_offsets_partition_response_v1_v3_keys,
                 _build_list_offsets_partition_response_v1_v3_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -348,8 +308,8 @@ def _build_list_offsets_partition_response_v1(o, w):
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_partition_response_v1_v3_fields, f, o) from None
 
-# Build ListOffsetsTopicResponse, version 1.
-def _build_list_offsets_topic_response_v1(o, w):
+# Build ListOffsetsTopicResponse, versions 1-3.
+def _build_list_offsets_topic_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_response_v0_v5_keys.issuperset(o):
@@ -357,7 +317,6 @@ def _build_list_offsets_topic_response_v1(o, w):
                 o,
                 _build_list_offsets_topic_response_v0_v5_keys,
                 _build_list_offsets_topic_response_v0_v11_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -366,13 +325,8 @@ def _build_list_offsets_topic_response_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_response_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
 
@@ -385,19 +339,13 @@ def _build_list_offsets_response_v1(o, w):
                 o,
                 _build_list_offsets_response_v0_v1_keys,
                 _build_list_offsets_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_response_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_response_v0_v1_fields, f, o) from None
 
@@ -412,14 +360,7 @@ def _parse_list_offsets_response_v2_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_response_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_response_v1_v3)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -427,59 +368,12 @@ def _parse_list_offsets_response_v2_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_response_v2_v5_fields, f) from None
 
-# Build ListOffsetsPartitionResponse, version 2.
-def _build_list_offsets_partition_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v1_v3_keys,
-                _build_list_offsets_partition_response_v1_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2(
-            g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_response_v1_v3_fields, f, o) from None
-
-# Build ListOffsetsTopicResponse, version 2.
-def _build_list_offsets_topic_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v0_v5_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
-
 _build_list_offsets_response_v2_v5_keys = frozenset({'throttle_time_ms', 'topics'})
 _build_list_offsets_response_v2_v11_absent = {}
 _build_list_offsets_response_v2_v5_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build ListOffsetsResponse, version 2.
-def _build_list_offsets_response_v2(o, w):
+# Build ListOffsetsResponse, versions 2-3.
+def _build_list_offsets_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_list_offsets_response_v2_v5_keys.issuperset(o):
@@ -487,7 +381,6 @@ def _build_list_offsets_response_v2(o, w):
                 o,
                 _build_list_offsets_response_v2_v5_keys,
                 _build_list_offsets_response_v2_v11_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -495,87 +388,8 @@ def _build_list_offsets_response_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v2_v5_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 3.
-def _build_list_offsets_partition_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v1_v3_keys,
-                _build_list_offsets_partition_response_v1_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2(
-            g('partition_index', 0), g('error_code', 0), g('timestamp', -1), g('offset', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_response_v1_v3_fields, f, o) from None
-
-# Build ListOffsetsTopicResponse, version 3.
-def _build_list_offsets_topic_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v0_v5_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 3.
-def _build_list_offsets_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v2_v5_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_response_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_response_v2_v5_fields, f, o) from None
 
@@ -639,12 +453,7 @@ def _parse_list_offsets_topic_response_v4_v5(b, p):
                     c['leader_epoch'] = k0_4
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_response_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_response_v4_v5, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -662,14 +471,7 @@ def _parse_list_offsets_response_v4_v5(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_response_v4_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_response_v4_v5)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -688,8 +490,8 @@ _build_list_offsets_partition_response_v4_v5_fields = (
     ),
 )
 
-# Build ListOffsetsPartitionResponse, version 4.
-def _build_list_offsets_partition_response_v4(o, w):
+# Build ListOffsetsPartitionResponse, versions 4-5.
+def _build_list_offsets_partition_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_response_v4_v5_keys.issuperset(o):
@@ -697,7 +499,6 @@ def _build_list_offsets_partition_response_v4(o, w):
                 o,
                 _build_list_offsets_partition_response_v4_v5_keys,
                 _build_list_offsets_partition_response_v4_v11_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -711,8 +512,8 @@ def _build_list_offsets_partition_response_v4(o, w):
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_partition_response_v4_v5_fields, f, o) from None
 
-# Build ListOffsetsTopicResponse, version 4.
-def _build_list_offsets_topic_response_v4(o, w):
+# Build ListOffsetsTopicResponse, versions 4-5.
+def _build_list_offsets_topic_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_response_v0_v5_keys.issuperset(o):
@@ -720,7 +521,6 @@ def _build_list_offsets_topic_response_v4(o, w):
                 o,
                 _build_list_offsets_topic_response_v0_v5_keys,
                 _build_list_offsets_topic_response_v0_v11_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -729,18 +529,13 @@ def _build_list_offsets_topic_response_v4(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_partition_response_v4_v5)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
 
-# Build ListOffsetsResponse, version 4.
-def _build_list_offsets_response_v4(o, w):
+# Build ListOffsetsResponse, versions 4-5.
+def _build_list_offsets_response_v4_v5(o, w):
     f = -1
     try:
         if not _build_list_offsets_response_v2_v5_keys.issuperset(o):
@@ -748,7 +543,6 @@ def _build_list_offsets_response_v4(o, w):
                 o,
                 _build_list_offsets_response_v2_v5_keys,
                 _build_list_offsets_response_v2_v11_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -756,114 +550,10 @@ def _build_list_offsets_response_v4(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_list_offsets_topic_response_v4_v5)
     except Exception as x:
         raise encode_failure(x, _build_list_offsets_response_v2_v5_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 5.
-def _build_list_offsets_partition_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v4_v5_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_partition_response_v4_v5_fields, f, o) from None
-
-# Build ListOffsetsTopicResponse, version 5.
-def _build_list_offsets_topic_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v0_v5_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v0_v5_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 5.
-def _build_list_offsets_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v2_v5_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v2_v5_fields, f, o) from None
-
-_tags_list_offsets_partition_response_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsPartitionResponse, versions 6-11.
-def _tags_list_offsets_partition_response_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_partition_response_v6_v11_names, t) from None
 
 _parse_list_offsets_partition_response_v6_v11_fields = (
     (
@@ -893,33 +583,12 @@ def _parse_list_offsets_partition_response_v6_v11(b, p):
         o['offset'] = v0_3
         o['leader_epoch'] = v0_4
         if nt:
-            p = _tags_list_offsets_partition_response_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_list_offsets_partition_response_v6_v11_fields, f
         ) from None
-
-_tags_list_offsets_topic_response_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsTopicResponse, versions 6-11.
-def _tags_list_offsets_topic_response_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_topic_response_v6_v11_names, t) from None
 
 _parse_list_offsets_topic_response_v6_v11_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -963,17 +632,12 @@ def _parse_list_offsets_topic_response_v6_v11(b, p):
                     c['leader_epoch'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_list_offsets_partition_response_v6_v11(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_list_offsets_partition_response_v6_v11(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_list_offsets_partition_response_v6_v11, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -985,31 +649,10 @@ def _parse_list_offsets_topic_response_v6_v11(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_list_offsets_topic_response_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_topic_response_v6_v11_fields, f) from None
-
-_tags_list_offsets_response_v6_v11_names = {}
-
-# Parse the tagged fields of ListOffsetsResponse, versions 6-11.
-def _tags_list_offsets_response_v6_v11(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_offsets_response_v6_v11_names, t) from None
 
 _parse_list_offsets_response_v6_v11_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -1028,14 +671,7 @@ def _parse_list_offsets_response_v6_v11(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_list_offsets_topic_response_v6_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_list_offsets_topic_response_v6_v11)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1046,7 +682,7 @@ def _parse_list_offsets_response_v6_v11(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_list_offsets_response_v6_v11(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_offsets_response_v6_v11_fields, f) from None
@@ -1062,8 +698,8 @@ _build_list_offsets_partition_response_v6_v11_fields = (
     '_unknown_tags',
 )
 
-# Build ListOffsetsPartitionResponse, version 6.
-def _build_list_offsets_partition_response_v6(o, w):
+# Build ListOffsetsPartitionResponse, versions 6-11.
+def _build_list_offsets_partition_response_v6_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
@@ -1071,7 +707,6 @@ def _build_list_offsets_partition_response_v6(o, w):
                 o,
                 _build_list_offsets_partition_response_v6_v11_keys,
                 _build_list_offsets_partition_response_v4_v11_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1097,8 +732,8 @@ def _build_list_offsets_partition_response_v6(o, w):
 _build_list_offsets_topic_response_v6_v11_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_list_offsets_topic_response_v6_v11_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build ListOffsetsTopicResponse, version 6.
-def _build_list_offsets_topic_response_v6(o, w):
+# Build ListOffsetsTopicResponse, versions 6-11.
+def _build_list_offsets_topic_response_v6_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
@@ -1106,7 +741,6 @@ def _build_list_offsets_topic_response_v6(o, w):
                 o,
                 _build_list_offsets_topic_response_v6_v11_keys,
                 _build_list_offsets_topic_response_v0_v11_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1115,13 +749,8 @@ def _build_list_offsets_topic_response_v6(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_list_offsets_partition_response_v6_v11)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1139,8 +768,8 @@ _build_list_offsets_response_v6_v11_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags',
 )
 
-# Build ListOffsetsResponse, version 6.
-def _build_list_offsets_response_v6(o, w):
+# Build ListOffsetsResponse, versions 6-11.
+def _build_list_offsets_response_v6_v11(o, w):
     f = -1
     try:
         if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
@@ -1148,7 +777,6 @@ def _build_list_offsets_response_v6(o, w):
                 o,
                 _build_list_offsets_response_v6_v11_keys,
                 _build_list_offsets_response_v2_v11_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1156,518 +784,8 @@ def _build_list_offsets_response_v6(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 7.
-def _build_list_offsets_partition_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v6_v11_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_list_offsets_partition_response_v6_v11_fields, f, o
-        ) from None
-
-# Build ListOffsetsTopicResponse, version 7.
-def _build_list_offsets_topic_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v6_v11_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 7.
-def _build_list_offsets_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v6_v11_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 8.
-def _build_list_offsets_partition_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v6_v11_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_list_offsets_partition_response_v6_v11_fields, f, o
-        ) from None
-
-# Build ListOffsetsTopicResponse, version 8.
-def _build_list_offsets_topic_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v6_v11_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 8.
-def _build_list_offsets_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v6_v11_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 9.
-def _build_list_offsets_partition_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v6_v11_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_list_offsets_partition_response_v6_v11_fields, f, o
-        ) from None
-
-# Build ListOffsetsTopicResponse, version 9.
-def _build_list_offsets_topic_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v6_v11_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 9.
-def _build_list_offsets_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v6_v11_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 10.
-def _build_list_offsets_partition_response_v10(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v6_v11_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_list_offsets_partition_response_v6_v11_fields, f, o
-        ) from None
-
-# Build ListOffsetsTopicResponse, version 10.
-def _build_list_offsets_topic_response_v10(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v6_v11_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 10.
-def _build_list_offsets_response_v10(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v6_v11_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsPartitionResponse, version 11.
-def _build_list_offsets_partition_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_partition_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_partition_response_v6_v11_keys,
-                _build_list_offsets_partition_response_v4_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2_i32(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('timestamp', -1),
-            g('offset', -1),
-            g('leader_epoch', -1),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_list_offsets_partition_response_v6_v11_fields, f, o
-        ) from None
-
-# Build ListOffsetsTopicResponse, version 11.
-def _build_list_offsets_topic_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_topic_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_topic_response_v6_v11_keys,
-                _build_list_offsets_topic_response_v0_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_partition_response_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_offsets_topic_response_v6_v11_fields, f, o) from None
-
-# Build ListOffsetsResponse, version 11.
-def _build_list_offsets_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_list_offsets_response_v6_v11_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_offsets_response_v6_v11_keys,
-                _build_list_offsets_response_v2_v11_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_list_offsets_topic_response_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_list_offsets_topic_response_v6_v11)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1702,16 +820,16 @@ PARSE = {
 BUILD = {
     0: _build_list_offsets_response_v0,
     1: _build_list_offsets_response_v1,
-    2: _build_list_offsets_response_v2,
-    3: _build_list_offsets_response_v3,
-    4: _build_list_offsets_response_v4,
-    5: _build_list_offsets_response_v5,
-    6: _build_list_offsets_response_v6,
-    7: _build_list_offsets_response_v7,
-    8: _build_list_offsets_response_v8,
-    9: _build_list_offsets_response_v9,
-    10: _build_list_offsets_response_v10,
-    11: _build_list_offsets_response_v11,
+    2: _build_list_offsets_response_v2_v3,
+    3: _build_list_offsets_response_v2_v3,
+    4: _build_list_offsets_response_v4_v5,
+    5: _build_list_offsets_response_v4_v5,
+    6: _build_list_offsets_response_v6_v11,
+    7: _build_list_offsets_response_v6_v11,
+    8: _build_list_offsets_response_v6_v11,
+    9: _build_list_offsets_response_v6_v11,
+    10: _build_list_offsets_response_v6_v11,
+    11: _build_list_offsets_response_v6_v11,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '2+', 'none', 'none', None, '', True, ()),

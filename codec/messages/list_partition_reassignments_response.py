@@ -4,25 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -32,27 +30,6 @@ _pack_i32_i16 = Struct('>ih').pack
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 
-
-_tags_ongoing_partition_reassignment_v0_names = {}
-
-# Parse the tagged fields of OngoingPartitionReassignment, version 0.
-def _tags_ongoing_partition_reassignment_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_ongoing_partition_reassignment_v0_names, t) from None
 
 _parse_ongoing_partition_reassignment_v0_fields = (
     (('partition_index', 'i', None),), 'replicas', 'adding_replicas', 'removing_replicas',
@@ -102,31 +79,10 @@ def _parse_ongoing_partition_reassignment_v0(b, p):
         o['adding_replicas'] = v2
         o['removing_replicas'] = v3
         if nt:
-            p = _tags_ongoing_partition_reassignment_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_ongoing_partition_reassignment_v0_fields, f) from None
-
-_tags_ongoing_topic_reassignment_v0_names = {}
-
-# Parse the tagged fields of OngoingTopicReassignment, version 0.
-def _tags_ongoing_topic_reassignment_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_ongoing_topic_reassignment_v0_names, t) from None
 
 _parse_ongoing_topic_reassignment_v0_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -178,17 +134,12 @@ def _parse_ongoing_topic_reassignment_v0(b, p):
                 c['removing_replicas'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_ongoing_partition_reassignment_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_ongoing_partition_reassignment_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_ongoing_partition_reassignment_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -200,31 +151,10 @@ def _parse_ongoing_topic_reassignment_v0(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_ongoing_topic_reassignment_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_ongoing_topic_reassignment_v0_fields, f) from None
-
-_tags_list_partition_reassignments_response_v0_names = {}
-
-# Parse the tagged fields of ListPartitionReassignmentsResponse, version 0.
-def _tags_list_partition_reassignments_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_partition_reassignments_response_v0_names, t) from None
 
 _parse_list_partition_reassignments_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'topics',
@@ -246,14 +176,7 @@ def _parse_list_partition_reassignments_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_ongoing_topic_reassignment_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_ongoing_topic_reassignment_v0)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -266,7 +189,7 @@ def _parse_list_partition_reassignments_response_v0(b, p):
         o['error_message'] = v1
         o['topics'] = v2
         if nt:
-            p = _tags_list_partition_reassignments_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
@@ -291,7 +214,6 @@ def _build_ongoing_partition_reassignment_v0(o, w):
                 o,
                 _build_ongoing_partition_reassignment_v0_keys,
                 _build_ongoing_partition_reassignment_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -299,21 +221,21 @@ def _build_ongoing_partition_reassignment_v0(o, w):
         f = 1
         v = g('replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -340,7 +262,6 @@ def _build_ongoing_topic_reassignment_v0(o, w):
                 o,
                 _build_ongoing_topic_reassignment_v0_keys,
                 _build_ongoing_topic_reassignment_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -349,13 +270,8 @@ def _build_ongoing_topic_reassignment_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_ongoing_partition_reassignment_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_ongoing_partition_reassignment_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -384,7 +300,6 @@ def _build_list_partition_reassignments_response_v0(o, w):
                 o,
                 _build_list_partition_reassignments_response_v0_keys,
                 _build_list_partition_reassignments_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -395,13 +310,8 @@ def _build_list_partition_reassignments_response_v0(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_ongoing_topic_reassignment_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_ongoing_topic_reassignment_v0)
         t = None
         f = 3
         u = g('_unknown_tags')

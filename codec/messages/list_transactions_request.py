@@ -4,10 +4,8 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     null_error,
@@ -15,9 +13,8 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
@@ -28,27 +25,6 @@ from kipwire.codec._wire import UNPACK_INT64S
 _pack_i64 = Struct('>q').pack
 _unpack_i64 = Struct('>q').unpack_from
 
-
-_tags_list_transactions_request_v0_v2_names = {}
-
-# Parse the tagged fields of ListTransactionsRequest, versions 0-2.
-def _tags_list_transactions_request_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_transactions_request_v0_v2_names, t) from None
 
 _parse_list_transactions_request_v0_fields = (
     'state_filters', 'producer_id_filters', '_tagged_fields',
@@ -86,7 +62,7 @@ def _parse_list_transactions_request_v0(b, p):
         o['state_filters'] = v0
         o['producer_id_filters'] = v1
         if nt:
-            p = _tags_list_transactions_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_transactions_request_v0_fields, f) from None
@@ -111,20 +87,19 @@ def _build_list_transactions_request_v0(o, w):
                 o,
                 _build_list_transactions_request_v0_keys,
                 _build_list_transactions_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('state_filters', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 1
         v = g('producer_id_filters', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}q', *v)
@@ -178,7 +153,7 @@ def _parse_list_transactions_request_v1(b, p):
         o['producer_id_filters'] = v1
         o['duration_filter'] = v2_0
         if nt:
-            p = _tags_list_transactions_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_transactions_request_v1_fields, f) from None
@@ -200,20 +175,19 @@ def _build_list_transactions_request_v1(o, w):
                 o,
                 _build_list_transactions_request_v1_keys,
                 _build_list_transactions_request_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('state_filters', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 1
         v = g('producer_id_filters', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}q', *v)
@@ -273,7 +247,7 @@ def _parse_list_transactions_request_v2(b, p):
         o['duration_filter'] = v2_0
         o['transactional_id_pattern'] = v3
         if nt:
-            p = _tags_list_transactions_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_transactions_request_v2_fields, f) from None
@@ -297,20 +271,19 @@ def _build_list_transactions_request_v2(o, w):
                 o,
                 _build_list_transactions_request_v2_keys,
                 _build_list_transactions_request_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('state_filters', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 1
         v = g('producer_id_filters', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}q', *v)

@@ -4,22 +4,19 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -28,27 +25,6 @@ _pack_i64 = Struct('>q').pack
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i64 = Struct('>q').unpack_from
 
-
-_tags_transaction_state_v0_v2_names = {}
-
-# Parse the tagged fields of TransactionState, versions 0-2.
-def _tags_transaction_state_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_transaction_state_v0_v2_names, t) from None
 
 _parse_transaction_state_v0_v2_fields = (
     'transactional_id', (('producer_id', 'q', None),), 'transaction_state', '_tagged_fields',
@@ -76,31 +52,10 @@ def _parse_transaction_state_v0_v2(b, p):
         o['producer_id'] = v1_0
         o['transaction_state'] = v2
         if nt:
-            p = _tags_transaction_state_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_transaction_state_v0_v2_fields, f) from None
-
-_tags_list_transactions_response_v0_v2_names = {}
-
-# Parse the tagged fields of ListTransactionsResponse, versions 0-2.
-def _tags_list_transactions_response_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_list_transactions_response_v0_v2_names, t) from None
 
 _parse_list_transactions_response_v0_v2_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'unknown_state_filters',
@@ -146,17 +101,12 @@ def _parse_list_transactions_response_v0_v2(b, p):
                 c['transaction_state'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_transaction_state_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_transaction_state_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_transaction_state_v0_v2, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -170,7 +120,7 @@ def _parse_list_transactions_response_v0_v2(b, p):
         o['unknown_state_filters'] = v1
         o['transaction_states'] = v2
         if nt:
-            p = _tags_list_transactions_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_list_transactions_response_v0_v2_fields, f) from None
@@ -183,13 +133,13 @@ _build_transaction_state_v0_v2_fields = (
     'transactional_id', (('producer_id', 'q', 0),), 'transaction_state', '_unknown_tags',
 )
 
-# Build TransactionState, version 0.
-def _build_transaction_state_v0(o, w):
+# Build TransactionState, versions 0-2.
+def _build_transaction_state_v0_v2(o, w):
     f = -1
     try:
         if not _build_transaction_state_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_transaction_state_v0_v2_keys, _build_transaction_state_v0_v2_absent, 0
+                o, _build_transaction_state_v0_v2_keys, _build_transaction_state_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -220,8 +170,8 @@ _build_list_transactions_response_v0_v2_fields = (
     'transaction_states', '_unknown_tags',
 )
 
-# Build ListTransactionsResponse, version 0.
-def _build_list_transactions_response_v0(o, w):
+# Build ListTransactionsResponse, versions 0-2.
+def _build_list_transactions_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_list_transactions_response_v0_v2_keys.issuperset(o):
@@ -229,7 +179,6 @@ def _build_list_transactions_response_v0(o, w):
                 o,
                 _build_list_transactions_response_v0_v2_keys,
                 _build_list_transactions_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -237,156 +186,15 @@ def _build_list_transactions_response_v0(o, w):
         f = 1
         v = g('unknown_state_filters', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 2
         v = g('transaction_states', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_transaction_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_transactions_response_v0_v2_fields, f, o) from None
-
-# Build TransactionState, version 1.
-def _build_transaction_state_v1(o, w):
-    f = -1
-    try:
-        if not _build_transaction_state_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_transaction_state_v0_v2_keys, _build_transaction_state_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64(g('producer_id', 0))
-        f = 2
-        v = g('transaction_state', '')
-        write_compact_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_transaction_state_v0_v2_fields, f, o) from None
-
-# Build ListTransactionsResponse, version 1.
-def _build_list_transactions_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_list_transactions_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_transactions_response_v0_v2_keys,
-                _build_list_transactions_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('unknown_state_filters', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        f = 2
-        v = g('transaction_states', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_transaction_state_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_list_transactions_response_v0_v2_fields, f, o) from None
-
-# Build TransactionState, version 2.
-def _build_transaction_state_v2(o, w):
-    f = -1
-    try:
-        if not _build_transaction_state_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_transaction_state_v0_v2_keys, _build_transaction_state_v0_v2_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i64(g('producer_id', 0))
-        f = 2
-        v = g('transaction_state', '')
-        write_compact_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_transaction_state_v0_v2_fields, f, o) from None
-
-# Build ListTransactionsResponse, version 2.
-def _build_list_transactions_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_list_transactions_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_list_transactions_response_v0_v2_keys,
-                _build_list_transactions_response_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('unknown_state_filters', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for x in v or ():
-            write_compact_string(w, x)
-        f = 2
-        v = g('transaction_states', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_transaction_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_transaction_state_v0_v2)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -410,9 +218,9 @@ PARSE = {
     2: _parse_list_transactions_response_v0_v2,
 }
 BUILD = {
-    0: _build_list_transactions_response_v0,
-    1: _build_list_transactions_response_v1,
-    2: _build_list_transactions_response_v2,
+    0: _build_list_transactions_response_v0_v2,
+    1: _build_list_transactions_response_v0_v2,
+    2: _build_list_transactions_response_v0_v2,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

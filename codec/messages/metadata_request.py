@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -20,14 +17,13 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -75,12 +71,7 @@ def _parse_metadata_request_v0(b, p):
                 c['name'] = k0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_request_topic_v0_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_request_topic_v0_v8, b, q, z)
             raise
         o = Container()
         o['topics'] = v0
@@ -92,8 +83,8 @@ _build_metadata_request_topic_v0_v8_keys = frozenset({'name'})
 _build_metadata_request_topic_v0_v9_absent = {'topic_id': (ZERO_UUID, True)}
 _build_metadata_request_topic_v0_v8_fields = ('name',)
 
-# Build MetadataRequestTopic, version 0.
-def _build_metadata_request_topic_v0(o, w):
+# Build MetadataRequestTopic, versions 0-8.
+def _build_metadata_request_topic_v0_v8(o, w):
     f = -1
     try:
         if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
@@ -101,7 +92,6 @@ def _build_metadata_request_topic_v0(o, w):
                 o,
                 _build_metadata_request_topic_v0_v8_keys,
                 _build_metadata_request_topic_v0_v9_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -123,20 +113,13 @@ def _build_metadata_request_v0(o, w):
     f = -1
     try:
         if not _build_metadata_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent, 0
-            )
+            check_keys(o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent)
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_request_topic_v0_v8)
     except Exception as x:
         raise encode_failure(x, _build_metadata_request_v0_v3_fields, f, o) from None
 
@@ -160,12 +143,7 @@ def _parse_metadata_request_v1_v3(b, p):
                     c['name'] = k0
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v0_v8(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v0_v8, b, q, z)
                 raise
         o = Container()
         o['topics'] = v0
@@ -173,117 +151,16 @@ def _parse_metadata_request_v1_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v0_v3_fields, f) from None
 
-# Build MetadataRequestTopic, version 1.
-def _build_metadata_request_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 1.
-def _build_metadata_request_v1(o, w):
+# Build MetadataRequest, versions 1-3.
+def _build_metadata_request_v1_v3(o, w):
     f = -1
     try:
         if not _build_metadata_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent, 1
-            )
+            check_keys(o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent)
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v0_v3_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 2.
-def _build_metadata_request_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 2.
-def _build_metadata_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v0_v3_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 3.
-def _build_metadata_request_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 3.
-def _build_metadata_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v0_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v0_v3_keys, _build_metadata_request_v0_v3_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_metadata_request_topic_v0_v8)
     except Exception as x:
         raise encode_failure(x, _build_metadata_request_v0_v3_fields, f, o) from None
 
@@ -309,12 +186,7 @@ def _parse_metadata_request_v4_v7(b, p):
                     c['name'] = k0
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v0_v8(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v0_v8, b, q, z)
                 raise
         f = 1
         v1_0, = _unpack_bool(b, p)
@@ -326,24 +198,6 @@ def _parse_metadata_request_v4_v7(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v4_v7_fields, f) from None
 
-# Build MetadataRequestTopic, version 4.
-def _build_metadata_request_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
 _build_metadata_request_v4_v7_keys = frozenset({'allow_auto_topic_creation', 'topics'})
 _build_metadata_request_v4_v7_absent = {
     'include_cluster_authorized_operations': (False, False),
@@ -351,143 +205,16 @@ _build_metadata_request_v4_v7_absent = {
 }
 _build_metadata_request_v4_v7_fields = ('topics', (('allow_auto_topic_creation', '?', True),))
 
-# Build MetadataRequest, version 4.
-def _build_metadata_request_v4(o, w):
+# Build MetadataRequest, versions 4-7.
+def _build_metadata_request_v4_v7(o, w):
     f = -1
     try:
         if not _build_metadata_request_v4_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v4_v7_keys, _build_metadata_request_v4_v7_absent, 4
-            )
+            check_keys(o, _build_metadata_request_v4_v7_keys, _build_metadata_request_v4_v7_absent)
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_bool(g('allow_auto_topic_creation', True))
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v4_v7_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 5.
-def _build_metadata_request_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 5.
-def _build_metadata_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v4_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v4_v7_keys, _build_metadata_request_v4_v7_absent, 5
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_bool(g('allow_auto_topic_creation', True))
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v4_v7_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 6.
-def _build_metadata_request_topic_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 6.
-def _build_metadata_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v4_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v4_v7_keys, _build_metadata_request_v4_v7_absent, 6
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_bool(g('allow_auto_topic_creation', True))
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v4_v7_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 7.
-def _build_metadata_request_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
-
-# Build MetadataRequest, version 7.
-def _build_metadata_request_v7(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v4_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v4_v7_keys, _build_metadata_request_v4_v7_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_metadata_request_topic_v0_v8)
         f = 1
         w += _pack_bool(g('allow_auto_topic_creation', True))
     except Exception as x:
@@ -522,12 +249,7 @@ def _parse_metadata_request_v8(b, p):
                     c['name'] = k0
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v0_v8(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v0_v8, b, q, z)
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _unpack_boolx3(b, p)
@@ -540,24 +262,6 @@ def _parse_metadata_request_v8(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v8_fields, f) from None
-
-# Build MetadataRequestTopic, version 8.
-def _build_metadata_request_topic_v8(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v0_v8_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v0_v8_fields, f, o) from None
 
 _build_metadata_request_v8_keys = frozenset({
     'allow_auto_topic_creation', 'include_cluster_authorized_operations',
@@ -578,16 +282,11 @@ def _build_metadata_request_v8(o, w):
     f = -1
     try:
         if not _build_metadata_request_v8_keys.issuperset(o):
-            check_keys(o, _build_metadata_request_v8_keys, _build_metadata_request_v8_v10_absent, 8)
+            check_keys(o, _build_metadata_request_v8_keys, _build_metadata_request_v8_v10_absent)
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_metadata_request_topic_v0_v8)
         f = 1
         w += _pack_boolx3(
             g('allow_auto_topic_creation', True),
@@ -596,27 +295,6 @@ def _build_metadata_request_v8(o, w):
         )
     except Exception as x:
         raise encode_failure(x, _build_metadata_request_v8_fields, f, o) from None
-
-_tags_metadata_request_topic_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataRequestTopic, versions 9-13.
-def _tags_metadata_request_topic_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_request_topic_v9_v13_names, t) from None
 
 _parse_metadata_request_topic_v9_fields = ('name', '_tagged_fields')
 
@@ -635,31 +313,10 @@ def _parse_metadata_request_topic_v9(b, p):
         o = Container()
         o['name'] = v0
         if nt:
-            p = _tags_metadata_request_topic_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_topic_v9_fields, f) from None
-
-_tags_metadata_request_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataRequest, versions 9-13.
-def _tags_metadata_request_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_request_v9_v13_names, t) from None
 
 _parse_metadata_request_v9_v10_fields = (
     'topics',
@@ -695,17 +352,12 @@ def _parse_metadata_request_v9(b, p):
                     c['name'] = k0
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_metadata_request_topic_v9_v13(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v9(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v9, b, q, z)
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _unpack_boolx3(b, p)
@@ -722,7 +374,7 @@ def _parse_metadata_request_v9(b, p):
         o['include_cluster_authorized_operations'] = v1_1
         o['include_topic_authorized_operations'] = v1_2
         if nt:
-            p = _tags_metadata_request_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v9_v10_fields, f) from None
@@ -736,10 +388,7 @@ def _build_metadata_request_topic_v9(o, w):
     try:
         if not _build_metadata_request_topic_v9_keys.issuperset(o):
             check_keys(
-                o,
-                _build_metadata_request_topic_v9_keys,
-                _build_metadata_request_topic_v0_v9_absent,
-                9,
+                o, _build_metadata_request_topic_v9_keys, _build_metadata_request_topic_v0_v9_absent
             )
         g = o.get
         f = 0
@@ -775,17 +424,12 @@ def _build_metadata_request_v9(o, w):
     try:
         if not _build_metadata_request_v9_v10_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_request_v9_v10_keys, _build_metadata_request_v8_v10_absent, 9
+                o, _build_metadata_request_v9_v10_keys, _build_metadata_request_v8_v10_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_metadata_request_topic_v9)
         f = 1
         w += _pack_boolx3(
             g('allow_auto_topic_creation', True),
@@ -826,7 +470,7 @@ def _parse_metadata_request_topic_v10_v13(b, p):
         o['topic_id'] = v0_0
         o['name'] = v1
         if nt:
-            p = _tags_metadata_request_topic_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_topic_v10_v13_fields, f) from None
@@ -859,17 +503,12 @@ def _parse_metadata_request_v10(b, p):
                     c['name'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_metadata_request_topic_v9_v13(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v10_v13(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v10_v13, b, q, z)
                 raise
         f = 1
         v1_0, v1_1, v1_2 = _unpack_boolx3(b, p)
@@ -886,7 +525,7 @@ def _parse_metadata_request_v10(b, p):
         o['include_cluster_authorized_operations'] = v1_1
         o['include_topic_authorized_operations'] = v1_2
         if nt:
-            p = _tags_metadata_request_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v9_v10_fields, f) from None
@@ -898,8 +537,8 @@ _build_metadata_request_topic_v10_v13_fields = (
     'name', '_unknown_tags',
 )
 
-# Build MetadataRequestTopic, version 10.
-def _build_metadata_request_topic_v10(o, w):
+# Build MetadataRequestTopic, versions 10-13.
+def _build_metadata_request_topic_v10_v13(o, w):
     f = -1
     try:
         if not _build_metadata_request_topic_v10_v13_keys.issuperset(o):
@@ -907,7 +546,6 @@ def _build_metadata_request_topic_v10(o, w):
                 o,
                 _build_metadata_request_topic_v10_v13_keys,
                 _build_metadata_request_topic_v10_v13_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -931,17 +569,12 @@ def _build_metadata_request_v10(o, w):
     try:
         if not _build_metadata_request_v9_v10_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_request_v9_v10_keys, _build_metadata_request_v8_v10_absent, 10
+                o, _build_metadata_request_v9_v10_keys, _build_metadata_request_v8_v10_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_metadata_request_topic_v10_v13)
         f = 1
         w += _pack_boolx3(
             g('allow_auto_topic_creation', True),
@@ -992,17 +625,12 @@ def _parse_metadata_request_v11_v13(b, p):
                     c['name'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_metadata_request_topic_v9_v13(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_metadata_request_topic_v10_v13(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_metadata_request_topic_v10_v13, b, q, z)
                 raise
         f = 1
         v1_0, v1_1 = _unpack_boolx2(b, p)
@@ -1018,37 +646,10 @@ def _parse_metadata_request_v11_v13(b, p):
         o['allow_auto_topic_creation'] = v1_0
         o['include_topic_authorized_operations'] = v1_1
         if nt:
-            p = _tags_metadata_request_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_request_v11_v13_fields, f) from None
-
-# Build MetadataRequestTopic, version 11.
-def _build_metadata_request_topic_v11(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v10_v13_keys,
-                _build_metadata_request_topic_v10_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('name', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v10_v13_fields, f, o) from None
 
 _build_metadata_request_v11_v13_keys = frozenset({
     '_unknown_tags', 'allow_auto_topic_creation', 'include_topic_authorized_operations', 'topics',
@@ -1060,139 +661,18 @@ _build_metadata_request_v11_v13_fields = (
     '_unknown_tags',
 )
 
-# Build MetadataRequest, version 11.
-def _build_metadata_request_v11(o, w):
+# Build MetadataRequest, versions 11-13.
+def _build_metadata_request_v11_v13(o, w):
     f = -1
     try:
         if not _build_metadata_request_v11_v13_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_request_v11_v13_keys, _build_metadata_request_v11_v13_absent, 11
+                o, _build_metadata_request_v11_v13_keys, _build_metadata_request_v11_v13_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_boolx2(
-            g('allow_auto_topic_creation', True), g('include_topic_authorized_operations', False)
-        )
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v11_v13_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 12.
-def _build_metadata_request_topic_v12(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v10_v13_keys,
-                _build_metadata_request_topic_v10_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('name', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v10_v13_fields, f, o) from None
-
-# Build MetadataRequest, version 12.
-def _build_metadata_request_v12(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v11_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v11_v13_keys, _build_metadata_request_v11_v13_absent, 12
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_boolx2(
-            g('allow_auto_topic_creation', True), g('include_topic_authorized_operations', False)
-        )
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_v11_v13_fields, f, o) from None
-
-# Build MetadataRequestTopic, version 13.
-def _build_metadata_request_topic_v13(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_topic_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_request_topic_v10_v13_keys,
-                _build_metadata_request_topic_v10_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 1
-        v = g('name', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_request_topic_v10_v13_fields, f, o) from None
-
-# Build MetadataRequest, version 13.
-def _build_metadata_request_v13(o, w):
-    f = -1
-    try:
-        if not _build_metadata_request_v11_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_request_v11_v13_keys, _build_metadata_request_v11_v13_absent, 13
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_request_topic_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_metadata_request_topic_v10_v13)
         f = 1
         w += _pack_boolx2(
             g('allow_auto_topic_creation', True), g('include_topic_authorized_operations', False)
@@ -1232,19 +712,19 @@ PARSE = {
 }
 BUILD = {
     0: _build_metadata_request_v0,
-    1: _build_metadata_request_v1,
-    2: _build_metadata_request_v2,
-    3: _build_metadata_request_v3,
-    4: _build_metadata_request_v4,
-    5: _build_metadata_request_v5,
-    6: _build_metadata_request_v6,
-    7: _build_metadata_request_v7,
+    1: _build_metadata_request_v1_v3,
+    2: _build_metadata_request_v1_v3,
+    3: _build_metadata_request_v1_v3,
+    4: _build_metadata_request_v4_v7,
+    5: _build_metadata_request_v4_v7,
+    6: _build_metadata_request_v4_v7,
+    7: _build_metadata_request_v4_v7,
     8: _build_metadata_request_v8,
     9: _build_metadata_request_v9,
     10: _build_metadata_request_v10,
-    11: _build_metadata_request_v11,
-    12: _build_metadata_request_v12,
-    13: _build_metadata_request_v13,
+    11: _build_metadata_request_v11_v13,
+    12: _build_metadata_request_v11_v13,
+    13: _build_metadata_request_v11_v13,
 }
 SCHEMA = (
     (

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -22,15 +19,16 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -139,12 +137,7 @@ def _parse_metadata_response_topic_v0(b, p):
                 c['isr_nodes'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v0_v4, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -179,23 +172,11 @@ def _parse_metadata_response_v0(b, p):
                 c['port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v0, b, q, z)
             raise
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_metadata_response_topic_v0)
         o = Container()
         o['brokers'] = v0
         o['topics'] = v1
@@ -216,7 +197,6 @@ def _build_metadata_response_broker_v0(o, w):
                 o,
                 _build_metadata_response_broker_v0_keys,
                 _build_metadata_response_broker_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -241,8 +221,8 @@ _build_metadata_response_partition_v0_v4_fields = (
     'isr_nodes',
 )
 
-# Build MetadataResponsePartition, version 0.
-def _build_metadata_response_partition_v0(o, w):
+# Build MetadataResponsePartition, versions 0-4.
+def _build_metadata_response_partition_v0_v4(o, w):
     f = -1
     try:
         if not _build_metadata_response_partition_v0_v4_keys.issuperset(o):
@@ -250,7 +230,6 @@ def _build_metadata_response_partition_v0(o, w):
                 o,
                 _build_metadata_response_partition_v0_v4_keys,
                 _build_metadata_response_partition_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -258,14 +237,14 @@ def _build_metadata_response_partition_v0(o, w):
         f = 1
         v = g('replica_nodes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr_nodes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -286,10 +265,7 @@ def _build_metadata_response_topic_v0(o, w):
     try:
         if not _build_metadata_response_topic_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_metadata_response_topic_v0_keys,
-                _build_metadata_response_topic_v0_absent,
-                0,
+                o, _build_metadata_response_topic_v0_keys, _build_metadata_response_topic_v0_absent
             )
         g = o.get
         f = 0
@@ -300,13 +276,8 @@ def _build_metadata_response_topic_v0(o, w):
         f = 2
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_partition_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_topic_v0_fields, f, o) from None
 
@@ -325,28 +296,18 @@ def _build_metadata_response_v0(o, w):
     f = -1
     try:
         if not _build_metadata_response_v0_keys.issuperset(o):
-            check_keys(o, _build_metadata_response_v0_keys, _build_metadata_response_v0_absent, 0)
+            check_keys(o, _build_metadata_response_v0_keys, _build_metadata_response_v0_absent)
         g = o.get
         f = 0
         v = g('brokers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v0)
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v0)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v0_fields, f, o) from None
 
@@ -417,12 +378,7 @@ def _parse_metadata_response_topic_v1_v4(b, p):
                 c['isr_nodes'] = k2
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v0_v4, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -460,26 +416,14 @@ def _parse_metadata_response_v1(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v1_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_metadata_response_topic_v1_v4)
         o = Container()
         o['brokers'] = v0
         o['controller_id'] = v1_0
@@ -494,8 +438,8 @@ _build_metadata_response_broker_v1_v8_fields = (
     (('node_id', 'i', 0),), 'host', (('port', 'i', 0),), 'rack',
 )
 
-# Build MetadataResponseBroker, version 1.
-def _build_metadata_response_broker_v1(o, w):
+# Build MetadataResponseBroker, versions 1-8.
+def _build_metadata_response_broker_v1_v8(o, w):
     f = -1
     try:
         if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
@@ -503,7 +447,6 @@ def _build_metadata_response_broker_v1(o, w):
                 o,
                 _build_metadata_response_broker_v1_v8_keys,
                 _build_metadata_response_broker_v1_v13_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -519,37 +462,6 @@ def _build_metadata_response_broker_v1(o, w):
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
 
-# Build MetadataResponsePartition, version 1.
-def _build_metadata_response_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v0_v4_keys,
-                _build_metadata_response_partition_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2(g('error_code', 0), g('partition_index', 0), g('leader_id', 0))
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v0_v4_fields, f, o) from None
-
 _build_metadata_response_topic_v1_v7_keys = frozenset({
     'error_code', 'is_internal', 'name', 'partitions',
 })
@@ -561,8 +473,8 @@ _build_metadata_response_topic_v1_v7_fields = (
     (('error_code', 'h', 0),), 'name', (('is_internal', '?', False),), 'partitions',
 )
 
-# Build MetadataResponseTopic, version 1.
-def _build_metadata_response_topic_v1(o, w):
+# Build MetadataResponseTopic, versions 1-4.
+def _build_metadata_response_topic_v1_v4(o, w):
     f = -1
     try:
         if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
@@ -570,7 +482,6 @@ def _build_metadata_response_topic_v1(o, w):
                 o,
                 _build_metadata_response_topic_v1_v7_keys,
                 _build_metadata_response_topic_v1_v7_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -583,13 +494,8 @@ def _build_metadata_response_topic_v1(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_partition_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
 
@@ -607,30 +513,20 @@ def _build_metadata_response_v1(o, w):
     f = -1
     try:
         if not _build_metadata_response_v1_keys.issuperset(o):
-            check_keys(o, _build_metadata_response_v1_keys, _build_metadata_response_v1_absent, 1)
+            check_keys(o, _build_metadata_response_v1_keys, _build_metadata_response_v1_absent)
         g = o.get
         f = 0
         v = g('brokers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 1
         w += _pack_i32(g('controller_id', -1))
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v1_v4)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v1_fields, f, o) from None
 
@@ -663,12 +559,7 @@ def _parse_metadata_response_v2(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 1
         v1, p = read_nullable_string(b, p)
@@ -677,14 +568,7 @@ def _parse_metadata_response_v2(b, p):
         p += 4
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v1_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_metadata_response_topic_v1_v4)
         o = Container()
         o['brokers'] = v0
         o['cluster_id'] = v1
@@ -693,94 +577,6 @@ def _parse_metadata_response_v2(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v2_fields, f) from None
-
-# Build MetadataResponseBroker, version 2.
-def _build_metadata_response_broker_v2(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 2.
-def _build_metadata_response_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v0_v4_keys,
-                _build_metadata_response_partition_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2(g('error_code', 0), g('partition_index', 0), g('leader_id', 0))
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v0_v4_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 2.
-def _build_metadata_response_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v1_v7_keys,
-                _build_metadata_response_topic_v1_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_bool(g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
 
 _build_metadata_response_v2_keys = frozenset({'brokers', 'cluster_id', 'controller_id', 'topics'})
 _build_metadata_response_v2_absent = {
@@ -797,18 +593,13 @@ def _build_metadata_response_v2(o, w):
     f = -1
     try:
         if not _build_metadata_response_v2_keys.issuperset(o):
-            check_keys(o, _build_metadata_response_v2_keys, _build_metadata_response_v2_absent, 2)
+            check_keys(o, _build_metadata_response_v2_keys, _build_metadata_response_v2_absent)
         g = o.get
         f = 0
         v = g('brokers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 1
         v = g('cluster_id', None)
         write_nullable_string(w, v)
@@ -817,13 +608,8 @@ def _build_metadata_response_v2(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v1_v4)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v2_fields, f, o) from None
 
@@ -860,12 +646,7 @@ def _parse_metadata_response_v3_v4(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -874,14 +655,7 @@ def _parse_metadata_response_v3_v4(b, p):
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v1_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v1_v4)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['brokers'] = v1
@@ -891,94 +665,6 @@ def _parse_metadata_response_v3_v4(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v3_v7_fields, f) from None
-
-# Build MetadataResponseBroker, version 3.
-def _build_metadata_response_broker_v3(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 3.
-def _build_metadata_response_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v0_v4_keys,
-                _build_metadata_response_partition_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2(g('error_code', 0), g('partition_index', 0), g('leader_id', 0))
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v0_v4_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 3.
-def _build_metadata_response_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v1_v7_keys,
-                _build_metadata_response_topic_v1_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_bool(g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
 
 _build_metadata_response_v3_v7_keys = frozenset({
     'brokers', 'cluster_id', 'controller_id', 'throttle_time_ms', 'topics',
@@ -992,13 +678,13 @@ _build_metadata_response_v3_v7_fields = (
     'topics',
 )
 
-# Build MetadataResponse, version 3.
-def _build_metadata_response_v3(o, w):
+# Build MetadataResponse, versions 3-4.
+def _build_metadata_response_v3_v4(o, w):
     f = -1
     try:
         if not _build_metadata_response_v3_v7_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent, 3
+                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent
             )
         g = o.get
         f = 0
@@ -1006,13 +692,8 @@ def _build_metadata_response_v3(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 2
         v = g('cluster_id', None)
         write_nullable_string(w, v)
@@ -1021,140 +702,8 @@ def _build_metadata_response_v3(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_v3_v7_fields, f, o) from None
-
-# Build MetadataResponseBroker, version 4.
-def _build_metadata_response_broker_v4(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 4.
-def _build_metadata_response_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v0_v4_keys,
-                _build_metadata_response_partition_v0_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2(g('error_code', 0), g('partition_index', 0), g('leader_id', 0))
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v0_v4_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 4.
-def _build_metadata_response_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v1_v7_keys,
-                _build_metadata_response_topic_v1_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_bool(g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
-
-# Build MetadataResponse, version 4.
-def _build_metadata_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent, 4
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('brokers', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('cluster_id', None)
-        write_nullable_string(w, v)
-        f = 3
-        w += _pack_i32(g('controller_id', -1))
-        f = 4
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v1_v4)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v3_v7_fields, f, o) from None
 
@@ -1233,12 +782,7 @@ def _parse_metadata_response_topic_v5_v6(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v5_v6(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v5_v6, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -1277,12 +821,7 @@ def _parse_metadata_response_v5_v6(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1291,14 +830,7 @@ def _parse_metadata_response_v5_v6(b, p):
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v5_v6(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v5_v6)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['brokers'] = v1
@@ -1309,31 +841,6 @@ def _parse_metadata_response_v5_v6(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v3_v7_fields, f) from None
 
-# Build MetadataResponseBroker, version 5.
-def _build_metadata_response_broker_v5(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
 _build_metadata_response_partition_v5_v6_keys = frozenset({
     'error_code', 'isr_nodes', 'leader_id', 'offline_replicas', 'partition_index', 'replica_nodes',
 })
@@ -1343,8 +850,8 @@ _build_metadata_response_partition_v5_v6_fields = (
     'isr_nodes', 'offline_replicas',
 )
 
-# Build MetadataResponsePartition, version 5.
-def _build_metadata_response_partition_v5(o, w):
+# Build MetadataResponsePartition, versions 5-6.
+def _build_metadata_response_partition_v5_v6(o, w):
     f = -1
     try:
         if not _build_metadata_response_partition_v5_v6_keys.issuperset(o):
@@ -1352,7 +859,6 @@ def _build_metadata_response_partition_v5(o, w):
                 o,
                 _build_metadata_response_partition_v5_v6_keys,
                 _build_metadata_response_partition_v5_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1360,29 +866,29 @@ def _build_metadata_response_partition_v5(o, w):
         f = 1
         v = g('replica_nodes', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr_nodes', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_partition_v5_v6_fields, f, o) from None
 
-# Build MetadataResponseTopic, version 5.
-def _build_metadata_response_topic_v5(o, w):
+# Build MetadataResponseTopic, versions 5-6.
+def _build_metadata_response_topic_v5_v6(o, w):
     f = -1
     try:
         if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
@@ -1390,7 +896,6 @@ def _build_metadata_response_topic_v5(o, w):
                 o,
                 _build_metadata_response_topic_v1_v7_keys,
                 _build_metadata_response_topic_v1_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1403,23 +908,18 @@ def _build_metadata_response_topic_v5(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_partition_v5_v6)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
 
-# Build MetadataResponse, version 5.
-def _build_metadata_response_v5(o, w):
+# Build MetadataResponse, versions 5-6.
+def _build_metadata_response_v5_v6(o, w):
     f = -1
     try:
         if not _build_metadata_response_v3_v7_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent, 5
+                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent
             )
         g = o.get
         f = 0
@@ -1427,13 +927,8 @@ def _build_metadata_response_v5(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 2
         v = g('cluster_id', None)
         write_nullable_string(w, v)
@@ -1442,147 +937,8 @@ def _build_metadata_response_v5(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_v3_v7_fields, f, o) from None
-
-# Build MetadataResponseBroker, version 6.
-def _build_metadata_response_broker_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 6.
-def _build_metadata_response_partition_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v5_v6_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v5_v6_keys,
-                _build_metadata_response_partition_v5_v6_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2(g('error_code', 0), g('partition_index', 0), g('leader_id', 0))
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v5_v6_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 6.
-def _build_metadata_response_topic_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v1_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v1_v7_keys,
-                _build_metadata_response_topic_v1_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_bool(g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
-
-# Build MetadataResponse, version 6.
-def _build_metadata_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent, 6
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('brokers', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('cluster_id', None)
-        write_nullable_string(w, v)
-        f = 3
-        w += _pack_i32(g('controller_id', -1))
-        f = 4
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v5_v6)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v3_v7_fields, f, o) from None
 
@@ -1666,12 +1022,7 @@ def _parse_metadata_response_topic_v7(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v7_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v7_v8, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -1710,12 +1061,7 @@ def _parse_metadata_response_v7(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1724,14 +1070,7 @@ def _parse_metadata_response_v7(b, p):
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v7)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['brokers'] = v1
@@ -1741,31 +1080,6 @@ def _parse_metadata_response_v7(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v3_v7_fields, f) from None
-
-# Build MetadataResponseBroker, version 7.
-def _build_metadata_response_broker_v7(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
 
 _build_metadata_response_partition_v7_v8_keys = frozenset({
     'error_code', 'isr_nodes', 'leader_epoch', 'leader_id', 'offline_replicas', 'partition_index',
@@ -1780,8 +1094,8 @@ _build_metadata_response_partition_v7_v8_fields = (
     'replica_nodes', 'isr_nodes', 'offline_replicas',
 )
 
-# Build MetadataResponsePartition, version 7.
-def _build_metadata_response_partition_v7(o, w):
+# Build MetadataResponsePartition, versions 7-8.
+def _build_metadata_response_partition_v7_v8(o, w):
     f = -1
     try:
         if not _build_metadata_response_partition_v7_v8_keys.issuperset(o):
@@ -1789,7 +1103,6 @@ def _build_metadata_response_partition_v7(o, w):
                 o,
                 _build_metadata_response_partition_v7_v8_keys,
                 _build_metadata_response_partition_v7_v13_absent,
-                7,
             )
         g = o.get
         f = 0
@@ -1799,21 +1112,21 @@ def _build_metadata_response_partition_v7(o, w):
         f = 1
         v = g('replica_nodes', ())
         if v is None:
-            raise null_error(7)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr_nodes', ())
         if v is None:
-            raise null_error(7)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(7)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1829,7 +1142,6 @@ def _build_metadata_response_topic_v7(o, w):
                 o,
                 _build_metadata_response_topic_v1_v7_keys,
                 _build_metadata_response_topic_v1_v7_absent,
-                7,
             )
         g = o.get
         f = 0
@@ -1842,13 +1154,8 @@ def _build_metadata_response_topic_v7(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_partition_v7_v8)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_topic_v1_v7_fields, f, o) from None
 
@@ -1858,7 +1165,7 @@ def _build_metadata_response_v7(o, w):
     try:
         if not _build_metadata_response_v3_v7_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent, 7
+                o, _build_metadata_response_v3_v7_keys, _build_metadata_response_v3_v12_absent
             )
         g = o.get
         f = 0
@@ -1866,13 +1173,8 @@ def _build_metadata_response_v7(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 2
         v = g('cluster_id', None)
         write_nullable_string(w, v)
@@ -1881,13 +1183,8 @@ def _build_metadata_response_v7(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v7)
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v3_v7_fields, f, o) from None
 
@@ -1937,12 +1234,7 @@ def _parse_metadata_response_topic_v8(b, p):
                 c['offline_replicas'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v7_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v7_v8, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i32(b, p)
@@ -1990,12 +1282,7 @@ def _parse_metadata_response_v8(b, p):
                 c['rack'] = k3
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v1_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v1_v8, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -2004,14 +1291,7 @@ def _parse_metadata_response_v8(b, p):
         p += 4
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v8)
         f = 5
         v5_0, = _unpack_i32(b, p)
         p += 4
@@ -2025,71 +1305,6 @@ def _parse_metadata_response_v8(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v8_fields, f) from None
-
-# Build MetadataResponseBroker, version 8.
-def _build_metadata_response_broker_v8(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v1_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v1_v8_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v1_v8_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 8.
-def _build_metadata_response_partition_v8(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v7_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v7_v8_keys,
-                _build_metadata_response_partition_v7_v13_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x3(
-            g('error_code', 0), g('partition_index', 0), g('leader_id', 0), g('leader_epoch', -1)
-        )
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v7_v8_fields, f, o) from None
 
 _build_metadata_response_topic_v8_keys = frozenset({
     'error_code', 'is_internal', 'name', 'partitions', 'topic_authorized_operations',
@@ -2109,7 +1324,6 @@ def _build_metadata_response_topic_v8(o, w):
                 o,
                 _build_metadata_response_topic_v8_keys,
                 _build_metadata_response_topic_v8_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -2122,13 +1336,8 @@ def _build_metadata_response_topic_v8(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_partition_v7_v8)
         f = 4
         w += _pack_i32(g('topic_authorized_operations', -2147483648))
     except Exception as x:
@@ -2149,22 +1358,15 @@ def _build_metadata_response_v8(o, w):
     f = -1
     try:
         if not _build_metadata_response_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_response_v8_keys, _build_metadata_response_v8_v10_absent, 8
-            )
+            check_keys(o, _build_metadata_response_v8_keys, _build_metadata_response_v8_v10_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('throttle_time_ms', 0))
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_broker_v1_v8)
         f = 2
         v = g('cluster_id', None)
         write_nullable_string(w, v)
@@ -2173,38 +1375,12 @@ def _build_metadata_response_v8(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_metadata_response_topic_v8)
         f = 5
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
     except Exception as x:
         raise encode_failure(x, _build_metadata_response_v8_fields, f, o) from None
-
-_tags_metadata_response_broker_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataResponseBroker, versions 9-13.
-def _tags_metadata_response_broker_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_response_broker_v9_v13_names, t) from None
 
 _parse_metadata_response_broker_v9_v13_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'i', None),), 'rack', '_tagged_fields',
@@ -2236,31 +1412,10 @@ def _parse_metadata_response_broker_v9_v13(b, p):
         o['port'] = v2_0
         o['rack'] = v3
         if nt:
-            p = _tags_metadata_response_broker_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_broker_v9_v13_fields, f) from None
-
-_tags_metadata_response_partition_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataResponsePartition, versions 9-13.
-def _tags_metadata_response_partition_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_response_partition_v9_v13_names, t) from None
 
 _parse_metadata_response_partition_v9_v13_fields = (
     (
@@ -2316,31 +1471,10 @@ def _parse_metadata_response_partition_v9_v13(b, p):
         o['isr_nodes'] = v2
         o['offline_replicas'] = v3
         if nt:
-            p = _tags_metadata_response_partition_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_partition_v9_v13_fields, f) from None
-
-_tags_metadata_response_topic_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataResponseTopic, versions 9-13.
-def _tags_metadata_response_topic_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_response_topic_v9_v13_names, t) from None
 
 _parse_metadata_response_topic_v9_fields = (
     (('error_code', 'h', None),), 'name', (('is_internal', '?', None),), 'partitions',
@@ -2404,17 +1538,12 @@ def _parse_metadata_response_topic_v9(b, p):
                 c['offline_replicas'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_partition_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v9_v13, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i32(b, p)
@@ -2432,31 +1561,10 @@ def _parse_metadata_response_topic_v9(b, p):
         o['partitions'] = v3
         o['topic_authorized_operations'] = v4_0
         if nt:
-            p = _tags_metadata_response_topic_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_topic_v9_fields, f) from None
-
-_tags_metadata_response_v9_v13_names = {}
-
-# Parse the tagged fields of MetadataResponse, versions 9-13.
-def _tags_metadata_response_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_metadata_response_v9_v13_names, t) from None
 
 _parse_metadata_response_v9_v10_fields = (
     (('throttle_time_ms', 'i', None),), 'brokers', 'cluster_id', (('controller_id', 'i', None),),
@@ -2495,17 +1603,12 @@ def _parse_metadata_response_v9(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_broker_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2518,14 +1621,7 @@ def _parse_metadata_response_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v9)
         f = 5
         v5_0, = _unpack_i32(b, p)
         p += 4
@@ -2543,7 +1639,7 @@ def _parse_metadata_response_v9(b, p):
         o['topics'] = v4
         o['cluster_authorized_operations'] = v5_0
         if nt:
-            p = _tags_metadata_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v9_v10_fields, f) from None
@@ -2555,8 +1651,8 @@ _build_metadata_response_broker_v9_v13_fields = (
     (('node_id', 'i', 0),), 'host', (('port', 'i', 0),), 'rack', '_unknown_tags',
 )
 
-# Build MetadataResponseBroker, version 9.
-def _build_metadata_response_broker_v9(o, w):
+# Build MetadataResponseBroker, versions 9-13.
+def _build_metadata_response_broker_v9_v13(o, w):
     f = -1
     try:
         if not _build_metadata_response_broker_v9_v13_keys.issuperset(o):
@@ -2564,7 +1660,6 @@ def _build_metadata_response_broker_v9(o, w):
                 o,
                 _build_metadata_response_broker_v9_v13_keys,
                 _build_metadata_response_broker_v1_v13_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -2599,8 +1694,8 @@ _build_metadata_response_partition_v9_v13_fields = (
     'replica_nodes', 'isr_nodes', 'offline_replicas', '_unknown_tags',
 )
 
-# Build MetadataResponsePartition, version 9.
-def _build_metadata_response_partition_v9(o, w):
+# Build MetadataResponsePartition, versions 9-13.
+def _build_metadata_response_partition_v9_v13(o, w):
     f = -1
     try:
         if not _build_metadata_response_partition_v9_v13_keys.issuperset(o):
@@ -2608,7 +1703,6 @@ def _build_metadata_response_partition_v9(o, w):
                 o,
                 _build_metadata_response_partition_v9_v13_keys,
                 _build_metadata_response_partition_v7_v13_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -2618,21 +1712,21 @@ def _build_metadata_response_partition_v9(o, w):
         f = 1
         v = g('replica_nodes', ())
         if v is None:
-            raise null_error(9)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr_nodes', ())
         if v is None:
-            raise null_error(9)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(9)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2664,7 +1758,6 @@ def _build_metadata_response_topic_v9(o, w):
                 o,
                 _build_metadata_response_topic_v9_keys,
                 _build_metadata_response_topic_v8_v9_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -2677,13 +1770,8 @@ def _build_metadata_response_topic_v9(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_partition_v9_v13)
         f = 4
         w += _pack_i32(g('topic_authorized_operations', -2147483648))
         t = None
@@ -2711,7 +1799,7 @@ def _build_metadata_response_v9(o, w):
     try:
         if not _build_metadata_response_v9_v10_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v9_v10_keys, _build_metadata_response_v8_v10_absent, 9
+                o, _build_metadata_response_v9_v10_keys, _build_metadata_response_v8_v10_absent
             )
         g = o.get
         f = 0
@@ -2719,13 +1807,8 @@ def _build_metadata_response_v9(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_broker_v9_v13)
         f = 2
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
@@ -2734,13 +1817,8 @@ def _build_metadata_response_v9(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_topic_v9)
         f = 5
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
         t = None
@@ -2816,17 +1894,12 @@ def _parse_metadata_response_topic_v10_v11(b, p):
                 c['offline_replicas'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_partition_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v9_v13, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i32(b, p)
@@ -2845,7 +1918,7 @@ def _parse_metadata_response_topic_v10_v11(b, p):
         o['partitions'] = v3
         o['topic_authorized_operations'] = v4_0
         if nt:
-            p = _tags_metadata_response_topic_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_topic_v10_v13_fields, f) from None
@@ -2882,17 +1955,12 @@ def _parse_metadata_response_v10(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_broker_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2905,14 +1973,7 @@ def _parse_metadata_response_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v10_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v10_v11)
         f = 5
         v5_0, = _unpack_i32(b, p)
         p += 4
@@ -2930,89 +1991,10 @@ def _parse_metadata_response_v10(b, p):
         o['topics'] = v4
         o['cluster_authorized_operations'] = v5_0
         if nt:
-            p = _tags_metadata_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v9_v10_fields, f) from None
-
-# Build MetadataResponseBroker, version 10.
-def _build_metadata_response_broker_v10(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v9_v13_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v9_v13_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 10.
-def _build_metadata_response_partition_v10(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v9_v13_keys,
-                _build_metadata_response_partition_v7_v13_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x3(
-            g('error_code', 0), g('partition_index', 0), g('leader_id', 0), g('leader_epoch', -1)
-        )
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v9_v13_fields, f, o) from None
 
 _build_metadata_response_topic_v10_v13_keys = frozenset({
     '_unknown_tags', 'error_code', 'is_internal', 'name', 'partitions',
@@ -3028,8 +2010,8 @@ _build_metadata_response_topic_v10_v13_fields = (
     'partitions', (('topic_authorized_operations', 'i', -2147483648),), '_unknown_tags',
 )
 
-# Build MetadataResponseTopic, version 10.
-def _build_metadata_response_topic_v10(o, w):
+# Build MetadataResponseTopic, versions 10-11.
+def _build_metadata_response_topic_v10_v11(o, w):
     f = -1
     try:
         if not _build_metadata_response_topic_v10_v13_keys.issuperset(o):
@@ -3037,7 +2019,6 @@ def _build_metadata_response_topic_v10(o, w):
                 o,
                 _build_metadata_response_topic_v10_v13_keys,
                 _build_metadata_response_topic_v10_v13_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -3050,13 +2031,8 @@ def _build_metadata_response_topic_v10(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_partition_v9_v13)
         f = 4
         w += _pack_i32(g('topic_authorized_operations', -2147483648))
         t = None
@@ -3075,7 +2051,7 @@ def _build_metadata_response_v10(o, w):
     try:
         if not _build_metadata_response_v9_v10_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v9_v10_keys, _build_metadata_response_v8_v10_absent, 10
+                o, _build_metadata_response_v9_v10_keys, _build_metadata_response_v8_v10_absent
             )
         g = o.get
         f = 0
@@ -3083,13 +2059,8 @@ def _build_metadata_response_v10(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_broker_v9_v13)
         f = 2
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
@@ -3098,13 +2069,8 @@ def _build_metadata_response_v10(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_topic_v10_v11)
         f = 5
         w += _pack_i32(g('cluster_authorized_operations', -2147483648))
         t = None
@@ -3154,17 +2120,12 @@ def _parse_metadata_response_v11(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_broker_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -3177,14 +2138,7 @@ def _parse_metadata_response_v11(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v10_v11(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v10_v11)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -3198,130 +2152,10 @@ def _parse_metadata_response_v11(b, p):
         o['controller_id'] = v3_0
         o['topics'] = v4
         if nt:
-            p = _tags_metadata_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v11_v12_fields, f) from None
-
-# Build MetadataResponseBroker, version 11.
-def _build_metadata_response_broker_v11(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v9_v13_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v9_v13_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 11.
-def _build_metadata_response_partition_v11(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v9_v13_keys,
-                _build_metadata_response_partition_v7_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x3(
-            g('error_code', 0), g('partition_index', 0), g('leader_id', 0), g('leader_epoch', -1)
-        )
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v9_v13_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 11.
-def _build_metadata_response_topic_v11(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v10_v13_keys,
-                _build_metadata_response_topic_v10_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_uuid_bool(uuid_bytes(g('topic_id', ZERO_UUID)), g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 4
-        w += _pack_i32(g('topic_authorized_operations', -2147483648))
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v10_v13_fields, f, o) from None
 
 _build_metadata_response_v11_v12_keys = frozenset({
     '_unknown_tags', 'brokers', 'cluster_id', 'controller_id', 'throttle_time_ms', 'topics',
@@ -3337,7 +2171,7 @@ def _build_metadata_response_v11(o, w):
     try:
         if not _build_metadata_response_v11_v12_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v11_v12_keys, _build_metadata_response_v3_v12_absent, 11
+                o, _build_metadata_response_v11_v12_keys, _build_metadata_response_v3_v12_absent
             )
         g = o.get
         f = 0
@@ -3345,13 +2179,8 @@ def _build_metadata_response_v11(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_broker_v9_v13)
         f = 2
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
@@ -3360,13 +2189,8 @@ def _build_metadata_response_v11(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_topic_v10_v11)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -3435,17 +2259,12 @@ def _parse_metadata_response_topic_v12_v13(b, p):
                 c['offline_replicas'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_partition_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_partition_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_partition_v9_v13, b, q, z)
             raise
         f = 4
         v4_0, = _unpack_i32(b, p)
@@ -3464,7 +2283,7 @@ def _parse_metadata_response_topic_v12_v13(b, p):
         o['partitions'] = v3
         o['topic_authorized_operations'] = v4_0
         if nt:
-            p = _tags_metadata_response_topic_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_topic_v10_v13_fields, f) from None
@@ -3501,17 +2320,12 @@ def _parse_metadata_response_v12(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_broker_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -3524,14 +2338,7 @@ def _parse_metadata_response_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v12_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v12_v13)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -3545,92 +2352,13 @@ def _parse_metadata_response_v12(b, p):
         o['controller_id'] = v3_0
         o['topics'] = v4
         if nt:
-            p = _tags_metadata_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v11_v12_fields, f) from None
 
-# Build MetadataResponseBroker, version 12.
-def _build_metadata_response_broker_v12(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v9_v13_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v9_v13_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 12.
-def _build_metadata_response_partition_v12(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v9_v13_keys,
-                _build_metadata_response_partition_v7_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x3(
-            g('error_code', 0), g('partition_index', 0), g('leader_id', 0), g('leader_epoch', -1)
-        )
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v9_v13_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 12.
-def _build_metadata_response_topic_v12(o, w):
+# Build MetadataResponseTopic, versions 12-13.
+def _build_metadata_response_topic_v12_v13(o, w):
     f = -1
     try:
         if not _build_metadata_response_topic_v10_v13_keys.issuperset(o):
@@ -3638,7 +2366,6 @@ def _build_metadata_response_topic_v12(o, w):
                 o,
                 _build_metadata_response_topic_v10_v13_keys,
                 _build_metadata_response_topic_v10_v13_absent,
-                12,
             )
         g = o.get
         f = 0
@@ -3651,13 +2378,8 @@ def _build_metadata_response_topic_v12(o, w):
         f = 3
         v = g('partitions', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_partition_v9_v13)
         f = 4
         w += _pack_i32(g('topic_authorized_operations', -2147483648))
         t = None
@@ -3676,7 +2398,7 @@ def _build_metadata_response_v12(o, w):
     try:
         if not _build_metadata_response_v11_v12_keys.issuperset(o):
             check_keys(
-                o, _build_metadata_response_v11_v12_keys, _build_metadata_response_v3_v12_absent, 12
+                o, _build_metadata_response_v11_v12_keys, _build_metadata_response_v3_v12_absent
             )
         g = o.get
         f = 0
@@ -3684,13 +2406,8 @@ def _build_metadata_response_v12(o, w):
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_broker_v9_v13)
         f = 2
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
@@ -3699,13 +2416,8 @@ def _build_metadata_response_v12(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_topic_v12_v13)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -3753,17 +2465,12 @@ def _parse_metadata_response_v13(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_metadata_response_broker_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_metadata_response_broker_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_metadata_response_broker_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -3776,14 +2483,7 @@ def _parse_metadata_response_v13(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_metadata_response_topic_v12_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_metadata_response_topic_v12_v13)
         f = 5
         v5_0, = _unpack_i16(b, p)
         p += 2
@@ -3801,130 +2501,10 @@ def _parse_metadata_response_v13(b, p):
         o['topics'] = v4
         o['error_code'] = v5_0
         if nt:
-            p = _tags_metadata_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_metadata_response_v13_fields, f) from None
-
-# Build MetadataResponseBroker, version 13.
-def _build_metadata_response_broker_v13(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_broker_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_broker_v9_v13_keys,
-                _build_metadata_response_broker_v1_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_broker_v9_v13_fields, f, o) from None
-
-# Build MetadataResponsePartition, version 13.
-def _build_metadata_response_partition_v13(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_partition_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_partition_v9_v13_keys,
-                _build_metadata_response_partition_v7_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x3(
-            g('error_code', 0), g('partition_index', 0), g('leader_id', 0), g('leader_epoch', -1)
-        )
-        f = 1
-        v = g('replica_nodes', ())
-        if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        v = g('isr_nodes', ())
-        if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_partition_v9_v13_fields, f, o) from None
-
-# Build MetadataResponseTopic, version 13.
-def _build_metadata_response_topic_v13(o, w):
-    f = -1
-    try:
-        if not _build_metadata_response_topic_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_metadata_response_topic_v10_v13_keys,
-                _build_metadata_response_topic_v10_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('name', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_uuid_bool(uuid_bytes(g('topic_id', ZERO_UUID)), g('is_internal', False))
-        f = 3
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_partition_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 4
-        w += _pack_i32(g('topic_authorized_operations', -2147483648))
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_metadata_response_topic_v10_v13_fields, f, o) from None
 
 _build_metadata_response_v13_keys = frozenset({
     '_unknown_tags', 'brokers', 'cluster_id', 'controller_id', 'error_code', 'throttle_time_ms',
@@ -3941,22 +2521,15 @@ def _build_metadata_response_v13(o, w):
     f = -1
     try:
         if not _build_metadata_response_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_metadata_response_v13_keys, _build_metadata_response_v13_absent, 13
-            )
+            check_keys(o, _build_metadata_response_v13_keys, _build_metadata_response_v13_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('throttle_time_ms', 0))
         f = 1
         v = g('brokers', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_broker_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_broker_v9_v13)
         f = 2
         v = g('cluster_id', None)
         write_compact_nullable_string(w, v)
@@ -3965,13 +2538,8 @@ def _build_metadata_response_v13(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_metadata_response_topic_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_metadata_response_topic_v12_v13)
         f = 5
         w += _pack_i16(g('error_code', 0))
         t = None
@@ -4011,10 +2579,10 @@ BUILD = {
     0: _build_metadata_response_v0,
     1: _build_metadata_response_v1,
     2: _build_metadata_response_v2,
-    3: _build_metadata_response_v3,
-    4: _build_metadata_response_v4,
-    5: _build_metadata_response_v5,
-    6: _build_metadata_response_v6,
+    3: _build_metadata_response_v3_v4,
+    4: _build_metadata_response_v3_v4,
+    5: _build_metadata_response_v5_v6,
+    6: _build_metadata_response_v5_v6,
     7: _build_metadata_response_v7,
     8: _build_metadata_response_v8,
     9: _build_metadata_response_v9,

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,15 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -94,12 +91,7 @@ def _parse_offset_commit_request_topic_v0_v5(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_request_partition_v0_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_request_partition_v0_v5, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -118,14 +110,7 @@ def _parse_offset_commit_request_v0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v0_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v0_v5)
         o = Container()
         o['group_id'] = v0
         o['topics'] = v1
@@ -144,8 +129,8 @@ _build_offset_commit_request_partition_v0_v5_fields = (
     (('partition_index', 'i', 0), ('committed_offset', 'q', 0)), 'committed_metadata',
 )
 
-# Build OffsetCommitRequestPartition, version 0.
-def _build_offset_commit_request_partition_v0(o, w):
+# Build OffsetCommitRequestPartition, versions 0, 2-5.
+def _build_offset_commit_request_partition_v0_v5(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_partition_v0_v5_keys.issuperset(o):
@@ -153,7 +138,6 @@ def _build_offset_commit_request_partition_v0(o, w):
                 o,
                 _build_offset_commit_request_partition_v0_v5_keys,
                 _build_offset_commit_request_partition_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -168,8 +152,8 @@ _build_offset_commit_request_topic_v0_v7_keys = frozenset({'name', 'partitions'}
 _build_offset_commit_request_topic_v0_v9_absent = {'topic_id': (ZERO_UUID, True)}
 _build_offset_commit_request_topic_v0_v7_fields = ('name', 'partitions')
 
-# Build OffsetCommitRequestTopic, version 0.
-def _build_offset_commit_request_topic_v0(o, w):
+# Build OffsetCommitRequestTopic, versions 0, 2-5.
+def _build_offset_commit_request_topic_v0_v5(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
@@ -177,7 +161,6 @@ def _build_offset_commit_request_topic_v0(o, w):
                 o,
                 _build_offset_commit_request_topic_v0_v7_keys,
                 _build_offset_commit_request_topic_v0_v9_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -186,13 +169,8 @@ def _build_offset_commit_request_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_partition_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
 
@@ -211,7 +189,7 @@ def _build_offset_commit_request_v0(o, w):
     try:
         if not _build_offset_commit_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_offset_commit_request_v0_keys, _build_offset_commit_request_v0_absent, 0
+                o, _build_offset_commit_request_v0_keys, _build_offset_commit_request_v0_absent
             )
         g = o.get
         f = 0
@@ -220,13 +198,8 @@ def _build_offset_commit_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v0_fields, f, o) from None
 
@@ -280,12 +253,7 @@ def _parse_offset_commit_request_topic_v1(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_request_partition_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_request_partition_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -311,14 +279,7 @@ def _parse_offset_commit_request_v1(b, p):
         v2, p = read_string(b, p)
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v1)
         o = Container()
         o['group_id'] = v0
         o['generation_id_or_member_epoch'] = v1_0
@@ -346,7 +307,6 @@ def _build_offset_commit_request_partition_v1(o, w):
                 o,
                 _build_offset_commit_request_partition_v1_keys,
                 _build_offset_commit_request_partition_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -368,7 +328,6 @@ def _build_offset_commit_request_topic_v1(o, w):
                 o,
                 _build_offset_commit_request_topic_v0_v7_keys,
                 _build_offset_commit_request_topic_v0_v9_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -377,13 +336,8 @@ def _build_offset_commit_request_topic_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_partition_v1)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
 
@@ -407,7 +361,6 @@ def _build_offset_commit_request_v1(o, w):
                 o,
                 _build_offset_commit_request_v1_v6_keys,
                 _build_offset_commit_request_v1_v6_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -421,13 +374,8 @@ def _build_offset_commit_request_v1(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v1)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v1_v6_fields, f, o) from None
 
@@ -452,14 +400,7 @@ def _parse_offset_commit_request_v2_v4(b, p):
         p += 8
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v0_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v0_v5)
         o = Container()
         o['group_id'] = v0
         o['generation_id_or_member_epoch'] = v1_0
@@ -470,54 +411,6 @@ def _parse_offset_commit_request_v2_v4(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_v2_v4_fields, f) from None
 
-# Build OffsetCommitRequestPartition, version 2.
-def _build_offset_commit_request_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v0_v5_keys,
-                _build_offset_commit_request_partition_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_partition_v0_v5_fields, f, o) from None
-
-# Build OffsetCommitRequestTopic, version 2.
-def _build_offset_commit_request_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v0_v7_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
-
 _build_offset_commit_request_v2_v4_keys = frozenset({
     'generation_id_or_member_epoch', 'group_id', 'member_id', 'retention_time_ms', 'topics',
 })
@@ -527,8 +420,8 @@ _build_offset_commit_request_v2_v4_fields = (
     (('retention_time_ms', 'q', -1),), 'topics',
 )
 
-# Build OffsetCommitRequest, version 2.
-def _build_offset_commit_request_v2(o, w):
+# Build OffsetCommitRequest, versions 2-4.
+def _build_offset_commit_request_v2_v4(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_v2_v4_keys.issuperset(o):
@@ -536,7 +429,6 @@ def _build_offset_commit_request_v2(o, w):
                 o,
                 _build_offset_commit_request_v2_v4_keys,
                 _build_offset_commit_request_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -552,179 +444,8 @@ def _build_offset_commit_request_v2(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_v2_v4_fields, f, o) from None
-
-# Build OffsetCommitRequestPartition, version 3.
-def _build_offset_commit_request_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v0_v5_keys,
-                _build_offset_commit_request_partition_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_partition_v0_v5_fields, f, o) from None
-
-# Build OffsetCommitRequestTopic, version 3.
-def _build_offset_commit_request_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v0_v7_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitRequest, version 3.
-def _build_offset_commit_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_v2_v4_keys,
-                _build_offset_commit_request_v2_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id_or_member_epoch', -1))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        w += _pack_i64(g('retention_time_ms', -1))
-        f = 4
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_v2_v4_fields, f, o) from None
-
-# Build OffsetCommitRequestPartition, version 4.
-def _build_offset_commit_request_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v0_v5_keys,
-                _build_offset_commit_request_partition_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_partition_v0_v5_fields, f, o) from None
-
-# Build OffsetCommitRequestTopic, version 4.
-def _build_offset_commit_request_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v0_v7_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitRequest, version 4.
-def _build_offset_commit_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_v2_v4_keys,
-                _build_offset_commit_request_v2_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id_or_member_epoch', -1))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        w += _pack_i64(g('retention_time_ms', -1))
-        f = 4
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v2_v4_fields, f, o) from None
 
@@ -741,14 +462,7 @@ def _parse_offset_commit_request_v5(b, p):
         v2, p = read_string(b, p)
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v0_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v0_v5)
         o = Container()
         o['group_id'] = v0
         o['generation_id_or_member_epoch'] = v1_0
@@ -757,54 +471,6 @@ def _parse_offset_commit_request_v5(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_v1_v6_fields, f) from None
-
-# Build OffsetCommitRequestPartition, version 5.
-def _build_offset_commit_request_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v0_v5_keys,
-                _build_offset_commit_request_partition_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_partition_v0_v5_fields, f, o) from None
-
-# Build OffsetCommitRequestTopic, version 5.
-def _build_offset_commit_request_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v0_v7_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
 
 # Build OffsetCommitRequest, version 5.
 def _build_offset_commit_request_v5(o, w):
@@ -815,7 +481,6 @@ def _build_offset_commit_request_v5(o, w):
                 o,
                 _build_offset_commit_request_v1_v6_keys,
                 _build_offset_commit_request_v1_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -829,13 +494,8 @@ def _build_offset_commit_request_v5(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v1_v6_fields, f, o) from None
 
@@ -889,12 +549,7 @@ def _parse_offset_commit_request_topic_v6_v7(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_request_partition_v6_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_request_partition_v6_v7, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -916,14 +571,7 @@ def _parse_offset_commit_request_v6(b, p):
         v2, p = read_string(b, p)
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v6_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v6_v7)
         o = Container()
         o['group_id'] = v0
         o['generation_id_or_member_epoch'] = v1_0
@@ -945,8 +593,8 @@ _build_offset_commit_request_partition_v6_v7_fields = (
     'committed_metadata',
 )
 
-# Build OffsetCommitRequestPartition, version 6.
-def _build_offset_commit_request_partition_v6(o, w):
+# Build OffsetCommitRequestPartition, versions 6-7.
+def _build_offset_commit_request_partition_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_partition_v6_v7_keys.issuperset(o):
@@ -954,7 +602,6 @@ def _build_offset_commit_request_partition_v6(o, w):
                 o,
                 _build_offset_commit_request_partition_v6_v7_keys,
                 _build_offset_commit_request_partition_v6_v10_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -967,8 +614,8 @@ def _build_offset_commit_request_partition_v6(o, w):
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_partition_v6_v7_fields, f, o) from None
 
-# Build OffsetCommitRequestTopic, version 6.
-def _build_offset_commit_request_topic_v6(o, w):
+# Build OffsetCommitRequestTopic, versions 6-7.
+def _build_offset_commit_request_topic_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
@@ -976,7 +623,6 @@ def _build_offset_commit_request_topic_v6(o, w):
                 o,
                 _build_offset_commit_request_topic_v0_v7_keys,
                 _build_offset_commit_request_topic_v0_v9_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -985,13 +631,8 @@ def _build_offset_commit_request_topic_v6(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_partition_v6_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
 
@@ -1004,7 +645,6 @@ def _build_offset_commit_request_v6(o, w):
                 o,
                 _build_offset_commit_request_v1_v6_keys,
                 _build_offset_commit_request_v1_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1018,13 +658,8 @@ def _build_offset_commit_request_v6(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v6_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v1_v6_fields, f, o) from None
 
@@ -1048,14 +683,7 @@ def _parse_offset_commit_request_v7(b, p):
         v3, p = read_nullable_string(b, p)
         f = 4
         n, p = read_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v6_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v6_v7)
         o = Container()
         o['group_id'] = v0
         o['generation_id_or_member_epoch'] = v1_0
@@ -1065,56 +693,6 @@ def _parse_offset_commit_request_v7(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_v7_fields, f) from None
-
-# Build OffsetCommitRequestPartition, version 7.
-def _build_offset_commit_request_partition_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v6_v7_keys,
-                _build_offset_commit_request_partition_v6_v10_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_partition_v6_v7_fields, f, o) from None
-
-# Build OffsetCommitRequestTopic, version 7.
-def _build_offset_commit_request_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v0_v7_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v0_v7_fields, f, o) from None
 
 _build_offset_commit_request_v7_keys = frozenset({
     'generation_id_or_member_epoch', 'group_id', 'group_instance_id', 'member_id', 'topics',
@@ -1131,10 +709,7 @@ def _build_offset_commit_request_v7(o, w):
     try:
         if not _build_offset_commit_request_v7_keys.issuperset(o):
             check_keys(
-                o,
-                _build_offset_commit_request_v7_keys,
-                _build_offset_commit_request_v7_v10_absent,
-                7,
+                o, _build_offset_commit_request_v7_keys, _build_offset_commit_request_v7_v10_absent
             )
         g = o.get
         f = 0
@@ -1151,36 +726,10 @@ def _build_offset_commit_request_v7(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_request_topic_v6_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_request_v7_fields, f, o) from None
-
-_tags_offset_commit_request_partition_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitRequestPartition, versions 8-10.
-def _tags_offset_commit_request_partition_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_request_partition_v8_v10_names, t) from None
 
 _parse_offset_commit_request_partition_v8_v10_fields = (
     (
@@ -1211,33 +760,12 @@ def _parse_offset_commit_request_partition_v8_v10(b, p):
         o['committed_leader_epoch'] = v0_2
         o['committed_metadata'] = v1
         if nt:
-            p = _tags_offset_commit_request_partition_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_offset_commit_request_partition_v8_v10_fields, f
         ) from None
-
-_tags_offset_commit_request_topic_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitRequestTopic, versions 8-10.
-def _tags_offset_commit_request_topic_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_request_topic_v8_v10_names, t) from None
 
 _parse_offset_commit_request_topic_v8_v9_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -1269,17 +797,12 @@ def _parse_offset_commit_request_topic_v8_v9(b, p):
                 c['committed_metadata'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_offset_commit_request_partition_v8_v10(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_request_partition_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_request_partition_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1291,31 +814,10 @@ def _parse_offset_commit_request_topic_v8_v9(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_commit_request_topic_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_topic_v8_v9_fields, f) from None
-
-_tags_offset_commit_request_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitRequest, versions 8-10.
-def _tags_offset_commit_request_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_request_v8_v10_names, t) from None
 
 _parse_offset_commit_request_v8_v10_fields = (
     'group_id', (('generation_id_or_member_epoch', 'i', None),), 'member_id', 'group_instance_id',
@@ -1341,14 +843,7 @@ def _parse_offset_commit_request_v8_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v8_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v8_v9)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -1362,7 +857,7 @@ def _parse_offset_commit_request_v8_v9(b, p):
         o['group_instance_id'] = v3
         o['topics'] = v4
         if nt:
-            p = _tags_offset_commit_request_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_v8_v10_fields, f) from None
@@ -1379,8 +874,8 @@ _build_offset_commit_request_partition_v8_v10_fields = (
     'committed_metadata', '_unknown_tags',
 )
 
-# Build OffsetCommitRequestPartition, version 8.
-def _build_offset_commit_request_partition_v8(o, w):
+# Build OffsetCommitRequestPartition, versions 8-10.
+def _build_offset_commit_request_partition_v8_v10(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_partition_v8_v10_keys.issuperset(o):
@@ -1388,7 +883,6 @@ def _build_offset_commit_request_partition_v8(o, w):
                 o,
                 _build_offset_commit_request_partition_v8_v10_keys,
                 _build_offset_commit_request_partition_v6_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1413,8 +907,8 @@ def _build_offset_commit_request_partition_v8(o, w):
 _build_offset_commit_request_topic_v8_v9_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_offset_commit_request_topic_v8_v9_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build OffsetCommitRequestTopic, version 8.
-def _build_offset_commit_request_topic_v8(o, w):
+# Build OffsetCommitRequestTopic, versions 8-9.
+def _build_offset_commit_request_topic_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_topic_v8_v9_keys.issuperset(o):
@@ -1422,7 +916,6 @@ def _build_offset_commit_request_topic_v8(o, w):
                 o,
                 _build_offset_commit_request_topic_v8_v9_keys,
                 _build_offset_commit_request_topic_v0_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1431,13 +924,8 @@ def _build_offset_commit_request_topic_v8(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_request_partition_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1457,8 +945,8 @@ _build_offset_commit_request_v8_v10_fields = (
     'topics', '_unknown_tags',
 )
 
-# Build OffsetCommitRequest, version 8.
-def _build_offset_commit_request_v8(o, w):
+# Build OffsetCommitRequest, versions 8-9.
+def _build_offset_commit_request_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_commit_request_v8_v10_keys.issuperset(o):
@@ -1466,7 +954,6 @@ def _build_offset_commit_request_v8(o, w):
                 o,
                 _build_offset_commit_request_v8_v10_keys,
                 _build_offset_commit_request_v7_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1483,122 +970,8 @@ def _build_offset_commit_request_v8(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_v8_v10_fields, f, o) from None
-
-# Build OffsetCommitRequestPartition, version 9.
-def _build_offset_commit_request_partition_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v8_v10_keys,
-                _build_offset_commit_request_partition_v6_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('committed_metadata', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_request_partition_v8_v10_fields, f, o
-        ) from None
-
-# Build OffsetCommitRequestTopic, version 9.
-def _build_offset_commit_request_topic_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_topic_v8_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_topic_v8_v9_keys,
-                _build_offset_commit_request_topic_v0_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_request_topic_v8_v9_fields, f, o) from None
-
-# Build OffsetCommitRequest, version 9.
-def _build_offset_commit_request_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_v8_v10_keys,
-                _build_offset_commit_request_v7_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id_or_member_epoch', -1))
-        f = 2
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 3
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 4
-        v = g('topics', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_request_topic_v8_v9)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -1643,17 +1016,12 @@ def _parse_offset_commit_request_topic_v10(b, p):
                 c['committed_metadata'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_offset_commit_request_partition_v8_v10(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_request_partition_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_request_partition_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1665,7 +1033,7 @@ def _parse_offset_commit_request_topic_v10(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_commit_request_topic_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_topic_v10_fields, f) from None
@@ -1689,14 +1057,7 @@ def _parse_offset_commit_request_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_request_topic_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_offset_commit_request_topic_v10)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -1710,41 +1071,10 @@ def _parse_offset_commit_request_v10(b, p):
         o['group_instance_id'] = v3
         o['topics'] = v4
         if nt:
-            p = _tags_offset_commit_request_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_request_v8_v10_fields, f) from None
-
-# Build OffsetCommitRequestPartition, version 10.
-def _build_offset_commit_request_partition_v10(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_request_partition_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_request_partition_v8_v10_keys,
-                _build_offset_commit_request_partition_v6_v10_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('committed_metadata', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_request_partition_v8_v10_fields, f, o
-        ) from None
 
 _build_offset_commit_request_topic_v10_keys = frozenset({'_unknown_tags', 'partitions', 'topic_id'})
 _build_offset_commit_request_topic_v10_absent = {'name': ('', True)}
@@ -1762,7 +1092,6 @@ def _build_offset_commit_request_topic_v10(o, w):
                 o,
                 _build_offset_commit_request_topic_v10_keys,
                 _build_offset_commit_request_topic_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1770,13 +1099,8 @@ def _build_offset_commit_request_topic_v10(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_partition_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_request_partition_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1796,7 +1120,6 @@ def _build_offset_commit_request_v10(o, w):
                 o,
                 _build_offset_commit_request_v8_v10_keys,
                 _build_offset_commit_request_v7_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1813,13 +1136,8 @@ def _build_offset_commit_request_v10(o, w):
         f = 4
         v = g('topics', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_request_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_request_topic_v10)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -1853,14 +1171,14 @@ PARSE = {
 BUILD = {
     0: _build_offset_commit_request_v0,
     1: _build_offset_commit_request_v1,
-    2: _build_offset_commit_request_v2,
-    3: _build_offset_commit_request_v3,
-    4: _build_offset_commit_request_v4,
+    2: _build_offset_commit_request_v2_v4,
+    3: _build_offset_commit_request_v2_v4,
+    4: _build_offset_commit_request_v2_v4,
     5: _build_offset_commit_request_v5,
     6: _build_offset_commit_request_v6,
     7: _build_offset_commit_request_v7,
-    8: _build_offset_commit_request_v8,
-    9: _build_offset_commit_request_v9,
+    8: _build_offset_commit_request_v8_v9,
+    9: _build_offset_commit_request_v8_v9,
     10: _build_offset_commit_request_v10,
 }
 SCHEMA = (

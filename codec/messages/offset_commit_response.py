@@ -4,28 +4,25 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -92,12 +89,7 @@ def _parse_offset_commit_response_topic_v0_v7(b, p):
                     c['error_code'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_response_partition_v0_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_response_partition_v0_v7, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -114,14 +106,7 @@ def _parse_offset_commit_response_v0_v2(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_response_topic_v0_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_commit_response_topic_v0_v7)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -134,8 +119,8 @@ _build_offset_commit_response_partition_v0_v7_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build OffsetCommitResponsePartition, version 0.
-def _build_offset_commit_response_partition_v0(o, w):
+# Build OffsetCommitResponsePartition, versions 0-7.
+def _build_offset_commit_response_partition_v0_v7(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
@@ -143,7 +128,6 @@ def _build_offset_commit_response_partition_v0(o, w):
                 o,
                 _build_offset_commit_response_partition_v0_v7_keys,
                 _build_offset_commit_response_partition_v0_v10_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -157,8 +141,8 @@ _build_offset_commit_response_topic_v0_v7_keys = frozenset({'name', 'partitions'
 _build_offset_commit_response_topic_v0_v9_absent = {'topic_id': (ZERO_UUID, True)}
 _build_offset_commit_response_topic_v0_v7_fields = ('name', 'partitions')
 
-# Build OffsetCommitResponseTopic, version 0.
-def _build_offset_commit_response_topic_v0(o, w):
+# Build OffsetCommitResponseTopic, versions 0-7.
+def _build_offset_commit_response_topic_v0_v7(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
@@ -166,7 +150,6 @@ def _build_offset_commit_response_topic_v0(o, w):
                 o,
                 _build_offset_commit_response_topic_v0_v7_keys,
                 _build_offset_commit_response_topic_v0_v9_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -175,13 +158,8 @@ def _build_offset_commit_response_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_response_partition_v0_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
 
@@ -189,8 +167,8 @@ _build_offset_commit_response_v0_v2_keys = frozenset({'topics'})
 _build_offset_commit_response_v0_v2_absent = {'throttle_time_ms': (0, True)}
 _build_offset_commit_response_v0_v2_fields = ('topics',)
 
-# Build OffsetCommitResponse, version 0.
-def _build_offset_commit_response_v0(o, w):
+# Build OffsetCommitResponse, versions 0-2.
+def _build_offset_commit_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_v0_v2_keys.issuperset(o):
@@ -198,163 +176,13 @@ def _build_offset_commit_response_v0(o, w):
                 o,
                 _build_offset_commit_response_v0_v2_keys,
                 _build_offset_commit_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v0_v2_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 1.
-def _build_offset_commit_response_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 1.
-def _build_offset_commit_response_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 1.
-def _build_offset_commit_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v0_v2_keys,
-                _build_offset_commit_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v0_v2_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 2.
-def _build_offset_commit_response_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 2.
-def _build_offset_commit_response_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 2.
-def _build_offset_commit_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v0_v2_keys,
-                _build_offset_commit_response_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_response_topic_v0_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_response_v0_v2_fields, f, o) from None
 
@@ -369,14 +197,7 @@ def _parse_offset_commit_response_v3_v7(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_response_topic_v0_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_commit_response_topic_v0_v7)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -384,59 +205,12 @@ def _parse_offset_commit_response_v3_v7(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_response_v3_v7_fields, f) from None
 
-# Build OffsetCommitResponsePartition, version 3.
-def _build_offset_commit_response_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 3.
-def _build_offset_commit_response_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
 _build_offset_commit_response_v3_v7_keys = frozenset({'throttle_time_ms', 'topics'})
 _build_offset_commit_response_v3_v10_absent = {}
 _build_offset_commit_response_v3_v7_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build OffsetCommitResponse, version 3.
-def _build_offset_commit_response_v3(o, w):
+# Build OffsetCommitResponse, versions 3-7.
+def _build_offset_commit_response_v3_v7(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_v3_v7_keys.issuperset(o):
@@ -444,7 +218,6 @@ def _build_offset_commit_response_v3(o, w):
                 o,
                 _build_offset_commit_response_v3_v7_keys,
                 _build_offset_commit_response_v3_v10_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -452,332 +225,10 @@ def _build_offset_commit_response_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_commit_response_topic_v0_v7)
     except Exception as x:
         raise encode_failure(x, _build_offset_commit_response_v3_v7_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 4.
-def _build_offset_commit_response_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 4.
-def _build_offset_commit_response_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 4.
-def _build_offset_commit_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v3_v7_keys,
-                _build_offset_commit_response_v3_v10_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v3_v7_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 5.
-def _build_offset_commit_response_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 5.
-def _build_offset_commit_response_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 5.
-def _build_offset_commit_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v3_v7_keys,
-                _build_offset_commit_response_v3_v10_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v3_v7_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 6.
-def _build_offset_commit_response_partition_v6(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 6.
-def _build_offset_commit_response_topic_v6(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 6.
-def _build_offset_commit_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v3_v7_keys,
-                _build_offset_commit_response_v3_v10_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v3_v7_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 7.
-def _build_offset_commit_response_partition_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v0_v7_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v0_v7_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 7.
-def _build_offset_commit_response_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v0_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v0_v7_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v0_v7_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 7.
-def _build_offset_commit_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v3_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v3_v7_keys,
-                _build_offset_commit_response_v3_v10_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v3_v7_fields, f, o) from None
-
-_tags_offset_commit_response_partition_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitResponsePartition, versions 8-10.
-def _tags_offset_commit_response_partition_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_response_partition_v8_v10_names, t) from None
 
 _parse_offset_commit_response_partition_v8_v10_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -800,33 +251,12 @@ def _parse_offset_commit_response_partition_v8_v10(b, p):
         o['partition_index'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_offset_commit_response_partition_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_offset_commit_response_partition_v8_v10_fields, f
         ) from None
-
-_tags_offset_commit_response_topic_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitResponseTopic, versions 8-10.
-def _tags_offset_commit_response_topic_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_response_topic_v8_v10_names, t) from None
 
 _parse_offset_commit_response_topic_v8_v9_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -864,17 +294,12 @@ def _parse_offset_commit_response_topic_v8_v9(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_commit_response_partition_v8_v10(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_response_partition_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_response_partition_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -886,31 +311,10 @@ def _parse_offset_commit_response_topic_v8_v9(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_commit_response_topic_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_response_topic_v8_v9_fields, f) from None
-
-_tags_offset_commit_response_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetCommitResponse, versions 8-10.
-def _tags_offset_commit_response_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_commit_response_v8_v10_names, t) from None
 
 _parse_offset_commit_response_v8_v10_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -929,14 +333,7 @@ def _parse_offset_commit_response_v8_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_response_topic_v8_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_commit_response_topic_v8_v9)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -947,7 +344,7 @@ def _parse_offset_commit_response_v8_v9(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_commit_response_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_response_v8_v10_fields, f) from None
@@ -959,8 +356,8 @@ _build_offset_commit_response_partition_v8_v10_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build OffsetCommitResponsePartition, version 8.
-def _build_offset_commit_response_partition_v8(o, w):
+# Build OffsetCommitResponsePartition, versions 8-10.
+def _build_offset_commit_response_partition_v8_v10(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_partition_v8_v10_keys.issuperset(o):
@@ -968,7 +365,6 @@ def _build_offset_commit_response_partition_v8(o, w):
                 o,
                 _build_offset_commit_response_partition_v8_v10_keys,
                 _build_offset_commit_response_partition_v0_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -988,8 +384,8 @@ def _build_offset_commit_response_partition_v8(o, w):
 _build_offset_commit_response_topic_v8_v9_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_offset_commit_response_topic_v8_v9_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build OffsetCommitResponseTopic, version 8.
-def _build_offset_commit_response_topic_v8(o, w):
+# Build OffsetCommitResponseTopic, versions 8-9.
+def _build_offset_commit_response_topic_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_topic_v8_v9_keys.issuperset(o):
@@ -997,7 +393,6 @@ def _build_offset_commit_response_topic_v8(o, w):
                 o,
                 _build_offset_commit_response_topic_v8_v9_keys,
                 _build_offset_commit_response_topic_v0_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1006,13 +401,8 @@ def _build_offset_commit_response_topic_v8(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_response_partition_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1030,8 +420,8 @@ _build_offset_commit_response_v8_v10_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags',
 )
 
-# Build OffsetCommitResponse, version 8.
-def _build_offset_commit_response_v8(o, w):
+# Build OffsetCommitResponse, versions 8-9.
+def _build_offset_commit_response_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_commit_response_v8_v10_keys.issuperset(o):
@@ -1039,7 +429,6 @@ def _build_offset_commit_response_v8(o, w):
                 o,
                 _build_offset_commit_response_v8_v10_keys,
                 _build_offset_commit_response_v3_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1047,108 +436,8 @@ def _build_offset_commit_response_v8(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_v8_v10_fields, f, o) from None
-
-# Build OffsetCommitResponsePartition, version 9.
-def _build_offset_commit_response_partition_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v8_v10_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v8_v10_fields, f, o
-        ) from None
-
-# Build OffsetCommitResponseTopic, version 9.
-def _build_offset_commit_response_topic_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_topic_v8_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_topic_v8_v9_keys,
-                _build_offset_commit_response_topic_v0_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_commit_response_topic_v8_v9_fields, f, o) from None
-
-# Build OffsetCommitResponse, version 9.
-def _build_offset_commit_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_v8_v10_keys,
-                _build_offset_commit_response_v3_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_response_topic_v8_v9)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1199,17 +488,12 @@ def _parse_offset_commit_response_topic_v10(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_commit_response_partition_v8_v10(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_commit_response_partition_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_commit_response_partition_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1221,7 +505,7 @@ def _parse_offset_commit_response_topic_v10(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_commit_response_topic_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_response_topic_v10_fields, f) from None
@@ -1239,14 +523,7 @@ def _parse_offset_commit_response_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_commit_response_topic_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_commit_response_topic_v10)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1257,36 +534,10 @@ def _parse_offset_commit_response_v10(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_commit_response_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_commit_response_v8_v10_fields, f) from None
-
-# Build OffsetCommitResponsePartition, version 10.
-def _build_offset_commit_response_partition_v10(o, w):
-    f = -1
-    try:
-        if not _build_offset_commit_response_partition_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_commit_response_partition_v8_v10_keys,
-                _build_offset_commit_response_partition_v0_v10_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_commit_response_partition_v8_v10_fields, f, o
-        ) from None
 
 _build_offset_commit_response_topic_v10_keys = frozenset({
     '_unknown_tags', 'partitions', 'topic_id',
@@ -1306,7 +557,6 @@ def _build_offset_commit_response_topic_v10(o, w):
                 o,
                 _build_offset_commit_response_topic_v10_keys,
                 _build_offset_commit_response_topic_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1314,13 +564,8 @@ def _build_offset_commit_response_topic_v10(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_partition_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_response_partition_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1340,7 +585,6 @@ def _build_offset_commit_response_v10(o, w):
                 o,
                 _build_offset_commit_response_v8_v10_keys,
                 _build_offset_commit_response_v3_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1348,13 +592,8 @@ def _build_offset_commit_response_v10(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_commit_response_topic_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_commit_response_topic_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1386,16 +625,16 @@ PARSE = {
     10: _parse_offset_commit_response_v10,
 }
 BUILD = {
-    0: _build_offset_commit_response_v0,
-    1: _build_offset_commit_response_v1,
-    2: _build_offset_commit_response_v2,
-    3: _build_offset_commit_response_v3,
-    4: _build_offset_commit_response_v4,
-    5: _build_offset_commit_response_v5,
-    6: _build_offset_commit_response_v6,
-    7: _build_offset_commit_response_v7,
-    8: _build_offset_commit_response_v8,
-    9: _build_offset_commit_response_v9,
+    0: _build_offset_commit_response_v0_v2,
+    1: _build_offset_commit_response_v0_v2,
+    2: _build_offset_commit_response_v0_v2,
+    3: _build_offset_commit_response_v3_v7,
+    4: _build_offset_commit_response_v3_v7,
+    5: _build_offset_commit_response_v3_v7,
+    6: _build_offset_commit_response_v3_v7,
+    7: _build_offset_commit_response_v3_v7,
+    8: _build_offset_commit_response_v8_v9,
+    9: _build_offset_commit_response_v8_v9,
     10: _build_offset_commit_response_v10,
 }
 SCHEMA = (

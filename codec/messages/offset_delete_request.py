@@ -4,18 +4,17 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_string,
-    write_array_length,
+    read_structs,
     write_string,
+    write_structs,
 )
 
 _iter_unpack_i32 = Struct('>i').iter_unpack
@@ -68,12 +67,7 @@ def _parse_offset_delete_request_topic_v0(b, p):
                     c['partition_index'] = k0_0
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_delete_request_partition_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_delete_request_partition_v0, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -92,14 +86,7 @@ def _parse_offset_delete_request_v0(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_delete_request_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_delete_request_topic_v0)
         o = Container()
         o['group_id'] = v0
         o['topics'] = v1
@@ -120,7 +107,6 @@ def _build_offset_delete_request_partition_v0(o, w):
                 o,
                 _build_offset_delete_request_partition_v0_keys,
                 _build_offset_delete_request_partition_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -141,7 +127,6 @@ def _build_offset_delete_request_topic_v0(o, w):
                 o,
                 _build_offset_delete_request_topic_v0_keys,
                 _build_offset_delete_request_topic_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -150,13 +135,8 @@ def _build_offset_delete_request_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_delete_request_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_delete_request_partition_v0)
     except Exception as x:
         raise encode_failure(x, _build_offset_delete_request_topic_v0_fields, f, o) from None
 
@@ -170,7 +150,7 @@ def _build_offset_delete_request_v0(o, w):
     try:
         if not _build_offset_delete_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_offset_delete_request_v0_keys, _build_offset_delete_request_v0_absent, 0
+                o, _build_offset_delete_request_v0_keys, _build_offset_delete_request_v0_absent
             )
         g = o.get
         f = 0
@@ -179,13 +159,8 @@ def _build_offset_delete_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_delete_request_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_delete_request_topic_v0)
     except Exception as x:
         raise encode_failure(x, _build_offset_delete_request_v0_fields, f, o) from None
 

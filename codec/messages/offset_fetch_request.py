@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -21,14 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -86,12 +84,7 @@ def _parse_offset_fetch_request_v0_v1(b, p):
                 c['partition_indexes'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_request_topic_v0_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_request_topic_v0_v5, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -104,8 +97,8 @@ _build_offset_fetch_request_topic_v0_v5_keys = frozenset({'name', 'partition_ind
 _build_offset_fetch_request_topic_v0_v7_absent = {}
 _build_offset_fetch_request_topic_v0_v5_fields = ('name', 'partition_indexes')
 
-# Build OffsetFetchRequestTopic, version 0.
-def _build_offset_fetch_request_topic_v0(o, w):
+# Build OffsetFetchRequestTopic, versions 0-5.
+def _build_offset_fetch_request_topic_v0_v5(o, w):
     f = -1
     try:
         if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
@@ -113,7 +106,6 @@ def _build_offset_fetch_request_topic_v0(o, w):
                 o,
                 _build_offset_fetch_request_topic_v0_v5_keys,
                 _build_offset_fetch_request_topic_v0_v7_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -122,7 +114,7 @@ def _build_offset_fetch_request_topic_v0(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -133,16 +125,13 @@ _build_offset_fetch_request_v0_v5_keys = frozenset({'group_id', 'topics'})
 _build_offset_fetch_request_v0_v6_absent = {'groups': ([], False), 'require_stable': (False, False)}
 _build_offset_fetch_request_v0_v5_fields = ('group_id', 'topics')
 
-# Build OffsetFetchRequest, version 0.
-def _build_offset_fetch_request_v0(o, w):
+# Build OffsetFetchRequest, versions 0-1.
+def _build_offset_fetch_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                0,
+                o, _build_offset_fetch_request_v0_v5_keys, _build_offset_fetch_request_v0_v6_absent
             )
         g = o.get
         f = 0
@@ -151,66 +140,8 @@ def _build_offset_fetch_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequestTopic, version 1.
-def _build_offset_fetch_request_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v0_v5_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequest, version 1.
-def _build_offset_fetch_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_request_topic_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
 
@@ -240,12 +171,7 @@ def _parse_offset_fetch_request_v2_v5(b, p):
                     c['partition_indexes'] = k1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topic_v0_v5(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topic_v0_v5, b, q, z)
                 raise
         o = Container()
         o['group_id'] = v0
@@ -254,41 +180,13 @@ def _parse_offset_fetch_request_v2_v5(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v0_v5_fields, f) from None
 
-# Build OffsetFetchRequestTopic, version 2.
-def _build_offset_fetch_request_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v0_v5_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequest, version 2.
-def _build_offset_fetch_request_v2(o, w):
+# Build OffsetFetchRequest, versions 2-5.
+def _build_offset_fetch_request_v2_v5(o, w):
     f = -1
     try:
         if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
             check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                2,
+                o, _build_offset_fetch_request_v0_v5_keys, _build_offset_fetch_request_v0_v6_absent
             )
         g = o.get
         f = 0
@@ -296,188 +194,9 @@ def _build_offset_fetch_request_v2(o, w):
         write_string(w, v)
         f = 1
         v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, False, _build_offset_fetch_request_topic_v0_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequestTopic, version 3.
-def _build_offset_fetch_request_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v0_v5_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequest, version 3.
-def _build_offset_fetch_request_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequestTopic, version 4.
-def _build_offset_fetch_request_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v0_v5_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequest, version 4.
-def _build_offset_fetch_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequestTopic, version 5.
-def _build_offset_fetch_request_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v0_v5_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchRequest, version 5.
-def _build_offset_fetch_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_v0_v5_keys,
-                _build_offset_fetch_request_v0_v6_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('topics', ())
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_v0_v5_fields, f, o) from None
-
-_tags_offset_fetch_request_topic_v6_v7_names = {}
-
-# Parse the tagged fields of OffsetFetchRequestTopic, versions 6-7.
-def _tags_offset_fetch_request_topic_v6_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_request_topic_v6_v7_names, t) from None
 
 _parse_offset_fetch_request_topic_v6_v7_fields = ('name', 'partition_indexes', '_tagged_fields')
 
@@ -505,31 +224,10 @@ def _parse_offset_fetch_request_topic_v6_v7(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_offset_fetch_request_topic_v6_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_topic_v6_v7_fields, f) from None
-
-_tags_offset_fetch_request_v6_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchRequest, versions 6-10.
-def _tags_offset_fetch_request_v6_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_request_v6_v10_names, t) from None
 
 _parse_offset_fetch_request_v6_fields = ('group_id', 'topics', '_tagged_fields')
 
@@ -567,17 +265,12 @@ def _parse_offset_fetch_request_v6(b, p):
                     c['partition_indexes'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_fetch_request_topic_v6_v7(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topic_v6_v7(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topic_v6_v7, b, q, z)
                 raise
         f = 2
         nt = b[p]
@@ -589,7 +282,7 @@ def _parse_offset_fetch_request_v6(b, p):
         o['group_id'] = v0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_fetch_request_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v6_fields, f) from None
@@ -599,8 +292,8 @@ _build_offset_fetch_request_topic_v6_v7_keys = frozenset({
 })
 _build_offset_fetch_request_topic_v6_v7_fields = ('name', 'partition_indexes', '_unknown_tags')
 
-# Build OffsetFetchRequestTopic, version 6.
-def _build_offset_fetch_request_topic_v6(o, w):
+# Build OffsetFetchRequestTopic, versions 6-7.
+def _build_offset_fetch_request_topic_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_fetch_request_topic_v6_v7_keys.issuperset(o):
@@ -608,7 +301,6 @@ def _build_offset_fetch_request_topic_v6(o, w):
                 o,
                 _build_offset_fetch_request_topic_v6_v7_keys,
                 _build_offset_fetch_request_topic_v0_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -617,7 +309,7 @@ def _build_offset_fetch_request_topic_v6(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -640,7 +332,7 @@ def _build_offset_fetch_request_v6(o, w):
     try:
         if not _build_offset_fetch_request_v6_keys.issuperset(o):
             check_keys(
-                o, _build_offset_fetch_request_v6_keys, _build_offset_fetch_request_v0_v6_absent, 6
+                o, _build_offset_fetch_request_v6_keys, _build_offset_fetch_request_v0_v6_absent
             )
         g = o.get
         f = 0
@@ -648,12 +340,7 @@ def _build_offset_fetch_request_v6(o, w):
         write_compact_string(w, v)
         f = 1
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_offset_fetch_request_topic_v6_v7)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -702,17 +389,12 @@ def _parse_offset_fetch_request_v7(b, p):
                     c['partition_indexes'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_fetch_request_topic_v6_v7(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topic_v6_v7(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topic_v6_v7, b, q, z)
                 raise
         f = 2
         v2_0, = _unpack_bool(b, p)
@@ -728,42 +410,10 @@ def _parse_offset_fetch_request_v7(b, p):
         o['topics'] = v1
         o['require_stable'] = v2_0
         if nt:
-            p = _tags_offset_fetch_request_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v7_fields, f) from None
-
-# Build OffsetFetchRequestTopic, version 7.
-def _build_offset_fetch_request_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topic_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topic_v6_v7_keys,
-                _build_offset_fetch_request_topic_v0_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topic_v6_v7_fields, f, o) from None
 
 _build_offset_fetch_request_v7_keys = frozenset({
     '_unknown_tags', 'group_id', 'require_stable', 'topics',
@@ -779,7 +429,7 @@ def _build_offset_fetch_request_v7(o, w):
     try:
         if not _build_offset_fetch_request_v7_keys.issuperset(o):
             check_keys(
-                o, _build_offset_fetch_request_v7_keys, _build_offset_fetch_request_v7_absent, 7
+                o, _build_offset_fetch_request_v7_keys, _build_offset_fetch_request_v7_absent
             )
         g = o.get
         f = 0
@@ -787,12 +437,7 @@ def _build_offset_fetch_request_v7(o, w):
         write_compact_string(w, v)
         f = 1
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_offset_fetch_request_topic_v6_v7)
         f = 2
         w += _pack_bool(g('require_stable', False))
         t = None
@@ -804,27 +449,6 @@ def _build_offset_fetch_request_v7(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_request_v7_fields, f, o) from None
-
-_tags_offset_fetch_request_topics_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchRequestTopics, versions 8-10.
-def _tags_offset_fetch_request_topics_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_request_topics_v8_v10_names, t) from None
 
 _parse_offset_fetch_request_topics_v8_v9_fields = ('name', 'partition_indexes', '_tagged_fields')
 
@@ -852,31 +476,10 @@ def _parse_offset_fetch_request_topics_v8_v9(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_offset_fetch_request_topics_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_topics_v8_v9_fields, f) from None
-
-_tags_offset_fetch_request_group_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchRequestGroup, versions 8-10.
-def _tags_offset_fetch_request_group_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_request_group_v8_v10_names, t) from None
 
 _parse_offset_fetch_request_group_v8_fields = ('group_id', 'topics', '_tagged_fields')
 
@@ -914,17 +517,12 @@ def _parse_offset_fetch_request_group_v8(b, p):
                     c['partition_indexes'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_fetch_request_topics_v8_v10(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topics_v8_v9(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topics_v8_v9, b, q, z)
                 raise
         f = 2
         nt = b[p]
@@ -936,7 +534,7 @@ def _parse_offset_fetch_request_group_v8(b, p):
         o['group_id'] = v0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_fetch_request_group_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_group_v8_fields, f) from None
@@ -955,14 +553,7 @@ def _parse_offset_fetch_request_v8(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_request_group_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_fetch_request_group_v8)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -976,7 +567,7 @@ def _parse_offset_fetch_request_v8(b, p):
         o['groups'] = v0
         o['require_stable'] = v1_0
         if nt:
-            p = _tags_offset_fetch_request_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v8_v10_fields, f) from None
@@ -987,8 +578,8 @@ _build_offset_fetch_request_topics_v8_v9_keys = frozenset({
 _build_offset_fetch_request_topics_v8_v9_absent = {'topic_id': (ZERO_UUID, True)}
 _build_offset_fetch_request_topics_v8_v9_fields = ('name', 'partition_indexes', '_unknown_tags')
 
-# Build OffsetFetchRequestTopics, version 8.
-def _build_offset_fetch_request_topics_v8(o, w):
+# Build OffsetFetchRequestTopics, versions 8-9.
+def _build_offset_fetch_request_topics_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_fetch_request_topics_v8_v9_keys.issuperset(o):
@@ -996,7 +587,6 @@ def _build_offset_fetch_request_topics_v8(o, w):
                 o,
                 _build_offset_fetch_request_topics_v8_v9_keys,
                 _build_offset_fetch_request_topics_v8_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1005,7 +595,7 @@ def _build_offset_fetch_request_topics_v8(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(8)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1035,7 +625,6 @@ def _build_offset_fetch_request_group_v8(o, w):
                 o,
                 _build_offset_fetch_request_group_v8_keys,
                 _build_offset_fetch_request_group_v8_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1043,12 +632,7 @@ def _build_offset_fetch_request_group_v8(o, w):
         write_compact_string(w, v)
         f = 1
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topics_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_offset_fetch_request_topics_v8_v9)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1074,19 +658,13 @@ def _build_offset_fetch_request_v8(o, w):
                 o,
                 _build_offset_fetch_request_v8_v10_keys,
                 _build_offset_fetch_request_v8_v10_absent,
-                8,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_group_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_request_group_v8)
         f = 1
         w += _pack_bool(g('require_stable', False))
         t = None
@@ -1142,17 +720,12 @@ def _parse_offset_fetch_request_group_v9(b, p):
                     c['partition_indexes'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_fetch_request_topics_v8_v10(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topics_v8_v9(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topics_v8_v9, b, q, z)
                 raise
         f = 4
         nt = b[p]
@@ -1166,7 +739,7 @@ def _parse_offset_fetch_request_group_v9(b, p):
         o['member_epoch'] = v2_0
         o['topics'] = v3
         if nt:
-            p = _tags_offset_fetch_request_group_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_group_v9_v10_fields, f) from None
@@ -1181,14 +754,7 @@ def _parse_offset_fetch_request_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_request_group_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_fetch_request_group_v9)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -1202,42 +768,10 @@ def _parse_offset_fetch_request_v9(b, p):
         o['groups'] = v0
         o['require_stable'] = v1_0
         if nt:
-            p = _tags_offset_fetch_request_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v8_v10_fields, f) from None
-
-# Build OffsetFetchRequestTopics, version 9.
-def _build_offset_fetch_request_topics_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_request_topics_v8_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_request_topics_v8_v9_keys,
-                _build_offset_fetch_request_topics_v8_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_request_topics_v8_v9_fields, f, o) from None
 
 _build_offset_fetch_request_group_v9_v10_keys = frozenset({
     '_unknown_tags', 'group_id', 'member_epoch', 'member_id', 'topics',
@@ -1256,7 +790,6 @@ def _build_offset_fetch_request_group_v9(o, w):
                 o,
                 _build_offset_fetch_request_group_v9_v10_keys,
                 _build_offset_fetch_request_group_v9_v10_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -1269,12 +802,7 @@ def _build_offset_fetch_request_group_v9(o, w):
         w += _pack_i32(g('member_epoch', -1))
         f = 3
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topics_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_offset_fetch_request_topics_v8_v9)
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -1294,19 +822,13 @@ def _build_offset_fetch_request_v9(o, w):
                 o,
                 _build_offset_fetch_request_v8_v10_keys,
                 _build_offset_fetch_request_v8_v10_absent,
-                9,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_group_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_request_group_v9)
         f = 1
         w += _pack_bool(g('require_stable', False))
         t = None
@@ -1349,7 +871,7 @@ def _parse_offset_fetch_request_topics_v10(b, p):
         o['topic_id'] = v0_0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_offset_fetch_request_topics_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_topics_v10_fields, f) from None
@@ -1395,17 +917,12 @@ def _parse_offset_fetch_request_group_v10(b, p):
                     c['partition_indexes'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_fetch_request_topics_v8_v10(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_offset_fetch_request_topics_v10(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_offset_fetch_request_topics_v10, b, q, z)
                 raise
         f = 4
         nt = b[p]
@@ -1419,7 +936,7 @@ def _parse_offset_fetch_request_group_v10(b, p):
         o['member_epoch'] = v2_0
         o['topics'] = v3
         if nt:
-            p = _tags_offset_fetch_request_group_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_group_v9_v10_fields, f) from None
@@ -1434,14 +951,7 @@ def _parse_offset_fetch_request_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_request_group_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_fetch_request_group_v10)
         f = 1
         v1_0, = _unpack_bool(b, p)
         p += 1
@@ -1455,7 +965,7 @@ def _parse_offset_fetch_request_v10(b, p):
         o['groups'] = v0
         o['require_stable'] = v1_0
         if nt:
-            p = _tags_offset_fetch_request_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_request_v8_v10_fields, f) from None
@@ -1478,7 +988,6 @@ def _build_offset_fetch_request_topics_v10(o, w):
                 o,
                 _build_offset_fetch_request_topics_v10_keys,
                 _build_offset_fetch_request_topics_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1486,7 +995,7 @@ def _build_offset_fetch_request_topics_v10(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(10)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1509,7 +1018,6 @@ def _build_offset_fetch_request_group_v10(o, w):
                 o,
                 _build_offset_fetch_request_group_v9_v10_keys,
                 _build_offset_fetch_request_group_v9_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1522,12 +1030,7 @@ def _build_offset_fetch_request_group_v10(o, w):
         w += _pack_i32(g('member_epoch', -1))
         f = 3
         v = g('topics', ())
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_topics_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_offset_fetch_request_topics_v10)
         t = None
         f = 4
         u = g('_unknown_tags')
@@ -1547,19 +1050,13 @@ def _build_offset_fetch_request_v10(o, w):
                 o,
                 _build_offset_fetch_request_v8_v10_keys,
                 _build_offset_fetch_request_v8_v10_absent,
-                10,
             )
         g = o.get
         f = 0
         v = g('groups', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_request_group_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_request_group_v10)
         f = 1
         w += _pack_bool(g('require_stable', False))
         t = None
@@ -1593,12 +1090,12 @@ PARSE = {
     10: _parse_offset_fetch_request_v10,
 }
 BUILD = {
-    0: _build_offset_fetch_request_v0,
-    1: _build_offset_fetch_request_v1,
-    2: _build_offset_fetch_request_v2,
-    3: _build_offset_fetch_request_v3,
-    4: _build_offset_fetch_request_v4,
-    5: _build_offset_fetch_request_v5,
+    0: _build_offset_fetch_request_v0_v1,
+    1: _build_offset_fetch_request_v0_v1,
+    2: _build_offset_fetch_request_v2_v5,
+    3: _build_offset_fetch_request_v2_v5,
+    4: _build_offset_fetch_request_v2_v5,
+    5: _build_offset_fetch_request_v2_v5,
     6: _build_offset_fetch_request_v6,
     7: _build_offset_fetch_request_v7,
     8: _build_offset_fetch_request_v8,

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,15 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -100,12 +97,7 @@ def _parse_offset_fetch_response_topic_v0_v4(b, p):
                 c['error_code'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_response_partition_v0_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_response_partition_v0_v4, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -122,14 +114,7 @@ def _parse_offset_fetch_response_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_fetch_response_topic_v0_v4)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -145,8 +130,8 @@ _build_offset_fetch_response_partition_v0_v4_fields = (
     (('error_code', 'h', 0),),
 )
 
-# Build OffsetFetchResponsePartition, version 0.
-def _build_offset_fetch_response_partition_v0(o, w):
+# Build OffsetFetchResponsePartition, versions 0-4.
+def _build_offset_fetch_response_partition_v0_v4(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_partition_v0_v4_keys.issuperset(o):
@@ -154,7 +139,6 @@ def _build_offset_fetch_response_partition_v0(o, w):
                 o,
                 _build_offset_fetch_response_partition_v0_v4_keys,
                 _build_offset_fetch_response_partition_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -171,8 +155,8 @@ _build_offset_fetch_response_topic_v0_v5_keys = frozenset({'name', 'partitions'}
 _build_offset_fetch_response_topic_v0_v7_absent = {}
 _build_offset_fetch_response_topic_v0_v5_fields = ('name', 'partitions')
 
-# Build OffsetFetchResponseTopic, version 0.
-def _build_offset_fetch_response_topic_v0(o, w):
+# Build OffsetFetchResponseTopic, versions 0-4.
+def _build_offset_fetch_response_topic_v0_v4(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_topic_v0_v5_keys.issuperset(o):
@@ -180,7 +164,6 @@ def _build_offset_fetch_response_topic_v0(o, w):
                 o,
                 _build_offset_fetch_response_topic_v0_v5_keys,
                 _build_offset_fetch_response_topic_v0_v7_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -189,13 +172,8 @@ def _build_offset_fetch_response_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_partition_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
 
@@ -207,8 +185,8 @@ _build_offset_fetch_response_v0_v1_absent = {
 }
 _build_offset_fetch_response_v0_v1_fields = ('topics',)
 
-# Build OffsetFetchResponse, version 0.
-def _build_offset_fetch_response_v0(o, w):
+# Build OffsetFetchResponse, versions 0-1.
+def _build_offset_fetch_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_v0_v1_keys.issuperset(o):
@@ -216,94 +194,13 @@ def _build_offset_fetch_response_v0(o, w):
                 o,
                 _build_offset_fetch_response_v0_v1_keys,
                 _build_offset_fetch_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_v0_v1_fields, f, o) from None
-
-# Build OffsetFetchResponsePartition, version 1.
-def _build_offset_fetch_response_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partition_v0_v4_keys,
-                _build_offset_fetch_response_partition_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('metadata', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_partition_v0_v4_fields, f, o) from None
-
-# Build OffsetFetchResponseTopic, version 1.
-def _build_offset_fetch_response_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topic_v0_v5_keys,
-                _build_offset_fetch_response_topic_v0_v7_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchResponse, version 1.
-def _build_offset_fetch_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_v0_v1_keys,
-                _build_offset_fetch_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_topic_v0_v4)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_response_v0_v1_fields, f, o) from None
 
@@ -315,14 +212,7 @@ def _parse_offset_fetch_response_v2(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_fetch_response_topic_v0_v4)
         f = 1
         v1_0, = _unpack_i16(b, p)
         p += 2
@@ -332,56 +222,6 @@ def _parse_offset_fetch_response_v2(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_v2_fields, f) from None
-
-# Build OffsetFetchResponsePartition, version 2.
-def _build_offset_fetch_response_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partition_v0_v4_keys,
-                _build_offset_fetch_response_partition_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('metadata', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_partition_v0_v4_fields, f, o) from None
-
-# Build OffsetFetchResponseTopic, version 2.
-def _build_offset_fetch_response_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topic_v0_v5_keys,
-                _build_offset_fetch_response_topic_v0_v7_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
 
 _build_offset_fetch_response_v2_keys = frozenset({'error_code', 'topics'})
 _build_offset_fetch_response_v2_absent = {'throttle_time_ms': (0, True), 'groups': ([], False)}
@@ -393,19 +233,14 @@ def _build_offset_fetch_response_v2(o, w):
     try:
         if not _build_offset_fetch_response_v2_keys.issuperset(o):
             check_keys(
-                o, _build_offset_fetch_response_v2_keys, _build_offset_fetch_response_v2_absent, 2
+                o, _build_offset_fetch_response_v2_keys, _build_offset_fetch_response_v2_absent
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_topic_v0_v4)
         f = 1
         w += _pack_i16(g('error_code', 0))
     except Exception as x:
@@ -424,14 +259,7 @@ def _parse_offset_fetch_response_v3_v4(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topic_v0_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_topic_v0_v4)
         f = 2
         v2_0, = _unpack_i16(b, p)
         p += 2
@@ -443,64 +271,14 @@ def _parse_offset_fetch_response_v3_v4(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_v3_v5_fields, f) from None
 
-# Build OffsetFetchResponsePartition, version 3.
-def _build_offset_fetch_response_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partition_v0_v4_keys,
-                _build_offset_fetch_response_partition_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('metadata', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_partition_v0_v4_fields, f, o) from None
-
-# Build OffsetFetchResponseTopic, version 3.
-def _build_offset_fetch_response_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topic_v0_v5_keys,
-                _build_offset_fetch_response_topic_v0_v7_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
-
 _build_offset_fetch_response_v3_v5_keys = frozenset({'error_code', 'throttle_time_ms', 'topics'})
 _build_offset_fetch_response_v3_v7_absent = {'groups': ([], False)}
 _build_offset_fetch_response_v3_v5_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', (('error_code', 'h', 0),),
 )
 
-# Build OffsetFetchResponse, version 3.
-def _build_offset_fetch_response_v3(o, w):
+# Build OffsetFetchResponse, versions 3-4.
+def _build_offset_fetch_response_v3_v4(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_v3_v5_keys.issuperset(o):
@@ -508,7 +286,6 @@ def _build_offset_fetch_response_v3(o, w):
                 o,
                 _build_offset_fetch_response_v3_v5_keys,
                 _build_offset_fetch_response_v3_v7_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -516,92 +293,8 @@ def _build_offset_fetch_response_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_v3_v5_fields, f, o) from None
-
-# Build OffsetFetchResponsePartition, version 4.
-def _build_offset_fetch_response_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partition_v0_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partition_v0_v4_keys,
-                _build_offset_fetch_response_partition_v0_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('metadata', '')
-        write_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_partition_v0_v4_fields, f, o) from None
-
-# Build OffsetFetchResponseTopic, version 4.
-def _build_offset_fetch_response_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topic_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topic_v0_v5_keys,
-                _build_offset_fetch_response_topic_v0_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
-
-# Build OffsetFetchResponse, version 4.
-def _build_offset_fetch_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_v3_v5_keys,
-                _build_offset_fetch_response_v3_v7_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_topic_v0_v4)
         f = 2
         w += _pack_i16(g('error_code', 0))
     except Exception as x:
@@ -664,12 +357,7 @@ def _parse_offset_fetch_response_topic_v5(b, p):
                 c['error_code'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_response_partition_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_response_partition_v5, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -687,14 +375,7 @@ def _parse_offset_fetch_response_v5(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topic_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_topic_v5)
         f = 2
         v2_0, = _unpack_i16(b, p)
         p += 2
@@ -727,7 +408,6 @@ def _build_offset_fetch_response_partition_v5(o, w):
                 o,
                 _build_offset_fetch_response_partition_v5_keys,
                 _build_offset_fetch_response_partition_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -751,7 +431,6 @@ def _build_offset_fetch_response_topic_v5(o, w):
                 o,
                 _build_offset_fetch_response_topic_v0_v5_keys,
                 _build_offset_fetch_response_topic_v0_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -760,13 +439,8 @@ def _build_offset_fetch_response_topic_v5(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_partition_v5)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_response_topic_v0_v5_fields, f, o) from None
 
@@ -779,7 +453,6 @@ def _build_offset_fetch_response_v5(o, w):
                 o,
                 _build_offset_fetch_response_v3_v5_keys,
                 _build_offset_fetch_response_v3_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -787,38 +460,12 @@ def _build_offset_fetch_response_v5(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_fetch_response_topic_v5)
         f = 2
         w += _pack_i16(g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_response_v3_v5_fields, f, o) from None
-
-_tags_offset_fetch_response_partition_v6_v7_names = {}
-
-# Parse the tagged fields of OffsetFetchResponsePartition, versions 6-7.
-def _tags_offset_fetch_response_partition_v6_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_partition_v6_v7_names, t) from None
 
 _parse_offset_fetch_response_partition_v6_v7_fields = (
     (
@@ -853,31 +500,10 @@ def _parse_offset_fetch_response_partition_v6_v7(b, p):
         o['metadata'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_offset_fetch_response_partition_v6_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_partition_v6_v7_fields, f) from None
-
-_tags_offset_fetch_response_topic_v6_v7_names = {}
-
-# Parse the tagged fields of OffsetFetchResponseTopic, versions 6-7.
-def _tags_offset_fetch_response_topic_v6_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_topic_v6_v7_names, t) from None
 
 _parse_offset_fetch_response_topic_v6_v7_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -912,17 +538,12 @@ def _parse_offset_fetch_response_topic_v6_v7(b, p):
                 c['error_code'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_offset_fetch_response_partition_v6_v7(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_response_partition_v6_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_response_partition_v6_v7, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -934,31 +555,10 @@ def _parse_offset_fetch_response_topic_v6_v7(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_fetch_response_topic_v6_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_topic_v6_v7_fields, f) from None
-
-_tags_offset_fetch_response_v6_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchResponse, versions 6-10.
-def _tags_offset_fetch_response_v6_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_v6_v10_names, t) from None
 
 _parse_offset_fetch_response_v6_v7_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', (('error_code', 'h', None),), '_tagged_fields',
@@ -977,14 +577,7 @@ def _parse_offset_fetch_response_v6_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topic_v6_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_topic_v6_v7)
         f = 2
         v2_0, = _unpack_i16(b, p)
         p += 2
@@ -999,7 +592,7 @@ def _parse_offset_fetch_response_v6_v7(b, p):
         o['topics'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_offset_fetch_response_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_v6_v7_fields, f) from None
@@ -1016,8 +609,8 @@ _build_offset_fetch_response_partition_v6_v7_fields = (
     'metadata', (('error_code', 'h', 0),), '_unknown_tags',
 )
 
-# Build OffsetFetchResponsePartition, version 6.
-def _build_offset_fetch_response_partition_v6(o, w):
+# Build OffsetFetchResponsePartition, versions 6-7.
+def _build_offset_fetch_response_partition_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_partition_v6_v7_keys.issuperset(o):
@@ -1025,7 +618,6 @@ def _build_offset_fetch_response_partition_v6(o, w):
                 o,
                 _build_offset_fetch_response_partition_v6_v7_keys,
                 _build_offset_fetch_response_partition_v5_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1050,8 +642,8 @@ def _build_offset_fetch_response_partition_v6(o, w):
 _build_offset_fetch_response_topic_v6_v7_keys = frozenset({'_unknown_tags', 'name', 'partitions'})
 _build_offset_fetch_response_topic_v6_v7_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build OffsetFetchResponseTopic, version 6.
-def _build_offset_fetch_response_topic_v6(o, w):
+# Build OffsetFetchResponseTopic, versions 6-7.
+def _build_offset_fetch_response_topic_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_topic_v6_v7_keys.issuperset(o):
@@ -1059,7 +651,6 @@ def _build_offset_fetch_response_topic_v6(o, w):
                 o,
                 _build_offset_fetch_response_topic_v6_v7_keys,
                 _build_offset_fetch_response_topic_v0_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1068,13 +659,8 @@ def _build_offset_fetch_response_topic_v6(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_partition_v6_v7)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1092,8 +678,8 @@ _build_offset_fetch_response_v6_v7_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', (('error_code', 'h', 0),), '_unknown_tags',
 )
 
-# Build OffsetFetchResponse, version 6.
-def _build_offset_fetch_response_v6(o, w):
+# Build OffsetFetchResponse, versions 6-7.
+def _build_offset_fetch_response_v6_v7(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_v6_v7_keys.issuperset(o):
@@ -1101,7 +687,6 @@ def _build_offset_fetch_response_v6(o, w):
                 o,
                 _build_offset_fetch_response_v6_v7_keys,
                 _build_offset_fetch_response_v3_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -1109,13 +694,8 @@ def _build_offset_fetch_response_v6(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_topic_v6_v7)
         f = 2
         w += _pack_i16(g('error_code', 0))
         t = None
@@ -1127,129 +707,6 @@ def _build_offset_fetch_response_v6(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_offset_fetch_response_v6_v7_fields, f, o) from None
-
-# Build OffsetFetchResponsePartition, version 7.
-def _build_offset_fetch_response_partition_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partition_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partition_v6_v7_keys,
-                _build_offset_fetch_response_partition_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('metadata', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_partition_v6_v7_fields, f, o) from None
-
-# Build OffsetFetchResponseTopic, version 7.
-def _build_offset_fetch_response_topic_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topic_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topic_v6_v7_keys,
-                _build_offset_fetch_response_topic_v0_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partition_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topic_v6_v7_fields, f, o) from None
-
-# Build OffsetFetchResponse, version 7.
-def _build_offset_fetch_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_v6_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_v6_v7_keys,
-                _build_offset_fetch_response_v3_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topic_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_v6_v7_fields, f, o) from None
-
-_tags_offset_fetch_response_partitions_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchResponsePartitions, versions 8-10.
-def _tags_offset_fetch_response_partitions_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_partitions_v8_v10_names, t) from None
 
 _parse_offset_fetch_response_partitions_v8_v10_fields = (
     (
@@ -1284,33 +741,12 @@ def _parse_offset_fetch_response_partitions_v8_v10(b, p):
         o['metadata'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_offset_fetch_response_partitions_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_offset_fetch_response_partitions_v8_v10_fields, f
         ) from None
-
-_tags_offset_fetch_response_topics_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchResponseTopics, versions 8-10.
-def _tags_offset_fetch_response_topics_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_topics_v8_v10_names, t) from None
 
 _parse_offset_fetch_response_topics_v8_v9_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -1345,17 +781,12 @@ def _parse_offset_fetch_response_topics_v8_v9(b, p):
                 c['error_code'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_offset_fetch_response_partitions_v8_v10(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_response_partitions_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_response_partitions_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1367,31 +798,10 @@ def _parse_offset_fetch_response_topics_v8_v9(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_fetch_response_topics_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_topics_v8_v9_fields, f) from None
-
-_tags_offset_fetch_response_group_v8_v10_names = {}
-
-# Parse the tagged fields of OffsetFetchResponseGroup, versions 8-10.
-def _tags_offset_fetch_response_group_v8_v10(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_fetch_response_group_v8_v10_names, t) from None
 
 _parse_offset_fetch_response_group_v8_v10_fields = (
     'group_id', 'topics', (('error_code', 'h', None),), '_tagged_fields',
@@ -1409,14 +819,7 @@ def _parse_offset_fetch_response_group_v8_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topics_v8_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_topics_v8_v9)
         f = 2
         v2_0, = _unpack_i16(b, p)
         p += 2
@@ -1431,7 +834,7 @@ def _parse_offset_fetch_response_group_v8_v9(b, p):
         o['topics'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_offset_fetch_response_group_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_group_v8_v10_fields, f) from None
@@ -1453,14 +856,7 @@ def _parse_offset_fetch_response_v8_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_group_v8_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_group_v8_v9)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1471,7 +867,7 @@ def _parse_offset_fetch_response_v8_v9(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_offset_fetch_response_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_v8_v10_fields, f) from None
@@ -1489,8 +885,8 @@ _build_offset_fetch_response_partitions_v8_v10_fields = (
     'metadata', (('error_code', 'h', 0),), '_unknown_tags',
 )
 
-# Build OffsetFetchResponsePartitions, version 8.
-def _build_offset_fetch_response_partitions_v8(o, w):
+# Build OffsetFetchResponsePartitions, versions 8-10.
+def _build_offset_fetch_response_partitions_v8_v10(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_partitions_v8_v10_keys.issuperset(o):
@@ -1498,7 +894,6 @@ def _build_offset_fetch_response_partitions_v8(o, w):
                 o,
                 _build_offset_fetch_response_partitions_v8_v10_keys,
                 _build_offset_fetch_response_partitions_v8_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1526,8 +921,8 @@ _build_offset_fetch_response_topics_v8_v9_keys = frozenset({'_unknown_tags', 'na
 _build_offset_fetch_response_topics_v8_v9_absent = {'topic_id': (ZERO_UUID, True)}
 _build_offset_fetch_response_topics_v8_v9_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build OffsetFetchResponseTopics, version 8.
-def _build_offset_fetch_response_topics_v8(o, w):
+# Build OffsetFetchResponseTopics, versions 8-9.
+def _build_offset_fetch_response_topics_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_topics_v8_v9_keys.issuperset(o):
@@ -1535,7 +930,6 @@ def _build_offset_fetch_response_topics_v8(o, w):
                 o,
                 _build_offset_fetch_response_topics_v8_v9_keys,
                 _build_offset_fetch_response_topics_v8_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1544,13 +938,8 @@ def _build_offset_fetch_response_topics_v8(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partitions_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_partitions_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1569,8 +958,8 @@ _build_offset_fetch_response_group_v8_v10_fields = (
     'group_id', 'topics', (('error_code', 'h', 0),), '_unknown_tags',
 )
 
-# Build OffsetFetchResponseGroup, version 8.
-def _build_offset_fetch_response_group_v8(o, w):
+# Build OffsetFetchResponseGroup, versions 8-9.
+def _build_offset_fetch_response_group_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_group_v8_v10_keys.issuperset(o):
@@ -1578,7 +967,6 @@ def _build_offset_fetch_response_group_v8(o, w):
                 o,
                 _build_offset_fetch_response_group_v8_v10_keys,
                 _build_offset_fetch_response_group_v8_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1587,13 +975,8 @@ def _build_offset_fetch_response_group_v8(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topics_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_topics_v8_v9)
         f = 2
         w += _pack_i16(g('error_code', 0))
         t = None
@@ -1614,8 +997,8 @@ _build_offset_fetch_response_v8_v10_fields = (
     (('throttle_time_ms', 'i', 0),), 'groups', '_unknown_tags',
 )
 
-# Build OffsetFetchResponse, version 8.
-def _build_offset_fetch_response_v8(o, w):
+# Build OffsetFetchResponse, versions 8-9.
+def _build_offset_fetch_response_v8_v9(o, w):
     f = -1
     try:
         if not _build_offset_fetch_response_v8_v10_keys.issuperset(o):
@@ -1623,7 +1006,6 @@ def _build_offset_fetch_response_v8(o, w):
                 o,
                 _build_offset_fetch_response_v8_v10_keys,
                 _build_offset_fetch_response_v8_v10_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1631,152 +1013,8 @@ def _build_offset_fetch_response_v8(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_group_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_v8_v10_fields, f, o) from None
-
-# Build OffsetFetchResponsePartitions, version 9.
-def _build_offset_fetch_response_partitions_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partitions_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partitions_v8_v10_keys,
-                _build_offset_fetch_response_partitions_v8_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('metadata', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_fetch_response_partitions_v8_v10_fields, f, o
-        ) from None
-
-# Build OffsetFetchResponseTopics, version 9.
-def _build_offset_fetch_response_topics_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_topics_v8_v9_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_topics_v8_v9_keys,
-                _build_offset_fetch_response_topics_v8_v9_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partitions_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_topics_v8_v9_fields, f, o) from None
-
-# Build OffsetFetchResponseGroup, version 9.
-def _build_offset_fetch_response_group_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_group_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_group_v8_v10_keys,
-                _build_offset_fetch_response_group_v8_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topics_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_offset_fetch_response_group_v8_v10_fields, f, o) from None
-
-# Build OffsetFetchResponse, version 9.
-def _build_offset_fetch_response_v9(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_v8_v10_keys,
-                _build_offset_fetch_response_v8_v10_absent,
-                9,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('groups', ())
-        if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_group_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_group_v8_v9)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1824,17 +1062,12 @@ def _parse_offset_fetch_response_topics_v10(b, p):
                 c['error_code'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_offset_fetch_response_partitions_v8_v10(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_fetch_response_partitions_v8_v10(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_fetch_response_partitions_v8_v10, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1846,7 +1079,7 @@ def _parse_offset_fetch_response_topics_v10(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_fetch_response_topics_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_topics_v10_fields, f) from None
@@ -1863,14 +1096,7 @@ def _parse_offset_fetch_response_group_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_topics_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_topics_v10)
         f = 2
         v2_0, = _unpack_i16(b, p)
         p += 2
@@ -1885,7 +1111,7 @@ def _parse_offset_fetch_response_group_v10(b, p):
         o['topics'] = v1
         o['error_code'] = v2_0
         if nt:
-            p = _tags_offset_fetch_response_group_v8_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_group_v8_v10_fields, f) from None
@@ -1903,14 +1129,7 @@ def _parse_offset_fetch_response_v10(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_fetch_response_group_v10(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_fetch_response_group_v10)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1921,43 +1140,10 @@ def _parse_offset_fetch_response_v10(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_offset_fetch_response_v6_v10(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_fetch_response_v8_v10_fields, f) from None
-
-# Build OffsetFetchResponsePartitions, version 10.
-def _build_offset_fetch_response_partitions_v10(o, w):
-    f = -1
-    try:
-        if not _build_offset_fetch_response_partitions_v8_v10_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_fetch_response_partitions_v8_v10_keys,
-                _build_offset_fetch_response_partitions_v8_v10_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('metadata', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_fetch_response_partitions_v8_v10_fields, f, o
-        ) from None
 
 _build_offset_fetch_response_topics_v10_keys = frozenset({
     '_unknown_tags', 'partitions', 'topic_id',
@@ -1977,7 +1163,6 @@ def _build_offset_fetch_response_topics_v10(o, w):
                 o,
                 _build_offset_fetch_response_topics_v10_keys,
                 _build_offset_fetch_response_topics_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -1985,13 +1170,8 @@ def _build_offset_fetch_response_topics_v10(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_partitions_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_partitions_v8_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2011,7 +1191,6 @@ def _build_offset_fetch_response_group_v10(o, w):
                 o,
                 _build_offset_fetch_response_group_v8_v10_keys,
                 _build_offset_fetch_response_group_v8_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -2020,13 +1199,8 @@ def _build_offset_fetch_response_group_v10(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_topics_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_topics_v10)
         f = 2
         w += _pack_i16(g('error_code', 0))
         t = None
@@ -2048,7 +1222,6 @@ def _build_offset_fetch_response_v10(o, w):
                 o,
                 _build_offset_fetch_response_v8_v10_keys,
                 _build_offset_fetch_response_v8_v10_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -2056,13 +1229,8 @@ def _build_offset_fetch_response_v10(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_fetch_response_group_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_fetch_response_group_v10)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2094,16 +1262,16 @@ PARSE = {
     10: _parse_offset_fetch_response_v10,
 }
 BUILD = {
-    0: _build_offset_fetch_response_v0,
-    1: _build_offset_fetch_response_v1,
+    0: _build_offset_fetch_response_v0_v1,
+    1: _build_offset_fetch_response_v0_v1,
     2: _build_offset_fetch_response_v2,
-    3: _build_offset_fetch_response_v3,
-    4: _build_offset_fetch_response_v4,
+    3: _build_offset_fetch_response_v3_v4,
+    4: _build_offset_fetch_response_v3_v4,
     5: _build_offset_fetch_response_v5,
-    6: _build_offset_fetch_response_v6,
-    7: _build_offset_fetch_response_v7,
-    8: _build_offset_fetch_response_v8,
-    9: _build_offset_fetch_response_v9,
+    6: _build_offset_fetch_response_v6_v7,
+    7: _build_offset_fetch_response_v6_v7,
+    8: _build_offset_fetch_response_v8_v9,
+    9: _build_offset_fetch_response_v8_v9,
     10: _build_offset_fetch_response_v10,
 }
 SCHEMA = (

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -87,12 +84,7 @@ def _parse_offset_for_leader_topic_v0_v1(b, p):
                     c['leader_epoch'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_for_leader_partition_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_for_leader_partition_v0_v1, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -109,14 +101,7 @@ def _parse_offset_for_leader_epoch_request_v0_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_for_leader_topic_v0_v1)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -129,8 +114,8 @@ _build_offset_for_leader_partition_v0_v1_fields = (
     (('partition', 'i', 0), ('leader_epoch', 'i', 0)),
 )
 
-# Build OffsetForLeaderPartition, version 0.
-def _build_offset_for_leader_partition_v0(o, w):
+# Build OffsetForLeaderPartition, versions 0-1.
+def _build_offset_for_leader_partition_v0_v1(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_partition_v0_v1_keys.issuperset(o):
@@ -138,7 +123,6 @@ def _build_offset_for_leader_partition_v0(o, w):
                 o,
                 _build_offset_for_leader_partition_v0_v1_keys,
                 _build_offset_for_leader_partition_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -150,8 +134,8 @@ _build_offset_for_leader_topic_v0_v3_keys = frozenset({'partitions', 'topic'})
 _build_offset_for_leader_topic_v0_v4_absent = {}
 _build_offset_for_leader_topic_v0_v3_fields = ('topic', 'partitions')
 
-# Build OffsetForLeaderTopic, version 0.
-def _build_offset_for_leader_topic_v0(o, w):
+# Build OffsetForLeaderTopic, versions 0-1.
+def _build_offset_for_leader_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_topic_v0_v3_keys.issuperset(o):
@@ -159,7 +143,6 @@ def _build_offset_for_leader_topic_v0(o, w):
                 o,
                 _build_offset_for_leader_topic_v0_v3_keys,
                 _build_offset_for_leader_topic_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -168,13 +151,8 @@ def _build_offset_for_leader_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_partition_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_topic_v0_v3_fields, f, o) from None
 
@@ -182,8 +160,8 @@ _build_offset_for_leader_epoch_request_v0_v2_keys = frozenset({'topics'})
 _build_offset_for_leader_epoch_request_v0_v2_absent = {'replica_id': (-2, True)}
 _build_offset_for_leader_epoch_request_v0_v2_fields = ('topics',)
 
-# Build OffsetForLeaderEpochRequest, version 0.
-def _build_offset_for_leader_epoch_request_v0(o, w):
+# Build OffsetForLeaderEpochRequest, versions 0-1.
+def _build_offset_for_leader_epoch_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_epoch_request_v0_v2_keys.issuperset(o):
@@ -191,89 +169,13 @@ def _build_offset_for_leader_epoch_request_v0(o, w):
                 o,
                 _build_offset_for_leader_epoch_request_v0_v2_keys,
                 _build_offset_for_leader_epoch_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_epoch_request_v0_v2_fields, f, o) from None
-
-# Build OffsetForLeaderPartition, version 1.
-def _build_offset_for_leader_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_partition_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_partition_v0_v1_keys,
-                _build_offset_for_leader_partition_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('partition', 0), g('leader_epoch', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_partition_v0_v1_fields, f, o) from None
-
-# Build OffsetForLeaderTopic, version 1.
-def _build_offset_for_leader_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_topic_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_topic_v0_v3_keys,
-                _build_offset_for_leader_topic_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_topic_v0_v3_fields, f, o) from None
-
-# Build OffsetForLeaderEpochRequest, version 1.
-def _build_offset_for_leader_epoch_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_epoch_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_epoch_request_v0_v2_keys,
-                _build_offset_for_leader_epoch_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_epoch_request_v0_v2_fields, f, o) from None
 
@@ -328,12 +230,7 @@ def _parse_offset_for_leader_topic_v2_v3(b, p):
                     c['leader_epoch'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_for_leader_partition_v2_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_for_leader_partition_v2_v3, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -348,14 +245,7 @@ def _parse_offset_for_leader_epoch_request_v2(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_for_leader_topic_v2_v3)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -370,8 +260,8 @@ _build_offset_for_leader_partition_v2_v3_fields = (
     (('partition', 'i', 0), ('current_leader_epoch', 'i', -1), ('leader_epoch', 'i', 0)),
 )
 
-# Build OffsetForLeaderPartition, version 2.
-def _build_offset_for_leader_partition_v2(o, w):
+# Build OffsetForLeaderPartition, versions 2-3.
+def _build_offset_for_leader_partition_v2_v3(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_partition_v2_v3_keys.issuperset(o):
@@ -379,7 +269,6 @@ def _build_offset_for_leader_partition_v2(o, w):
                 o,
                 _build_offset_for_leader_partition_v2_v3_keys,
                 _build_offset_for_leader_partition_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -387,8 +276,8 @@ def _build_offset_for_leader_partition_v2(o, w):
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_partition_v2_v3_fields, f, o) from None
 
-# Build OffsetForLeaderTopic, version 2.
-def _build_offset_for_leader_topic_v2(o, w):
+# Build OffsetForLeaderTopic, versions 2-3.
+def _build_offset_for_leader_topic_v2_v3(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_topic_v0_v3_keys.issuperset(o):
@@ -396,7 +285,6 @@ def _build_offset_for_leader_topic_v2(o, w):
                 o,
                 _build_offset_for_leader_topic_v0_v3_keys,
                 _build_offset_for_leader_topic_v0_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -405,13 +293,8 @@ def _build_offset_for_leader_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_partition_v2_v3)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_topic_v0_v3_fields, f, o) from None
 
@@ -424,19 +307,13 @@ def _build_offset_for_leader_epoch_request_v2(o, w):
                 o,
                 _build_offset_for_leader_epoch_request_v0_v2_keys,
                 _build_offset_for_leader_epoch_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_v2_v3)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_epoch_request_v0_v2_fields, f, o) from None
 
@@ -451,65 +328,13 @@ def _parse_offset_for_leader_epoch_request_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_v2_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_for_leader_topic_v2_v3)
         o = Container()
         o['replica_id'] = v0_0
         o['topics'] = v1
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_epoch_request_v3_fields, f) from None
-
-# Build OffsetForLeaderPartition, version 3.
-def _build_offset_for_leader_partition_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_partition_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_partition_v2_v3_keys,
-                _build_offset_for_leader_partition_v2_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x3(g('partition', 0), g('current_leader_epoch', -1), g('leader_epoch', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_partition_v2_v3_fields, f, o) from None
-
-# Build OffsetForLeaderTopic, version 3.
-def _build_offset_for_leader_topic_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_topic_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_topic_v0_v3_keys,
-                _build_offset_for_leader_topic_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_topic_v0_v3_fields, f, o) from None
 
 _build_offset_for_leader_epoch_request_v3_keys = frozenset({'replica_id', 'topics'})
 _build_offset_for_leader_epoch_request_v3_v4_absent = {}
@@ -524,7 +349,6 @@ def _build_offset_for_leader_epoch_request_v3(o, w):
                 o,
                 _build_offset_for_leader_epoch_request_v3_keys,
                 _build_offset_for_leader_epoch_request_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -532,36 +356,10 @@ def _build_offset_for_leader_epoch_request_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_v2_v3)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_epoch_request_v3_fields, f, o) from None
-
-_tags_offset_for_leader_partition_v4_names = {}
-
-# Parse the tagged fields of OffsetForLeaderPartition, version 4.
-def _tags_offset_for_leader_partition_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_for_leader_partition_v4_names, t) from None
 
 _parse_offset_for_leader_partition_v4_fields = (
     (('partition', 'i', None), ('current_leader_epoch', 'i', None), ('leader_epoch', 'i', None)),
@@ -586,31 +384,10 @@ def _parse_offset_for_leader_partition_v4(b, p):
         o['current_leader_epoch'] = v0_1
         o['leader_epoch'] = v0_2
         if nt:
-            p = _tags_offset_for_leader_partition_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_partition_v4_fields, f) from None
-
-_tags_offset_for_leader_topic_v4_names = {}
-
-# Parse the tagged fields of OffsetForLeaderTopic, version 4.
-def _tags_offset_for_leader_topic_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_for_leader_topic_v4_names, t) from None
 
 _parse_offset_for_leader_topic_v4_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -650,17 +427,12 @@ def _parse_offset_for_leader_topic_v4(b, p):
                     c['leader_epoch'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_offset_for_leader_partition_v4(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_offset_for_leader_partition_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_offset_for_leader_partition_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -672,31 +444,10 @@ def _parse_offset_for_leader_topic_v4(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_for_leader_topic_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_topic_v4_fields, f) from None
-
-_tags_offset_for_leader_epoch_request_v4_names = {}
-
-# Parse the tagged fields of OffsetForLeaderEpochRequest, version 4.
-def _tags_offset_for_leader_epoch_request_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_for_leader_epoch_request_v4_names, t) from None
 
 _parse_offset_for_leader_epoch_request_v4_fields = (
     (('replica_id', 'i', None),), 'topics', '_tagged_fields',
@@ -715,14 +466,7 @@ def _parse_offset_for_leader_epoch_request_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_for_leader_topic_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -733,7 +477,7 @@ def _parse_offset_for_leader_epoch_request_v4(b, p):
         o['replica_id'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_for_leader_epoch_request_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_epoch_request_v4_fields, f) from None
@@ -755,7 +499,6 @@ def _build_offset_for_leader_partition_v4(o, w):
                 o,
                 _build_offset_for_leader_partition_v4_keys,
                 _build_offset_for_leader_partition_v2_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -782,7 +525,6 @@ def _build_offset_for_leader_topic_v4(o, w):
                 o,
                 _build_offset_for_leader_topic_v4_keys,
                 _build_offset_for_leader_topic_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -791,13 +533,8 @@ def _build_offset_for_leader_topic_v4(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_for_leader_partition_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -824,7 +561,6 @@ def _build_offset_for_leader_epoch_request_v4(o, w):
                 o,
                 _build_offset_for_leader_epoch_request_v4_keys,
                 _build_offset_for_leader_epoch_request_v3_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -832,13 +568,8 @@ def _build_offset_for_leader_epoch_request_v4(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_for_leader_topic_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -864,8 +595,8 @@ PARSE = {
     4: _parse_offset_for_leader_epoch_request_v4,
 }
 BUILD = {
-    0: _build_offset_for_leader_epoch_request_v0,
-    1: _build_offset_for_leader_epoch_request_v1,
+    0: _build_offset_for_leader_epoch_request_v0_v1,
+    1: _build_offset_for_leader_epoch_request_v0_v1,
     2: _build_offset_for_leader_epoch_request_v2,
     3: _build_offset_for_leader_epoch_request_v3,
     4: _build_offset_for_leader_epoch_request_v4,

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -90,12 +87,7 @@ def _parse_offset_for_leader_topic_result_v0(b, p):
                     c['end_offset'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_epoch_end_offset_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_epoch_end_offset_v0, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -112,14 +104,7 @@ def _parse_offset_for_leader_epoch_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_for_leader_topic_result_v0)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -139,7 +124,7 @@ def _build_epoch_end_offset_v0(o, w):
     f = -1
     try:
         if not _build_epoch_end_offset_v0_keys.issuperset(o):
-            check_keys(o, _build_epoch_end_offset_v0_keys, _build_epoch_end_offset_v0_absent, 0)
+            check_keys(o, _build_epoch_end_offset_v0_keys, _build_epoch_end_offset_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16_i32_i64(g('error_code', 0), g('partition', 0), g('end_offset', -1))
@@ -159,7 +144,6 @@ def _build_offset_for_leader_topic_result_v0(o, w):
                 o,
                 _build_offset_for_leader_topic_result_v0_v3_keys,
                 _build_offset_for_leader_topic_result_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -168,13 +152,8 @@ def _build_offset_for_leader_topic_result_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_epoch_end_offset_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_epoch_end_offset_v0)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_topic_result_v0_v3_fields, f, o) from None
 
@@ -191,19 +170,13 @@ def _build_offset_for_leader_epoch_response_v0(o, w):
                 o,
                 _build_offset_for_leader_epoch_response_v0_v1_keys,
                 _build_offset_for_leader_epoch_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_result_v0)
     except Exception as x:
         raise encode_failure(
             x, _build_offset_for_leader_epoch_response_v0_v1_fields, f, o
@@ -266,12 +239,7 @@ def _parse_offset_for_leader_topic_result_v1_v3(b, p):
                     c['end_offset'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_epoch_end_offset_v1_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_epoch_end_offset_v1_v3, b, q, z)
             raise
         o = Container()
         o['topic'] = v0
@@ -286,14 +254,7 @@ def _parse_offset_for_leader_epoch_response_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_result_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_offset_for_leader_topic_result_v1_v3)
         o = Container()
         o['topics'] = v0
         return o, p
@@ -313,14 +274,12 @@ _build_epoch_end_offset_v1_v3_fields = (
     ),
 )
 
-# Build EpochEndOffset, version 1.
-def _build_epoch_end_offset_v1(o, w):
+# Build EpochEndOffset, versions 1-3.
+def _build_epoch_end_offset_v1_v3(o, w):
     f = -1
     try:
         if not _build_epoch_end_offset_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v1_v3_keys, _build_epoch_end_offset_v1_v4_absent, 1
-            )
+            check_keys(o, _build_epoch_end_offset_v1_v3_keys, _build_epoch_end_offset_v1_v4_absent)
         g = o.get
         f = 0
         w += _pack_i16_i32x2_i64(
@@ -329,8 +288,8 @@ def _build_epoch_end_offset_v1(o, w):
     except Exception as x:
         raise encode_failure(x, _build_epoch_end_offset_v1_v3_fields, f, o) from None
 
-# Build OffsetForLeaderTopicResult, version 1.
-def _build_offset_for_leader_topic_result_v1(o, w):
+# Build OffsetForLeaderTopicResult, versions 1-3.
+def _build_offset_for_leader_topic_result_v1_v3(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_topic_result_v0_v3_keys.issuperset(o):
@@ -338,7 +297,6 @@ def _build_offset_for_leader_topic_result_v1(o, w):
                 o,
                 _build_offset_for_leader_topic_result_v0_v3_keys,
                 _build_offset_for_leader_topic_result_v0_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -347,13 +305,8 @@ def _build_offset_for_leader_topic_result_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_epoch_end_offset_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_epoch_end_offset_v1_v3)
     except Exception as x:
         raise encode_failure(x, _build_offset_for_leader_topic_result_v0_v3_fields, f, o) from None
 
@@ -366,19 +319,13 @@ def _build_offset_for_leader_epoch_response_v1(o, w):
                 o,
                 _build_offset_for_leader_epoch_response_v0_v1_keys,
                 _build_offset_for_leader_epoch_response_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_result_v1_v3)
     except Exception as x:
         raise encode_failure(
             x, _build_offset_for_leader_epoch_response_v0_v1_fields, f, o
@@ -397,14 +344,7 @@ def _parse_offset_for_leader_epoch_response_v2_v3(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_result_v1_v3(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_for_leader_topic_result_v1_v3)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -414,56 +354,12 @@ def _parse_offset_for_leader_epoch_response_v2_v3(b, p):
             x, p, _parse_offset_for_leader_epoch_response_v2_v3_fields, f
         ) from None
 
-# Build EpochEndOffset, version 2.
-def _build_epoch_end_offset_v2(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v1_v3_keys, _build_epoch_end_offset_v1_v4_absent, 2
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2_i64(
-            g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v1_v3_fields, f, o) from None
-
-# Build OffsetForLeaderTopicResult, version 2.
-def _build_offset_for_leader_topic_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_topic_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_topic_result_v0_v3_keys,
-                _build_offset_for_leader_topic_result_v0_v4_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_epoch_end_offset_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_topic_result_v0_v3_fields, f, o) from None
-
 _build_offset_for_leader_epoch_response_v2_v3_keys = frozenset({'throttle_time_ms', 'topics'})
 _build_offset_for_leader_epoch_response_v2_v4_absent = {}
 _build_offset_for_leader_epoch_response_v2_v3_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build OffsetForLeaderEpochResponse, version 2.
-def _build_offset_for_leader_epoch_response_v2(o, w):
+# Build OffsetForLeaderEpochResponse, versions 2-3.
+def _build_offset_for_leader_epoch_response_v2_v3(o, w):
     f = -1
     try:
         if not _build_offset_for_leader_epoch_response_v2_v3_keys.issuperset(o):
@@ -471,7 +367,6 @@ def _build_offset_for_leader_epoch_response_v2(o, w):
                 o,
                 _build_offset_for_leader_epoch_response_v2_v3_keys,
                 _build_offset_for_leader_epoch_response_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -479,111 +374,12 @@ def _build_offset_for_leader_epoch_response_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_offset_for_leader_topic_result_v1_v3)
     except Exception as x:
         raise encode_failure(
             x, _build_offset_for_leader_epoch_response_v2_v3_fields, f, o
         ) from None
-
-# Build EpochEndOffset, version 3.
-def _build_epoch_end_offset_v3(o, w):
-    f = -1
-    try:
-        if not _build_epoch_end_offset_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_epoch_end_offset_v1_v3_keys, _build_epoch_end_offset_v1_v4_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i32x2_i64(
-            g('error_code', 0), g('partition', 0), g('leader_epoch', -1), g('end_offset', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_epoch_end_offset_v1_v3_fields, f, o) from None
-
-# Build OffsetForLeaderTopicResult, version 3.
-def _build_offset_for_leader_topic_result_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_topic_result_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_topic_result_v0_v3_keys,
-                _build_offset_for_leader_topic_result_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_epoch_end_offset_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_offset_for_leader_topic_result_v0_v3_fields, f, o) from None
-
-# Build OffsetForLeaderEpochResponse, version 3.
-def _build_offset_for_leader_epoch_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_offset_for_leader_epoch_response_v2_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_offset_for_leader_epoch_response_v2_v3_keys,
-                _build_offset_for_leader_epoch_response_v2_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_result_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_offset_for_leader_epoch_response_v2_v3_fields, f, o
-        ) from None
-
-_tags_epoch_end_offset_v4_names = {}
-
-# Parse the tagged fields of EpochEndOffset, version 4.
-def _tags_epoch_end_offset_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_epoch_end_offset_v4_names, t) from None
 
 _parse_epoch_end_offset_v4_fields = (
     (
@@ -612,31 +408,10 @@ def _parse_epoch_end_offset_v4(b, p):
         o['leader_epoch'] = v0_2
         o['end_offset'] = v0_3
         if nt:
-            p = _tags_epoch_end_offset_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_epoch_end_offset_v4_fields, f) from None
-
-_tags_offset_for_leader_topic_result_v4_names = {}
-
-# Parse the tagged fields of OffsetForLeaderTopicResult, version 4.
-def _tags_offset_for_leader_topic_result_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_for_leader_topic_result_v4_names, t) from None
 
 _parse_offset_for_leader_topic_result_v4_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -678,17 +453,12 @@ def _parse_offset_for_leader_topic_result_v4(b, p):
                     c['end_offset'] = k0_3
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_epoch_end_offset_v4(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_epoch_end_offset_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_epoch_end_offset_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -700,31 +470,10 @@ def _parse_offset_for_leader_topic_result_v4(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_offset_for_leader_topic_result_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_topic_result_v4_fields, f) from None
-
-_tags_offset_for_leader_epoch_response_v4_names = {}
-
-# Parse the tagged fields of OffsetForLeaderEpochResponse, version 4.
-def _tags_offset_for_leader_epoch_response_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_offset_for_leader_epoch_response_v4_names, t) from None
 
 _parse_offset_for_leader_epoch_response_v4_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -743,14 +492,7 @@ def _parse_offset_for_leader_epoch_response_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_offset_for_leader_topic_result_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_offset_for_leader_topic_result_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -761,7 +503,7 @@ def _parse_offset_for_leader_epoch_response_v4(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_offset_for_leader_epoch_response_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_offset_for_leader_epoch_response_v4_fields, f) from None
@@ -782,7 +524,7 @@ def _build_epoch_end_offset_v4(o, w):
     f = -1
     try:
         if not _build_epoch_end_offset_v4_keys.issuperset(o):
-            check_keys(o, _build_epoch_end_offset_v4_keys, _build_epoch_end_offset_v1_v4_absent, 4)
+            check_keys(o, _build_epoch_end_offset_v4_keys, _build_epoch_end_offset_v1_v4_absent)
         g = o.get
         f = 0
         w += _pack_i16_i32x2_i64(
@@ -810,7 +552,6 @@ def _build_offset_for_leader_topic_result_v4(o, w):
                 o,
                 _build_offset_for_leader_topic_result_v4_keys,
                 _build_offset_for_leader_topic_result_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -819,13 +560,8 @@ def _build_offset_for_leader_topic_result_v4(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_epoch_end_offset_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_epoch_end_offset_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -852,7 +588,6 @@ def _build_offset_for_leader_epoch_response_v4(o, w):
                 o,
                 _build_offset_for_leader_epoch_response_v4_keys,
                 _build_offset_for_leader_epoch_response_v2_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -860,13 +595,8 @@ def _build_offset_for_leader_epoch_response_v4(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_offset_for_leader_topic_result_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_offset_for_leader_topic_result_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -894,8 +624,8 @@ PARSE = {
 BUILD = {
     0: _build_offset_for_leader_epoch_response_v0,
     1: _build_offset_for_leader_epoch_response_v1,
-    2: _build_offset_for_leader_epoch_response_v2,
-    3: _build_offset_for_leader_epoch_response_v3,
+    2: _build_offset_for_leader_epoch_response_v2_v3,
+    3: _build_offset_for_leader_epoch_response_v2_v3,
     4: _build_offset_for_leader_epoch_response_v4,
 }
 SCHEMA = (

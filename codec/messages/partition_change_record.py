@@ -178,10 +178,7 @@ def _build_partition_change_record_v0(o, w):
     try:
         if not _build_partition_change_record_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_partition_change_record_v0_keys,
-                _build_partition_change_record_v0_absent,
-                0,
+                o, _build_partition_change_record_v0_keys, _build_partition_change_record_v0_absent
             )
         g = o.get
         f = 0
@@ -413,10 +410,7 @@ def _build_partition_change_record_v1(o, w):
     try:
         if not _build_partition_change_record_v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_partition_change_record_v1_keys,
-                _build_partition_change_record_v1_absent,
-                1,
+                o, _build_partition_change_record_v1_keys, _build_partition_change_record_v1_absent
             )
         g = o.get
         f = 0
@@ -685,10 +679,7 @@ def _build_partition_change_record_v2(o, w):
     try:
         if not _build_partition_change_record_v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_partition_change_record_v2_keys,
-                _build_partition_change_record_v2_absent,
-                2,
+                o, _build_partition_change_record_v2_keys, _build_partition_change_record_v2_absent
             )
         g = o.get
         f = 0

@@ -158,35 +158,35 @@ def _build_partition_record_v0(o, w):
     f = -1
     try:
         if not _build_partition_record_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_record_v0_keys, _build_partition_record_v0_absent, 0)
+            check_keys(o, _build_partition_record_v0_keys, _build_partition_record_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(g('partition_id', -1), uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -318,35 +318,35 @@ def _build_partition_record_v1(o, w):
     f = -1
     try:
         if not _build_partition_record_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_record_v1_keys, _build_partition_record_v1_absent, 1)
+            check_keys(o, _build_partition_record_v1_keys, _build_partition_record_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(g('partition_id', -1), uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('replicas', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -355,7 +355,7 @@ def _build_partition_record_v1(o, w):
         f = 6
         v = g('directories', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             w += uuid_bytes(x)
@@ -540,35 +540,35 @@ def _build_partition_record_v2(o, w):
     f = -1
     try:
         if not _build_partition_record_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_record_v2_keys, _build_partition_record_v2_absent, 2)
+            check_keys(o, _build_partition_record_v2_keys, _build_partition_record_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(g('partition_id', -1), uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('replicas', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 3
         v = g('removing_replicas', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('adding_replicas', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -577,7 +577,7 @@ def _build_partition_record_v2(o, w):
         f = 6
         v = g('directories', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             w += uuid_bytes(x)

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -23,17 +20,17 @@ from kipwire.codec._runtime import (
     read_nullable_bytes,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_bytes,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -88,12 +85,7 @@ def _parse_topic_produce_data_v0_v8(b, p):
                 c['records'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_data_v0_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_data_v0_v8, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -115,14 +107,7 @@ def _parse_produce_request_v0_v2(b, p):
         p += 6
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_data_v0_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_produce_data_v0_v8)
         o = Container()
         o['acks'] = v0_0
         o['timeout_ms'] = v0_1
@@ -135,8 +120,8 @@ _build_partition_produce_data_v0_v8_keys = frozenset({'index', 'records'})
 _build_partition_produce_data_v0_v13_absent = {}
 _build_partition_produce_data_v0_v8_fields = ((('index', 'i', 0),), 'records')
 
-# Build PartitionProduceData, version 0.
-def _build_partition_produce_data_v0(o, w):
+# Build PartitionProduceData, versions 0-8.
+def _build_partition_produce_data_v0_v8(o, w):
     f = -1
     try:
         if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
@@ -144,7 +129,6 @@ def _build_partition_produce_data_v0(o, w):
                 o,
                 _build_partition_produce_data_v0_v8_keys,
                 _build_partition_produce_data_v0_v13_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -159,13 +143,13 @@ _build_topic_produce_data_v0_v8_keys = frozenset({'name', 'partition_data'})
 _build_topic_produce_data_v0_v12_absent = {'topic_id': (ZERO_UUID, True)}
 _build_topic_produce_data_v0_v8_fields = ('name', 'partition_data')
 
-# Build TopicProduceData, version 0.
-def _build_topic_produce_data_v0(o, w):
+# Build TopicProduceData, versions 0-8.
+def _build_topic_produce_data_v0_v8(o, w):
     f = -1
     try:
         if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
             check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 0
+                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent
             )
         g = o.get
         f = 0
@@ -174,13 +158,8 @@ def _build_topic_produce_data_v0(o, w):
         f = 1
         v = g('partition_data', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_produce_data_v0_v8)
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
 
@@ -188,159 +167,20 @@ _build_produce_request_v0_v2_keys = frozenset({'acks', 'timeout_ms', 'topic_data
 _build_produce_request_v0_v2_absent = {'transactional_id': (None, False)}
 _build_produce_request_v0_v2_fields = ((('acks', 'h', 0), ('timeout_ms', 'i', 0)), 'topic_data')
 
-# Build ProduceRequest, version 0.
-def _build_produce_request_v0(o, w):
+# Build ProduceRequest, versions 0-2.
+def _build_produce_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_produce_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_produce_request_v0_v2_keys, _build_produce_request_v0_v2_absent, 0)
+            check_keys(o, _build_produce_request_v0_v2_keys, _build_produce_request_v0_v2_absent)
         g = o.get
         f = 0
         w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
         f = 1
         v = g('topic_data', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v0_v2_fields, f, o) from None
-
-# Build PartitionProduceData, version 1.
-def _build_partition_produce_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 1.
-def _build_topic_produce_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 1.
-def _build_produce_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_produce_request_v0_v2_keys, _build_produce_request_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 1
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v0_v2_fields, f, o) from None
-
-# Build PartitionProduceData, version 2.
-def _build_partition_produce_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 2.
-def _build_topic_produce_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 2.
-def _build_produce_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_produce_request_v0_v2_keys, _build_produce_request_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 1
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_data_v0_v8)
     except Exception as x:
         raise encode_failure(x, _build_produce_request_v0_v2_fields, f, o) from None
 
@@ -359,14 +199,7 @@ def _parse_produce_request_v3_v8(b, p):
         p += 6
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_data_v0_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_produce_data_v0_v8)
         o = Container()
         o['transactional_id'] = v0
         o['acks'] = v1_0
@@ -376,51 +209,6 @@ def _parse_produce_request_v3_v8(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_request_v3_v8_fields, f) from None
 
-# Build PartitionProduceData, version 3.
-def _build_partition_produce_data_v3(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 3.
-def _build_topic_produce_data_v3(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
 _build_produce_request_v3_v8_keys = frozenset({
     'acks', 'timeout_ms', 'topic_data', 'transactional_id',
 })
@@ -429,14 +217,12 @@ _build_produce_request_v3_v8_fields = (
     'transactional_id', (('acks', 'h', 0), ('timeout_ms', 'i', 0)), 'topic_data',
 )
 
-# Build ProduceRequest, version 3.
-def _build_produce_request_v3(o, w):
+# Build ProduceRequest, versions 3-8.
+def _build_produce_request_v3_v8(o, w):
     f = -1
     try:
         if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 3
-            )
+            check_keys(o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent)
         g = o.get
         f = 0
         v = g('transactional_id', None)
@@ -446,396 +232,10 @@ def _build_produce_request_v3(o, w):
         f = 2
         v = g('topic_data', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_data_v0_v8)
     except Exception as x:
         raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-# Build PartitionProduceData, version 4.
-def _build_partition_produce_data_v4(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 4.
-def _build_topic_produce_data_v4(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 4
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 4.
-def _build_produce_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 4
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-# Build PartitionProduceData, version 5.
-def _build_partition_produce_data_v5(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 5.
-def _build_topic_produce_data_v5(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 5
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 5.
-def _build_produce_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 5
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-# Build PartitionProduceData, version 6.
-def _build_partition_produce_data_v6(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 6.
-def _build_topic_produce_data_v6(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 6
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 6.
-def _build_produce_request_v6(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 6
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-# Build PartitionProduceData, version 7.
-def _build_partition_produce_data_v7(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 7.
-def _build_topic_produce_data_v7(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 7.
-def _build_produce_request_v7(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-# Build PartitionProduceData, version 8.
-def _build_partition_produce_data_v8(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v0_v8_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_nullable_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v0_v8_fields, f, o) from None
-
-# Build TopicProduceData, version 8.
-def _build_topic_produce_data_v8(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v0_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v0_v8_keys, _build_topic_produce_data_v0_v12_absent, 8
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v0_v8_fields, f, o) from None
-
-# Build ProduceRequest, version 8.
-def _build_produce_request_v8(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v3_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v3_v8_keys, _build_produce_request_v3_v13_absent, 8
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v3_v8_fields, f, o) from None
-
-_tags_partition_produce_data_v9_v13_names = {}
-
-# Parse the tagged fields of PartitionProduceData, versions 9-13.
-def _tags_partition_produce_data_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_produce_data_v9_v13_names, t) from None
 
 _parse_partition_produce_data_v9_v13_fields = ((('index', 'i', None),), 'records', '_tagged_fields')
 
@@ -858,31 +258,10 @@ def _parse_partition_produce_data_v9_v13(b, p):
         o['index'] = v0_0
         o['records'] = v1
         if nt:
-            p = _tags_partition_produce_data_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_produce_data_v9_v13_fields, f) from None
-
-_tags_topic_produce_data_v9_v13_names = {}
-
-# Parse the tagged fields of TopicProduceData, versions 9-13.
-def _tags_topic_produce_data_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_produce_data_v9_v13_names, t) from None
 
 _parse_topic_produce_data_v9_v12_fields = ('name', 'partition_data', '_tagged_fields')
 
@@ -912,17 +291,12 @@ def _parse_topic_produce_data_v9_v12(b, p):
                 c['records'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_produce_data_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_data_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_data_v9_v13, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -934,31 +308,10 @@ def _parse_topic_produce_data_v9_v12(b, p):
         o['name'] = v0
         o['partition_data'] = v1
         if nt:
-            p = _tags_topic_produce_data_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_produce_data_v9_v12_fields, f) from None
-
-_tags_produce_request_v9_v13_names = {}
-
-# Parse the tagged fields of ProduceRequest, versions 9-13.
-def _tags_produce_request_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_produce_request_v9_v13_names, t) from None
 
 _parse_produce_request_v9_v13_fields = (
     'transactional_id', (('acks', 'h', None), ('timeout_ms', 'i', None)), 'topic_data',
@@ -980,14 +333,7 @@ def _parse_produce_request_v9_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_data_v9_v12(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_produce_data_v9_v12)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -1000,7 +346,7 @@ def _parse_produce_request_v9_v12(b, p):
         o['timeout_ms'] = v1_1
         o['topic_data'] = v2
         if nt:
-            p = _tags_produce_request_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_request_v9_v13_fields, f) from None
@@ -1008,8 +354,8 @@ def _parse_produce_request_v9_v12(b, p):
 _build_partition_produce_data_v9_v13_keys = frozenset({'_unknown_tags', 'index', 'records'})
 _build_partition_produce_data_v9_v13_fields = ((('index', 'i', 0),), 'records', '_unknown_tags')
 
-# Build PartitionProduceData, version 9.
-def _build_partition_produce_data_v9(o, w):
+# Build PartitionProduceData, versions 9-13.
+def _build_partition_produce_data_v9_v13(o, w):
     f = -1
     try:
         if not _build_partition_produce_data_v9_v13_keys.issuperset(o):
@@ -1017,7 +363,6 @@ def _build_partition_produce_data_v9(o, w):
                 o,
                 _build_partition_produce_data_v9_v13_keys,
                 _build_partition_produce_data_v0_v13_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -1038,13 +383,13 @@ def _build_partition_produce_data_v9(o, w):
 _build_topic_produce_data_v9_v12_keys = frozenset({'_unknown_tags', 'name', 'partition_data'})
 _build_topic_produce_data_v9_v12_fields = ('name', 'partition_data', '_unknown_tags')
 
-# Build TopicProduceData, version 9.
-def _build_topic_produce_data_v9(o, w):
+# Build TopicProduceData, versions 9-12.
+def _build_topic_produce_data_v9_v12(o, w):
     f = -1
     try:
         if not _build_topic_produce_data_v9_v12_keys.issuperset(o):
             check_keys(
-                o, _build_topic_produce_data_v9_v12_keys, _build_topic_produce_data_v0_v12_absent, 9
+                o, _build_topic_produce_data_v9_v12_keys, _build_topic_produce_data_v0_v12_absent
             )
         g = o.get
         f = 0
@@ -1053,13 +398,8 @@ def _build_topic_produce_data_v9(o, w):
         f = 1
         v = g('partition_data', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_produce_data_v9_v13)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1077,14 +417,12 @@ _build_produce_request_v9_v13_fields = (
     'transactional_id', (('acks', 'h', 0), ('timeout_ms', 'i', 0)), 'topic_data', '_unknown_tags',
 )
 
-# Build ProduceRequest, version 9.
-def _build_produce_request_v9(o, w):
+# Build ProduceRequest, versions 9-12.
+def _build_produce_request_v9_v12(o, w):
     f = -1
     try:
         if not _build_produce_request_v9_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent, 9
-            )
+            check_keys(o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent)
         g = o.get
         f = 0
         v = g('transactional_id', None)
@@ -1094,301 +432,8 @@ def _build_produce_request_v9(o, w):
         f = 2
         v = g('topic_data', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v9_v13_fields, f, o) from None
-
-# Build PartitionProduceData, version 10.
-def _build_partition_produce_data_v10(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v9_v13_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v9_v13_fields, f, o) from None
-
-# Build TopicProduceData, version 10.
-def _build_topic_produce_data_v10(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v9_v12_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_data_v9_v12_keys,
-                _build_topic_produce_data_v0_v12_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v9_v12_fields, f, o) from None
-
-# Build ProduceRequest, version 10.
-def _build_produce_request_v10(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v9_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent, 10
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_compact_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v9_v13_fields, f, o) from None
-
-# Build PartitionProduceData, version 11.
-def _build_partition_produce_data_v11(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v9_v13_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v9_v13_fields, f, o) from None
-
-# Build TopicProduceData, version 11.
-def _build_topic_produce_data_v11(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v9_v12_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_data_v9_v12_keys,
-                _build_topic_produce_data_v0_v12_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v9_v12_fields, f, o) from None
-
-# Build ProduceRequest, version 11.
-def _build_produce_request_v11(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v9_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent, 11
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_compact_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_produce_request_v9_v13_fields, f, o) from None
-
-# Build PartitionProduceData, version 12.
-def _build_partition_produce_data_v12(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v9_v13_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v9_v13_fields, f, o) from None
-
-# Build TopicProduceData, version 12.
-def _build_topic_produce_data_v12(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_data_v9_v12_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_data_v9_v12_keys,
-                _build_topic_produce_data_v0_v12_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_data', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_data_v9_v12_fields, f, o) from None
-
-# Build ProduceRequest, version 12.
-def _build_produce_request_v12(o, w):
-    f = -1
-    try:
-        if not _build_produce_request_v9_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent, 12
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', None)
-        write_compact_nullable_string(w, v)
-        f = 1
-        w += _pack_i16_i32(g('acks', 0), g('timeout_ms', 0))
-        f = 2
-        v = g('topic_data', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_produce_data_v9_v12)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1431,17 +476,12 @@ def _parse_topic_produce_data_v13(b, p):
                 c['records'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_produce_data_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_data_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_data_v9_v13, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1453,7 +493,7 @@ def _parse_topic_produce_data_v13(b, p):
         o['topic_id'] = v0_0
         o['partition_data'] = v1
         if nt:
-            p = _tags_topic_produce_data_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_produce_data_v13_fields, f) from None
@@ -1473,14 +513,7 @@ def _parse_produce_request_v13(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_data_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_produce_data_v13)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -1493,37 +526,10 @@ def _parse_produce_request_v13(b, p):
         o['timeout_ms'] = v1_1
         o['topic_data'] = v2
         if nt:
-            p = _tags_produce_request_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_request_v9_v13_fields, f) from None
-
-# Build PartitionProduceData, version 13.
-def _build_partition_produce_data_v13(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_data_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_data_v9_v13_keys,
-                _build_partition_produce_data_v0_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('index', 0))
-        f = 1
-        v = g('records', b'')
-        write_compact_nullable_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_data_v9_v13_fields, f, o) from None
 
 _build_topic_produce_data_v13_keys = frozenset({'_unknown_tags', 'partition_data', 'topic_id'})
 _build_topic_produce_data_v13_absent = {'name': ('', True)}
@@ -1537,22 +543,15 @@ def _build_topic_produce_data_v13(o, w):
     f = -1
     try:
         if not _build_topic_produce_data_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_topic_produce_data_v13_keys, _build_topic_produce_data_v13_absent, 13
-            )
+            check_keys(o, _build_topic_produce_data_v13_keys, _build_topic_produce_data_v13_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partition_data', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_data_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_produce_data_v9_v13)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1568,9 +567,7 @@ def _build_produce_request_v13(o, w):
     f = -1
     try:
         if not _build_produce_request_v9_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent, 13
-            )
+            check_keys(o, _build_produce_request_v9_v13_keys, _build_produce_request_v3_v13_absent)
         g = o.get
         f = 0
         v = g('transactional_id', None)
@@ -1580,13 +577,8 @@ def _build_produce_request_v13(o, w):
         f = 2
         v = g('topic_data', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_data_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_produce_data_v13)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1621,19 +613,19 @@ PARSE = {
     13: _parse_produce_request_v13,
 }
 BUILD = {
-    0: _build_produce_request_v0,
-    1: _build_produce_request_v1,
-    2: _build_produce_request_v2,
-    3: _build_produce_request_v3,
-    4: _build_produce_request_v4,
-    5: _build_produce_request_v5,
-    6: _build_produce_request_v6,
-    7: _build_produce_request_v7,
-    8: _build_produce_request_v8,
-    9: _build_produce_request_v9,
-    10: _build_produce_request_v10,
-    11: _build_produce_request_v11,
-    12: _build_produce_request_v12,
+    0: _build_produce_request_v0_v2,
+    1: _build_produce_request_v0_v2,
+    2: _build_produce_request_v0_v2,
+    3: _build_produce_request_v3_v8,
+    4: _build_produce_request_v3_v8,
+    5: _build_produce_request_v3_v8,
+    6: _build_produce_request_v3_v8,
+    7: _build_produce_request_v3_v8,
+    8: _build_produce_request_v3_v8,
+    9: _build_produce_request_v9_v12,
+    10: _build_produce_request_v9_v12,
+    11: _build_produce_request_v9_v12,
+    12: _build_produce_request_v9_v12,
     13: _build_produce_request_v13,
 }
 SCHEMA = (

@@ -5,16 +5,15 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     StructDefault,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
     default_encoding,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -23,15 +22,17 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -107,12 +108,7 @@ def _parse_topic_produce_response_v0_v1(b, p):
                     c['base_offset'] = k0_2
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_response_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_response_v0_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -129,14 +125,7 @@ def _parse_produce_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v0_v1)
         o = Container()
         o['responses'] = v0
         return o, p
@@ -155,8 +144,8 @@ _build_partition_produce_response_v0_v1_fields = (
     (('index', 'i', 0), ('error_code', 'h', 0), ('base_offset', 'q', 0)),
 )
 
-# Build PartitionProduceResponse, version 0.
-def _build_partition_produce_response_v0(o, w):
+# Build PartitionProduceResponse, versions 0-1.
+def _build_partition_produce_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_partition_produce_response_v0_v1_keys.issuperset(o):
@@ -164,7 +153,6 @@ def _build_partition_produce_response_v0(o, w):
                 o,
                 _build_partition_produce_response_v0_v1_keys,
                 _build_partition_produce_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -176,8 +164,8 @@ _build_topic_produce_response_v0_v8_keys = frozenset({'name', 'partition_respons
 _build_topic_produce_response_v0_v12_absent = {'topic_id': (ZERO_UUID, True)}
 _build_topic_produce_response_v0_v8_fields = ('name', 'partition_responses')
 
-# Build TopicProduceResponse, version 0.
-def _build_topic_produce_response_v0(o, w):
+# Build TopicProduceResponse, versions 0-1.
+def _build_topic_produce_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
@@ -185,7 +173,6 @@ def _build_topic_produce_response_v0(o, w):
                 o,
                 _build_topic_produce_response_v0_v8_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -194,13 +181,8 @@ def _build_topic_produce_response_v0(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_produce_response_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
 
@@ -213,18 +195,13 @@ def _build_produce_response_v0(o, w):
     f = -1
     try:
         if not _build_produce_response_v0_keys.issuperset(o):
-            check_keys(o, _build_produce_response_v0_keys, _build_produce_response_v0_absent, 0)
+            check_keys(o, _build_produce_response_v0_keys, _build_produce_response_v0_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_response_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_produce_response_v0_fields, f, o) from None
 
@@ -236,14 +213,7 @@ def _parse_produce_response_v1(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v0_v1)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -254,51 +224,6 @@ def _parse_produce_response_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_response_v1_v8_fields, f) from None
 
-# Build PartitionProduceResponse, version 1.
-def _build_partition_produce_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v0_v1_keys,
-                _build_partition_produce_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64(g('index', 0), g('error_code', 0), g('base_offset', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v0_v1_fields, f, o) from None
-
-# Build TopicProduceResponse, version 1.
-def _build_topic_produce_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v0_v8_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
-
 _build_produce_response_v1_v8_keys = frozenset({'responses', 'throttle_time_ms'})
 _build_produce_response_v1_v9_absent = {'node_endpoints': ([], False)}
 _build_produce_response_v1_v8_fields = ('responses', (('throttle_time_ms', 'i', 0),))
@@ -308,20 +233,13 @@ def _build_produce_response_v1(o, w):
     f = -1
     try:
         if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 1
-            )
+            check_keys(o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_response_v0_v1)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
@@ -384,12 +302,7 @@ def _parse_topic_produce_response_v2_v4(b, p):
                     c['log_append_time_ms'] = k0_3
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_response_v2_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_response_v2_v4, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -404,14 +317,7 @@ def _parse_produce_response_v2_v4(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v2_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v2_v4)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -438,8 +344,8 @@ _build_partition_produce_response_v2_v4_fields = (
     ),
 )
 
-# Build PartitionProduceResponse, version 2.
-def _build_partition_produce_response_v2(o, w):
+# Build PartitionProduceResponse, versions 2-4.
+def _build_partition_produce_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_partition_produce_response_v2_v4_keys.issuperset(o):
@@ -447,7 +353,6 @@ def _build_partition_produce_response_v2(o, w):
                 o,
                 _build_partition_produce_response_v2_v4_keys,
                 _build_partition_produce_response_v2_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -457,8 +362,8 @@ def _build_partition_produce_response_v2(o, w):
     except Exception as x:
         raise encode_failure(x, _build_partition_produce_response_v2_v4_fields, f, o) from None
 
-# Build TopicProduceResponse, version 2.
-def _build_topic_produce_response_v2(o, w):
+# Build TopicProduceResponse, versions 2-4.
+def _build_topic_produce_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
@@ -466,7 +371,6 @@ def _build_topic_produce_response_v2(o, w):
                 o,
                 _build_topic_produce_response_v0_v8_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -475,177 +379,23 @@ def _build_topic_produce_response_v2(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_produce_response_v2_v4)
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
 
-# Build ProduceResponse, version 2.
-def _build_produce_response_v2(o, w):
+# Build ProduceResponse, versions 2-4.
+def _build_produce_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 2
-            )
+            check_keys(o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v1_v8_fields, f, o) from None
-
-# Build PartitionProduceResponse, version 3.
-def _build_partition_produce_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v2_v4_keys,
-                _build_partition_produce_response_v2_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2(
-            g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v2_v4_fields, f, o) from None
-
-# Build TopicProduceResponse, version 3.
-def _build_topic_produce_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v0_v8_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
-
-# Build ProduceResponse, version 3.
-def _build_produce_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 3
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v1_v8_fields, f, o) from None
-
-# Build PartitionProduceResponse, version 4.
-def _build_partition_produce_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v2_v4_keys,
-                _build_partition_produce_response_v2_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x2(
-            g('index', 0), g('error_code', 0), g('base_offset', 0), g('log_append_time_ms', -1)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v2_v4_fields, f, o) from None
-
-# Build TopicProduceResponse, version 4.
-def _build_topic_produce_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v0_v8_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
-
-# Build ProduceResponse, version 4.
-def _build_produce_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 4
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_response_v2_v4)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
@@ -711,12 +461,7 @@ def _parse_topic_produce_response_v5_v7(b, p):
                     c['log_start_offset'] = k0_4
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_produce_response_v5_v7(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_produce_response_v5_v7, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -731,14 +476,7 @@ def _parse_produce_response_v5_v7(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v5_v7(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v5_v7)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -764,8 +502,8 @@ _build_partition_produce_response_v5_v7_fields = (
     ),
 )
 
-# Build PartitionProduceResponse, version 5.
-def _build_partition_produce_response_v5(o, w):
+# Build PartitionProduceResponse, versions 5-7.
+def _build_partition_produce_response_v5_v7(o, w):
     f = -1
     try:
         if not _build_partition_produce_response_v5_v7_keys.issuperset(o):
@@ -773,7 +511,6 @@ def _build_partition_produce_response_v5(o, w):
                 o,
                 _build_partition_produce_response_v5_v7_keys,
                 _build_partition_produce_response_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -787,8 +524,8 @@ def _build_partition_produce_response_v5(o, w):
     except Exception as x:
         raise encode_failure(x, _build_partition_produce_response_v5_v7_fields, f, o) from None
 
-# Build TopicProduceResponse, version 5.
-def _build_topic_produce_response_v5(o, w):
+# Build TopicProduceResponse, versions 5-7.
+def _build_topic_produce_response_v5_v7(o, w):
     f = -1
     try:
         if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
@@ -796,7 +533,6 @@ def _build_topic_produce_response_v5(o, w):
                 o,
                 _build_topic_produce_response_v0_v8_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -805,185 +541,23 @@ def _build_topic_produce_response_v5(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_produce_response_v5_v7)
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
 
-# Build ProduceResponse, version 5.
-def _build_produce_response_v5(o, w):
+# Build ProduceResponse, versions 5-7.
+def _build_produce_response_v5_v7(o, w):
     f = -1
     try:
         if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 5
-            )
+            check_keys(o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v1_v8_fields, f, o) from None
-
-# Build PartitionProduceResponse, version 6.
-def _build_partition_produce_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v5_v7_keys,
-                _build_partition_produce_response_v5_v7_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('index', 0),
-            g('error_code', 0),
-            g('base_offset', 0),
-            g('log_append_time_ms', -1),
-            g('log_start_offset', -1),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v5_v7_fields, f, o) from None
-
-# Build TopicProduceResponse, version 6.
-def _build_topic_produce_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v0_v8_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
-
-# Build ProduceResponse, version 6.
-def _build_produce_response_v6(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 6
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v1_v8_fields, f, o) from None
-
-# Build PartitionProduceResponse, version 7.
-def _build_partition_produce_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v5_v7_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v5_v7_keys,
-                _build_partition_produce_response_v5_v7_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('index', 0),
-            g('error_code', 0),
-            g('base_offset', 0),
-            g('log_append_time_ms', -1),
-            g('log_start_offset', -1),
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v5_v7_fields, f, o) from None
-
-# Build TopicProduceResponse, version 7.
-def _build_topic_produce_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v0_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v0_v8_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
-
-# Build ProduceResponse, version 7.
-def _build_produce_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 7
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_response_v5_v7)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
@@ -1040,12 +614,7 @@ def _parse_partition_produce_response_v8(b, p):
                 c['batch_index_error_message'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_batch_index_and_error_message_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_batch_index_and_error_message_v8, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -1069,14 +638,7 @@ def _parse_topic_produce_response_v8(b, p):
         v0, p = read_string(b, p)
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_produce_response_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_produce_response_v8)
         o = Container()
         o['name'] = v0
         o['partition_responses'] = v1
@@ -1090,14 +652,7 @@ def _parse_produce_response_v8(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v8)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -1125,7 +680,6 @@ def _build_batch_index_and_error_message_v8(o, w):
                 o,
                 _build_batch_index_and_error_message_v8_keys,
                 _build_batch_index_and_error_message_v8_v13_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1160,7 +714,6 @@ def _build_partition_produce_response_v8(o, w):
                 o,
                 _build_partition_produce_response_v8_keys,
                 _build_partition_produce_response_v8_v9_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1174,13 +727,8 @@ def _build_partition_produce_response_v8(o, w):
         f = 1
         v = g('record_errors', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_batch_index_and_error_message_v8)
         f = 2
         v = g('error_message', None)
         write_nullable_string(w, v)
@@ -1196,7 +744,6 @@ def _build_topic_produce_response_v8(o, w):
                 o,
                 _build_topic_produce_response_v0_v8_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -1205,13 +752,8 @@ def _build_topic_produce_response_v8(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_partition_produce_response_v8)
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_response_v0_v8_fields, f, o) from None
 
@@ -1220,45 +762,17 @@ def _build_produce_response_v8(o, w):
     f = -1
     try:
         if not _build_produce_response_v1_v8_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent, 8
-            )
+            check_keys(o, _build_produce_response_v1_v8_keys, _build_produce_response_v1_v9_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_topic_produce_response_v8)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_produce_response_v1_v8_fields, f, o) from None
-
-_tags_batch_index_and_error_message_v9_v13_names = {}
-
-# Parse the tagged fields of BatchIndexAndErrorMessage, versions 9-13.
-def _tags_batch_index_and_error_message_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_batch_index_and_error_message_v9_v13_names, t) from None
 
 _parse_batch_index_and_error_message_v9_v13_fields = (
     (('batch_index', 'i', None),), 'batch_index_error_message', '_tagged_fields',
@@ -1283,31 +797,10 @@ def _parse_batch_index_and_error_message_v9_v13(b, p):
         o['batch_index'] = v0_0
         o['batch_index_error_message'] = v1
         if nt:
-            p = _tags_batch_index_and_error_message_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_batch_index_and_error_message_v9_v13_fields, f) from None
-
-_tags_partition_produce_response_v9_names = {}
-
-# Parse the tagged fields of PartitionProduceResponse, version 9.
-def _tags_partition_produce_response_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_produce_response_v9_names, t) from None
 
 _parse_partition_produce_response_v9_fields = (
     (
@@ -1344,17 +837,12 @@ def _parse_partition_produce_response_v9(b, p):
                 c['batch_index_error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_batch_index_and_error_message_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_batch_index_and_error_message_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_batch_index_and_error_message_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -1373,31 +861,10 @@ def _parse_partition_produce_response_v9(b, p):
         o['record_errors'] = v1
         o['error_message'] = v2
         if nt:
-            p = _tags_partition_produce_response_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_produce_response_v9_fields, f) from None
-
-_tags_topic_produce_response_v9_v13_names = {}
-
-# Parse the tagged fields of TopicProduceResponse, versions 9-13.
-def _tags_topic_produce_response_v9_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_produce_response_v9_v13_names, t) from None
 
 _parse_topic_produce_response_v9_v12_fields = ('name', 'partition_responses', '_tagged_fields')
 
@@ -1413,14 +880,7 @@ def _parse_topic_produce_response_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_produce_response_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_produce_response_v9)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1431,31 +891,10 @@ def _parse_topic_produce_response_v9(b, p):
         o['name'] = v0
         o['partition_responses'] = v1
         if nt:
-            p = _tags_topic_produce_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_produce_response_v9_v12_fields, f) from None
-
-_tags_produce_response_v9_names = {}
-
-# Parse the tagged fields of ProduceResponse, version 9.
-def _tags_produce_response_v9(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_produce_response_v9_names, t) from None
 
 _parse_produce_response_v9_fields = (
     'responses', (('throttle_time_ms', 'i', None),), '_tagged_fields',
@@ -1471,14 +910,7 @@ def _parse_produce_response_v9(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v9(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v9)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -1492,7 +924,7 @@ def _parse_produce_response_v9(b, p):
         o['responses'] = v0
         o['throttle_time_ms'] = v1_0
         if nt:
-            p = _tags_produce_response_v9(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_response_v9_fields, f) from None
@@ -1504,8 +936,8 @@ _build_batch_index_and_error_message_v9_v13_fields = (
     (('batch_index', 'i', 0),), 'batch_index_error_message', '_unknown_tags',
 )
 
-# Build BatchIndexAndErrorMessage, version 9.
-def _build_batch_index_and_error_message_v9(o, w):
+# Build BatchIndexAndErrorMessage, versions 9-13.
+def _build_batch_index_and_error_message_v9_v13(o, w):
     f = -1
     try:
         if not _build_batch_index_and_error_message_v9_v13_keys.issuperset(o):
@@ -1513,7 +945,6 @@ def _build_batch_index_and_error_message_v9(o, w):
                 o,
                 _build_batch_index_and_error_message_v9_v13_keys,
                 _build_batch_index_and_error_message_v8_v13_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -1552,7 +983,6 @@ def _build_partition_produce_response_v9(o, w):
                 o,
                 _build_partition_produce_response_v9_keys,
                 _build_partition_produce_response_v8_v9_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -1566,13 +996,8 @@ def _build_partition_produce_response_v9(o, w):
         f = 1
         v = g('record_errors', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_batch_index_and_error_message_v9_v13)
         f = 2
         v = g('error_message', None)
         write_compact_nullable_string(w, v)
@@ -1600,7 +1025,6 @@ def _build_topic_produce_response_v9(o, w):
                 o,
                 _build_topic_produce_response_v9_v12_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                9,
             )
         g = o.get
         f = 0
@@ -1609,13 +1033,8 @@ def _build_topic_produce_response_v9(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_produce_response_v9)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1634,18 +1053,13 @@ def _build_produce_response_v9(o, w):
     f = -1
     try:
         if not _build_produce_response_v9_keys.issuperset(o):
-            check_keys(o, _build_produce_response_v9_keys, _build_produce_response_v1_v9_absent, 9)
+            check_keys(o, _build_produce_response_v9_keys, _build_produce_response_v1_v9_absent)
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(9)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v9(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_produce_response_v9)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -1661,27 +1075,6 @@ def _build_produce_response_v9(o, w):
 # The default LeaderIdAndEpoch, versions 10-13.
 def _default_leader_id_and_epoch_v10_v13():
     return Container({'leader_id': -1, 'leader_epoch': -1})
-
-_tags_leader_id_and_epoch_v10_v13_names = {}
-
-# Parse the tagged fields of LeaderIdAndEpoch, versions 10-13.
-def _tags_leader_id_and_epoch_v10_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_id_and_epoch_v10_v13_names, t) from None
 
 _parse_leader_id_and_epoch_v10_v13_fields = (
     (('leader_id', 'i', None), ('leader_epoch', 'i', None)), '_tagged_fields',
@@ -1704,7 +1097,7 @@ def _parse_leader_id_and_epoch_v10_v13(b, p):
         o['leader_id'] = v0_0
         o['leader_epoch'] = v0_1
         if nt:
-            p = _tags_leader_id_and_epoch_v10_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_id_and_epoch_v10_v13_fields, f) from None
@@ -1770,17 +1163,12 @@ def _parse_partition_produce_response_v10_v13(b, p):
                 c['batch_index_error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_batch_index_and_error_message_v9_v13(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_batch_index_and_error_message_v9_v13(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_batch_index_and_error_message_v9_v13, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -1817,14 +1205,7 @@ def _parse_topic_produce_response_v10_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_produce_response_v10_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_produce_response_v10_v13)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -1835,31 +1216,10 @@ def _parse_topic_produce_response_v10_v12(b, p):
         o['name'] = v0
         o['partition_responses'] = v1
         if nt:
-            p = _tags_topic_produce_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_produce_response_v9_v12_fields, f) from None
-
-_tags_node_endpoint_v10_v13_names = {}
-
-# Parse the tagged fields of NodeEndpoint, versions 10-13.
-def _tags_node_endpoint_v10_v13(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v10_v13_names, t) from None
 
 _parse_node_endpoint_v10_v13_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'i', None),), 'rack', '_tagged_fields',
@@ -1891,7 +1251,7 @@ def _parse_node_endpoint_v10_v13(b, p):
         o['port'] = v2_0
         o['rack'] = v3
         if nt:
-            p = _tags_node_endpoint_v10_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v10_v13_fields, f) from None
@@ -1934,17 +1294,12 @@ def _tags_produce_response_v10_v13(b, p, nt, o):
                         c['rack'] = k3
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_node_endpoint_v10_v13(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_node_endpoint_v10_v13(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_node_endpoint_v10_v13, b, q, z)
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -1971,14 +1326,7 @@ def _parse_produce_response_v10_v12(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v10_v12(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v10_v12)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -1998,41 +1346,14 @@ def _parse_produce_response_v10_v12(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_response_v10_v13_fields, f) from None
 
-# Build BatchIndexAndErrorMessage, version 10.
-def _build_batch_index_and_error_message_v10(o, w):
-    f = -1
-    try:
-        if not _build_batch_index_and_error_message_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_batch_index_and_error_message_v9_v13_keys,
-                _build_batch_index_and_error_message_v8_v13_absent,
-                10,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('batch_index', 0))
-        f = 1
-        v = g('batch_index_error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_batch_index_and_error_message_v9_v13_fields, f, o) from None
-
 _build_leader_id_and_epoch_v10_v13_keys = frozenset({'_unknown_tags', 'leader_epoch', 'leader_id'})
 _build_leader_id_and_epoch_v10_v13_absent = {}
 _build_leader_id_and_epoch_v10_v13_fields = (
     (('leader_id', 'i', -1), ('leader_epoch', 'i', -1)), '_unknown_tags',
 )
 
-# Build LeaderIdAndEpoch, version 10.
-def _build_leader_id_and_epoch_v10(o, w):
+# Build LeaderIdAndEpoch, versions 10-13.
+def _build_leader_id_and_epoch_v10_v13(o, w):
     f = -1
     try:
         if not _build_leader_id_and_epoch_v10_v13_keys.issuperset(o):
@@ -2040,7 +1361,6 @@ def _build_leader_id_and_epoch_v10(o, w):
                 o,
                 _build_leader_id_and_epoch_v10_v13_keys,
                 _build_leader_id_and_epoch_v10_v13_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -2055,7 +1375,7 @@ def _build_leader_id_and_epoch_v10(o, w):
     except Exception as x:
         raise encode_failure(x, _build_leader_id_and_epoch_v10_v13_fields, f, o) from None
 
-_build_leader_id_and_epoch_v10_default_bytes = default_encoding(_build_leader_id_and_epoch_v10)
+_build_leader_id_and_epoch_v10_v13_default_bytes = default_encoding(_build_leader_id_and_epoch_v10_v13)
 _build_partition_produce_response_v10_v13_keys = frozenset({
     '_unknown_tags', 'base_offset', 'current_leader', 'error_code', 'error_message', 'index',
     'log_append_time_ms', 'log_start_offset', 'record_errors',
@@ -2069,8 +1389,8 @@ _build_partition_produce_response_v10_v13_fields = (
     'record_errors', 'error_message', 'current_leader', '_unknown_tags',
 )
 
-# Build PartitionProduceResponse, version 10.
-def _build_partition_produce_response_v10(o, w):
+# Build PartitionProduceResponse, versions 10-13.
+def _build_partition_produce_response_v10_v13(o, w):
     f = -1
     try:
         if not _build_partition_produce_response_v10_v13_keys.issuperset(o):
@@ -2078,7 +1398,6 @@ def _build_partition_produce_response_v10(o, w):
                 o,
                 _build_partition_produce_response_v10_v13_keys,
                 _build_partition_produce_response_v10_v13_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -2092,13 +1411,8 @@ def _build_partition_produce_response_v10(o, w):
         f = 1
         v = g('record_errors', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_batch_index_and_error_message_v9_v13)
         f = 2
         v = g('error_message', None)
         write_compact_nullable_string(w, v)
@@ -2107,9 +1421,9 @@ def _build_partition_produce_response_v10(o, w):
         v = g('current_leader', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(10)
-        _build_leader_id_and_epoch_v10(v, tw)
-        if tw != _build_leader_id_and_epoch_v10_default_bytes:
+            raise null_error()
+        _build_leader_id_and_epoch_v10_v13(v, tw)
+        if tw != _build_leader_id_and_epoch_v10_v13_default_bytes:
             if t is None:
                 t = []
             t.append((0, tw))
@@ -2122,8 +1436,8 @@ def _build_partition_produce_response_v10(o, w):
     except Exception as x:
         raise encode_failure(x, _build_partition_produce_response_v10_v13_fields, f, o) from None
 
-# Build TopicProduceResponse, version 10.
-def _build_topic_produce_response_v10(o, w):
+# Build TopicProduceResponse, versions 10-12.
+def _build_topic_produce_response_v10_v12(o, w):
     f = -1
     try:
         if not _build_topic_produce_response_v9_v12_keys.issuperset(o):
@@ -2131,7 +1445,6 @@ def _build_topic_produce_response_v10(o, w):
                 o,
                 _build_topic_produce_response_v9_v12_keys,
                 _build_topic_produce_response_v0_v12_absent,
-                10,
             )
         g = o.get
         f = 0
@@ -2140,13 +1453,8 @@ def _build_topic_produce_response_v10(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_produce_response_v10_v13)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2163,14 +1471,12 @@ _build_node_endpoint_v10_v13_fields = (
     (('node_id', 'i', 0),), 'host', (('port', 'i', 0),), 'rack', '_unknown_tags',
 )
 
-# Build NodeEndpoint, version 10.
-def _build_node_endpoint_v10(o, w):
+# Build NodeEndpoint, versions 10-13.
+def _build_node_endpoint_v10_v13(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v10_v13_keys, _build_node_endpoint_v10_v13_absent, 10
-            )
+            check_keys(o, _build_node_endpoint_v10_v13_keys, _build_node_endpoint_v10_v13_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -2200,25 +1506,20 @@ _build_produce_response_v10_v13_fields = (
     'responses', (('throttle_time_ms', 'i', 0),), 'node_endpoints', '_unknown_tags',
 )
 
-# Build ProduceResponse, version 10.
-def _build_produce_response_v10(o, w):
+# Build ProduceResponse, versions 10-12.
+def _build_produce_response_v10_v12(o, w):
     f = -1
     try:
         if not _build_produce_response_v10_v13_keys.issuperset(o):
             check_keys(
-                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent, 10
+                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent
             )
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(10)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v10(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_produce_response_v10_v12)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -2227,445 +1528,8 @@ def _build_produce_response_v10(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(10)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v10(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v10_v13_fields, f, o) from None
-
-# Build BatchIndexAndErrorMessage, version 11.
-def _build_batch_index_and_error_message_v11(o, w):
-    f = -1
-    try:
-        if not _build_batch_index_and_error_message_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_batch_index_and_error_message_v9_v13_keys,
-                _build_batch_index_and_error_message_v8_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('batch_index', 0))
-        f = 1
-        v = g('batch_index_error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_batch_index_and_error_message_v9_v13_fields, f, o) from None
-
-# Build LeaderIdAndEpoch, version 11.
-def _build_leader_id_and_epoch_v11(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v10_v13_keys,
-                _build_leader_id_and_epoch_v10_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v10_v13_fields, f, o) from None
-
-_build_leader_id_and_epoch_v11_default_bytes = default_encoding(_build_leader_id_and_epoch_v11)
-
-# Build PartitionProduceResponse, version 11.
-def _build_partition_produce_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v10_v13_keys,
-                _build_partition_produce_response_v10_v13_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('index', 0),
-            g('error_code', 0),
-            g('base_offset', 0),
-            g('log_append_time_ms', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('record_errors', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(11)
-        _build_leader_id_and_epoch_v11(v, tw)
-        if tw != _build_leader_id_and_epoch_v11_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v10_v13_fields, f, o) from None
-
-# Build TopicProduceResponse, version 11.
-def _build_topic_produce_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v9_v12_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v9_v12_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                11,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v9_v12_fields, f, o) from None
-
-# Build NodeEndpoint, version 11.
-def _build_node_endpoint_v11(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v10_v13_keys, _build_node_endpoint_v10_v13_absent, 11
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v10_v13_fields, f, o) from None
-
-# Build ProduceResponse, version 11.
-def _build_produce_response_v11(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent, 11
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(11)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v11(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-        t = None
-        f = 2
-        v = g('node_endpoints', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(11)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v11(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_produce_response_v10_v13_fields, f, o) from None
-
-# Build BatchIndexAndErrorMessage, version 12.
-def _build_batch_index_and_error_message_v12(o, w):
-    f = -1
-    try:
-        if not _build_batch_index_and_error_message_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_batch_index_and_error_message_v9_v13_keys,
-                _build_batch_index_and_error_message_v8_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('batch_index', 0))
-        f = 1
-        v = g('batch_index_error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_batch_index_and_error_message_v9_v13_fields, f, o) from None
-
-# Build LeaderIdAndEpoch, version 12.
-def _build_leader_id_and_epoch_v12(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v10_v13_keys,
-                _build_leader_id_and_epoch_v10_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v10_v13_fields, f, o) from None
-
-_build_leader_id_and_epoch_v12_default_bytes = default_encoding(_build_leader_id_and_epoch_v12)
-
-# Build PartitionProduceResponse, version 12.
-def _build_partition_produce_response_v12(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v10_v13_keys,
-                _build_partition_produce_response_v10_v13_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('index', 0),
-            g('error_code', 0),
-            g('base_offset', 0),
-            g('log_append_time_ms', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('record_errors', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(12)
-        _build_leader_id_and_epoch_v12(v, tw)
-        if tw != _build_leader_id_and_epoch_v12_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v10_v13_fields, f, o) from None
-
-# Build TopicProduceResponse, version 12.
-def _build_topic_produce_response_v12(o, w):
-    f = -1
-    try:
-        if not _build_topic_produce_response_v9_v12_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_topic_produce_response_v9_v12_keys,
-                _build_topic_produce_response_v0_v12_absent,
-                12,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_responses', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_produce_response_v9_v12_fields, f, o) from None
-
-# Build NodeEndpoint, version 12.
-def _build_node_endpoint_v12(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v10_v13_keys, _build_node_endpoint_v10_v13_absent, 12
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v10_v13_fields, f, o) from None
-
-# Build ProduceResponse, version 12.
-def _build_produce_response_v12(o, w):
-    f = -1
-    try:
-        if not _build_produce_response_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent, 12
-            )
-        g = o.get
-        f = 0
-        v = g('responses', ())
-        if v is None:
-            raise null_error(12)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v12(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 1
-        w += _pack_i32(g('throttle_time_ms', 0))
-        t = None
-        f = 2
-        v = g('node_endpoints', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(12)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v12(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v10_v13)
             if t is None:
                 t = []
             t.append((0, tw))
@@ -2696,14 +1560,7 @@ def _parse_topic_produce_response_v13(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_produce_response_v10_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_produce_response_v10_v13)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -2714,7 +1571,7 @@ def _parse_topic_produce_response_v13(b, p):
         o['topic_id'] = v0_0
         o['partition_responses'] = v1
         if nt:
-            p = _tags_topic_produce_response_v9_v13(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_produce_response_v13_fields, f) from None
@@ -2729,14 +1586,7 @@ def _parse_produce_response_v13(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_produce_response_v13(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_topic_produce_response_v13)
         f = 1
         v1_0, = _unpack_i32(b, p)
         p += 4
@@ -2756,112 +1606,6 @@ def _parse_produce_response_v13(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_produce_response_v10_v13_fields, f) from None
 
-# Build BatchIndexAndErrorMessage, version 13.
-def _build_batch_index_and_error_message_v13(o, w):
-    f = -1
-    try:
-        if not _build_batch_index_and_error_message_v9_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_batch_index_and_error_message_v9_v13_keys,
-                _build_batch_index_and_error_message_v8_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('batch_index', 0))
-        f = 1
-        v = g('batch_index_error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_batch_index_and_error_message_v9_v13_fields, f, o) from None
-
-# Build LeaderIdAndEpoch, version 13.
-def _build_leader_id_and_epoch_v13(o, w):
-    f = -1
-    try:
-        if not _build_leader_id_and_epoch_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_leader_id_and_epoch_v10_v13_keys,
-                _build_leader_id_and_epoch_v10_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_leader_id_and_epoch_v10_v13_fields, f, o) from None
-
-_build_leader_id_and_epoch_v13_default_bytes = default_encoding(_build_leader_id_and_epoch_v13)
-
-# Build PartitionProduceResponse, version 13.
-def _build_partition_produce_response_v13(o, w):
-    f = -1
-    try:
-        if not _build_partition_produce_response_v10_v13_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_partition_produce_response_v10_v13_keys,
-                _build_partition_produce_response_v10_v13_absent,
-                13,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i64x3(
-            g('index', 0),
-            g('error_code', 0),
-            g('base_offset', 0),
-            g('log_append_time_ms', -1),
-            g('log_start_offset', -1),
-        )
-        f = 1
-        v = g('record_errors', ())
-        if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_batch_index_and_error_message_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('error_message', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        v = g('current_leader', _EMPTY)
-        tw = bytearray()
-        if v is None:
-            raise null_error(13)
-        _build_leader_id_and_epoch_v13(v, tw)
-        if tw != _build_leader_id_and_epoch_v13_default_bytes:
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_produce_response_v10_v13_fields, f, o) from None
-
 _build_topic_produce_response_v13_keys = frozenset({
     '_unknown_tags', 'partition_responses', 'topic_id',
 })
@@ -2877,10 +1621,7 @@ def _build_topic_produce_response_v13(o, w):
     try:
         if not _build_topic_produce_response_v13_keys.issuperset(o):
             check_keys(
-                o,
-                _build_topic_produce_response_v13_keys,
-                _build_topic_produce_response_v13_absent,
-                13,
+                o, _build_topic_produce_response_v13_keys, _build_topic_produce_response_v13_absent
             )
         g = o.get
         f = 0
@@ -2888,13 +1629,8 @@ def _build_topic_produce_response_v13(o, w):
         f = 1
         v = g('partition_responses', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_produce_response_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_produce_response_v10_v13)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2905,54 +1641,20 @@ def _build_topic_produce_response_v13(o, w):
     except Exception as x:
         raise encode_failure(x, _build_topic_produce_response_v13_fields, f, o) from None
 
-# Build NodeEndpoint, version 13.
-def _build_node_endpoint_v13(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v10_v13_keys.issuperset(o):
-            check_keys(
-                o, _build_node_endpoint_v10_v13_keys, _build_node_endpoint_v10_v13_absent, 13
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i32(g('port', 0))
-        f = 3
-        v = g('rack', None)
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v10_v13_fields, f, o) from None
-
 # Build ProduceResponse, version 13.
 def _build_produce_response_v13(o, w):
     f = -1
     try:
         if not _build_produce_response_v10_v13_keys.issuperset(o):
             check_keys(
-                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent, 13
+                o, _build_produce_response_v10_v13_keys, _build_produce_response_v10_v13_absent
             )
         g = o.get
         f = 0
         v = g('responses', ())
         if v is None:
-            raise null_error(13)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_produce_response_v13(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_produce_response_v13)
         f = 1
         w += _pack_i32(g('throttle_time_ms', 0))
         t = None
@@ -2961,13 +1663,8 @@ def _build_produce_response_v13(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(13)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v13(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v10_v13)
             if t is None:
                 t = []
             t.append((0, tw))
@@ -3006,17 +1703,17 @@ PARSE = {
 BUILD = {
     0: _build_produce_response_v0,
     1: _build_produce_response_v1,
-    2: _build_produce_response_v2,
-    3: _build_produce_response_v3,
-    4: _build_produce_response_v4,
-    5: _build_produce_response_v5,
-    6: _build_produce_response_v6,
-    7: _build_produce_response_v7,
+    2: _build_produce_response_v2_v4,
+    3: _build_produce_response_v2_v4,
+    4: _build_produce_response_v2_v4,
+    5: _build_produce_response_v5_v7,
+    6: _build_produce_response_v5_v7,
+    7: _build_produce_response_v5_v7,
     8: _build_produce_response_v8,
     9: _build_produce_response_v9,
-    10: _build_produce_response_v10,
-    11: _build_produce_response_v11,
-    12: _build_produce_response_v12,
+    10: _build_produce_response_v10_v12,
+    11: _build_produce_response_v10_v12,
+    12: _build_produce_response_v10_v12,
     13: _build_produce_response_v13,
 }
 SCHEMA = (

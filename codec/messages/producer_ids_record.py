@@ -4,42 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
 _pack_i32_i64x2 = Struct('>iqq').pack
 _unpack_i32_i64x2 = Struct('>iqq').unpack_from
 
-
-_tags_producer_ids_record_v0_names = {}
-
-# Parse the tagged fields of ProducerIdsRecord, version 0.
-def _tags_producer_ids_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_producer_ids_record_v0_names, t) from None
 
 _parse_producer_ids_record_v0_fields = (
     (('broker_id', 'i', None), ('broker_epoch', 'q', None), ('next_producer_id', 'q', None)),
@@ -64,7 +40,7 @@ def _parse_producer_ids_record_v0(b, p):
         o['broker_epoch'] = v0_1
         o['next_producer_id'] = v0_2
         if nt:
-            p = _tags_producer_ids_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_producer_ids_record_v0_fields, f) from None
@@ -83,9 +59,7 @@ def _build_producer_ids_record_v0(o, w):
     f = -1
     try:
         if not _build_producer_ids_record_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_producer_ids_record_v0_keys, _build_producer_ids_record_v0_absent, 0
-            )
+            check_keys(o, _build_producer_ids_record_v0_keys, _build_producer_ids_record_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i64x2(g('broker_id', 0), g('broker_epoch', -1), g('next_producer_id', 0))

@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     UUID,
     ZERO_UUID,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_bytes,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_compact_bytes,
     write_tags,
@@ -25,27 +22,6 @@ from kipwire.codec._wire import uuid_from_bytes
 _pack_uuid_i32_bool_i8 = Struct('>16si?b').pack
 _unpack_uuid_i32_bool_i8 = Struct('>16si?b').unpack_from
 
-
-_tags_push_telemetry_request_v0_names = {}
-
-# Parse the tagged fields of PushTelemetryRequest, version 0.
-def _tags_push_telemetry_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_push_telemetry_request_v0_names, t) from None
 
 _parse_push_telemetry_request_v0_fields = (
     (
@@ -78,7 +54,7 @@ def _parse_push_telemetry_request_v0(b, p):
         o['compression_type'] = v0_3
         o['metrics'] = v1
         if nt:
-            p = _tags_push_telemetry_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_push_telemetry_request_v0_fields, f) from None
@@ -105,7 +81,7 @@ def _build_push_telemetry_request_v0(o, w):
     try:
         if not _build_push_telemetry_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_push_telemetry_request_v0_keys, _build_push_telemetry_request_v0_absent, 0
+                o, _build_push_telemetry_request_v0_keys, _build_push_telemetry_request_v0_absent
             )
         g = o.get
         f = 0

@@ -5,20 +5,20 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tag,
+    read_unknown_tags,
     read_uuid,
     read_uvarint,
     tag_failure,
@@ -26,6 +26,7 @@ from kipwire.codec._runtime import (
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -43,27 +44,6 @@ _unpack_i32_bool_uuid_i64 = Struct('>i?16sq').unpack_from
 _unpack_i32_uuid_i64 = Struct('>i16sq').unpack_from
 _unpack_u16_i16 = Struct('>Hh').unpack_from
 
-
-_tags_broker_endpoint_v0_v3_names = {}
-
-# Parse the tagged fields of BrokerEndpoint, versions 0-3.
-def _tags_broker_endpoint_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_endpoint_v0_v3_names, t) from None
 
 _parse_broker_endpoint_v0_v3_fields = (
     'name', 'host', (('port', 'H', None), ('security_protocol', 'h', None)), '_tagged_fields',
@@ -92,31 +72,10 @@ def _parse_broker_endpoint_v0_v3(b, p):
         o['port'] = v2_0
         o['security_protocol'] = v2_1
         if nt:
-            p = _tags_broker_endpoint_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_endpoint_v0_v3_fields, f) from None
-
-_tags_broker_feature_v0_v3_names = {}
-
-# Parse the tagged fields of BrokerFeature, versions 0-3.
-def _tags_broker_feature_v0_v3(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_broker_feature_v0_v3_names, t) from None
 
 _parse_broker_feature_v0_v3_fields = (
     'name', (('min_supported_version', 'h', None), ('max_supported_version', 'h', None)),
@@ -143,31 +102,10 @@ def _parse_broker_feature_v0_v3(b, p):
         o['min_supported_version'] = v1_0
         o['max_supported_version'] = v1_1
         if nt:
-            p = _tags_broker_feature_v0_v3(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_broker_feature_v0_v3_fields, f) from None
-
-_tags_register_broker_record_v0_v2_names = {}
-
-# Parse the tagged fields of RegisterBrokerRecord, versions 0-2.
-def _tags_register_broker_record_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_register_broker_record_v0_v2_names, t) from None
 
 _parse_register_broker_record_v0_fields = (
     (('broker_id', 'i', None), ('incarnation_id', '16s', None), ('broker_epoch', 'q', None)),
@@ -205,17 +143,12 @@ def _parse_register_broker_record_v0(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_endpoint_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_endpoint_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_endpoint_v0_v3, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -238,17 +171,12 @@ def _parse_register_broker_record_v0(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_feature_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_feature_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_feature_v0_v3, b, q, z)
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -270,7 +198,7 @@ def _parse_register_broker_record_v0(b, p):
         o['rack'] = v3
         o['fenced'] = v4_0
         if nt:
-            p = _tags_register_broker_record_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_register_broker_record_v0_fields, f) from None
@@ -283,12 +211,12 @@ _build_broker_endpoint_v0_v3_fields = (
     'name', 'host', (('port', 'H', 0), ('security_protocol', 'h', 0)), '_unknown_tags',
 )
 
-# Build BrokerEndpoint, version 0.
-def _build_broker_endpoint_v0(o, w):
+# Build BrokerEndpoint, versions 0-3.
+def _build_broker_endpoint_v0_v3(o, w):
     f = -1
     try:
         if not _build_broker_endpoint_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_endpoint_v0_v3_keys, _build_broker_endpoint_v0_v3_absent, 0)
+            check_keys(o, _build_broker_endpoint_v0_v3_keys, _build_broker_endpoint_v0_v3_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -316,12 +244,12 @@ _build_broker_feature_v0_v3_fields = (
     'name', (('min_supported_version', 'h', 0), ('max_supported_version', 'h', 0)), '_unknown_tags',
 )
 
-# Build BrokerFeature, version 0.
-def _build_broker_feature_v0(o, w):
+# Build BrokerFeature, versions 0-3.
+def _build_broker_feature_v0_v3(o, w):
     f = -1
     try:
         if not _build_broker_feature_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_feature_v0_v3_keys, _build_broker_feature_v0_v3_absent, 0)
+            check_keys(o, _build_broker_feature_v0_v3_keys, _build_broker_feature_v0_v3_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -365,7 +293,7 @@ def _build_register_broker_record_v0(o, w):
     try:
         if not _build_register_broker_record_v0_keys.issuperset(o):
             check_keys(
-                o, _build_register_broker_record_v0_keys, _build_register_broker_record_v0_absent, 0
+                o, _build_register_broker_record_v0_keys, _build_register_broker_record_v0_absent
             )
         g = o.get
         f = 0
@@ -375,23 +303,13 @@ def _build_register_broker_record_v0(o, w):
         f = 1
         v = g('end_points', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_endpoint_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_endpoint_v0_v3)
         f = 2
         v = g('features', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_feature_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_feature_v0_v3)
         f = 3
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -444,17 +362,12 @@ def _parse_register_broker_record_v1(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_endpoint_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_endpoint_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_endpoint_v0_v3, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -477,17 +390,12 @@ def _parse_register_broker_record_v1(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_feature_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_feature_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_feature_v0_v3, b, q, z)
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -510,57 +418,10 @@ def _parse_register_broker_record_v1(b, p):
         o['fenced'] = v4_0
         o['in_controlled_shutdown'] = v4_1
         if nt:
-            p = _tags_register_broker_record_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_register_broker_record_v1_fields, f) from None
-
-# Build BrokerEndpoint, version 1.
-def _build_broker_endpoint_v1(o, w):
-    f = -1
-    try:
-        if not _build_broker_endpoint_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_endpoint_v0_v3_keys, _build_broker_endpoint_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_endpoint_v0_v3_fields, f, o) from None
-
-# Build BrokerFeature, version 1.
-def _build_broker_feature_v1(o, w):
-    f = -1
-    try:
-        if not _build_broker_feature_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_feature_v0_v3_keys, _build_broker_feature_v0_v3_absent, 1)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_feature_v0_v3_fields, f, o) from None
 
 _build_register_broker_record_v1_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'broker_id', 'end_points', 'features', 'fenced',
@@ -589,7 +450,7 @@ def _build_register_broker_record_v1(o, w):
     try:
         if not _build_register_broker_record_v1_keys.issuperset(o):
             check_keys(
-                o, _build_register_broker_record_v1_keys, _build_register_broker_record_v1_absent, 1
+                o, _build_register_broker_record_v1_keys, _build_register_broker_record_v1_absent
             )
         g = o.get
         f = 0
@@ -599,23 +460,13 @@ def _build_register_broker_record_v1(o, w):
         f = 1
         v = g('end_points', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_endpoint_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_endpoint_v0_v3)
         f = 2
         v = g('features', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_feature_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_feature_v0_v3)
         f = 3
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -671,17 +522,12 @@ def _parse_register_broker_record_v2(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_endpoint_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_endpoint_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_endpoint_v0_v3, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -704,17 +550,12 @@ def _parse_register_broker_record_v2(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_feature_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_feature_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_feature_v0_v3, b, q, z)
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -738,57 +579,10 @@ def _parse_register_broker_record_v2(b, p):
         o['fenced'] = v4_0
         o['in_controlled_shutdown'] = v4_1
         if nt:
-            p = _tags_register_broker_record_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_register_broker_record_v2_fields, f) from None
-
-# Build BrokerEndpoint, version 2.
-def _build_broker_endpoint_v2(o, w):
-    f = -1
-    try:
-        if not _build_broker_endpoint_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_endpoint_v0_v3_keys, _build_broker_endpoint_v0_v3_absent, 2)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_endpoint_v0_v3_fields, f, o) from None
-
-# Build BrokerFeature, version 2.
-def _build_broker_feature_v2(o, w):
-    f = -1
-    try:
-        if not _build_broker_feature_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_feature_v0_v3_keys, _build_broker_feature_v0_v3_absent, 2)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_feature_v0_v3_fields, f, o) from None
 
 _build_register_broker_record_v2_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'broker_id', 'end_points', 'features', 'fenced',
@@ -814,7 +608,7 @@ def _build_register_broker_record_v2(o, w):
     try:
         if not _build_register_broker_record_v2_keys.issuperset(o):
             check_keys(
-                o, _build_register_broker_record_v2_keys, _build_register_broker_record_v2_absent, 2
+                o, _build_register_broker_record_v2_keys, _build_register_broker_record_v2_absent
             )
         g = o.get
         f = 0
@@ -827,23 +621,13 @@ def _build_register_broker_record_v2(o, w):
         f = 1
         v = g('end_points', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_endpoint_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_endpoint_v0_v3)
         f = 2
         v = g('features', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_feature_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_feature_v0_v3)
         f = 3
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -933,17 +717,12 @@ def _parse_register_broker_record_v3(b, p):
                 c['security_protocol'] = k2_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_endpoint_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_endpoint_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_endpoint_v0_v3, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -966,17 +745,12 @@ def _parse_register_broker_record_v3(b, p):
                 c['max_supported_version'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_broker_feature_v0_v3(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_broker_feature_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_broker_feature_v0_v3, b, q, z)
             raise
         f = 3
         v3, p = read_compact_nullable_string(b, p)
@@ -1006,53 +780,6 @@ def _parse_register_broker_record_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_register_broker_record_v3_fields, f) from None
 
-# Build BrokerEndpoint, version 3.
-def _build_broker_endpoint_v3(o, w):
-    f = -1
-    try:
-        if not _build_broker_endpoint_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_endpoint_v0_v3_keys, _build_broker_endpoint_v0_v3_absent, 3)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16_i16(g('port', 0), g('security_protocol', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_endpoint_v0_v3_fields, f, o) from None
-
-# Build BrokerFeature, version 3.
-def _build_broker_feature_v3(o, w):
-    f = -1
-    try:
-        if not _build_broker_feature_v0_v3_keys.issuperset(o):
-            check_keys(o, _build_broker_feature_v0_v3_keys, _build_broker_feature_v0_v3_absent, 3)
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16x2(g('min_supported_version', 0), g('max_supported_version', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_broker_feature_v0_v3_fields, f, o) from None
-
 _build_register_broker_record_v3_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'broker_id', 'end_points', 'features', 'fenced',
     'in_controlled_shutdown', 'incarnation_id', 'is_migrating_zk_broker', 'log_dirs', 'rack',
@@ -1077,7 +804,7 @@ def _build_register_broker_record_v3(o, w):
     try:
         if not _build_register_broker_record_v3_keys.issuperset(o):
             check_keys(
-                o, _build_register_broker_record_v3_keys, _build_register_broker_record_v3_absent, 3
+                o, _build_register_broker_record_v3_keys, _build_register_broker_record_v3_absent
             )
         g = o.get
         f = 0
@@ -1090,23 +817,13 @@ def _build_register_broker_record_v3(o, w):
         f = 1
         v = g('end_points', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_endpoint_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_endpoint_v0_v3)
         f = 2
         v = g('features', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_broker_feature_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_broker_feature_v0_v3)
         f = 3
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -1118,7 +835,7 @@ def _build_register_broker_record_v3(o, w):
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(3)
+                raise null_error()
             n = write_array_length(tw, v, True)
             for x in v or ():
                 tw += uuid_bytes(x)

@@ -4,41 +4,17 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_string,
     write_tags,
 )
 
 
-
-_tags_remove_delegation_token_record_v0_names = {}
-
-# Parse the tagged fields of RemoveDelegationTokenRecord, version 0.
-def _tags_remove_delegation_token_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_remove_delegation_token_record_v0_names, t) from None
 
 _parse_remove_delegation_token_record_v0_fields = ('token_id', '_tagged_fields')
 
@@ -57,7 +33,7 @@ def _parse_remove_delegation_token_record_v0(b, p):
         o = Container()
         o['token_id'] = v0
         if nt:
-            p = _tags_remove_delegation_token_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_remove_delegation_token_record_v0_fields, f) from None
@@ -75,7 +51,6 @@ def _build_remove_delegation_token_record_v0(o, w):
                 o,
                 _build_remove_delegation_token_record_v0_keys,
                 _build_remove_delegation_token_record_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     UUID,
     ZERO_UUID,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_compact_nullable_string,
     write_tags,
@@ -25,27 +22,6 @@ from kipwire.codec._wire import uuid_from_bytes
 _pack_i32_uuid = Struct('>i16s').pack
 _unpack_i32_uuid = Struct('>i16s').unpack_from
 
-
-_tags_remove_raft_voter_request_v0_names = {}
-
-# Parse the tagged fields of RemoveRaftVoterRequest, version 0.
-def _tags_remove_raft_voter_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_remove_raft_voter_request_v0_names, t) from None
 
 _parse_remove_raft_voter_request_v0_fields = (
     'cluster_id', (('voter_id', 'i', None), ('voter_directory_id', '16s', None)), '_tagged_fields',
@@ -72,7 +48,7 @@ def _parse_remove_raft_voter_request_v0(b, p):
         o['voter_id'] = v1_0
         o['voter_directory_id'] = v1_1
         if nt:
-            p = _tags_remove_raft_voter_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_remove_raft_voter_request_v0_fields, f) from None
@@ -102,7 +78,6 @@ def _build_remove_raft_voter_request_v0(o, w):
                 o,
                 _build_remove_raft_voter_request_v0_keys,
                 _build_remove_raft_voter_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0

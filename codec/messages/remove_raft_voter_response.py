@@ -4,16 +4,13 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_nullable_string,
     write_tags,
 )
@@ -21,27 +18,6 @@ from kipwire.codec._runtime import (
 _pack_i32_i16 = Struct('>ih').pack
 _unpack_i32_i16 = Struct('>ih').unpack_from
 
-
-_tags_remove_raft_voter_response_v0_names = {}
-
-# Parse the tagged fields of RemoveRaftVoterResponse, version 0.
-def _tags_remove_raft_voter_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_remove_raft_voter_response_v0_names, t) from None
 
 _parse_remove_raft_voter_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', '_tagged_fields',
@@ -67,7 +43,7 @@ def _parse_remove_raft_voter_response_v0(b, p):
         o['error_code'] = v0_1
         o['error_message'] = v1
         if nt:
-            p = _tags_remove_raft_voter_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_remove_raft_voter_response_v0_fields, f) from None
@@ -89,7 +65,6 @@ def _build_remove_raft_voter_response_v0(o, w):
                 o,
                 _build_remove_raft_voter_response_v0_keys,
                 _build_remove_raft_voter_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_bytes,
     read_compact_bytes,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_bytes,
     write_compact_bytes,
     write_tags,
@@ -46,8 +43,8 @@ _build_renew_delegation_token_request_v0_v1_keys = frozenset({'hmac', 'renew_per
 _build_renew_delegation_token_request_v0_v2_absent = {}
 _build_renew_delegation_token_request_v0_v1_fields = ('hmac', (('renew_period_ms', 'q', 0),))
 
-# Build RenewDelegationTokenRequest, version 0.
-def _build_renew_delegation_token_request_v0(o, w):
+# Build RenewDelegationTokenRequest, versions 0-1.
+def _build_renew_delegation_token_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_renew_delegation_token_request_v0_v1_keys.issuperset(o):
@@ -55,7 +52,6 @@ def _build_renew_delegation_token_request_v0(o, w):
                 o,
                 _build_renew_delegation_token_request_v0_v1_keys,
                 _build_renew_delegation_token_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -65,47 +61,6 @@ def _build_renew_delegation_token_request_v0(o, w):
         w += _pack_i64(g('renew_period_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_renew_delegation_token_request_v0_v1_fields, f, o) from None
-
-# Build RenewDelegationTokenRequest, version 1.
-def _build_renew_delegation_token_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_renew_delegation_token_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_renew_delegation_token_request_v0_v1_keys,
-                _build_renew_delegation_token_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('hmac', b'')
-        write_bytes(w, v)
-        f = 1
-        w += _pack_i64(g('renew_period_ms', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_renew_delegation_token_request_v0_v1_fields, f, o) from None
-
-_tags_renew_delegation_token_request_v2_names = {}
-
-# Parse the tagged fields of RenewDelegationTokenRequest, version 2.
-def _tags_renew_delegation_token_request_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_renew_delegation_token_request_v2_names, t) from None
 
 _parse_renew_delegation_token_request_v2_fields = (
     'hmac', (('renew_period_ms', 'q', None),), '_tagged_fields',
@@ -130,7 +85,7 @@ def _parse_renew_delegation_token_request_v2(b, p):
         o['hmac'] = v0
         o['renew_period_ms'] = v1_0
         if nt:
-            p = _tags_renew_delegation_token_request_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_renew_delegation_token_request_v2_fields, f) from None
@@ -151,7 +106,6 @@ def _build_renew_delegation_token_request_v2(o, w):
                 o,
                 _build_renew_delegation_token_request_v2_keys,
                 _build_renew_delegation_token_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -182,8 +136,8 @@ PARSE = {
     2: _parse_renew_delegation_token_request_v2,
 }
 BUILD = {
-    0: _build_renew_delegation_token_request_v0,
-    1: _build_renew_delegation_token_request_v1,
+    0: _build_renew_delegation_token_request_v0_v1,
+    1: _build_renew_delegation_token_request_v0_v1,
     2: _build_renew_delegation_token_request_v2,
 }
 SCHEMA = (

@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -50,8 +47,8 @@ _build_renew_delegation_token_response_v0_v1_fields = (
     (('error_code', 'h', 0), ('expiry_timestamp_ms', 'q', 0), ('throttle_time_ms', 'i', 0)),
 )
 
-# Build RenewDelegationTokenResponse, version 0.
-def _build_renew_delegation_token_response_v0(o, w):
+# Build RenewDelegationTokenResponse, versions 0-1.
+def _build_renew_delegation_token_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_renew_delegation_token_response_v0_v1_keys.issuperset(o):
@@ -59,7 +56,6 @@ def _build_renew_delegation_token_response_v0(o, w):
                 o,
                 _build_renew_delegation_token_response_v0_v1_keys,
                 _build_renew_delegation_token_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -68,46 +64,6 @@ def _build_renew_delegation_token_response_v0(o, w):
         )
     except Exception as x:
         raise encode_failure(x, _build_renew_delegation_token_response_v0_v1_fields, f, o) from None
-
-# Build RenewDelegationTokenResponse, version 1.
-def _build_renew_delegation_token_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_renew_delegation_token_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_renew_delegation_token_response_v0_v1_keys,
-                _build_renew_delegation_token_response_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16_i64_i32(
-            g('error_code', 0), g('expiry_timestamp_ms', 0), g('throttle_time_ms', 0)
-        )
-    except Exception as x:
-        raise encode_failure(x, _build_renew_delegation_token_response_v0_v1_fields, f, o) from None
-
-_tags_renew_delegation_token_response_v2_names = {}
-
-# Parse the tagged fields of RenewDelegationTokenResponse, version 2.
-def _tags_renew_delegation_token_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_renew_delegation_token_response_v2_names, t) from None
 
 _parse_renew_delegation_token_response_v2_fields = (
     (
@@ -135,7 +91,7 @@ def _parse_renew_delegation_token_response_v2(b, p):
         o['expiry_timestamp_ms'] = v0_1
         o['throttle_time_ms'] = v0_2
         if nt:
-            p = _tags_renew_delegation_token_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_renew_delegation_token_response_v2_fields, f) from None
@@ -157,7 +113,6 @@ def _build_renew_delegation_token_response_v2(o, w):
                 o,
                 _build_renew_delegation_token_response_v2_keys,
                 _build_renew_delegation_token_response_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -187,8 +142,8 @@ PARSE = {
     2: _parse_renew_delegation_token_response_v2,
 }
 BUILD = {
-    0: _build_renew_delegation_token_response_v0,
-    1: _build_renew_delegation_token_response_v1,
+    0: _build_renew_delegation_token_response_v0_v1,
+    1: _build_renew_delegation_token_response_v0_v1,
     2: _build_renew_delegation_token_response_v2,
 }
 SCHEMA = (

@@ -4,16 +4,13 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_nullable_string,
     write_tags,
 )
@@ -57,7 +54,7 @@ def _build_request_header_v0(o, w):
     f = -1
     try:
         if not _build_request_header_v0_keys.issuperset(o):
-            check_keys(o, _build_request_header_v0_keys, _build_request_header_v0_absent, 0)
+            check_keys(o, _build_request_header_v0_keys, _build_request_header_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16x2_i32(
@@ -106,7 +103,7 @@ def _build_request_header_v1(o, w):
     f = -1
     try:
         if not _build_request_header_v1_keys.issuperset(o):
-            check_keys(o, _build_request_header_v1_keys, _build_request_header_v1_v2_absent, 1)
+            check_keys(o, _build_request_header_v1_keys, _build_request_header_v1_v2_absent)
         g = o.get
         f = 0
         w += _pack_i16x2_i32(
@@ -117,27 +114,6 @@ def _build_request_header_v1(o, w):
         write_nullable_string(w, v)
     except Exception as x:
         raise encode_failure(x, _build_request_header_v1_fields, f, o) from None
-
-_tags_request_header_v2_names = {}
-
-# Parse the tagged fields of RequestHeader, version 2.
-def _tags_request_header_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_request_header_v2_names, t) from None
 
 _parse_request_header_v2_fields = (
     (
@@ -168,7 +144,7 @@ def _parse_request_header_v2(b, p):
         o['correlation_id'] = v0_2
         o['client_id'] = v1
         if nt:
-            p = _tags_request_header_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_request_header_v2_fields, f) from None
@@ -186,7 +162,7 @@ def _build_request_header_v2(o, w):
     f = -1
     try:
         if not _build_request_header_v2_keys.issuperset(o):
-            check_keys(o, _build_request_header_v2_keys, _build_request_header_v1_v2_absent, 2)
+            check_keys(o, _build_request_header_v2_keys, _build_request_header_v1_v2_absent)
         g = o.get
         f = 0
         w += _pack_i16x2_i32(

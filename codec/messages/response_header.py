@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -44,33 +41,12 @@ def _build_response_header_v0(o, w):
     f = -1
     try:
         if not _build_response_header_v0_keys.issuperset(o):
-            check_keys(o, _build_response_header_v0_keys, _build_response_header_v0_v1_absent, 0)
+            check_keys(o, _build_response_header_v0_keys, _build_response_header_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('correlation_id', 0))
     except Exception as x:
         raise encode_failure(x, _build_response_header_v0_fields, f, o) from None
-
-_tags_response_header_v1_names = {}
-
-# Parse the tagged fields of ResponseHeader, version 1.
-def _tags_response_header_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_response_header_v1_names, t) from None
 
 _parse_response_header_v1_fields = ((('correlation_id', 'i', None),), '_tagged_fields')
 
@@ -90,7 +66,7 @@ def _parse_response_header_v1(b, p):
         o = Container()
         o['correlation_id'] = v0_0
         if nt:
-            p = _tags_response_header_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_response_header_v1_fields, f) from None
@@ -103,7 +79,7 @@ def _build_response_header_v1(o, w):
     f = -1
     try:
         if not _build_response_header_v1_keys.issuperset(o):
-            check_keys(o, _build_response_header_v1_keys, _build_response_header_v0_v1_absent, 1)
+            check_keys(o, _build_response_header_v1_keys, _build_response_header_v0_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('correlation_id', 0))

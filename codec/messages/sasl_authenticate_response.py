@@ -4,19 +4,16 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_bytes,
     read_compact_bytes,
     read_compact_nullable_string,
     read_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
@@ -68,7 +65,6 @@ def _build_sasl_authenticate_response_v0(o, w):
                 o,
                 _build_sasl_authenticate_response_v0_keys,
                 _build_sasl_authenticate_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -127,7 +123,6 @@ def _build_sasl_authenticate_response_v1(o, w):
                 o,
                 _build_sasl_authenticate_response_v1_keys,
                 _build_sasl_authenticate_response_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -142,27 +137,6 @@ def _build_sasl_authenticate_response_v1(o, w):
         w += _pack_i64(g('session_lifetime_ms', 0))
     except Exception as x:
         raise encode_failure(x, _build_sasl_authenticate_response_v1_fields, f, o) from None
-
-_tags_sasl_authenticate_response_v2_names = {}
-
-# Parse the tagged fields of SaslAuthenticateResponse, version 2.
-def _tags_sasl_authenticate_response_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_sasl_authenticate_response_v2_names, t) from None
 
 _parse_sasl_authenticate_response_v2_fields = (
     (('error_code', 'h', None),), 'error_message', 'auth_bytes',
@@ -195,7 +169,7 @@ def _parse_sasl_authenticate_response_v2(b, p):
         o['auth_bytes'] = v2
         o['session_lifetime_ms'] = v3_0
         if nt:
-            p = _tags_sasl_authenticate_response_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sasl_authenticate_response_v2_fields, f) from None
@@ -217,7 +191,6 @@ def _build_sasl_authenticate_response_v2(o, w):
                 o,
                 _build_sasl_authenticate_response_v2_keys,
                 _build_sasl_authenticate_response_v1_v2_absent,
-                2,
             )
         g = o.get
         f = 0

@@ -31,8 +31,8 @@ _build_sasl_handshake_request_v0_v1_keys = frozenset({'mechanism'})
 _build_sasl_handshake_request_v0_v1_absent = {}
 _build_sasl_handshake_request_v0_v1_fields = ('mechanism',)
 
-# Build SaslHandshakeRequest, version 0.
-def _build_sasl_handshake_request_v0(o, w):
+# Build SaslHandshakeRequest, versions 0-1.
+def _build_sasl_handshake_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_sasl_handshake_request_v0_v1_keys.issuperset(o):
@@ -40,25 +40,6 @@ def _build_sasl_handshake_request_v0(o, w):
                 o,
                 _build_sasl_handshake_request_v0_v1_keys,
                 _build_sasl_handshake_request_v0_v1_absent,
-                0,
-            )
-        g = o.get
-        f = 0
-        v = g('mechanism', '')
-        write_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sasl_handshake_request_v0_v1_fields, f, o) from None
-
-# Build SaslHandshakeRequest, version 1.
-def _build_sasl_handshake_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_sasl_handshake_request_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sasl_handshake_request_v0_v1_keys,
-                _build_sasl_handshake_request_v0_v1_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -75,5 +56,5 @@ VERSIONS = (0, 1)
 FLEXIBLE_FROM = None
 EXTENSION_VERSIONS = None
 PARSE = {0: _parse_sasl_handshake_request_v0_v1, 1: _parse_sasl_handshake_request_v0_v1}
-BUILD = {0: _build_sasl_handshake_request_v0, 1: _build_sasl_handshake_request_v1}
+BUILD = {0: _build_sasl_handshake_request_v0_v1, 1: _build_sasl_handshake_request_v0_v1}
 SCHEMA = (('Mechanism', 'string', '0+', 'none', 'none', None, '', False, ()),)

@@ -45,8 +45,8 @@ _build_sasl_handshake_response_v0_v1_keys = frozenset({'error_code', 'mechanisms
 _build_sasl_handshake_response_v0_v1_absent = {}
 _build_sasl_handshake_response_v0_v1_fields = ((('error_code', 'h', 0),), 'mechanisms')
 
-# Build SaslHandshakeResponse, version 0.
-def _build_sasl_handshake_response_v0(o, w):
+# Build SaslHandshakeResponse, versions 0-1.
+def _build_sasl_handshake_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_sasl_handshake_response_v0_v1_keys.issuperset(o):
@@ -54,7 +54,6 @@ def _build_sasl_handshake_response_v0(o, w):
                 o,
                 _build_sasl_handshake_response_v0_v1_keys,
                 _build_sasl_handshake_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -62,31 +61,7 @@ def _build_sasl_handshake_response_v0(o, w):
         f = 1
         v = g('mechanisms', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for x in v or ():
-            write_string(w, x)
-    except Exception as x:
-        raise encode_failure(x, _build_sasl_handshake_response_v0_v1_fields, f, o) from None
-
-# Build SaslHandshakeResponse, version 1.
-def _build_sasl_handshake_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_sasl_handshake_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sasl_handshake_response_v0_v1_keys,
-                _build_sasl_handshake_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('mechanisms', ())
-        if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         for x in v or ():
             write_string(w, x)
@@ -101,7 +76,7 @@ VERSIONS = (0, 1)
 FLEXIBLE_FROM = None
 EXTENSION_VERSIONS = None
 PARSE = {0: _parse_sasl_handshake_response_v0_v1, 1: _parse_sasl_handshake_response_v0_v1}
-BUILD = {0: _build_sasl_handshake_response_v0, 1: _build_sasl_handshake_response_v1}
+BUILD = {0: _build_sasl_handshake_response_v0_v1, 1: _build_sasl_handshake_response_v0_v1}
 SCHEMA = (
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),
     ('Mechanisms', '[]string', '0+', 'none', 'none', None, '', False, ()),

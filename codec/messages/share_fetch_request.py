@@ -4,26 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -39,27 +37,6 @@ _unpack_i32x5 = Struct('>iiiii').unpack_from
 _unpack_i64x2 = Struct('>qq').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_acknowledgement_batch_v0_names = {}
-
-# Parse the tagged fields of AcknowledgementBatch, version 0.
-def _tags_acknowledgement_batch_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_acknowledgement_batch_v0_names, t) from None
 
 _parse_acknowledgement_batch_v0_fields = (
     (('first_offset', 'q', None), ('last_offset', 'q', None)), 'acknowledge_types',
@@ -92,31 +69,10 @@ def _parse_acknowledgement_batch_v0(b, p):
         o['last_offset'] = v0_1
         o['acknowledge_types'] = v1
         if nt:
-            p = _tags_acknowledgement_batch_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_acknowledgement_batch_v0_fields, f) from None
-
-_tags_fetch_partition_v0_names = {}
-
-# Parse the tagged fields of FetchPartition, version 0.
-def _tags_fetch_partition_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_partition_v0_names, t) from None
 
 _parse_fetch_partition_v0_fields = (
     (('partition_index', 'i', None), ('partition_max_bytes', 'i', None)), 'acknowledgement_batches',
@@ -157,17 +113,12 @@ def _parse_fetch_partition_v0(b, p):
                 c['acknowledge_types'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_acknowledgement_batch_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acknowledgement_batch_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acknowledgement_batch_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -180,31 +131,10 @@ def _parse_fetch_partition_v0(b, p):
         o['partition_max_bytes'] = v0_1
         o['acknowledgement_batches'] = v1
         if nt:
-            p = _tags_fetch_partition_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_partition_v0_fields, f) from None
-
-_tags_fetch_topic_v0_names = {}
-
-# Parse the tagged fields of FetchTopic, version 0.
-def _tags_fetch_topic_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_fetch_topic_v0_names, t) from None
 
 _parse_fetch_topic_v0_fields = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
 
@@ -222,14 +152,7 @@ def _parse_fetch_topic_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_partition_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_fetch_partition_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -240,31 +163,10 @@ def _parse_fetch_topic_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_fetch_topic_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_fetch_topic_v0_fields, f) from None
-
-_tags_forgotten_topic_v0_names = {}
-
-# Parse the tagged fields of ForgottenTopic, version 0.
-def _tags_forgotten_topic_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_forgotten_topic_v0_names, t) from None
 
 _parse_forgotten_topic_v0_fields = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
 
@@ -294,31 +196,10 @@ def _parse_forgotten_topic_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_forgotten_topic_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_forgotten_topic_v0_fields, f) from None
-
-_tags_share_fetch_request_v0_names = {}
-
-# Parse the tagged fields of ShareFetchRequest, version 0.
-def _tags_share_fetch_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_fetch_request_v0_names, t) from None
 
 _parse_share_fetch_request_v0_fields = (
     'group_id', 'member_id',
@@ -346,14 +227,7 @@ def _parse_share_fetch_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_fetch_topic_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_fetch_topic_v0)
         f = 4
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -381,17 +255,12 @@ def _parse_share_fetch_request_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_forgotten_topic_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_forgotten_topic_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_forgotten_topic_v0, b, q, z)
             raise
         f = 5
         nt = b[p]
@@ -410,7 +279,7 @@ def _parse_share_fetch_request_v0(b, p):
         o['topics'] = v3
         o['forgotten_topics_data'] = v4
         if nt:
-            p = _tags_share_fetch_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_fetch_request_v0_fields, f) from None
@@ -429,7 +298,7 @@ def _build_acknowledgement_batch_v0(o, w):
     try:
         if not _build_acknowledgement_batch_v0_keys.issuperset(o):
             check_keys(
-                o, _build_acknowledgement_batch_v0_keys, _build_acknowledgement_batch_v0_absent, 0
+                o, _build_acknowledgement_batch_v0_keys, _build_acknowledgement_batch_v0_absent
             )
         g = o.get
         f = 0
@@ -437,7 +306,7 @@ def _build_acknowledgement_batch_v0(o, w):
         f = 1
         v = g('acknowledge_types', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}b', *v)
@@ -465,20 +334,15 @@ def _build_fetch_partition_v0(o, w):
     f = -1
     try:
         if not _build_fetch_partition_v0_keys.issuperset(o):
-            check_keys(o, _build_fetch_partition_v0_keys, _build_fetch_partition_v0_absent, 0)
+            check_keys(o, _build_fetch_partition_v0_keys, _build_fetch_partition_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('partition_index', 0), g('partition_max_bytes', 0))
         f = 1
         v = g('acknowledgement_batches', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acknowledgement_batch_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_acknowledgement_batch_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -501,20 +365,15 @@ def _build_fetch_topic_v0(o, w):
     f = -1
     try:
         if not _build_fetch_topic_v0_keys.issuperset(o):
-            check_keys(o, _build_fetch_topic_v0_keys, _build_fetch_topic_v0_absent, 0)
+            check_keys(o, _build_fetch_topic_v0_keys, _build_fetch_topic_v0_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_partition_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -537,14 +396,14 @@ def _build_forgotten_topic_v0(o, w):
     f = -1
     try:
         if not _build_forgotten_topic_v0_keys.issuperset(o):
-            check_keys(o, _build_forgotten_topic_v0_keys, _build_forgotten_topic_v0_absent, 0)
+            check_keys(o, _build_forgotten_topic_v0_keys, _build_forgotten_topic_v0_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -577,9 +436,7 @@ def _build_share_fetch_request_v0(o, w):
     f = -1
     try:
         if not _build_share_fetch_request_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_share_fetch_request_v0_keys, _build_share_fetch_request_v0_absent, 0
-            )
+            check_keys(o, _build_share_fetch_request_v0_keys, _build_share_fetch_request_v0_absent)
         g = o.get
         f = 0
         v = g('group_id', None)
@@ -598,23 +455,13 @@ def _build_share_fetch_request_v0(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_fetch_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_fetch_topic_v0)
         f = 4
         v = g('forgotten_topics_data', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_forgotten_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_forgotten_topic_v0)
         t = None
         f = 5
         u = g('_unknown_tags')

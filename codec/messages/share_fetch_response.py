@@ -4,29 +4,26 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_bytes,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -46,27 +43,6 @@ _unpack_i64x2_i16 = Struct('>qqh').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 _EMPTY = {}
 
-
-_tags_leader_id_and_epoch_v0_names = {}
-
-# Parse the tagged fields of LeaderIdAndEpoch, version 0.
-def _tags_leader_id_and_epoch_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_leader_id_and_epoch_v0_names, t) from None
 
 _parse_leader_id_and_epoch_v0_fields = (
     (('leader_id', 'i', None), ('leader_epoch', 'i', None)), '_tagged_fields',
@@ -89,31 +65,10 @@ def _parse_leader_id_and_epoch_v0(b, p):
         o['leader_id'] = v0_0
         o['leader_epoch'] = v0_1
         if nt:
-            p = _tags_leader_id_and_epoch_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_leader_id_and_epoch_v0_fields, f) from None
-
-_tags_acquired_records_v0_names = {}
-
-# Parse the tagged fields of AcquiredRecords, version 0.
-def _tags_acquired_records_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_acquired_records_v0_names, t) from None
 
 _parse_acquired_records_v0_fields = (
     (('first_offset', 'q', None), ('last_offset', 'q', None), ('delivery_count', 'h', None)),
@@ -138,31 +93,10 @@ def _parse_acquired_records_v0(b, p):
         o['last_offset'] = v0_1
         o['delivery_count'] = v0_2
         if nt:
-            p = _tags_acquired_records_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_acquired_records_v0_fields, f) from None
-
-_tags_partition_data_v0_names = {}
-
-# Parse the tagged fields of PartitionData, version 0.
-def _tags_partition_data_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_names, t) from None
 
 _parse_partition_data_v0_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), 'error_message',
@@ -218,17 +152,12 @@ def _parse_partition_data_v0(b, p):
                     c['delivery_count'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_acquired_records_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_acquired_records_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_acquired_records_v0, b, q, z)
             raise
         f = 7
         nt = b[p]
@@ -246,31 +175,10 @@ def _parse_partition_data_v0(b, p):
         o['records'] = v5
         o['acquired_records'] = v6
         if nt:
-            p = _tags_partition_data_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_fields, f) from None
-
-_tags_share_fetchable_topic_response_v0_names = {}
-
-# Parse the tagged fields of ShareFetchableTopicResponse, version 0.
-def _tags_share_fetchable_topic_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_fetchable_topic_response_v0_names, t) from None
 
 _parse_share_fetchable_topic_response_v0_fields = (
     (('topic_id', '16s', None),), 'partitions', '_tagged_fields',
@@ -290,14 +198,7 @@ def _parse_share_fetchable_topic_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_partition_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_partition_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -308,31 +209,10 @@ def _parse_share_fetchable_topic_response_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_share_fetchable_topic_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_fetchable_topic_response_v0_fields, f) from None
-
-_tags_node_endpoint_v0_names = {}
-
-# Parse the tagged fields of NodeEndpoint, version 0.
-def _tags_node_endpoint_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v0_names, t) from None
 
 _parse_node_endpoint_v0_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'i', None),), 'rack', '_tagged_fields',
@@ -364,31 +244,10 @@ def _parse_node_endpoint_v0(b, p):
         o['port'] = v2_0
         o['rack'] = v3
         if nt:
-            p = _tags_node_endpoint_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v0_fields, f) from None
-
-_tags_share_fetch_response_v0_names = {}
-
-# Parse the tagged fields of ShareFetchResponse, version 0.
-def _tags_share_fetch_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_fetch_response_v0_names, t) from None
 
 _parse_share_fetch_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'responses',
@@ -410,14 +269,7 @@ def _parse_share_fetch_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_share_fetchable_topic_response_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_share_fetchable_topic_response_v0)
         f = 3
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -443,17 +295,12 @@ def _parse_share_fetch_response_v0(b, p):
                 c['rack'] = k3
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_node_endpoint_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_node_endpoint_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_node_endpoint_v0, b, q, z)
             raise
         f = 4
         nt = b[p]
@@ -468,7 +315,7 @@ def _parse_share_fetch_response_v0(b, p):
         o['responses'] = v2
         o['node_endpoints'] = v3
         if nt:
-            p = _tags_share_fetch_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_fetch_response_v0_fields, f) from None
@@ -484,9 +331,7 @@ def _build_leader_id_and_epoch_v0(o, w):
     f = -1
     try:
         if not _build_leader_id_and_epoch_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_leader_id_and_epoch_v0_keys, _build_leader_id_and_epoch_v0_absent, 0
-            )
+            check_keys(o, _build_leader_id_and_epoch_v0_keys, _build_leader_id_and_epoch_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('leader_id', 0), g('leader_epoch', 0))
@@ -514,7 +359,7 @@ def _build_acquired_records_v0(o, w):
     f = -1
     try:
         if not _build_acquired_records_v0_keys.issuperset(o):
-            check_keys(o, _build_acquired_records_v0_keys, _build_acquired_records_v0_absent, 0)
+            check_keys(o, _build_acquired_records_v0_keys, _build_acquired_records_v0_absent)
         g = o.get
         f = 0
         w += _pack_i64x2_i16(g('first_offset', 0), g('last_offset', 0), g('delivery_count', 0))
@@ -544,7 +389,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
@@ -559,7 +404,7 @@ def _build_partition_data_v0(o, w):
         f = 4
         v = g('current_leader', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_leader_id_and_epoch_v0(v, w)
         f = 5
         v = g('records', b'')
@@ -567,13 +412,8 @@ def _build_partition_data_v0(o, w):
         f = 6
         v = g('acquired_records', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_acquired_records_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_acquired_records_v0)
         t = None
         f = 7
         u = g('_unknown_tags')
@@ -602,7 +442,6 @@ def _build_share_fetchable_topic_response_v0(o, w):
                 o,
                 _build_share_fetchable_topic_response_v0_keys,
                 _build_share_fetchable_topic_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -610,13 +449,8 @@ def _build_share_fetchable_topic_response_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -638,7 +472,7 @@ def _build_node_endpoint_v0(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v0_keys.issuperset(o):
-            check_keys(o, _build_node_endpoint_v0_keys, _build_node_endpoint_v0_absent, 0)
+            check_keys(o, _build_node_endpoint_v0_keys, _build_node_endpoint_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -676,7 +510,7 @@ def _build_share_fetch_response_v0(o, w):
     try:
         if not _build_share_fetch_response_v0_keys.issuperset(o):
             check_keys(
-                o, _build_share_fetch_response_v0_keys, _build_share_fetch_response_v0_absent, 0
+                o, _build_share_fetch_response_v0_keys, _build_share_fetch_response_v0_absent
             )
         g = o.get
         f = 0
@@ -687,23 +521,13 @@ def _build_share_fetch_response_v0(o, w):
         f = 2
         v = g('responses', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_share_fetchable_topic_response_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_share_fetchable_topic_response_v0)
         f = 3
         v = g('node_endpoints', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_node_endpoint_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_node_endpoint_v0)
         t = None
         f = 4
         u = g('_unknown_tags')

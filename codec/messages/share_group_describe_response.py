@@ -4,28 +4,26 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -41,27 +39,6 @@ _unpack_i32x2 = Struct('>ii').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 _EMPTY = {}
 
-
-_tags_topic_partitions_v0_names = {}
-
-# Parse the tagged fields of TopicPartitions, version 0.
-def _tags_topic_partitions_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partitions_v0_names, t) from None
 
 _parse_topic_partitions_v0_fields = (
     (('topic_id', '16s', None),), 'topic_name', 'partitions', '_tagged_fields',
@@ -96,31 +73,10 @@ def _parse_topic_partitions_v0(b, p):
         o['topic_name'] = v1
         o['partitions'] = v2
         if nt:
-            p = _tags_topic_partitions_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v0_fields, f) from None
-
-_tags_assignment_v0_names = {}
-
-# Parse the tagged fields of Assignment, version 0.
-def _tags_assignment_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_assignment_v0_names, t) from None
 
 _parse_assignment_v0_fields = ('topic_partitions', '_tagged_fields')
 
@@ -157,17 +113,12 @@ def _parse_assignment_v0(b, p):
                 c['partitions'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_partitions_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partitions_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partitions_v0, b, q, z)
             raise
         f = 1
         nt = b[p]
@@ -178,31 +129,10 @@ def _parse_assignment_v0(b, p):
         o = Container()
         o['topic_partitions'] = v0
         if nt:
-            p = _tags_assignment_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_assignment_v0_fields, f) from None
-
-_tags_member_v0_names = {}
-
-# Parse the tagged fields of Member, version 0.
-def _tags_member_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_member_v0_names, t) from None
 
 _parse_member_v0_fields = (
     'member_id', 'rack_id', (('member_epoch', 'i', None),), 'client_id', 'client_host',
@@ -251,31 +181,10 @@ def _parse_member_v0(b, p):
         o['subscribed_topic_names'] = v5
         o['assignment'] = v6
         if nt:
-            p = _tags_member_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_v0_fields, f) from None
-
-_tags_described_group_v0_names = {}
-
-# Parse the tagged fields of DescribedGroup, version 0.
-def _tags_described_group_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_group_v0_names, t) from None
 
 _parse_described_group_v0_fields = (
     (('error_code', 'h', None),), 'error_message', 'group_id', 'group_state',
@@ -307,14 +216,7 @@ def _parse_described_group_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v6 = []
-        a = v6.append
-        for i in range(n):
-            try:
-                x, p = _parse_member_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v6, p = read_structs(b, p, n, _parse_member_v0)
         f = 7
         v7_0, = _unpack_i32(b, p)
         p += 4
@@ -335,31 +237,10 @@ def _parse_described_group_v0(b, p):
         o['members'] = v6
         o['authorized_operations'] = v7_0
         if nt:
-            p = _tags_described_group_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v0_fields, f) from None
-
-_tags_share_group_describe_response_v0_names = {}
-
-# Parse the tagged fields of ShareGroupDescribeResponse, version 0.
-def _tags_share_group_describe_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_group_describe_response_v0_names, t) from None
 
 _parse_share_group_describe_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'groups', '_tagged_fields',
@@ -378,14 +259,7 @@ def _parse_share_group_describe_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -396,7 +270,7 @@ def _parse_share_group_describe_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_share_group_describe_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_group_describe_response_v0_fields, f) from None
@@ -415,7 +289,7 @@ def _build_topic_partitions_v0(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_partitions_v0_keys, _build_topic_partitions_v0_absent, 0)
+            check_keys(o, _build_topic_partitions_v0_keys, _build_topic_partitions_v0_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
@@ -425,7 +299,7 @@ def _build_topic_partitions_v0(o, w):
         f = 2
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -448,18 +322,13 @@ def _build_assignment_v0(o, w):
     f = -1
     try:
         if not _build_assignment_v0_keys.issuperset(o):
-            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent, 0)
+            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent)
         g = o.get
         f = 0
         v = g('topic_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_partitions_v0)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -485,7 +354,7 @@ def _build_member_v0(o, w):
     f = -1
     try:
         if not _build_member_v0_keys.issuperset(o):
-            check_keys(o, _build_member_v0_keys, _build_member_v0_absent, 0)
+            check_keys(o, _build_member_v0_keys, _build_member_v0_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -504,14 +373,14 @@ def _build_member_v0(o, w):
         f = 5
         v = g('subscribed_topic_names', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 6
         v = g('assignment', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_assignment_v0(v, w)
         t = None
         f = 7
@@ -539,7 +408,7 @@ def _build_described_group_v0(o, w):
     f = -1
     try:
         if not _build_described_group_v0_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_keys, _build_described_group_v0_absent, 0)
+            check_keys(o, _build_described_group_v0_keys, _build_described_group_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -560,13 +429,8 @@ def _build_described_group_v0(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_v0)
         f = 7
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -596,7 +460,6 @@ def _build_share_group_describe_response_v0(o, w):
                 o,
                 _build_share_group_describe_response_v0_keys,
                 _build_share_group_describe_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -604,13 +467,8 @@ def _build_share_group_describe_response_v0(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
@@ -25,27 +22,6 @@ from kipwire.codec._runtime import (
 _pack_i32 = Struct('>i').pack
 _unpack_i32 = Struct('>i').unpack_from
 
-
-_tags_share_group_heartbeat_request_v0_names = {}
-
-# Parse the tagged fields of ShareGroupHeartbeatRequest, version 0.
-def _tags_share_group_heartbeat_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_group_heartbeat_request_v0_names, t) from None
 
 _parse_share_group_heartbeat_request_v0_fields = (
     'group_id', 'member_id', (('member_epoch', 'i', None),), 'rack_id', 'subscribed_topic_names',
@@ -91,7 +67,7 @@ def _parse_share_group_heartbeat_request_v0(b, p):
         o['rack_id'] = v3
         o['subscribed_topic_names'] = v4
         if nt:
-            p = _tags_share_group_heartbeat_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_group_heartbeat_request_v0_fields, f) from None
@@ -114,7 +90,6 @@ def _build_share_group_heartbeat_request_v0(o, w):
                 o,
                 _build_share_group_heartbeat_request_v0_keys,
                 _build_share_group_heartbeat_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,26 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
     write_array_length,
     write_compact_nullable_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -36,27 +33,6 @@ _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i32x2 = Struct('>ii').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_topic_partitions_v0_names = {}
-
-# Parse the tagged fields of TopicPartitions, version 0.
-def _tags_topic_partitions_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partitions_v0_names, t) from None
 
 _parse_topic_partitions_v0_fields = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
 
@@ -86,31 +62,10 @@ def _parse_topic_partitions_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_partitions_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partitions_v0_fields, f) from None
-
-_tags_assignment_v0_names = {}
-
-# Parse the tagged fields of Assignment, version 0.
-def _tags_assignment_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_assignment_v0_names, t) from None
 
 _parse_assignment_v0_fields = ('topic_partitions', '_tagged_fields')
 
@@ -145,17 +100,12 @@ def _parse_assignment_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_partitions_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partitions_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partitions_v0, b, q, z)
             raise
         f = 1
         nt = b[p]
@@ -166,31 +116,10 @@ def _parse_assignment_v0(b, p):
         o = Container()
         o['topic_partitions'] = v0
         if nt:
-            p = _tags_assignment_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_assignment_v0_fields, f) from None
-
-_tags_share_group_heartbeat_response_v0_names = {}
-
-# Parse the tagged fields of ShareGroupHeartbeatResponse, version 0.
-def _tags_share_group_heartbeat_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_share_group_heartbeat_response_v0_names, t) from None
 
 _parse_share_group_heartbeat_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'member_id',
@@ -233,7 +162,7 @@ def _parse_share_group_heartbeat_response_v0(b, p):
         o['heartbeat_interval_ms'] = v3_1
         o['assignment'] = v4
         if nt:
-            p = _tags_share_group_heartbeat_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_share_group_heartbeat_response_v0_fields, f) from None
@@ -250,14 +179,14 @@ def _build_topic_partitions_v0(o, w):
     f = -1
     try:
         if not _build_topic_partitions_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_partitions_v0_keys, _build_topic_partitions_v0_absent, 0)
+            check_keys(o, _build_topic_partitions_v0_keys, _build_topic_partitions_v0_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -280,18 +209,13 @@ def _build_assignment_v0(o, w):
     f = -1
     try:
         if not _build_assignment_v0_keys.issuperset(o):
-            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent, 0)
+            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent)
         g = o.get
         f = 0
         v = g('topic_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_partitions_v0)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -321,7 +245,6 @@ def _build_share_group_heartbeat_response_v0(o, w):
                 o,
                 _build_share_group_heartbeat_response_v0_keys,
                 _build_share_group_heartbeat_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0

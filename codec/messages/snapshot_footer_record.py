@@ -4,42 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
 _pack_i16 = Struct('>h').pack
 _unpack_i16 = Struct('>h').unpack_from
 
-
-_tags_snapshot_footer_record_v0_names = {}
-
-# Parse the tagged fields of SnapshotFooterRecord, version 0.
-def _tags_snapshot_footer_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_snapshot_footer_record_v0_names, t) from None
 
 _parse_snapshot_footer_record_v0_fields = ((('version', 'h', None),), '_tagged_fields')
 
@@ -59,7 +35,7 @@ def _parse_snapshot_footer_record_v0(b, p):
         o = Container()
         o['version'] = v0_0
         if nt:
-            p = _tags_snapshot_footer_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_snapshot_footer_record_v0_fields, f) from None
@@ -74,7 +50,7 @@ def _build_snapshot_footer_record_v0(o, w):
     try:
         if not _build_snapshot_footer_record_v0_keys.issuperset(o):
             check_keys(
-                o, _build_snapshot_footer_record_v0_keys, _build_snapshot_footer_record_v0_absent, 0
+                o, _build_snapshot_footer_record_v0_keys, _build_snapshot_footer_record_v0_absent
             )
         g = o.get
         f = 0

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -90,12 +88,7 @@ def _parse_stop_replica_request_v0(b, p):
                 c['partition_index'] = k1_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_partition_v0__v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_partition_v0__v0, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -119,7 +112,6 @@ def _build_stop_replica_partition_v0__v0(o, w):
                 o,
                 _build_stop_replica_partition_v0__v0_keys,
                 _build_stop_replica_partition_v0__v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -150,7 +142,7 @@ def _build_stop_replica_request_v0(o, w):
     try:
         if not _build_stop_replica_request_v0_keys.issuperset(o):
             check_keys(
-                o, _build_stop_replica_request_v0_keys, _build_stop_replica_request_v0_absent, 0
+                o, _build_stop_replica_request_v0_keys, _build_stop_replica_request_v0_absent
             )
         g = o.get
         f = 0
@@ -160,13 +152,8 @@ def _build_stop_replica_request_v0(o, w):
         f = 1
         v = g('ungrouped_partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_v0__v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_stop_replica_partition_v0__v0)
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_request_v0_fields, f, o) from None
 
@@ -221,12 +208,7 @@ def _parse_stop_replica_request_v1(b, p):
                 c['partition_indexes'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_topic_v1__v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_topic_v1__v1, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -248,10 +230,7 @@ def _build_stop_replica_topic_v1__v1(o, w):
     try:
         if not _build_stop_replica_topic_v1__v1_keys.issuperset(o):
             check_keys(
-                o,
-                _build_stop_replica_topic_v1__v1_keys,
-                _build_stop_replica_topic_v1__v1_v2_absent,
-                1,
+                o, _build_stop_replica_topic_v1__v1_keys, _build_stop_replica_topic_v1__v1_v2_absent
             )
         g = o.get
         f = 0
@@ -260,7 +239,7 @@ def _build_stop_replica_topic_v1__v1(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -289,7 +268,7 @@ def _build_stop_replica_request_v1(o, w):
     try:
         if not _build_stop_replica_request_v1_keys.issuperset(o):
             check_keys(
-                o, _build_stop_replica_request_v1_keys, _build_stop_replica_request_v1_v2_absent, 1
+                o, _build_stop_replica_request_v1_keys, _build_stop_replica_request_v1_v2_absent
             )
         g = o.get
         f = 0
@@ -302,36 +281,10 @@ def _build_stop_replica_request_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_topic_v1__v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_stop_replica_topic_v1__v1)
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_request_v1_fields, f, o) from None
-
-_tags_stop_replica_topic_v1__v2_names = {}
-
-# Parse the tagged fields of StopReplicaTopicV1, version 2.
-def _tags_stop_replica_topic_v1__v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_topic_v1__v2_names, t) from None
 
 _parse_stop_replica_topic_v1__v2_fields = ('name', 'partition_indexes', '_tagged_fields')
 
@@ -359,31 +312,10 @@ def _parse_stop_replica_topic_v1__v2(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_stop_replica_topic_v1__v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_topic_v1__v2_fields, f) from None
-
-_tags_stop_replica_request_v2_v4_names = {}
-
-# Parse the tagged fields of StopReplicaRequest, versions 2-4.
-def _tags_stop_replica_request_v2_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_request_v2_v4_names, t) from None
 
 _parse_stop_replica_request_v2_fields = (
     (
@@ -425,17 +357,12 @@ def _parse_stop_replica_request_v2(b, p):
                 c['partition_indexes'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_stop_replica_topic_v1__v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_topic_v1__v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_topic_v1__v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -450,7 +377,7 @@ def _parse_stop_replica_request_v2(b, p):
         o['delete_partitions'] = v0_3
         o['topics'] = v1
         if nt:
-            p = _tags_stop_replica_request_v2_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v2_fields, f) from None
@@ -464,10 +391,7 @@ def _build_stop_replica_topic_v1__v2(o, w):
     try:
         if not _build_stop_replica_topic_v1__v2_keys.issuperset(o):
             check_keys(
-                o,
-                _build_stop_replica_topic_v1__v2_keys,
-                _build_stop_replica_topic_v1__v1_v2_absent,
-                2,
+                o, _build_stop_replica_topic_v1__v2_keys, _build_stop_replica_topic_v1__v1_v2_absent
             )
         g = o.get
         f = 0
@@ -476,7 +400,7 @@ def _build_stop_replica_topic_v1__v2(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(2)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -508,7 +432,7 @@ def _build_stop_replica_request_v2(o, w):
     try:
         if not _build_stop_replica_request_v2_keys.issuperset(o):
             check_keys(
-                o, _build_stop_replica_request_v2_keys, _build_stop_replica_request_v1_v2_absent, 2
+                o, _build_stop_replica_request_v2_keys, _build_stop_replica_request_v1_v2_absent
             )
         g = o.get
         f = 0
@@ -521,13 +445,8 @@ def _build_stop_replica_request_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_topic_v1__v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_stop_replica_topic_v1__v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -537,27 +456,6 @@ def _build_stop_replica_request_v2(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_request_v2_fields, f, o) from None
-
-_tags_stop_replica_partition_state_v3_v4_names = {}
-
-# Parse the tagged fields of StopReplicaPartitionState, versions 3-4.
-def _tags_stop_replica_partition_state_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_partition_state_v3_v4_names, t) from None
 
 _parse_stop_replica_partition_state_v3_v4_fields = (
     (('partition_index', 'i', None), ('leader_epoch', 'i', None), ('delete_partition', '?', None)),
@@ -582,31 +480,10 @@ def _parse_stop_replica_partition_state_v3_v4(b, p):
         o['leader_epoch'] = v0_1
         o['delete_partition'] = v0_2
         if nt:
-            p = _tags_stop_replica_partition_state_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_partition_state_v3_v4_fields, f) from None
-
-_tags_stop_replica_topic_state_v3_v4_names = {}
-
-# Parse the tagged fields of StopReplicaTopicState, versions 3-4.
-def _tags_stop_replica_topic_state_v3_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_topic_state_v3_v4_names, t) from None
 
 _parse_stop_replica_topic_state_v3_v4_fields = ('topic_name', 'partition_states', '_tagged_fields')
 
@@ -646,17 +523,12 @@ def _parse_stop_replica_topic_state_v3_v4(b, p):
                     c['delete_partition'] = k0_2
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_stop_replica_partition_state_v3_v4(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_partition_state_v3_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_partition_state_v3_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -668,7 +540,7 @@ def _parse_stop_replica_topic_state_v3_v4(b, p):
         o['topic_name'] = v0
         o['partition_states'] = v1
         if nt:
-            p = _tags_stop_replica_topic_state_v3_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_topic_state_v3_v4_fields, f) from None
@@ -691,14 +563,7 @@ def _parse_stop_replica_request_v3(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_stop_replica_topic_state_v3_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_stop_replica_topic_state_v3_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -711,7 +576,7 @@ def _parse_stop_replica_request_v3(b, p):
         o['broker_epoch'] = v0_2
         o['topic_states'] = v1
         if nt:
-            p = _tags_stop_replica_request_v2_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v3_fields, f) from None
@@ -725,8 +590,8 @@ _build_stop_replica_partition_state_v3_v4_fields = (
     '_unknown_tags',
 )
 
-# Build StopReplicaPartitionState, version 3.
-def _build_stop_replica_partition_state_v3(o, w):
+# Build StopReplicaPartitionState, versions 3-4.
+def _build_stop_replica_partition_state_v3_v4(o, w):
     f = -1
     try:
         if not _build_stop_replica_partition_state_v3_v4_keys.issuperset(o):
@@ -734,7 +599,6 @@ def _build_stop_replica_partition_state_v3(o, w):
                 o,
                 _build_stop_replica_partition_state_v3_v4_keys,
                 _build_stop_replica_partition_state_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -757,8 +621,8 @@ _build_stop_replica_topic_state_v3_v4_keys = frozenset({
 _build_stop_replica_topic_state_v3_v4_absent = {}
 _build_stop_replica_topic_state_v3_v4_fields = ('topic_name', 'partition_states', '_unknown_tags')
 
-# Build StopReplicaTopicState, version 3.
-def _build_stop_replica_topic_state_v3(o, w):
+# Build StopReplicaTopicState, versions 3-4.
+def _build_stop_replica_topic_state_v3_v4(o, w):
     f = -1
     try:
         if not _build_stop_replica_topic_state_v3_v4_keys.issuperset(o):
@@ -766,7 +630,6 @@ def _build_stop_replica_topic_state_v3(o, w):
                 o,
                 _build_stop_replica_topic_state_v3_v4_keys,
                 _build_stop_replica_topic_state_v3_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -775,13 +638,8 @@ def _build_stop_replica_topic_state_v3(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_stop_replica_partition_state_v3_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -812,7 +670,7 @@ def _build_stop_replica_request_v3(o, w):
     try:
         if not _build_stop_replica_request_v3_keys.issuperset(o):
             check_keys(
-                o, _build_stop_replica_request_v3_keys, _build_stop_replica_request_v3_absent, 3
+                o, _build_stop_replica_request_v3_keys, _build_stop_replica_request_v3_absent
             )
         g = o.get
         f = 0
@@ -820,13 +678,8 @@ def _build_stop_replica_request_v3(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_topic_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_stop_replica_topic_state_v3_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -858,14 +711,7 @@ def _parse_stop_replica_request_v4(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_stop_replica_topic_state_v3_v4(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_stop_replica_topic_state_v3_v4)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -879,71 +725,10 @@ def _parse_stop_replica_request_v4(b, p):
         o['broker_epoch'] = v0_3
         o['topic_states'] = v1
         if nt:
-            p = _tags_stop_replica_request_v2_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_request_v4_fields, f) from None
-
-# Build StopReplicaPartitionState, version 4.
-def _build_stop_replica_partition_state_v4(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_partition_state_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_partition_state_v3_v4_keys,
-                _build_stop_replica_partition_state_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x2_bool(
-            g('partition_index', 0), g('leader_epoch', -1), g('delete_partition', False)
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_partition_state_v3_v4_fields, f, o) from None
-
-# Build StopReplicaTopicState, version 4.
-def _build_stop_replica_topic_state_v4(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_topic_state_v3_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_topic_state_v3_v4_keys,
-                _build_stop_replica_topic_state_v3_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_states', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_state_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_topic_state_v3_v4_fields, f, o) from None
 
 _build_stop_replica_request_v4_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'controller_epoch', 'controller_id', 'is_k_raft_controller',
@@ -968,7 +753,7 @@ def _build_stop_replica_request_v4(o, w):
     try:
         if not _build_stop_replica_request_v4_keys.issuperset(o):
             check_keys(
-                o, _build_stop_replica_request_v4_keys, _build_stop_replica_request_v4_absent, 4
+                o, _build_stop_replica_request_v4_keys, _build_stop_replica_request_v4_absent
             )
         g = o.get
         f = 0
@@ -981,13 +766,8 @@ def _build_stop_replica_request_v4(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_topic_state_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_stop_replica_topic_state_v3_v4)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,25 +4,21 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -79,12 +75,7 @@ def _parse_stop_replica_response_v0_v1(b, p):
                 c['error_code'] = k1_1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_partition_error_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_partition_error_v0_v1, b, q, z)
             raise
         o = Container()
         o['error_code'] = v0_0
@@ -101,8 +92,8 @@ _build_stop_replica_partition_error_v0_v1_fields = (
     'topic_name', (('partition_index', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build StopReplicaPartitionError, version 0.
-def _build_stop_replica_partition_error_v0(o, w):
+# Build StopReplicaPartitionError, versions 0-1.
+def _build_stop_replica_partition_error_v0_v1(o, w):
     f = -1
     try:
         if not _build_stop_replica_partition_error_v0_v1_keys.issuperset(o):
@@ -110,7 +101,6 @@ def _build_stop_replica_partition_error_v0(o, w):
                 o,
                 _build_stop_replica_partition_error_v0_v1_keys,
                 _build_stop_replica_partition_error_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -125,8 +115,8 @@ _build_stop_replica_response_v0_v1_keys = frozenset({'error_code', 'partition_er
 _build_stop_replica_response_v0_v4_absent = {}
 _build_stop_replica_response_v0_v1_fields = ((('error_code', 'h', 0),), 'partition_errors')
 
-# Build StopReplicaResponse, version 0.
-def _build_stop_replica_response_v0(o, w):
+# Build StopReplicaResponse, versions 0-1.
+def _build_stop_replica_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_stop_replica_response_v0_v1_keys.issuperset(o):
@@ -134,7 +124,6 @@ def _build_stop_replica_response_v0(o, w):
                 o,
                 _build_stop_replica_response_v0_v1_keys,
                 _build_stop_replica_response_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -142,83 +131,10 @@ def _build_stop_replica_response_v0(o, w):
         f = 1
         v = g('partition_errors', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_error_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_stop_replica_partition_error_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_stop_replica_response_v0_v1_fields, f, o) from None
-
-# Build StopReplicaPartitionError, version 1.
-def _build_stop_replica_partition_error_v1(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_partition_error_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_partition_error_v0_v1_keys,
-                _build_stop_replica_partition_error_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_partition_error_v0_v1_fields, f, o) from None
-
-# Build StopReplicaResponse, version 1.
-def _build_stop_replica_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_response_v0_v1_keys,
-                _build_stop_replica_response_v0_v4_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_error_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_response_v0_v1_fields, f, o) from None
-
-_tags_stop_replica_partition_error_v2_v4_names = {}
-
-# Parse the tagged fields of StopReplicaPartitionError, versions 2-4.
-def _tags_stop_replica_partition_error_v2_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_partition_error_v2_v4_names, t) from None
 
 _parse_stop_replica_partition_error_v2_v4_fields = (
     'topic_name', (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -244,31 +160,10 @@ def _parse_stop_replica_partition_error_v2_v4(b, p):
         o['partition_index'] = v1_0
         o['error_code'] = v1_1
         if nt:
-            p = _tags_stop_replica_partition_error_v2_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_partition_error_v2_v4_fields, f) from None
-
-_tags_stop_replica_response_v2_v4_names = {}
-
-# Parse the tagged fields of StopReplicaResponse, versions 2-4.
-def _tags_stop_replica_response_v2_v4(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_stop_replica_response_v2_v4_names, t) from None
 
 _parse_stop_replica_response_v2_v4_fields = (
     (('error_code', 'h', None),), 'partition_errors', '_tagged_fields',
@@ -302,17 +197,12 @@ def _parse_stop_replica_response_v2_v4(b, p):
                 c['error_code'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_stop_replica_partition_error_v2_v4(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_stop_replica_partition_error_v2_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_stop_replica_partition_error_v2_v4, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -324,7 +214,7 @@ def _parse_stop_replica_response_v2_v4(b, p):
         o['error_code'] = v0_0
         o['partition_errors'] = v1
         if nt:
-            p = _tags_stop_replica_response_v2_v4(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_stop_replica_response_v2_v4_fields, f) from None
@@ -336,8 +226,8 @@ _build_stop_replica_partition_error_v2_v4_fields = (
     'topic_name', (('partition_index', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build StopReplicaPartitionError, version 2.
-def _build_stop_replica_partition_error_v2(o, w):
+# Build StopReplicaPartitionError, versions 2-4.
+def _build_stop_replica_partition_error_v2_v4(o, w):
     f = -1
     try:
         if not _build_stop_replica_partition_error_v2_v4_keys.issuperset(o):
@@ -345,7 +235,6 @@ def _build_stop_replica_partition_error_v2(o, w):
                 o,
                 _build_stop_replica_partition_error_v2_v4_keys,
                 _build_stop_replica_partition_error_v0_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -370,8 +259,8 @@ _build_stop_replica_response_v2_v4_fields = (
     (('error_code', 'h', 0),), 'partition_errors', '_unknown_tags',
 )
 
-# Build StopReplicaResponse, version 2.
-def _build_stop_replica_response_v2(o, w):
+# Build StopReplicaResponse, versions 2-4.
+def _build_stop_replica_response_v2_v4(o, w):
     f = -1
     try:
         if not _build_stop_replica_response_v2_v4_keys.issuperset(o):
@@ -379,7 +268,6 @@ def _build_stop_replica_response_v2(o, w):
                 o,
                 _build_stop_replica_response_v2_v4_keys,
                 _build_stop_replica_response_v0_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -387,135 +275,8 @@ def _build_stop_replica_response_v2(o, w):
         f = 1
         v = g('partition_errors', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_error_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_response_v2_v4_fields, f, o) from None
-
-# Build StopReplicaPartitionError, version 3.
-def _build_stop_replica_partition_error_v3(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_partition_error_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_partition_error_v2_v4_keys,
-                _build_stop_replica_partition_error_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_partition_error_v2_v4_fields, f, o) from None
-
-# Build StopReplicaResponse, version 3.
-def _build_stop_replica_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_response_v2_v4_keys,
-                _build_stop_replica_response_v0_v4_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_error_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_response_v2_v4_fields, f, o) from None
-
-# Build StopReplicaPartitionError, version 4.
-def _build_stop_replica_partition_error_v4(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_partition_error_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_partition_error_v2_v4_keys,
-                _build_stop_replica_partition_error_v0_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_stop_replica_partition_error_v2_v4_fields, f, o) from None
-
-# Build StopReplicaResponse, version 4.
-def _build_stop_replica_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_stop_replica_response_v2_v4_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_stop_replica_response_v2_v4_keys,
-                _build_stop_replica_response_v0_v4_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('partition_errors', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_stop_replica_partition_error_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_stop_replica_partition_error_v2_v4)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -541,11 +302,11 @@ PARSE = {
     4: _parse_stop_replica_response_v2_v4,
 }
 BUILD = {
-    0: _build_stop_replica_response_v0,
-    1: _build_stop_replica_response_v1,
-    2: _build_stop_replica_response_v2,
-    3: _build_stop_replica_response_v3,
-    4: _build_stop_replica_response_v4,
+    0: _build_stop_replica_response_v0_v1,
+    1: _build_stop_replica_response_v0_v1,
+    2: _build_stop_replica_response_v2_v4,
+    3: _build_stop_replica_response_v2_v4,
+    4: _build_stop_replica_response_v2_v4,
 }
 SCHEMA = (
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),

@@ -4,25 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -44,27 +42,6 @@ _unpack_u16 = Struct('>H').unpack_from
 _EMPTY = {}
 
 
-_tags_key_value_v0_names = {}
-
-# Parse the tagged fields of KeyValue, version 0.
-def _tags_key_value_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_key_value_v0_names, t) from None
-
 _parse_key_value_v0_fields = ('key', 'value', '_tagged_fields')
 
 # Parse KeyValue, version 0.
@@ -85,31 +62,10 @@ def _parse_key_value_v0(b, p):
         o['key'] = v0
         o['value'] = v1
         if nt:
-            p = _tags_key_value_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_key_value_v0_fields, f) from None
-
-_tags_topic_info_v0_names = {}
-
-# Parse the tagged fields of TopicInfo, version 0.
-def _tags_topic_info_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_info_v0_names, t) from None
 
 _parse_topic_info_v0_fields = (
     'name', (('partitions', 'i', None), ('replication_factor', 'h', None)), 'topic_configs',
@@ -144,17 +100,12 @@ def _parse_topic_info_v0(b, p):
                 c['value'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_key_value_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_key_value_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_key_value_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -168,31 +119,10 @@ def _parse_topic_info_v0(b, p):
         o['replication_factor'] = v1_1
         o['topic_configs'] = v2
         if nt:
-            p = _tags_topic_info_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_info_v0_fields, f) from None
-
-_tags_subtopology_v0_names = {}
-
-# Parse the tagged fields of Subtopology, version 0.
-def _tags_subtopology_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_subtopology_v0_names, t) from None
 
 _parse_subtopology_v0_fields = (
     'subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics',
@@ -231,28 +161,14 @@ def _parse_subtopology_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_info_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_topic_info_v0)
         f = 4
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v4 = []
-        a = v4.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_info_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v4, p = read_structs(b, p, n, _parse_topic_info_v0)
         f = 5
         nt = b[p]
         if nt < 0x80:
@@ -266,31 +182,10 @@ def _parse_subtopology_v0(b, p):
         o['state_changelog_topics'] = v3
         o['repartition_source_topics'] = v4
         if nt:
-            p = _tags_subtopology_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_subtopology_v0_fields, f) from None
-
-_tags_topology_v0_names = {}
-
-# Parse the tagged fields of Topology, version 0.
-def _tags_topology_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topology_v0_names, t) from None
 
 _parse_topology_v0_fields = ((('epoch', 'i', None),), 'subtopologies', '_tagged_fields')
 
@@ -310,14 +205,7 @@ def _parse_topology_v0(b, p):
         if n < 0:
             v1 = None
         else:
-            v1 = []
-            a = v1.append
-            for i in range(n):
-                try:
-                    x, p = _parse_subtopology_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
-                a(x)
+            v1, p = read_structs(b, p, n, _parse_subtopology_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -328,31 +216,10 @@ def _parse_topology_v0(b, p):
         o['epoch'] = v0_0
         o['subtopologies'] = v1
         if nt:
-            p = _tags_topology_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topology_v0_fields, f) from None
-
-_tags_endpoint_v0_names = {}
-
-# Parse the tagged fields of Endpoint, version 0.
-def _tags_endpoint_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_endpoint_v0_names, t) from None
 
 _parse_endpoint_v0_fields = ('host', (('port', 'H', None),), '_tagged_fields')
 
@@ -375,31 +242,10 @@ def _parse_endpoint_v0(b, p):
         o['host'] = v0
         o['port'] = v1_0
         if nt:
-            p = _tags_endpoint_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_endpoint_v0_fields, f) from None
-
-_tags_task_offset_v0_names = {}
-
-# Parse the tagged fields of TaskOffset, version 0.
-def _tags_task_offset_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_task_offset_v0_names, t) from None
 
 _parse_task_offset_v0_fields = (
     'subtopology_id', (('partition', 'i', None), ('offset', 'q', None)), '_tagged_fields',
@@ -425,31 +271,10 @@ def _parse_task_offset_v0(b, p):
         o['partition'] = v1_0
         o['offset'] = v1_1
         if nt:
-            p = _tags_task_offset_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_task_offset_v0_fields, f) from None
-
-_tags_task_ids_v0_names = {}
-
-# Parse the tagged fields of TaskIds, version 0.
-def _tags_task_ids_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_task_ids_v0_names, t) from None
 
 _parse_task_ids_v0_fields = ('subtopology_id', 'partitions', '_tagged_fields')
 
@@ -477,31 +302,10 @@ def _parse_task_ids_v0(b, p):
         o['subtopology_id'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_task_ids_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_task_ids_v0_fields, f) from None
-
-_tags_assignment_v0_names = {}
-
-# Parse the tagged fields of Assignment, version 0.
-def _tags_assignment_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_assignment_v0_names, t) from None
 
 _parse_assignment_v0_fields = ('active_tasks', 'standby_tasks', 'warmup_tasks', '_tagged_fields')
 
@@ -534,17 +338,12 @@ def _parse_assignment_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_task_ids_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_task_ids_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_task_ids_v0, b, q, z)
             raise
         f = 1
         n = b[p] - 1
@@ -571,17 +370,12 @@ def _parse_assignment_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_task_ids_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_task_ids_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_task_ids_v0, b, q, z)
             raise
         f = 2
         n = b[p] - 1
@@ -608,17 +402,12 @@ def _parse_assignment_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_task_ids_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_task_ids_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_task_ids_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -631,31 +420,10 @@ def _parse_assignment_v0(b, p):
         o['standby_tasks'] = v1
         o['warmup_tasks'] = v2
         if nt:
-            p = _tags_assignment_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_assignment_v0_fields, f) from None
-
-_tags_member_v0_names = {}
-
-# Parse the tagged fields of Member, version 0.
-def _tags_member_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_member_v0_names, t) from None
 
 _parse_member_v0_fields = (
     'member_id', (('member_epoch', 'i', None),), 'instance_id', 'rack_id', 'client_id',
@@ -711,17 +479,12 @@ def _parse_member_v0(b, p):
                 c['value'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_key_value_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_key_value_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_key_value_v0, b, q, z)
             raise
         f = 10
         n = b[p] - 1
@@ -744,17 +507,12 @@ def _parse_member_v0(b, p):
                 c['offset'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_task_offset_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_task_offset_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_task_offset_v0, b, q, z)
             raise
         f = 11
         n = b[p] - 1
@@ -777,17 +535,12 @@ def _parse_member_v0(b, p):
                 c['offset'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_task_offset_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_task_offset_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_task_offset_v0, b, q, z)
             raise
         f = 12
         v12, p = _parse_assignment_v0(b, p)
@@ -819,31 +572,10 @@ def _parse_member_v0(b, p):
         o['target_assignment'] = v13
         o['is_classic'] = v14_0
         if nt:
-            p = _tags_member_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_member_v0_fields, f) from None
-
-_tags_described_group_v0_names = {}
-
-# Parse the tagged fields of DescribedGroup, version 0.
-def _tags_described_group_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_described_group_v0_names, t) from None
 
 _parse_described_group_v0_fields = (
     (('error_code', 'h', None),), 'error_message', 'group_id', 'group_state',
@@ -879,14 +611,7 @@ def _parse_described_group_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v6 = []
-        a = v6.append
-        for i in range(n):
-            try:
-                x, p = _parse_member_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v6, p = read_structs(b, p, n, _parse_member_v0)
         f = 7
         v7_0, = _unpack_i32(b, p)
         p += 4
@@ -907,31 +632,10 @@ def _parse_described_group_v0(b, p):
         o['members'] = v6
         o['authorized_operations'] = v7_0
         if nt:
-            p = _tags_described_group_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_described_group_v0_fields, f) from None
-
-_tags_streams_group_describe_response_v0_names = {}
-
-# Parse the tagged fields of StreamsGroupDescribeResponse, version 0.
-def _tags_streams_group_describe_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_streams_group_describe_response_v0_names, t) from None
 
 _parse_streams_group_describe_response_v0_fields = (
     (('throttle_time_ms', 'i', None),), 'groups', '_tagged_fields',
@@ -950,14 +654,7 @@ def _parse_streams_group_describe_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_described_group_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_described_group_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -968,7 +665,7 @@ def _parse_streams_group_describe_response_v0(b, p):
         o['throttle_time_ms'] = v0_0
         o['groups'] = v1
         if nt:
-            p = _tags_streams_group_describe_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_streams_group_describe_response_v0_fields, f) from None
@@ -982,7 +679,7 @@ def _build_key_value_v0(o, w):
     f = -1
     try:
         if not _build_key_value_v0_keys.issuperset(o):
-            check_keys(o, _build_key_value_v0_keys, _build_key_value_v0_absent, 0)
+            check_keys(o, _build_key_value_v0_keys, _build_key_value_v0_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -1014,7 +711,7 @@ def _build_topic_info_v0(o, w):
     f = -1
     try:
         if not _build_topic_info_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_info_v0_keys, _build_topic_info_v0_absent, 0)
+            check_keys(o, _build_topic_info_v0_keys, _build_topic_info_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -1024,13 +721,8 @@ def _build_topic_info_v0(o, w):
         f = 2
         v = g('topic_configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_key_value_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_key_value_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1056,7 +748,7 @@ def _build_subtopology_v0(o, w):
     f = -1
     try:
         if not _build_subtopology_v0_keys.issuperset(o):
-            check_keys(o, _build_subtopology_v0_keys, _build_subtopology_v0_absent, 0)
+            check_keys(o, _build_subtopology_v0_keys, _build_subtopology_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1064,37 +756,27 @@ def _build_subtopology_v0(o, w):
         f = 1
         v = g('source_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 2
         v = g('repartition_sink_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 3
         v = g('state_changelog_topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_info_v0)
         f = 4
         v = g('repartition_source_topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_info_v0)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -1114,18 +796,13 @@ def _build_topology_v0(o, w):
     f = -1
     try:
         if not _build_topology_v0_keys.issuperset(o):
-            check_keys(o, _build_topology_v0_keys, _build_topology_v0_absent, 0)
+            check_keys(o, _build_topology_v0_keys, _build_topology_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('epoch', 0))
         f = 1
         v = g('subtopologies', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_subtopology_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_subtopology_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1145,7 +822,7 @@ def _build_endpoint_v0(o, w):
     f = -1
     try:
         if not _build_endpoint_v0_keys.issuperset(o):
-            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent, 0)
+            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent)
         g = o.get
         f = 0
         v = g('host', '')
@@ -1173,7 +850,7 @@ def _build_task_offset_v0(o, w):
     f = -1
     try:
         if not _build_task_offset_v0_keys.issuperset(o):
-            check_keys(o, _build_task_offset_v0_keys, _build_task_offset_v0_absent, 0)
+            check_keys(o, _build_task_offset_v0_keys, _build_task_offset_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1199,7 +876,7 @@ def _build_task_ids_v0(o, w):
     f = -1
     try:
         if not _build_task_ids_v0_keys.issuperset(o):
-            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent, 0)
+            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1207,7 +884,7 @@ def _build_task_ids_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1232,38 +909,23 @@ def _build_assignment_v0(o, w):
     f = -1
     try:
         if not _build_assignment_v0_keys.issuperset(o):
-            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent, 0)
+            check_keys(o, _build_assignment_v0_keys, _build_assignment_v0_absent)
         g = o.get
         f = 0
         v = g('active_tasks', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 1
         v = g('standby_tasks', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 2
         v = g('warmup_tasks', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_task_ids_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1292,7 +954,7 @@ def _build_member_v0(o, w):
     f = -1
     try:
         if not _build_member_v0_keys.issuperset(o):
-            check_keys(o, _build_member_v0_keys, _build_member_v0_absent, 0)
+            check_keys(o, _build_member_v0_keys, _build_member_v0_absent)
         g = o.get
         f = 0
         v = g('member_id', '')
@@ -1326,42 +988,27 @@ def _build_member_v0(o, w):
         f = 9
         v = g('client_tags', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_key_value_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_key_value_v0)
         f = 10
         v = g('task_offsets', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_offset_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_task_offset_v0)
         f = 11
         v = g('task_end_offsets', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_offset_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_task_offset_v0)
         f = 12
         v = g('assignment', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_assignment_v0(v, w)
         f = 13
         v = g('target_assignment', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_assignment_v0(v, w)
         f = 14
         w += _pack_bool(g('is_classic', False))
@@ -1391,7 +1038,7 @@ def _build_described_group_v0(o, w):
     f = -1
     try:
         if not _build_described_group_v0_keys.issuperset(o):
-            check_keys(o, _build_described_group_v0_keys, _build_described_group_v0_absent, 0)
+            check_keys(o, _build_described_group_v0_keys, _build_described_group_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -1416,13 +1063,8 @@ def _build_described_group_v0(o, w):
         f = 6
         v = g('members', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_member_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_member_v0)
         f = 7
         w += _pack_i32(g('authorized_operations', -2147483648))
         t = None
@@ -1452,7 +1094,6 @@ def _build_streams_group_describe_response_v0(o, w):
                 o,
                 _build_streams_group_describe_response_v0_keys,
                 _build_streams_group_describe_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -1460,13 +1101,8 @@ def _build_streams_group_describe_response_v0(o, w):
         f = 1
         v = g('groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_described_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_described_group_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,25 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT16S
@@ -39,27 +37,6 @@ _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_i32_i64 = Struct('>iq').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 
-
-_tags_key_value_v0_names = {}
-
-# Parse the tagged fields of KeyValue, version 0.
-def _tags_key_value_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_key_value_v0_names, t) from None
 
 _parse_key_value_v0_fields = ('key', 'value', '_tagged_fields')
 
@@ -81,31 +58,10 @@ def _parse_key_value_v0(b, p):
         o['key'] = v0
         o['value'] = v1
         if nt:
-            p = _tags_key_value_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_key_value_v0_fields, f) from None
-
-_tags_topic_info_v0_names = {}
-
-# Parse the tagged fields of TopicInfo, version 0.
-def _tags_topic_info_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_info_v0_names, t) from None
 
 _parse_topic_info_v0_fields = (
     'name', (('partitions', 'i', None), ('replication_factor', 'h', None)), 'topic_configs',
@@ -140,17 +96,12 @@ def _parse_topic_info_v0(b, p):
                 c['value'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_key_value_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_key_value_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_key_value_v0, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -164,31 +115,10 @@ def _parse_topic_info_v0(b, p):
         o['replication_factor'] = v1_1
         o['topic_configs'] = v2
         if nt:
-            p = _tags_topic_info_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_info_v0_fields, f) from None
-
-_tags_copartition_group_v0_names = {}
-
-# Parse the tagged fields of CopartitionGroup, version 0.
-def _tags_copartition_group_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_copartition_group_v0_names, t) from None
 
 _parse_copartition_group_v0_fields = (
     'source_topics', 'source_topic_regex', 'repartition_source_topics', '_tagged_fields',
@@ -233,31 +163,10 @@ def _parse_copartition_group_v0(b, p):
         o['source_topic_regex'] = v1
         o['repartition_source_topics'] = v2
         if nt:
-            p = _tags_copartition_group_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_copartition_group_v0_fields, f) from None
-
-_tags_subtopology_v0_names = {}
-
-# Parse the tagged fields of Subtopology, version 0.
-def _tags_subtopology_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_subtopology_v0_names, t) from None
 
 _parse_subtopology_v0_fields = (
     'subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics',
@@ -296,14 +205,7 @@ def _parse_subtopology_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_info_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_topic_info_v0)
         f = 4
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -320,14 +222,7 @@ def _parse_subtopology_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v5 = []
-        a = v5.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_info_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v5, p = read_structs(b, p, n, _parse_topic_info_v0)
         f = 6
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
@@ -367,17 +262,12 @@ def _parse_subtopology_v0(b, p):
                 c['repartition_source_topics'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_copartition_group_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_copartition_group_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_copartition_group_v0, b, q, z)
             raise
         f = 7
         nt = b[p]
@@ -394,31 +284,10 @@ def _parse_subtopology_v0(b, p):
         o['repartition_source_topics'] = v5
         o['copartition_groups'] = v6
         if nt:
-            p = _tags_subtopology_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_subtopology_v0_fields, f) from None
-
-_tags_topology_v0_names = {}
-
-# Parse the tagged fields of Topology, version 0.
-def _tags_topology_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topology_v0_names, t) from None
 
 _parse_topology_v0_fields = ((('epoch', 'i', None),), 'subtopologies', '_tagged_fields')
 
@@ -435,14 +304,7 @@ def _parse_topology_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_subtopology_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_subtopology_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -453,31 +315,10 @@ def _parse_topology_v0(b, p):
         o['epoch'] = v0_0
         o['subtopologies'] = v1
         if nt:
-            p = _tags_topology_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topology_v0_fields, f) from None
-
-_tags_task_ids_v0_names = {}
-
-# Parse the tagged fields of TaskIds, version 0.
-def _tags_task_ids_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_task_ids_v0_names, t) from None
 
 _parse_task_ids_v0_fields = ('subtopology_id', 'partitions', '_tagged_fields')
 
@@ -505,31 +346,10 @@ def _parse_task_ids_v0(b, p):
         o['subtopology_id'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_task_ids_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_task_ids_v0_fields, f) from None
-
-_tags_endpoint_v0_names = {}
-
-# Parse the tagged fields of Endpoint, version 0.
-def _tags_endpoint_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_endpoint_v0_names, t) from None
 
 _parse_endpoint_v0_fields = ('host', (('port', 'H', None),), '_tagged_fields')
 
@@ -552,31 +372,10 @@ def _parse_endpoint_v0(b, p):
         o['host'] = v0
         o['port'] = v1_0
         if nt:
-            p = _tags_endpoint_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_endpoint_v0_fields, f) from None
-
-_tags_task_offset_v0_names = {}
-
-# Parse the tagged fields of TaskOffset, version 0.
-def _tags_task_offset_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_task_offset_v0_names, t) from None
 
 _parse_task_offset_v0_fields = (
     'subtopology_id', (('partition', 'i', None), ('offset', 'q', None)), '_tagged_fields',
@@ -602,31 +401,10 @@ def _parse_task_offset_v0(b, p):
         o['partition'] = v1_0
         o['offset'] = v1_1
         if nt:
-            p = _tags_task_offset_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_task_offset_v0_fields, f) from None
-
-_tags_streams_group_heartbeat_request_v0_names = {}
-
-# Parse the tagged fields of StreamsGroupHeartbeatRequest, version 0.
-def _tags_streams_group_heartbeat_request_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_streams_group_heartbeat_request_v0_names, t) from None
 
 _parse_streams_group_heartbeat_request_v0_fields = (
     'group_id', 'member_id', (('member_epoch', 'i', None),), 'instance_id', 'rack_id',
@@ -687,17 +465,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 8
         n = b[p] - 1
@@ -727,17 +500,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 9
         n = b[p] - 1
@@ -767,17 +535,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 10
         v10, p = read_compact_nullable_string(b, p)
@@ -809,17 +572,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['value'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_key_value_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_key_value_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_key_value_v0, b, q, z)
                 raise
         f = 13
         n = b[p] - 1
@@ -845,17 +603,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['offset'] = k1_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_offset_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_offset_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_offset_v0, b, q, z)
                 raise
         f = 14
         n = b[p] - 1
@@ -881,17 +634,12 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
                     c['offset'] = k1_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_offset_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_offset_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_offset_v0, b, q, z)
                 raise
         f = 15
         v15_0, = _unpack_bool(b, p)
@@ -920,7 +668,7 @@ def _parse_streams_group_heartbeat_request_v0(b, p):
         o['task_end_offsets'] = v14
         o['shutdown_application'] = v15_0
         if nt:
-            p = _tags_streams_group_heartbeat_request_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_streams_group_heartbeat_request_v0_fields, f) from None
@@ -934,7 +682,7 @@ def _build_key_value_v0(o, w):
     f = -1
     try:
         if not _build_key_value_v0_keys.issuperset(o):
-            check_keys(o, _build_key_value_v0_keys, _build_key_value_v0_absent, 0)
+            check_keys(o, _build_key_value_v0_keys, _build_key_value_v0_absent)
         g = o.get
         f = 0
         v = g('key', '')
@@ -966,7 +714,7 @@ def _build_topic_info_v0(o, w):
     f = -1
     try:
         if not _build_topic_info_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_info_v0_keys, _build_topic_info_v0_absent, 0)
+            check_keys(o, _build_topic_info_v0_keys, _build_topic_info_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -976,13 +724,8 @@ def _build_topic_info_v0(o, w):
         f = 2
         v = g('topic_configs', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_key_value_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_key_value_v0)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -1006,26 +749,26 @@ def _build_copartition_group_v0(o, w):
     f = -1
     try:
         if not _build_copartition_group_v0_keys.issuperset(o):
-            check_keys(o, _build_copartition_group_v0_keys, _build_copartition_group_v0_absent, 0)
+            check_keys(o, _build_copartition_group_v0_keys, _build_copartition_group_v0_absent)
         g = o.get
         f = 0
         v = g('source_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}h', *v)
         f = 1
         v = g('source_topic_regex', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}h', *v)
         f = 2
         v = g('repartition_source_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}h', *v)
@@ -1054,7 +797,7 @@ def _build_subtopology_v0(o, w):
     f = -1
     try:
         if not _build_subtopology_v0_keys.issuperset(o):
-            check_keys(o, _build_subtopology_v0_keys, _build_subtopology_v0_absent, 0)
+            check_keys(o, _build_subtopology_v0_keys, _build_subtopology_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1062,54 +805,39 @@ def _build_subtopology_v0(o, w):
         f = 1
         v = g('source_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 2
         v = g('source_topic_regex', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 3
         v = g('state_changelog_topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_info_v0)
         f = 4
         v = g('repartition_sink_topics', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         for x in v or ():
             write_compact_string(w, x)
         f = 5
         v = g('repartition_source_topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_info_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_info_v0)
         f = 6
         v = g('copartition_groups', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_copartition_group_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_copartition_group_v0)
         t = None
         f = 7
         u = g('_unknown_tags')
@@ -1129,20 +857,15 @@ def _build_topology_v0(o, w):
     f = -1
     try:
         if not _build_topology_v0_keys.issuperset(o):
-            check_keys(o, _build_topology_v0_keys, _build_topology_v0_absent, 0)
+            check_keys(o, _build_topology_v0_keys, _build_topology_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('epoch', 0))
         f = 1
         v = g('subtopologies', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_subtopology_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_subtopology_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -1162,7 +885,7 @@ def _build_task_ids_v0(o, w):
     f = -1
     try:
         if not _build_task_ids_v0_keys.issuperset(o):
-            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent, 0)
+            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1170,7 +893,7 @@ def _build_task_ids_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1193,7 +916,7 @@ def _build_endpoint_v0(o, w):
     f = -1
     try:
         if not _build_endpoint_v0_keys.issuperset(o):
-            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent, 0)
+            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent)
         g = o.get
         f = 0
         v = g('host', '')
@@ -1221,7 +944,7 @@ def _build_task_offset_v0(o, w):
     f = -1
     try:
         if not _build_task_offset_v0_keys.issuperset(o):
-            check_keys(o, _build_task_offset_v0_keys, _build_task_offset_v0_absent, 0)
+            check_keys(o, _build_task_offset_v0_keys, _build_task_offset_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -1261,7 +984,6 @@ def _build_streams_group_heartbeat_request_v0(o, w):
                 o,
                 _build_streams_group_heartbeat_request_v0_keys,
                 _build_streams_group_heartbeat_request_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -1289,28 +1011,13 @@ def _build_streams_group_heartbeat_request_v0(o, w):
             _build_topology_v0(v, w)
         f = 7
         v = g('active_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 8
         v = g('standby_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 9
         v = g('warmup_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 10
         v = g('process_id', None)
         write_compact_nullable_string(w, v)
@@ -1323,28 +1030,13 @@ def _build_streams_group_heartbeat_request_v0(o, w):
             _build_endpoint_v0(v, w)
         f = 12
         v = g('client_tags', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_key_value_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_key_value_v0)
         f = 13
         v = g('task_offsets', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_offset_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_offset_v0)
         f = 14
         v = g('task_end_offsets', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_offset_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_offset_v0)
         f = 15
         w += _pack_bool(g('shutdown_application', False))
         t = None

@@ -4,25 +4,23 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -37,27 +35,6 @@ _unpack_i8 = Struct('>b').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 _EMPTY = {}
 
-
-_tags_status_v0_names = {}
-
-# Parse the tagged fields of Status, version 0.
-def _tags_status_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_status_v0_names, t) from None
 
 _parse_status_v0_fields = ((('status_code', 'b', None),), 'status_detail', '_tagged_fields')
 
@@ -80,31 +57,10 @@ def _parse_status_v0(b, p):
         o['status_code'] = v0_0
         o['status_detail'] = v1
         if nt:
-            p = _tags_status_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_status_v0_fields, f) from None
-
-_tags_task_ids_v0_names = {}
-
-# Parse the tagged fields of TaskIds, version 0.
-def _tags_task_ids_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_task_ids_v0_names, t) from None
 
 _parse_task_ids_v0_fields = ('subtopology_id', 'partitions', '_tagged_fields')
 
@@ -132,31 +88,10 @@ def _parse_task_ids_v0(b, p):
         o['subtopology_id'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_task_ids_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_task_ids_v0_fields, f) from None
-
-_tags_endpoint_v0_names = {}
-
-# Parse the tagged fields of Endpoint, version 0.
-def _tags_endpoint_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_endpoint_v0_names, t) from None
 
 _parse_endpoint_v0_fields = ('host', (('port', 'H', None),), '_tagged_fields')
 
@@ -179,31 +114,10 @@ def _parse_endpoint_v0(b, p):
         o['host'] = v0
         o['port'] = v1_0
         if nt:
-            p = _tags_endpoint_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_endpoint_v0_fields, f) from None
-
-_tags_topic_partition_v0_names = {}
-
-# Parse the tagged fields of TopicPartition, version 0.
-def _tags_topic_partition_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_partition_v0_names, t) from None
 
 _parse_topic_partition_v0_fields = ('topic', 'partitions', '_tagged_fields')
 
@@ -231,31 +145,10 @@ def _parse_topic_partition_v0(b, p):
         o['topic'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_partition_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_partition_v0_fields, f) from None
-
-_tags_endpoint_to_partitions_v0_names = {}
-
-# Parse the tagged fields of EndpointToPartitions, version 0.
-def _tags_endpoint_to_partitions_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_endpoint_to_partitions_v0_names, t) from None
 
 _parse_endpoint_to_partitions_v0_fields = ('user_endpoint', 'partitions', '_tagged_fields')
 
@@ -290,17 +183,12 @@ def _parse_endpoint_to_partitions_v0(b, p):
                 c['partitions'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_topic_partition_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_topic_partition_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_topic_partition_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -312,31 +200,10 @@ def _parse_endpoint_to_partitions_v0(b, p):
         o['user_endpoint'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_endpoint_to_partitions_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_endpoint_to_partitions_v0_fields, f) from None
-
-_tags_streams_group_heartbeat_response_v0_names = {}
-
-# Parse the tagged fields of StreamsGroupHeartbeatResponse, version 0.
-def _tags_streams_group_heartbeat_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_streams_group_heartbeat_response_v0_names, t) from None
 
 _parse_streams_group_heartbeat_response_v0_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'member_id',
@@ -385,17 +252,12 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
                     c['status_detail'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_status_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_status_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_status_v0, b, q, z)
                 raise
         f = 5
         n = b[p] - 1
@@ -425,17 +287,12 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 6
         n = b[p] - 1
@@ -465,17 +322,12 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 7
         n = b[p] - 1
@@ -505,17 +357,12 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
                     c['partitions'] = k1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_task_ids_v0(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
             except Exception:
-                p = q
-                for i in range(z):
-                    try:
-                        x, p = _parse_task_ids_v0(b, p)
-                    except DecodeError as y:
-                        raise at_index(y, i) from None
+                p = element_failure(_parse_task_ids_v0, b, q, z)
                 raise
         f = 8
         n = b[p] - 1
@@ -526,14 +373,7 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
         if n < 0:
             v8 = None
         else:
-            v8 = []
-            a = v8.append
-            for i in range(n):
-                try:
-                    x, p = _parse_endpoint_to_partitions_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
-                a(x)
+            v8, p = read_structs(b, p, n, _parse_endpoint_to_partitions_v0)
         f = 9
         nt = b[p]
         if nt < 0x80:
@@ -555,7 +395,7 @@ def _parse_streams_group_heartbeat_response_v0(b, p):
         o['warmup_tasks'] = v7
         o['partitions_by_user_endpoint'] = v8
         if nt:
-            p = _tags_streams_group_heartbeat_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_streams_group_heartbeat_response_v0_fields, f) from None
@@ -569,7 +409,7 @@ def _build_status_v0(o, w):
     f = -1
     try:
         if not _build_status_v0_keys.issuperset(o):
-            check_keys(o, _build_status_v0_keys, _build_status_v0_absent, 0)
+            check_keys(o, _build_status_v0_keys, _build_status_v0_absent)
         g = o.get
         f = 0
         w += _pack_i8(g('status_code', 0))
@@ -595,7 +435,7 @@ def _build_task_ids_v0(o, w):
     f = -1
     try:
         if not _build_task_ids_v0_keys.issuperset(o):
-            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent, 0)
+            check_keys(o, _build_task_ids_v0_keys, _build_task_ids_v0_absent)
         g = o.get
         f = 0
         v = g('subtopology_id', '')
@@ -603,7 +443,7 @@ def _build_task_ids_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -626,7 +466,7 @@ def _build_endpoint_v0(o, w):
     f = -1
     try:
         if not _build_endpoint_v0_keys.issuperset(o):
-            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent, 0)
+            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent)
         g = o.get
         f = 0
         v = g('host', '')
@@ -652,7 +492,7 @@ def _build_topic_partition_v0(o, w):
     f = -1
     try:
         if not _build_topic_partition_v0_keys.issuperset(o):
-            check_keys(o, _build_topic_partition_v0_keys, _build_topic_partition_v0_absent, 0)
+            check_keys(o, _build_topic_partition_v0_keys, _build_topic_partition_v0_absent)
         g = o.get
         f = 0
         v = g('topic', '')
@@ -660,7 +500,7 @@ def _build_topic_partition_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -684,24 +524,19 @@ def _build_endpoint_to_partitions_v0(o, w):
     try:
         if not _build_endpoint_to_partitions_v0_keys.issuperset(o):
             check_keys(
-                o, _build_endpoint_to_partitions_v0_keys, _build_endpoint_to_partitions_v0_absent, 0
+                o, _build_endpoint_to_partitions_v0_keys, _build_endpoint_to_partitions_v0_absent
             )
         g = o.get
         f = 0
         v = g('user_endpoint', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_endpoint_v0(v, w)
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_partition_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -737,7 +572,6 @@ def _build_streams_group_heartbeat_response_v0(o, w):
                 o,
                 _build_streams_group_heartbeat_response_v0_keys,
                 _build_streams_group_heartbeat_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -757,44 +591,19 @@ def _build_streams_group_heartbeat_response_v0(o, w):
         )
         f = 4
         v = g('status', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_status_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_status_v0)
         f = 5
         v = g('active_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 6
         v = g('standby_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 7
         v = g('warmup_tasks', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_task_ids_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_task_ids_v0)
         f = 8
         v = g('partitions_by_user_endpoint', None)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_endpoint_to_partitions_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+        write_structs(w, v, True, _build_endpoint_to_partitions_v0)
         t = None
         f = 9
         u = g('_unknown_tags')

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -21,16 +18,15 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -85,12 +81,7 @@ def _parse_sync_group_request_v0_v2(b, p):
                 c['assignment'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_sync_group_request_assignment_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_sync_group_request_assignment_v0_v3, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -105,8 +96,8 @@ _build_sync_group_request_assignment_v0_v3_keys = frozenset({'assignment', 'memb
 _build_sync_group_request_assignment_v0_v5_absent = {}
 _build_sync_group_request_assignment_v0_v3_fields = ('member_id', 'assignment')
 
-# Build SyncGroupRequestAssignment, version 0.
-def _build_sync_group_request_assignment_v0(o, w):
+# Build SyncGroupRequestAssignment, versions 0-3.
+def _build_sync_group_request_assignment_v0_v3(o, w):
     f = -1
     try:
         if not _build_sync_group_request_assignment_v0_v3_keys.issuperset(o):
@@ -114,7 +105,6 @@ def _build_sync_group_request_assignment_v0(o, w):
                 o,
                 _build_sync_group_request_assignment_v0_v3_keys,
                 _build_sync_group_request_assignment_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -138,13 +128,13 @@ _build_sync_group_request_v0_v2_fields = (
     'group_id', (('generation_id', 'i', 0),), 'member_id', 'assignments',
 )
 
-# Build SyncGroupRequest, version 0.
-def _build_sync_group_request_v0(o, w):
+# Build SyncGroupRequest, versions 0-2.
+def _build_sync_group_request_v0_v2(o, w):
     f = -1
     try:
         if not _build_sync_group_request_v0_v2_keys.issuperset(o):
             check_keys(
-                o, _build_sync_group_request_v0_v2_keys, _build_sync_group_request_v0_v2_absent, 0
+                o, _build_sync_group_request_v0_v2_keys, _build_sync_group_request_v0_v2_absent
             )
         g = o.get
         f = 0
@@ -158,115 +148,8 @@ def _build_sync_group_request_v0(o, w):
         f = 3
         v = g('assignments', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_v0_v2_fields, f, o) from None
-
-# Build SyncGroupRequestAssignment, version 1.
-def _build_sync_group_request_assignment_v1(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sync_group_request_assignment_v0_v3_keys,
-                _build_sync_group_request_assignment_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_assignment_v0_v3_fields, f, o) from None
-
-# Build SyncGroupRequest, version 1.
-def _build_sync_group_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_request_v0_v2_keys, _build_sync_group_request_v0_v2_absent, 1
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id', 0))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_v0_v2_fields, f, o) from None
-
-# Build SyncGroupRequestAssignment, version 2.
-def _build_sync_group_request_assignment_v2(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sync_group_request_assignment_v0_v3_keys,
-                _build_sync_group_request_assignment_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_assignment_v0_v3_fields, f, o) from None
-
-# Build SyncGroupRequest, version 2.
-def _build_sync_group_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_request_v0_v2_keys, _build_sync_group_request_v0_v2_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32(g('generation_id', 0))
-        f = 2
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 3
-        v = g('assignments', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_sync_group_request_assignment_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_sync_group_request_v0_v2_fields, f, o) from None
 
@@ -302,12 +185,7 @@ def _parse_sync_group_request_v3(b, p):
                 c['assignment'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_sync_group_request_assignment_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_sync_group_request_assignment_v0_v3, b, q, z)
             raise
         o = Container()
         o['group_id'] = v0
@@ -318,27 +196,6 @@ def _parse_sync_group_request_v3(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_request_v3_fields, f) from None
-
-# Build SyncGroupRequestAssignment, version 3.
-def _build_sync_group_request_assignment_v3(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_assignment_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sync_group_request_assignment_v0_v3_keys,
-                _build_sync_group_request_assignment_v0_v5_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_assignment_v0_v3_fields, f, o) from None
 
 _build_sync_group_request_v3_keys = frozenset({
     'assignments', 'generation_id', 'group_id', 'group_instance_id', 'member_id',
@@ -356,9 +213,7 @@ def _build_sync_group_request_v3(o, w):
     f = -1
     try:
         if not _build_sync_group_request_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_request_v3_keys, _build_sync_group_request_v3_v4_absent, 3
-            )
+            check_keys(o, _build_sync_group_request_v3_keys, _build_sync_group_request_v3_v4_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -374,36 +229,10 @@ def _build_sync_group_request_v3(o, w):
         f = 4
         v = g('assignments', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_sync_group_request_assignment_v0_v3)
     except Exception as x:
         raise encode_failure(x, _build_sync_group_request_v3_fields, f, o) from None
-
-_tags_sync_group_request_assignment_v4_v5_names = {}
-
-# Parse the tagged fields of SyncGroupRequestAssignment, versions 4-5.
-def _tags_sync_group_request_assignment_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_sync_group_request_assignment_v4_v5_names, t) from None
 
 _parse_sync_group_request_assignment_v4_v5_fields = ('member_id', 'assignment', '_tagged_fields')
 
@@ -425,31 +254,10 @@ def _parse_sync_group_request_assignment_v4_v5(b, p):
         o['member_id'] = v0
         o['assignment'] = v1
         if nt:
-            p = _tags_sync_group_request_assignment_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_request_assignment_v4_v5_fields, f) from None
-
-_tags_sync_group_request_v4_v5_names = {}
-
-# Parse the tagged fields of SyncGroupRequest, versions 4-5.
-def _tags_sync_group_request_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_sync_group_request_v4_v5_names, t) from None
 
 _parse_sync_group_request_v4_fields = (
     'group_id', (('generation_id', 'i', None),), 'member_id', 'group_instance_id', 'assignments',
@@ -488,17 +296,12 @@ def _parse_sync_group_request_v4(b, p):
                 c['assignment'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_sync_group_request_assignment_v4_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_sync_group_request_assignment_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_sync_group_request_assignment_v4_v5, b, q, z)
             raise
         f = 5
         nt = b[p]
@@ -513,7 +316,7 @@ def _parse_sync_group_request_v4(b, p):
         o['group_instance_id'] = v3
         o['assignments'] = v4
         if nt:
-            p = _tags_sync_group_request_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_request_v4_fields, f) from None
@@ -523,8 +326,8 @@ _build_sync_group_request_assignment_v4_v5_keys = frozenset({
 })
 _build_sync_group_request_assignment_v4_v5_fields = ('member_id', 'assignment', '_unknown_tags')
 
-# Build SyncGroupRequestAssignment, version 4.
-def _build_sync_group_request_assignment_v4(o, w):
+# Build SyncGroupRequestAssignment, versions 4-5.
+def _build_sync_group_request_assignment_v4_v5(o, w):
     f = -1
     try:
         if not _build_sync_group_request_assignment_v4_v5_keys.issuperset(o):
@@ -532,7 +335,6 @@ def _build_sync_group_request_assignment_v4(o, w):
                 o,
                 _build_sync_group_request_assignment_v4_v5_keys,
                 _build_sync_group_request_assignment_v0_v5_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -564,9 +366,7 @@ def _build_sync_group_request_v4(o, w):
     f = -1
     try:
         if not _build_sync_group_request_v4_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_request_v4_keys, _build_sync_group_request_v3_v4_absent, 4
-            )
+            check_keys(o, _build_sync_group_request_v4_keys, _build_sync_group_request_v3_v4_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -582,13 +382,8 @@ def _build_sync_group_request_v4(o, w):
         f = 4
         v = g('assignments', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_sync_group_request_assignment_v4_v5)
         t = None
         f = 5
         u = g('_unknown_tags')
@@ -640,17 +435,12 @@ def _parse_sync_group_request_v5(b, p):
                 c['assignment'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_sync_group_request_assignment_v4_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_sync_group_request_assignment_v4_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_sync_group_request_assignment_v4_v5, b, q, z)
             raise
         f = 7
         nt = b[p]
@@ -667,38 +457,10 @@ def _parse_sync_group_request_v5(b, p):
         o['protocol_name'] = v5
         o['assignments'] = v6
         if nt:
-            p = _tags_sync_group_request_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_request_v5_fields, f) from None
-
-# Build SyncGroupRequestAssignment, version 5.
-def _build_sync_group_request_assignment_v5(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_request_assignment_v4_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_sync_group_request_assignment_v4_v5_keys,
-                _build_sync_group_request_assignment_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('assignment', b'')
-        write_compact_bytes(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_request_assignment_v4_v5_fields, f, o) from None
 
 _build_sync_group_request_v5_keys = frozenset({
     '_unknown_tags', 'assignments', 'generation_id', 'group_id', 'group_instance_id', 'member_id',
@@ -715,7 +477,7 @@ def _build_sync_group_request_v5(o, w):
     f = -1
     try:
         if not _build_sync_group_request_v5_keys.issuperset(o):
-            check_keys(o, _build_sync_group_request_v5_keys, _build_sync_group_request_v5_absent, 5)
+            check_keys(o, _build_sync_group_request_v5_keys, _build_sync_group_request_v5_absent)
         g = o.get
         f = 0
         v = g('group_id', '')
@@ -737,13 +499,8 @@ def _build_sync_group_request_v5(o, w):
         f = 6
         v = g('assignments', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_sync_group_request_assignment_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_sync_group_request_assignment_v4_v5)
         t = None
         f = 7
         u = g('_unknown_tags')
@@ -770,9 +527,9 @@ PARSE = {
     5: _parse_sync_group_request_v5,
 }
 BUILD = {
-    0: _build_sync_group_request_v0,
-    1: _build_sync_group_request_v1,
-    2: _build_sync_group_request_v2,
+    0: _build_sync_group_request_v0_v2,
+    1: _build_sync_group_request_v0_v2,
+    2: _build_sync_group_request_v0_v2,
     3: _build_sync_group_request_v3,
     4: _build_sync_group_request_v4,
     5: _build_sync_group_request_v5,

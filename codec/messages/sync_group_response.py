@@ -4,18 +4,15 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_bytes,
     read_compact_bytes,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
@@ -59,9 +56,7 @@ def _build_sync_group_response_v0(o, w):
     f = -1
     try:
         if not _build_sync_group_response_v0_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_response_v0_keys, _build_sync_group_response_v0_absent, 0
-            )
+            check_keys(o, _build_sync_group_response_v0_keys, _build_sync_group_response_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
@@ -101,13 +96,13 @@ _build_sync_group_response_v1_v3_fields = (
     (('throttle_time_ms', 'i', 0), ('error_code', 'h', 0)), 'assignment',
 )
 
-# Build SyncGroupResponse, version 1.
-def _build_sync_group_response_v1(o, w):
+# Build SyncGroupResponse, versions 1-3.
+def _build_sync_group_response_v1_v3(o, w):
     f = -1
     try:
         if not _build_sync_group_response_v1_v3_keys.issuperset(o):
             check_keys(
-                o, _build_sync_group_response_v1_v3_keys, _build_sync_group_response_v1_v4_absent, 1
+                o, _build_sync_group_response_v1_v3_keys, _build_sync_group_response_v1_v4_absent
             )
         g = o.get
         f = 0
@@ -117,61 +112,6 @@ def _build_sync_group_response_v1(o, w):
         write_bytes(w, v)
     except Exception as x:
         raise encode_failure(x, _build_sync_group_response_v1_v3_fields, f, o) from None
-
-# Build SyncGroupResponse, version 2.
-def _build_sync_group_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_response_v1_v3_keys, _build_sync_group_response_v1_v4_absent, 2
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_response_v1_v3_fields, f, o) from None
-
-# Build SyncGroupResponse, version 3.
-def _build_sync_group_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_sync_group_response_v1_v3_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_response_v1_v3_keys, _build_sync_group_response_v1_v4_absent, 3
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('assignment', b'')
-        write_bytes(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_sync_group_response_v1_v3_fields, f, o) from None
-
-_tags_sync_group_response_v4_v5_names = {}
-
-# Parse the tagged fields of SyncGroupResponse, versions 4-5.
-def _tags_sync_group_response_v4_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_sync_group_response_v4_v5_names, t) from None
 
 _parse_sync_group_response_v4_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'assignment', '_tagged_fields',
@@ -197,7 +137,7 @@ def _parse_sync_group_response_v4(b, p):
         o['error_code'] = v0_1
         o['assignment'] = v1
         if nt:
-            p = _tags_sync_group_response_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_response_v4_fields, f) from None
@@ -215,7 +155,7 @@ def _build_sync_group_response_v4(o, w):
     try:
         if not _build_sync_group_response_v4_keys.issuperset(o):
             check_keys(
-                o, _build_sync_group_response_v4_keys, _build_sync_group_response_v1_v4_absent, 4
+                o, _build_sync_group_response_v4_keys, _build_sync_group_response_v1_v4_absent
             )
         g = o.get
         f = 0
@@ -264,7 +204,7 @@ def _parse_sync_group_response_v5(b, p):
         o['protocol_name'] = v2
         o['assignment'] = v3
         if nt:
-            p = _tags_sync_group_response_v4_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_sync_group_response_v5_fields, f) from None
@@ -284,9 +224,7 @@ def _build_sync_group_response_v5(o, w):
     f = -1
     try:
         if not _build_sync_group_response_v5_keys.issuperset(o):
-            check_keys(
-                o, _build_sync_group_response_v5_keys, _build_sync_group_response_v5_absent, 5
-            )
+            check_keys(o, _build_sync_group_response_v5_keys, _build_sync_group_response_v5_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
@@ -326,9 +264,9 @@ PARSE = {
 }
 BUILD = {
     0: _build_sync_group_response_v0,
-    1: _build_sync_group_response_v1,
-    2: _build_sync_group_response_v2,
-    3: _build_sync_group_response_v3,
+    1: _build_sync_group_response_v1_v3,
+    2: _build_sync_group_response_v1_v3,
+    3: _build_sync_group_response_v1_v3,
     4: _build_sync_group_response_v4,
     5: _build_sync_group_response_v5,
 }

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
@@ -19,14 +16,14 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -88,12 +85,7 @@ def _parse_txn_offset_commit_request_topic_v0_v1(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_txn_offset_commit_request_partition_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_txn_offset_commit_request_partition_v0_v1, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -120,14 +112,7 @@ def _parse_txn_offset_commit_request_v0_v1(b, p):
         p += 10
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_txn_offset_commit_request_topic_v0_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_txn_offset_commit_request_topic_v0_v1)
         o = Container()
         o['transactional_id'] = v0
         o['group_id'] = v1
@@ -146,8 +131,8 @@ _build_txn_offset_commit_request_partition_v0_v1_fields = (
     (('partition_index', 'i', 0), ('committed_offset', 'q', 0)), 'committed_metadata',
 )
 
-# Build TxnOffsetCommitRequestPartition, version 0.
-def _build_txn_offset_commit_request_partition_v0(o, w):
+# Build TxnOffsetCommitRequestPartition, versions 0-1.
+def _build_txn_offset_commit_request_partition_v0_v1(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_partition_v0_v1_keys.issuperset(o):
@@ -155,7 +140,6 @@ def _build_txn_offset_commit_request_partition_v0(o, w):
                 o,
                 _build_txn_offset_commit_request_partition_v0_v1_keys,
                 _build_txn_offset_commit_request_partition_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -172,8 +156,8 @@ _build_txn_offset_commit_request_topic_v0_v2_keys = frozenset({'name', 'partitio
 _build_txn_offset_commit_request_topic_v0_v5_absent = {}
 _build_txn_offset_commit_request_topic_v0_v2_fields = ('name', 'partitions')
 
-# Build TxnOffsetCommitRequestTopic, version 0.
-def _build_txn_offset_commit_request_topic_v0(o, w):
+# Build TxnOffsetCommitRequestTopic, versions 0-1.
+def _build_txn_offset_commit_request_topic_v0_v1(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_topic_v0_v2_keys.issuperset(o):
@@ -181,7 +165,6 @@ def _build_txn_offset_commit_request_topic_v0(o, w):
                 o,
                 _build_txn_offset_commit_request_topic_v0_v2_keys,
                 _build_txn_offset_commit_request_topic_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -190,13 +173,8 @@ def _build_txn_offset_commit_request_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_request_partition_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_txn_offset_commit_request_topic_v0_v2_fields, f, o) from None
 
@@ -212,8 +190,8 @@ _build_txn_offset_commit_request_v0_v2_fields = (
     'transactional_id', 'group_id', (('producer_id', 'q', 0), ('producer_epoch', 'h', 0)), 'topics',
 )
 
-# Build TxnOffsetCommitRequest, version 0.
-def _build_txn_offset_commit_request_v0(o, w):
+# Build TxnOffsetCommitRequest, versions 0-1.
+def _build_txn_offset_commit_request_v0_v1(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_v0_v2_keys.issuperset(o):
@@ -221,7 +199,6 @@ def _build_txn_offset_commit_request_v0(o, w):
                 o,
                 _build_txn_offset_commit_request_v0_v2_keys,
                 _build_txn_offset_commit_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -235,96 +212,8 @@ def _build_txn_offset_commit_request_v0(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_v0_v2_fields, f, o) from None
-
-# Build TxnOffsetCommitRequestPartition, version 1.
-def _build_txn_offset_commit_request_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_partition_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_partition_v0_v1_keys,
-                _build_txn_offset_commit_request_partition_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64(g('partition_index', 0), g('committed_offset', 0))
-        f = 1
-        v = g('committed_metadata', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_request_partition_v0_v1_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitRequestTopic, version 1.
-def _build_txn_offset_commit_request_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_topic_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_topic_v0_v2_keys,
-                _build_txn_offset_commit_request_topic_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_topic_v0_v2_fields, f, o) from None
-
-# Build TxnOffsetCommitRequest, version 1.
-def _build_txn_offset_commit_request_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_v0_v2_keys,
-                _build_txn_offset_commit_request_v0_v2_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_string(w, v)
-        f = 1
-        v = g('group_id', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i64_i16(g('producer_id', 0), g('producer_epoch', 0))
-        f = 3
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_request_topic_v0_v1)
     except Exception as x:
         raise encode_failure(x, _build_txn_offset_commit_request_v0_v2_fields, f, o) from None
 
@@ -380,12 +269,7 @@ def _parse_txn_offset_commit_request_topic_v2(b, p):
                 c['committed_metadata'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_txn_offset_commit_request_partition_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_txn_offset_commit_request_partition_v2, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -407,14 +291,7 @@ def _parse_txn_offset_commit_request_v2(b, p):
         p += 10
         f = 3
         n, p = read_array_length(b, p, False)
-        v3 = []
-        a = v3.append
-        for i in range(n):
-            try:
-                x, p = _parse_txn_offset_commit_request_topic_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v3, p = read_structs(b, p, n, _parse_txn_offset_commit_request_topic_v2)
         o = Container()
         o['transactional_id'] = v0
         o['group_id'] = v1
@@ -446,7 +323,6 @@ def _build_txn_offset_commit_request_partition_v2(o, w):
                 o,
                 _build_txn_offset_commit_request_partition_v2_keys,
                 _build_txn_offset_commit_request_partition_v2_v5_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -470,7 +346,6 @@ def _build_txn_offset_commit_request_topic_v2(o, w):
                 o,
                 _build_txn_offset_commit_request_topic_v0_v2_keys,
                 _build_txn_offset_commit_request_topic_v0_v5_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -479,13 +354,8 @@ def _build_txn_offset_commit_request_topic_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_request_partition_v2)
     except Exception as x:
         raise encode_failure(x, _build_txn_offset_commit_request_topic_v0_v2_fields, f, o) from None
 
@@ -498,7 +368,6 @@ def _build_txn_offset_commit_request_v2(o, w):
                 o,
                 _build_txn_offset_commit_request_v0_v2_keys,
                 _build_txn_offset_commit_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -512,36 +381,10 @@ def _build_txn_offset_commit_request_v2(o, w):
         f = 3
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_request_topic_v2)
     except Exception as x:
         raise encode_failure(x, _build_txn_offset_commit_request_v0_v2_fields, f, o) from None
-
-_tags_txn_offset_commit_request_partition_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitRequestPartition, versions 3-5.
-def _tags_txn_offset_commit_request_partition_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_request_partition_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_request_partition_v3_v5_fields = (
     (
@@ -572,33 +415,12 @@ def _parse_txn_offset_commit_request_partition_v3_v5(b, p):
         o['committed_leader_epoch'] = v0_2
         o['committed_metadata'] = v1
         if nt:
-            p = _tags_txn_offset_commit_request_partition_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_txn_offset_commit_request_partition_v3_v5_fields, f
         ) from None
-
-_tags_txn_offset_commit_request_topic_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitRequestTopic, versions 3-5.
-def _tags_txn_offset_commit_request_topic_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_request_topic_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_request_topic_v3_v5_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -630,17 +452,12 @@ def _parse_txn_offset_commit_request_topic_v3_v5(b, p):
                 c['committed_metadata'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_txn_offset_commit_request_partition_v3_v5(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_txn_offset_commit_request_partition_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_txn_offset_commit_request_partition_v3_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -652,31 +469,10 @@ def _parse_txn_offset_commit_request_topic_v3_v5(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_txn_offset_commit_request_topic_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_txn_offset_commit_request_topic_v3_v5_fields, f) from None
-
-_tags_txn_offset_commit_request_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitRequest, versions 3-5.
-def _tags_txn_offset_commit_request_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_request_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_request_v3_v5_fields = (
     'transactional_id', 'group_id',
@@ -705,14 +501,7 @@ def _parse_txn_offset_commit_request_v3_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v5 = []
-        a = v5.append
-        for i in range(n):
-            try:
-                x, p = _parse_txn_offset_commit_request_topic_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v5, p = read_structs(b, p, n, _parse_txn_offset_commit_request_topic_v3_v5)
         f = 6
         nt = b[p]
         if nt < 0x80:
@@ -729,7 +518,7 @@ def _parse_txn_offset_commit_request_v3_v5(b, p):
         o['group_instance_id'] = v4
         o['topics'] = v5
         if nt:
-            p = _tags_txn_offset_commit_request_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_txn_offset_commit_request_v3_v5_fields, f) from None
@@ -746,8 +535,8 @@ _build_txn_offset_commit_request_partition_v3_v5_fields = (
     'committed_metadata', '_unknown_tags',
 )
 
-# Build TxnOffsetCommitRequestPartition, version 3.
-def _build_txn_offset_commit_request_partition_v3(o, w):
+# Build TxnOffsetCommitRequestPartition, versions 3-5.
+def _build_txn_offset_commit_request_partition_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_partition_v3_v5_keys.issuperset(o):
@@ -755,7 +544,6 @@ def _build_txn_offset_commit_request_partition_v3(o, w):
                 o,
                 _build_txn_offset_commit_request_partition_v3_v5_keys,
                 _build_txn_offset_commit_request_partition_v2_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -782,8 +570,8 @@ _build_txn_offset_commit_request_topic_v3_v5_keys = frozenset({
 })
 _build_txn_offset_commit_request_topic_v3_v5_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build TxnOffsetCommitRequestTopic, version 3.
-def _build_txn_offset_commit_request_topic_v3(o, w):
+# Build TxnOffsetCommitRequestTopic, versions 3-5.
+def _build_txn_offset_commit_request_topic_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_topic_v3_v5_keys.issuperset(o):
@@ -791,7 +579,6 @@ def _build_txn_offset_commit_request_topic_v3(o, w):
                 o,
                 _build_txn_offset_commit_request_topic_v3_v5_keys,
                 _build_txn_offset_commit_request_topic_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -800,13 +587,8 @@ def _build_txn_offset_commit_request_topic_v3(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_txn_offset_commit_request_partition_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -828,8 +610,8 @@ _build_txn_offset_commit_request_v3_v5_fields = (
     'group_instance_id', 'topics', '_unknown_tags',
 )
 
-# Build TxnOffsetCommitRequest, version 3.
-def _build_txn_offset_commit_request_v3(o, w):
+# Build TxnOffsetCommitRequest, versions 3-5.
+def _build_txn_offset_commit_request_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_request_v3_v5_keys.issuperset(o):
@@ -837,7 +619,6 @@ def _build_txn_offset_commit_request_v3(o, w):
                 o,
                 _build_txn_offset_commit_request_v3_v5_keys,
                 _build_txn_offset_commit_request_v3_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -857,237 +638,8 @@ def _build_txn_offset_commit_request_v3(o, w):
         f = 5
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitRequestPartition, version 4.
-def _build_txn_offset_commit_request_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_partition_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_partition_v3_v5_keys,
-                _build_txn_offset_commit_request_partition_v2_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('committed_metadata', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_request_partition_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitRequestTopic, version 4.
-def _build_txn_offset_commit_request_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_topic_v3_v5_keys,
-                _build_txn_offset_commit_request_topic_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_topic_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitRequest, version 4.
-def _build_txn_offset_commit_request_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_v3_v5_keys,
-                _build_txn_offset_commit_request_v3_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i64_i16_i32(g('producer_id', 0), g('producer_epoch', 0), g('generation_id', -1))
-        f = 3
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 4
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 5
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 6
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitRequestPartition, version 5.
-def _build_txn_offset_commit_request_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_partition_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_partition_v3_v5_keys,
-                _build_txn_offset_commit_request_partition_v2_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i64_i32(
-            g('partition_index', 0), g('committed_offset', 0), g('committed_leader_epoch', -1)
-        )
-        f = 1
-        v = g('committed_metadata', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_request_partition_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitRequestTopic, version 5.
-def _build_txn_offset_commit_request_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_topic_v3_v5_keys,
-                _build_txn_offset_commit_request_topic_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_request_topic_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitRequest, version 5.
-def _build_txn_offset_commit_request_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_request_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_request_v3_v5_keys,
-                _build_txn_offset_commit_request_v3_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('transactional_id', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('group_id', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_i64_i16_i32(g('producer_id', 0), g('producer_epoch', 0), g('generation_id', -1))
-        f = 3
-        v = g('member_id', '')
-        write_compact_string(w, v)
-        f = 4
-        v = g('group_instance_id', None)
-        write_compact_nullable_string(w, v)
-        f = 5
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_request_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_txn_offset_commit_request_topic_v3_v5)
         t = None
         f = 6
         u = g('_unknown_tags')
@@ -1114,12 +666,12 @@ PARSE = {
     5: _parse_txn_offset_commit_request_v3_v5,
 }
 BUILD = {
-    0: _build_txn_offset_commit_request_v0,
-    1: _build_txn_offset_commit_request_v1,
+    0: _build_txn_offset_commit_request_v0_v1,
+    1: _build_txn_offset_commit_request_v0_v1,
     2: _build_txn_offset_commit_request_v2,
-    3: _build_txn_offset_commit_request_v3,
-    4: _build_txn_offset_commit_request_v4,
-    5: _build_txn_offset_commit_request_v5,
+    3: _build_txn_offset_commit_request_v3_v5,
+    4: _build_txn_offset_commit_request_v3_v5,
+    5: _build_txn_offset_commit_request_v3_v5,
 }
 SCHEMA = (
     ('TransactionalId', 'string', '0+', 'none', 'none', None, '', False, ()),

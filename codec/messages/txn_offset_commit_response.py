@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -86,12 +83,7 @@ def _parse_txn_offset_commit_response_topic_v0_v2(b, p):
                     c['error_code'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_txn_offset_commit_response_partition_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_txn_offset_commit_response_partition_v0_v2, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -113,14 +105,7 @@ def _parse_txn_offset_commit_response_v0_v2(b, p):
         p += 4
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_txn_offset_commit_response_topic_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_txn_offset_commit_response_topic_v0_v2)
         o = Container()
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
@@ -136,8 +121,8 @@ _build_txn_offset_commit_response_partition_v0_v2_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)),
 )
 
-# Build TxnOffsetCommitResponsePartition, version 0.
-def _build_txn_offset_commit_response_partition_v0(o, w):
+# Build TxnOffsetCommitResponsePartition, versions 0-2.
+def _build_txn_offset_commit_response_partition_v0_v2(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_partition_v0_v2_keys.issuperset(o):
@@ -145,7 +130,6 @@ def _build_txn_offset_commit_response_partition_v0(o, w):
                 o,
                 _build_txn_offset_commit_response_partition_v0_v2_keys,
                 _build_txn_offset_commit_response_partition_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -159,8 +143,8 @@ _build_txn_offset_commit_response_topic_v0_v2_keys = frozenset({'name', 'partiti
 _build_txn_offset_commit_response_topic_v0_v5_absent = {}
 _build_txn_offset_commit_response_topic_v0_v2_fields = ('name', 'partitions')
 
-# Build TxnOffsetCommitResponseTopic, version 0.
-def _build_txn_offset_commit_response_topic_v0(o, w):
+# Build TxnOffsetCommitResponseTopic, versions 0-2.
+def _build_txn_offset_commit_response_topic_v0_v2(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_topic_v0_v2_keys.issuperset(o):
@@ -168,7 +152,6 @@ def _build_txn_offset_commit_response_topic_v0(o, w):
                 o,
                 _build_txn_offset_commit_response_topic_v0_v2_keys,
                 _build_txn_offset_commit_response_topic_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -177,13 +160,8 @@ def _build_txn_offset_commit_response_topic_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_response_partition_v0_v2)
     except Exception as x:
         raise encode_failure(
             x, _build_txn_offset_commit_response_topic_v0_v2_fields, f, o
@@ -193,8 +171,8 @@ _build_txn_offset_commit_response_v0_v2_keys = frozenset({'throttle_time_ms', 't
 _build_txn_offset_commit_response_v0_v5_absent = {}
 _build_txn_offset_commit_response_v0_v2_fields = ((('throttle_time_ms', 'i', 0),), 'topics')
 
-# Build TxnOffsetCommitResponse, version 0.
-def _build_txn_offset_commit_response_v0(o, w):
+# Build TxnOffsetCommitResponse, versions 0-2.
+def _build_txn_offset_commit_response_v0_v2(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_v0_v2_keys.issuperset(o):
@@ -202,7 +180,6 @@ def _build_txn_offset_commit_response_v0(o, w):
                 o,
                 _build_txn_offset_commit_response_v0_v2_keys,
                 _build_txn_offset_commit_response_v0_v5_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -210,188 +187,10 @@ def _build_txn_offset_commit_response_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_txn_offset_commit_response_topic_v0_v2)
     except Exception as x:
         raise encode_failure(x, _build_txn_offset_commit_response_v0_v2_fields, f, o) from None
-
-# Build TxnOffsetCommitResponsePartition, version 1.
-def _build_txn_offset_commit_response_partition_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_partition_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_partition_v0_v2_keys,
-                _build_txn_offset_commit_response_partition_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_partition_v0_v2_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponseTopic, version 1.
-def _build_txn_offset_commit_response_topic_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_topic_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_topic_v0_v2_keys,
-                _build_txn_offset_commit_response_topic_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_topic_v0_v2_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponse, version 1.
-def _build_txn_offset_commit_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_v0_v2_keys,
-                _build_txn_offset_commit_response_v0_v5_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_response_v0_v2_fields, f, o) from None
-
-# Build TxnOffsetCommitResponsePartition, version 2.
-def _build_txn_offset_commit_response_partition_v2(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_partition_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_partition_v0_v2_keys,
-                _build_txn_offset_commit_response_partition_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_partition_v0_v2_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponseTopic, version 2.
-def _build_txn_offset_commit_response_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_topic_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_topic_v0_v2_keys,
-                _build_txn_offset_commit_response_topic_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_topic_v0_v2_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponse, version 2.
-def _build_txn_offset_commit_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_v0_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_v0_v2_keys,
-                _build_txn_offset_commit_response_v0_v5_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_response_v0_v2_fields, f, o) from None
-
-_tags_txn_offset_commit_response_partition_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitResponsePartition, versions 3-5.
-def _tags_txn_offset_commit_response_partition_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_response_partition_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_response_partition_v3_v5_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -414,33 +213,12 @@ def _parse_txn_offset_commit_response_partition_v3_v5(b, p):
         o['partition_index'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_txn_offset_commit_response_partition_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_txn_offset_commit_response_partition_v3_v5_fields, f
         ) from None
-
-_tags_txn_offset_commit_response_topic_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitResponseTopic, versions 3-5.
-def _tags_txn_offset_commit_response_topic_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_response_topic_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_response_topic_v3_v5_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -478,17 +256,12 @@ def _parse_txn_offset_commit_response_topic_v3_v5(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_txn_offset_commit_response_partition_v3_v5(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_txn_offset_commit_response_partition_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_txn_offset_commit_response_partition_v3_v5, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -500,33 +273,12 @@ def _parse_txn_offset_commit_response_topic_v3_v5(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_txn_offset_commit_response_topic_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_txn_offset_commit_response_topic_v3_v5_fields, f
         ) from None
-
-_tags_txn_offset_commit_response_v3_v5_names = {}
-
-# Parse the tagged fields of TxnOffsetCommitResponse, versions 3-5.
-def _tags_txn_offset_commit_response_v3_v5(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_txn_offset_commit_response_v3_v5_names, t) from None
 
 _parse_txn_offset_commit_response_v3_v5_fields = (
     (('throttle_time_ms', 'i', None),), 'topics', '_tagged_fields',
@@ -545,14 +297,7 @@ def _parse_txn_offset_commit_response_v3_v5(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_txn_offset_commit_response_topic_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_txn_offset_commit_response_topic_v3_v5)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -563,7 +308,7 @@ def _parse_txn_offset_commit_response_v3_v5(b, p):
         o['throttle_time_ms'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_txn_offset_commit_response_v3_v5(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_txn_offset_commit_response_v3_v5_fields, f) from None
@@ -575,8 +320,8 @@ _build_txn_offset_commit_response_partition_v3_v5_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build TxnOffsetCommitResponsePartition, version 3.
-def _build_txn_offset_commit_response_partition_v3(o, w):
+# Build TxnOffsetCommitResponsePartition, versions 3-5.
+def _build_txn_offset_commit_response_partition_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_partition_v3_v5_keys.issuperset(o):
@@ -584,7 +329,6 @@ def _build_txn_offset_commit_response_partition_v3(o, w):
                 o,
                 _build_txn_offset_commit_response_partition_v3_v5_keys,
                 _build_txn_offset_commit_response_partition_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -606,8 +350,8 @@ _build_txn_offset_commit_response_topic_v3_v5_keys = frozenset({
 })
 _build_txn_offset_commit_response_topic_v3_v5_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build TxnOffsetCommitResponseTopic, version 3.
-def _build_txn_offset_commit_response_topic_v3(o, w):
+# Build TxnOffsetCommitResponseTopic, versions 3-5.
+def _build_txn_offset_commit_response_topic_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_topic_v3_v5_keys.issuperset(o):
@@ -615,7 +359,6 @@ def _build_txn_offset_commit_response_topic_v3(o, w):
                 o,
                 _build_txn_offset_commit_response_topic_v3_v5_keys,
                 _build_txn_offset_commit_response_topic_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -624,13 +367,8 @@ def _build_txn_offset_commit_response_topic_v3(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_txn_offset_commit_response_partition_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -650,8 +388,8 @@ _build_txn_offset_commit_response_v3_v5_fields = (
     (('throttle_time_ms', 'i', 0),), 'topics', '_unknown_tags',
 )
 
-# Build TxnOffsetCommitResponse, version 3.
-def _build_txn_offset_commit_response_v3(o, w):
+# Build TxnOffsetCommitResponse, versions 3-5.
+def _build_txn_offset_commit_response_v3_v5(o, w):
     f = -1
     try:
         if not _build_txn_offset_commit_response_v3_v5_keys.issuperset(o):
@@ -659,7 +397,6 @@ def _build_txn_offset_commit_response_v3(o, w):
                 o,
                 _build_txn_offset_commit_response_v3_v5_keys,
                 _build_txn_offset_commit_response_v0_v5_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -667,207 +404,8 @@ def _build_txn_offset_commit_response_v3(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_response_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitResponsePartition, version 4.
-def _build_txn_offset_commit_response_partition_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_partition_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_partition_v3_v5_keys,
-                _build_txn_offset_commit_response_partition_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_partition_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponseTopic, version 4.
-def _build_txn_offset_commit_response_topic_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_topic_v3_v5_keys,
-                _build_txn_offset_commit_response_topic_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_topic_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponse, version 4.
-def _build_txn_offset_commit_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_v3_v5_keys,
-                _build_txn_offset_commit_response_v0_v5_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_txn_offset_commit_response_v3_v5_fields, f, o) from None
-
-# Build TxnOffsetCommitResponsePartition, version 5.
-def _build_txn_offset_commit_response_partition_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_partition_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_partition_v3_v5_keys,
-                _build_txn_offset_commit_response_partition_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_partition_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponseTopic, version 5.
-def _build_txn_offset_commit_response_topic_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_topic_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_topic_v3_v5_keys,
-                _build_txn_offset_commit_response_topic_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_partition_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_txn_offset_commit_response_topic_v3_v5_fields, f, o
-        ) from None
-
-# Build TxnOffsetCommitResponse, version 5.
-def _build_txn_offset_commit_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_txn_offset_commit_response_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_txn_offset_commit_response_v3_v5_keys,
-                _build_txn_offset_commit_response_v0_v5_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('throttle_time_ms', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_txn_offset_commit_response_topic_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_txn_offset_commit_response_topic_v3_v5)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -894,12 +432,12 @@ PARSE = {
     5: _parse_txn_offset_commit_response_v3_v5,
 }
 BUILD = {
-    0: _build_txn_offset_commit_response_v0,
-    1: _build_txn_offset_commit_response_v1,
-    2: _build_txn_offset_commit_response_v2,
-    3: _build_txn_offset_commit_response_v3,
-    4: _build_txn_offset_commit_response_v4,
-    5: _build_txn_offset_commit_response_v5,
+    0: _build_txn_offset_commit_response_v0_v2,
+    1: _build_txn_offset_commit_response_v0_v2,
+    2: _build_txn_offset_commit_response_v0_v2,
+    3: _build_txn_offset_commit_response_v3_v5,
+    4: _build_txn_offset_commit_response_v3_v5,
+    5: _build_txn_offset_commit_response_v3_v5,
 }
 SCHEMA = (
     ('ThrottleTimeMs', 'int32', '0+', 'none', 'none', None, '', False, ()),

@@ -4,22 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -32,27 +28,6 @@ _unpack_i16_bool = Struct('>h?').unpack_from
 _unpack_i16_i8 = Struct('>hb').unpack_from
 _unpack_i32 = Struct('>i').unpack_from
 
-
-_tags_feature_update_key_v0_v2_names = {}
-
-# Parse the tagged fields of FeatureUpdateKey, versions 0-2.
-def _tags_feature_update_key_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_feature_update_key_v0_v2_names, t) from None
 
 _parse_feature_update_key_v0_fields = (
     'feature', (('max_version_level', 'h', None), ('allow_downgrade', '?', None)), '_tagged_fields',
@@ -78,31 +53,10 @@ def _parse_feature_update_key_v0(b, p):
         o['max_version_level'] = v1_0
         o['allow_downgrade'] = v1_1
         if nt:
-            p = _tags_feature_update_key_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_feature_update_key_v0_fields, f) from None
-
-_tags_update_features_request_v0_v2_names = {}
-
-# Parse the tagged fields of UpdateFeaturesRequest, versions 0-2.
-def _tags_update_features_request_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_features_request_v0_v2_names, t) from None
 
 _parse_update_features_request_v0_fields = (
     (('timeout_ms', 'i', None),), 'feature_updates', '_tagged_fields',
@@ -136,17 +90,12 @@ def _parse_update_features_request_v0(b, p):
                 c['allow_downgrade'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_update_key_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_update_key_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_update_key_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -158,7 +107,7 @@ def _parse_update_features_request_v0(b, p):
         o['timeout_ms'] = v0_0
         o['feature_updates'] = v1
         if nt:
-            p = _tags_update_features_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_features_request_v0_fields, f) from None
@@ -176,7 +125,7 @@ def _build_feature_update_key_v0(o, w):
     f = -1
     try:
         if not _build_feature_update_key_v0_keys.issuperset(o):
-            check_keys(o, _build_feature_update_key_v0_keys, _build_feature_update_key_v0_absent, 0)
+            check_keys(o, _build_feature_update_key_v0_keys, _build_feature_update_key_v0_absent)
         g = o.get
         f = 0
         v = g('feature', '')
@@ -207,10 +156,7 @@ def _build_update_features_request_v0(o, w):
     try:
         if not _build_update_features_request_v0_keys.issuperset(o):
             check_keys(
-                o,
-                _build_update_features_request_v0_keys,
-                _build_update_features_request_v0_absent,
-                0,
+                o, _build_update_features_request_v0_keys, _build_update_features_request_v0_absent
             )
         g = o.get
         f = 0
@@ -218,13 +164,8 @@ def _build_update_features_request_v0(o, w):
         f = 1
         v = g('feature_updates', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_update_key_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_update_key_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -259,7 +200,7 @@ def _parse_feature_update_key_v1_v2(b, p):
         o['max_version_level'] = v1_0
         o['upgrade_type'] = v1_1
         if nt:
-            p = _tags_feature_update_key_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_feature_update_key_v1_v2_fields, f) from None
@@ -297,17 +238,12 @@ def _parse_update_features_request_v1_v2(b, p):
                 c['upgrade_type'] = k1_1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_feature_update_key_v0_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_feature_update_key_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_feature_update_key_v1_v2, b, q, z)
             raise
         f = 2
         v2_0, = _unpack_bool(b, p)
@@ -323,7 +259,7 @@ def _parse_update_features_request_v1_v2(b, p):
         o['feature_updates'] = v1
         o['validate_only'] = v2_0
         if nt:
-            p = _tags_update_features_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_features_request_v1_v2_fields, f) from None
@@ -336,13 +272,13 @@ _build_feature_update_key_v1_v2_fields = (
     'feature', (('max_version_level', 'h', 0), ('upgrade_type', 'b', 1)), '_unknown_tags',
 )
 
-# Build FeatureUpdateKey, version 1.
-def _build_feature_update_key_v1(o, w):
+# Build FeatureUpdateKey, versions 1-2.
+def _build_feature_update_key_v1_v2(o, w):
     f = -1
     try:
         if not _build_feature_update_key_v1_v2_keys.issuperset(o):
             check_keys(
-                o, _build_feature_update_key_v1_v2_keys, _build_feature_update_key_v1_v2_absent, 1
+                o, _build_feature_update_key_v1_v2_keys, _build_feature_update_key_v1_v2_absent
             )
         g = o.get
         f = 0
@@ -369,8 +305,8 @@ _build_update_features_request_v1_v2_fields = (
     '_unknown_tags',
 )
 
-# Build UpdateFeaturesRequest, version 1.
-def _build_update_features_request_v1(o, w):
+# Build UpdateFeaturesRequest, versions 1-2.
+def _build_update_features_request_v1_v2(o, w):
     f = -1
     try:
         if not _build_update_features_request_v1_v2_keys.issuperset(o):
@@ -378,7 +314,6 @@ def _build_update_features_request_v1(o, w):
                 o,
                 _build_update_features_request_v1_v2_keys,
                 _build_update_features_request_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -386,73 +321,8 @@ def _build_update_features_request_v1(o, w):
         f = 1
         v = g('feature_updates', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_update_key_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        w += _pack_bool(g('validate_only', False))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_features_request_v1_v2_fields, f, o) from None
-
-# Build FeatureUpdateKey, version 2.
-def _build_feature_update_key_v2(o, w):
-    f = -1
-    try:
-        if not _build_feature_update_key_v1_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_feature_update_key_v1_v2_keys, _build_feature_update_key_v1_v2_absent, 2
-            )
-        g = o.get
-        f = 0
-        v = g('feature', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16_i8(g('max_version_level', 0), g('upgrade_type', 1))
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_feature_update_key_v1_v2_fields, f, o) from None
-
-# Build UpdateFeaturesRequest, version 2.
-def _build_update_features_request_v2(o, w):
-    f = -1
-    try:
-        if not _build_update_features_request_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_features_request_v1_v2_keys,
-                _build_update_features_request_v1_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('timeout_ms', 60000))
-        f = 1
-        v = g('feature_updates', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_feature_update_key_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_feature_update_key_v1_v2)
         f = 2
         w += _pack_bool(g('validate_only', False))
         t = None
@@ -479,8 +349,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_update_features_request_v0,
-    1: _build_update_features_request_v1,
-    2: _build_update_features_request_v2,
+    1: _build_update_features_request_v1_v2,
+    2: _build_update_features_request_v1_v2,
 }
 SCHEMA = (
     ('timeoutMs', 'int32', '0+', 'none', 'none', None, '60000', False, ()),

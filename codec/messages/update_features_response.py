@@ -4,24 +4,20 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -30,27 +26,6 @@ _pack_i32_i16 = Struct('>ih').pack
 _unpack_i16 = Struct('>h').unpack_from
 _unpack_i32_i16 = Struct('>ih').unpack_from
 
-
-_tags_updatable_feature_result_v0_v1_names = {}
-
-# Parse the tagged fields of UpdatableFeatureResult, versions 0-1.
-def _tags_updatable_feature_result_v0_v1(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_updatable_feature_result_v0_v1_names, t) from None
 
 _parse_updatable_feature_result_v0_v1_fields = (
     'feature', (('error_code', 'h', None),), 'error_message', '_tagged_fields',
@@ -78,31 +53,10 @@ def _parse_updatable_feature_result_v0_v1(b, p):
         o['error_code'] = v1_0
         o['error_message'] = v2
         if nt:
-            p = _tags_updatable_feature_result_v0_v1(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_updatable_feature_result_v0_v1_fields, f) from None
-
-_tags_update_features_response_v0_v2_names = {}
-
-# Parse the tagged fields of UpdateFeaturesResponse, versions 0-2.
-def _tags_update_features_response_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_features_response_v0_v2_names, t) from None
 
 _parse_update_features_response_v0_v1_fields = (
     (('throttle_time_ms', 'i', None), ('error_code', 'h', None)), 'error_message', 'results',
@@ -140,17 +94,12 @@ def _parse_update_features_response_v0_v1(b, p):
                 c['error_message'] = k2
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_updatable_feature_result_v0_v1(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_updatable_feature_result_v0_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_updatable_feature_result_v0_v1, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -164,7 +113,7 @@ def _parse_update_features_response_v0_v1(b, p):
         o['error_message'] = v1
         o['results'] = v2
         if nt:
-            p = _tags_update_features_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_features_response_v0_v1_fields, f) from None
@@ -177,8 +126,8 @@ _build_updatable_feature_result_v0_v1_fields = (
     'feature', (('error_code', 'h', 0),), 'error_message', '_unknown_tags',
 )
 
-# Build UpdatableFeatureResult, version 0.
-def _build_updatable_feature_result_v0(o, w):
+# Build UpdatableFeatureResult, versions 0-1.
+def _build_updatable_feature_result_v0_v1(o, w):
     f = -1
     try:
         if not _build_updatable_feature_result_v0_v1_keys.issuperset(o):
@@ -186,7 +135,6 @@ def _build_updatable_feature_result_v0(o, w):
                 o,
                 _build_updatable_feature_result_v0_v1_keys,
                 _build_updatable_feature_result_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -216,8 +164,8 @@ _build_update_features_response_v0_v1_fields = (
     '_unknown_tags',
 )
 
-# Build UpdateFeaturesResponse, version 0.
-def _build_update_features_response_v0(o, w):
+# Build UpdateFeaturesResponse, versions 0-1.
+def _build_update_features_response_v0_v1(o, w):
     f = -1
     try:
         if not _build_update_features_response_v0_v1_keys.issuperset(o):
@@ -225,7 +173,6 @@ def _build_update_features_response_v0(o, w):
                 o,
                 _build_update_features_response_v0_v1_keys,
                 _build_update_features_response_v0_v1_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -236,80 +183,8 @@ def _build_update_features_response_v0(o, w):
         f = 2
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_updatable_feature_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_features_response_v0_v1_fields, f, o) from None
-
-# Build UpdatableFeatureResult, version 1.
-def _build_updatable_feature_result_v1(o, w):
-    f = -1
-    try:
-        if not _build_updatable_feature_result_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_updatable_feature_result_v0_v1_keys,
-                _build_updatable_feature_result_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('feature', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_i16(g('error_code', 0))
-        f = 2
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_updatable_feature_result_v0_v1_fields, f, o) from None
-
-# Build UpdateFeaturesResponse, version 1.
-def _build_update_features_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_update_features_response_v0_v1_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_features_response_v0_v1_keys,
-                _build_update_features_response_v0_v1_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('throttle_time_ms', 0), g('error_code', 0))
-        f = 1
-        v = g('error_message', '')
-        write_compact_nullable_string(w, v)
-        f = 2
-        v = g('results', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_updatable_feature_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_updatable_feature_result_v0_v1)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -344,7 +219,7 @@ def _parse_update_features_response_v2(b, p):
         o['error_code'] = v0_1
         o['error_message'] = v1
         if nt:
-            p = _tags_update_features_response_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_features_response_v2_fields, f) from None
@@ -366,7 +241,6 @@ def _build_update_features_response_v2(o, w):
                 o,
                 _build_update_features_response_v2_keys,
                 _build_update_features_response_v2_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -397,8 +271,8 @@ PARSE = {
     2: _parse_update_features_response_v2,
 }
 BUILD = {
-    0: _build_update_features_response_v0,
-    1: _build_update_features_response_v1,
+    0: _build_update_features_response_v0_v1,
+    1: _build_update_features_response_v0_v1,
     2: _build_update_features_response_v2,
 }
 SCHEMA = (

@@ -5,14 +5,13 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -22,7 +21,9 @@ from kipwire.codec._runtime import (
     read_compact_string,
     read_nullable_string,
     read_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     uuid_bytes,
@@ -31,6 +32,7 @@ from kipwire.codec._runtime import (
     write_compact_string,
     write_nullable_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -162,12 +164,7 @@ def _parse_update_metadata_request_v0(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v0_v3, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
@@ -188,12 +185,7 @@ def _parse_update_metadata_request_v0(b, p):
                 c['v0_port'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_broker_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_broker_v0, b, q, z)
             raise
         o = Container()
         o['controller_id'] = v0_0
@@ -218,8 +210,8 @@ _build_update_metadata_partition_state_v0_v3_fields = (
     'isr', (('zk_version', 'i', 0),), 'replicas',
 )
 
-# Build UpdateMetadataPartitionState, version 0.
-def _build_update_metadata_partition_state_v0(o, w):
+# Build UpdateMetadataPartitionState, versions 0-3.
+def _build_update_metadata_partition_state_v0_v3(o, w):
     f = -1
     try:
         if not _build_update_metadata_partition_state_v0_v3_keys.issuperset(o):
@@ -227,7 +219,6 @@ def _build_update_metadata_partition_state_v0(o, w):
                 o,
                 _build_update_metadata_partition_state_v0_v3_keys,
                 _build_update_metadata_partition_state_v0_v3_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -240,7 +231,7 @@ def _build_update_metadata_partition_state_v0(o, w):
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -249,7 +240,7 @@ def _build_update_metadata_partition_state_v0(o, w):
         f = 4
         v = g('replicas', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -266,7 +257,7 @@ def _build_update_metadata_broker_v0(o, w):
     try:
         if not _build_update_metadata_broker_v0_keys.issuperset(o):
             check_keys(
-                o, _build_update_metadata_broker_v0_keys, _build_update_metadata_broker_v0_absent, 0
+                o, _build_update_metadata_broker_v0_keys, _build_update_metadata_broker_v0_absent
             )
         g = o.get
         f = 0
@@ -302,7 +293,6 @@ def _build_update_metadata_request_v0(o, w):
                 o,
                 _build_update_metadata_request_v0_v4_keys,
                 _build_update_metadata_request_v0_v4_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -310,23 +300,13 @@ def _build_update_metadata_request_v0(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v0_v3)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v0)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v0_v4_fields, f, o) from None
 
@@ -382,12 +362,7 @@ def _parse_update_metadata_broker_v1(b, p):
                 c['security_protocol'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_endpoint_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_endpoint_v1_v2, b, q, z)
             raise
         o = Container()
         o['id'] = v0_0
@@ -433,23 +408,11 @@ def _parse_update_metadata_request_v1(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v0_v3, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v1)
         o = Container()
         o['controller_id'] = v0_0
         o['controller_epoch'] = v0_1
@@ -459,52 +422,14 @@ def _parse_update_metadata_request_v1(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v0_v4_fields, f) from None
 
-# Build UpdateMetadataPartitionState, version 1.
-def _build_update_metadata_partition_state_v1(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_partition_state_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_partition_state_v0_v3_keys,
-                _build_update_metadata_partition_state_v0_v3_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 2
-        v = g('isr', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        w += _pack_i32(g('zk_version', 0))
-        f = 4
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_partition_state_v0_v3_fields, f, o) from None
-
 _build_update_metadata_endpoint_v1_v2_keys = frozenset({'host', 'port', 'security_protocol'})
 _build_update_metadata_endpoint_v1_v2_absent = {'listener': ('', True)}
 _build_update_metadata_endpoint_v1_v2_fields = (
     (('port', 'i', 0),), 'host', (('security_protocol', 'h', 0),),
 )
 
-# Build UpdateMetadataEndpoint, version 1.
-def _build_update_metadata_endpoint_v1(o, w):
+# Build UpdateMetadataEndpoint, versions 1-2.
+def _build_update_metadata_endpoint_v1_v2(o, w):
     f = -1
     try:
         if not _build_update_metadata_endpoint_v1_v2_keys.issuperset(o):
@@ -512,7 +437,6 @@ def _build_update_metadata_endpoint_v1(o, w):
                 o,
                 _build_update_metadata_endpoint_v1_v2_keys,
                 _build_update_metadata_endpoint_v1_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -539,7 +463,7 @@ def _build_update_metadata_broker_v1(o, w):
     try:
         if not _build_update_metadata_broker_v1_keys.issuperset(o):
             check_keys(
-                o, _build_update_metadata_broker_v1_keys, _build_update_metadata_broker_v1_absent, 1
+                o, _build_update_metadata_broker_v1_keys, _build_update_metadata_broker_v1_absent
             )
         g = o.get
         f = 0
@@ -547,13 +471,8 @@ def _build_update_metadata_broker_v1(o, w):
         f = 1
         v = g('endpoints', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_endpoint_v1_v2)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_broker_v1_fields, f, o) from None
 
@@ -566,7 +485,6 @@ def _build_update_metadata_request_v1(o, w):
                 o,
                 _build_update_metadata_request_v0_v4_keys,
                 _build_update_metadata_request_v0_v4_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -574,23 +492,13 @@ def _build_update_metadata_request_v1(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v0_v3)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v1)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v0_v4_fields, f, o) from None
 
@@ -622,12 +530,7 @@ def _parse_update_metadata_broker_v2(b, p):
                 c['security_protocol'] = k2_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_endpoint_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_endpoint_v1_v2, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -676,23 +579,11 @@ def _parse_update_metadata_request_v2(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v0_v3, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v2)
         o = Container()
         o['controller_id'] = v0_0
         o['controller_epoch'] = v0_1
@@ -701,66 +592,6 @@ def _parse_update_metadata_request_v2(b, p):
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v0_v4_fields, f) from None
-
-# Build UpdateMetadataPartitionState, version 2.
-def _build_update_metadata_partition_state_v2(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_partition_state_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_partition_state_v0_v3_keys,
-                _build_update_metadata_partition_state_v0_v3_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 2
-        v = g('isr', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        w += _pack_i32(g('zk_version', 0))
-        f = 4
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_partition_state_v0_v3_fields, f, o) from None
-
-# Build UpdateMetadataEndpoint, version 2.
-def _build_update_metadata_endpoint_v2(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_endpoint_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_endpoint_v1_v2_keys,
-                _build_update_metadata_endpoint_v1_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('port', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        w += _pack_i16(g('security_protocol', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_endpoint_v1_v2_fields, f, o) from None
 
 _build_update_metadata_broker_v2_v5_keys = frozenset({'endpoints', 'id', 'rack'})
 _build_update_metadata_broker_v2_v8_absent = {'v0_host': ('', True), 'v0_port': (0, True)}
@@ -775,7 +606,6 @@ def _build_update_metadata_broker_v2(o, w):
                 o,
                 _build_update_metadata_broker_v2_v5_keys,
                 _build_update_metadata_broker_v2_v8_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -783,13 +613,8 @@ def _build_update_metadata_broker_v2(o, w):
         f = 1
         v = g('endpoints', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_endpoint_v1_v2)
         f = 2
         v = g('rack', '')
         write_nullable_string(w, v)
@@ -805,7 +630,6 @@ def _build_update_metadata_request_v2(o, w):
                 o,
                 _build_update_metadata_request_v0_v4_keys,
                 _build_update_metadata_request_v0_v4_absent,
-                2,
             )
         g = o.get
         f = 0
@@ -813,23 +637,13 @@ def _build_update_metadata_request_v2(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v0_v3)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v2)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v0_v4_fields, f, o) from None
 
@@ -888,12 +702,7 @@ def _parse_update_metadata_broker_v3_v5(b, p):
                 c['security_protocol'] = k3_0
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_endpoint_v3_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_endpoint_v3_v5, b, q, z)
             raise
         f = 2
         v2, p = read_nullable_string(b, p)
@@ -942,23 +751,11 @@ def _parse_update_metadata_request_v3(b, p):
                 c['replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v0_v3(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v0_v3, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v3_v5)
         o = Container()
         o['controller_id'] = v0_0
         o['controller_epoch'] = v0_1
@@ -968,44 +765,6 @@ def _parse_update_metadata_request_v3(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v0_v4_fields, f) from None
 
-# Build UpdateMetadataPartitionState, version 3.
-def _build_update_metadata_partition_state_v3(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_partition_state_v0_v3_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_partition_state_v0_v3_keys,
-                _build_update_metadata_partition_state_v0_v3_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_string(w, v)
-        f = 1
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 2
-        v = g('isr', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 3
-        w += _pack_i32(g('zk_version', 0))
-        f = 4
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        if n:
-            w += pack(f'>{n}i', *v)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_partition_state_v0_v3_fields, f, o) from None
-
 _build_update_metadata_endpoint_v3_v5_keys = frozenset({
     'host', 'listener', 'port', 'security_protocol',
 })
@@ -1014,8 +773,8 @@ _build_update_metadata_endpoint_v3_v5_fields = (
     (('port', 'i', 0),), 'host', 'listener', (('security_protocol', 'h', 0),),
 )
 
-# Build UpdateMetadataEndpoint, version 3.
-def _build_update_metadata_endpoint_v3(o, w):
+# Build UpdateMetadataEndpoint, versions 3-5.
+def _build_update_metadata_endpoint_v3_v5(o, w):
     f = -1
     try:
         if not _build_update_metadata_endpoint_v3_v5_keys.issuperset(o):
@@ -1023,7 +782,6 @@ def _build_update_metadata_endpoint_v3(o, w):
                 o,
                 _build_update_metadata_endpoint_v3_v5_keys,
                 _build_update_metadata_endpoint_v3_v8_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1039,8 +797,8 @@ def _build_update_metadata_endpoint_v3(o, w):
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_endpoint_v3_v5_fields, f, o) from None
 
-# Build UpdateMetadataBroker, version 3.
-def _build_update_metadata_broker_v3(o, w):
+# Build UpdateMetadataBroker, versions 3-5.
+def _build_update_metadata_broker_v3_v5(o, w):
     f = -1
     try:
         if not _build_update_metadata_broker_v2_v5_keys.issuperset(o):
@@ -1048,7 +806,6 @@ def _build_update_metadata_broker_v3(o, w):
                 o,
                 _build_update_metadata_broker_v2_v5_keys,
                 _build_update_metadata_broker_v2_v8_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1056,13 +813,8 @@ def _build_update_metadata_broker_v3(o, w):
         f = 1
         v = g('endpoints', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_endpoint_v3_v5)
         f = 2
         v = g('rack', '')
         write_nullable_string(w, v)
@@ -1078,7 +830,6 @@ def _build_update_metadata_request_v3(o, w):
                 o,
                 _build_update_metadata_request_v0_v4_keys,
                 _build_update_metadata_request_v0_v4_absent,
-                3,
             )
         g = o.get
         f = 0
@@ -1086,23 +837,13 @@ def _build_update_metadata_request_v3(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v0_v3)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(3)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v3(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v3_v5)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v0_v4_fields, f, o) from None
 
@@ -1194,23 +935,11 @@ def _parse_update_metadata_request_v4(b, p):
                 c['offline_replicas'] = k5
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v4(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v4, b, q, z)
             raise
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v3_v5)
         o = Container()
         o['controller_id'] = v0_0
         o['controller_epoch'] = v0_1
@@ -1243,7 +972,6 @@ def _build_update_metadata_partition_state_v4(o, w):
                 o,
                 _build_update_metadata_partition_state_v4_keys,
                 _build_update_metadata_partition_state_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1256,7 +984,7 @@ def _build_update_metadata_partition_state_v4(o, w):
         f = 2
         v = g('isr', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1265,74 +993,19 @@ def _build_update_metadata_partition_state_v4(o, w):
         f = 4
         v = g('replicas', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 5
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(4)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_partition_state_v4_fields, f, o) from None
-
-# Build UpdateMetadataEndpoint, version 4.
-def _build_update_metadata_endpoint_v4(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_endpoint_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_endpoint_v3_v5_keys,
-                _build_update_metadata_endpoint_v3_v8_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('port', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        v = g('listener', '')
-        write_string(w, v)
-        f = 3
-        w += _pack_i16(g('security_protocol', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_endpoint_v3_v5_fields, f, o) from None
-
-# Build UpdateMetadataBroker, version 4.
-def _build_update_metadata_broker_v4(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_broker_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_broker_v2_v5_keys,
-                _build_update_metadata_broker_v2_v8_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('id', 0))
-        f = 1
-        v = g('endpoints', ())
-        if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('rack', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_broker_v2_v5_fields, f, o) from None
 
 # Build UpdateMetadataRequest, version 4.
 def _build_update_metadata_request_v4(o, w):
@@ -1343,7 +1016,6 @@ def _build_update_metadata_request_v4(o, w):
                 o,
                 _build_update_metadata_request_v0_v4_keys,
                 _build_update_metadata_request_v0_v4_absent,
-                4,
             )
         g = o.get
         f = 0
@@ -1351,23 +1023,13 @@ def _build_update_metadata_request_v4(o, w):
         f = 1
         v = g('ungrouped_partition_states', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v4)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(4)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v4(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v3_v5)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v0_v4_fields, f, o) from None
 
@@ -1454,12 +1116,7 @@ def _parse_update_metadata_topic_state_v5(b, p):
                 c['offline_replicas'] = k4
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v5(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v5, b, q, z)
             raise
         o = Container()
         o['topic_name'] = v0
@@ -1482,24 +1139,10 @@ def _parse_update_metadata_request_v5(b, p):
         p += 16
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_topic_state_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_update_metadata_topic_state_v5)
         f = 2
         n, p = read_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v3_v5(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v3_v5)
         o = Container()
         o['controller_id'] = v0_0
         o['controller_epoch'] = v0_1
@@ -1532,7 +1175,6 @@ def _build_update_metadata_partition_state_v5(o, w):
                 o,
                 _build_update_metadata_partition_state_v5_keys,
                 _build_update_metadata_partition_state_v5_v8_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1542,7 +1184,7 @@ def _build_update_metadata_partition_state_v5(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1551,14 +1193,14 @@ def _build_update_metadata_partition_state_v5(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(5)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -1578,7 +1220,6 @@ def _build_update_metadata_topic_state_v5(o, w):
                 o,
                 _build_update_metadata_topic_state_v5_keys,
                 _build_update_metadata_topic_state_v5_v6_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1587,70 +1228,10 @@ def _build_update_metadata_topic_state_v5(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_partition_state_v5)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_topic_state_v5_fields, f, o) from None
-
-# Build UpdateMetadataEndpoint, version 5.
-def _build_update_metadata_endpoint_v5(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_endpoint_v3_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_endpoint_v3_v5_keys,
-                _build_update_metadata_endpoint_v3_v8_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('port', 0))
-        f = 1
-        v = g('host', '')
-        write_string(w, v)
-        f = 2
-        v = g('listener', '')
-        write_string(w, v)
-        f = 3
-        w += _pack_i16(g('security_protocol', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_endpoint_v3_v5_fields, f, o) from None
-
-# Build UpdateMetadataBroker, version 5.
-def _build_update_metadata_broker_v5(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_broker_v2_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_broker_v2_v5_keys,
-                _build_update_metadata_broker_v2_v8_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('id', 0))
-        f = 1
-        v = g('endpoints', ())
-        if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('rack', '')
-        write_nullable_string(w, v)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_broker_v2_v5_fields, f, o) from None
 
 _build_update_metadata_request_v5_keys = frozenset({
     'broker_epoch', 'controller_epoch', 'controller_id', 'live_brokers', 'topic_states',
@@ -1674,7 +1255,6 @@ def _build_update_metadata_request_v5(o, w):
                 o,
                 _build_update_metadata_request_v5_keys,
                 _build_update_metadata_request_v5_v7_absent,
-                5,
             )
         g = o.get
         f = 0
@@ -1682,46 +1262,15 @@ def _build_update_metadata_request_v5(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_topic_state_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_topic_state_v5)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(5)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v5(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_update_metadata_broker_v3_v5)
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_request_v5_fields, f, o) from None
-
-_tags_update_metadata_partition_state_v6_v8_names = {}
-
-# Parse the tagged fields of UpdateMetadataPartitionState, versions 6-8.
-def _tags_update_metadata_partition_state_v6_v8(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_partition_state_v6_v8_names, t) from None
 
 _parse_update_metadata_partition_state_v6_v8_fields = (
     (
@@ -1781,31 +1330,10 @@ def _parse_update_metadata_partition_state_v6_v8(b, p):
         o['replicas'] = v3
         o['offline_replicas'] = v4
         if nt:
-            p = _tags_update_metadata_partition_state_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_partition_state_v6_v8_fields, f) from None
-
-_tags_update_metadata_topic_state_v6_v8_names = {}
-
-# Parse the tagged fields of UpdateMetadataTopicState, versions 6-8.
-def _tags_update_metadata_topic_state_v6_v8(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_topic_state_v6_v8_names, t) from None
 
 _parse_update_metadata_topic_state_v6_fields = ('topic_name', 'partition_states', '_tagged_fields')
 
@@ -1863,17 +1391,12 @@ def _parse_update_metadata_topic_state_v6(b, p):
                 c['offline_replicas'] = k4
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_update_metadata_partition_state_v6_v8(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v6_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v6_v8, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -1885,31 +1408,10 @@ def _parse_update_metadata_topic_state_v6(b, p):
         o['topic_name'] = v0
         o['partition_states'] = v1
         if nt:
-            p = _tags_update_metadata_topic_state_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_topic_state_v6_fields, f) from None
-
-_tags_update_metadata_endpoint_v6_v8_names = {}
-
-# Parse the tagged fields of UpdateMetadataEndpoint, versions 6-8.
-def _tags_update_metadata_endpoint_v6_v8(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_endpoint_v6_v8_names, t) from None
 
 _parse_update_metadata_endpoint_v6_v8_fields = (
     (('port', 'i', None),), 'host', 'listener', (('security_protocol', 'h', None),),
@@ -1942,31 +1444,10 @@ def _parse_update_metadata_endpoint_v6_v8(b, p):
         o['listener'] = v2
         o['security_protocol'] = v3_0
         if nt:
-            p = _tags_update_metadata_endpoint_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_endpoint_v6_v8_fields, f) from None
-
-_tags_update_metadata_broker_v6_v8_names = {}
-
-# Parse the tagged fields of UpdateMetadataBroker, versions 6-8.
-def _tags_update_metadata_broker_v6_v8(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_broker_v6_v8_names, t) from None
 
 _parse_update_metadata_broker_v6_v8_fields = (
     (('id', 'i', None),), 'endpoints', 'rack', '_tagged_fields',
@@ -2004,17 +1485,12 @@ def _parse_update_metadata_broker_v6_v8(b, p):
                 c['security_protocol'] = k3_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_update_metadata_endpoint_v6_v8(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_endpoint_v6_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_endpoint_v6_v8, b, q, z)
             raise
         f = 2
         v2, p = read_compact_nullable_string(b, p)
@@ -2029,31 +1505,10 @@ def _parse_update_metadata_broker_v6_v8(b, p):
         o['endpoints'] = v1
         o['rack'] = v2
         if nt:
-            p = _tags_update_metadata_broker_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_broker_v6_v8_fields, f) from None
-
-_tags_update_metadata_request_v6_v7_names = {}
-
-# Parse the tagged fields of UpdateMetadataRequest, versions 6-7.
-def _tags_update_metadata_request_v6_v7(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_request_v6_v7_names, t) from None
 
 _parse_update_metadata_request_v6_v7_fields = (
     (('controller_id', 'i', None), ('controller_epoch', 'i', None), ('broker_epoch', 'q', None)),
@@ -2073,28 +1528,14 @@ def _parse_update_metadata_request_v6(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_topic_state_v6(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_update_metadata_topic_state_v6)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v6_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v6_v8)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -2108,7 +1549,7 @@ def _parse_update_metadata_request_v6(b, p):
         o['topic_states'] = v1
         o['live_brokers'] = v2
         if nt:
-            p = _tags_update_metadata_request_v6_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v6_v7_fields, f) from None
@@ -2125,8 +1566,8 @@ _build_update_metadata_partition_state_v6_v8_fields = (
     'isr', (('zk_version', 'i', 0),), 'replicas', 'offline_replicas', '_unknown_tags',
 )
 
-# Build UpdateMetadataPartitionState, version 6.
-def _build_update_metadata_partition_state_v6(o, w):
+# Build UpdateMetadataPartitionState, versions 6-8.
+def _build_update_metadata_partition_state_v6_v8(o, w):
     f = -1
     try:
         if not _build_update_metadata_partition_state_v6_v8_keys.issuperset(o):
@@ -2134,7 +1575,6 @@ def _build_update_metadata_partition_state_v6(o, w):
                 o,
                 _build_update_metadata_partition_state_v6_v8_keys,
                 _build_update_metadata_partition_state_v5_v8_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2144,7 +1584,7 @@ def _build_update_metadata_partition_state_v6(o, w):
         f = 1
         v = g('isr', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2153,14 +1593,14 @@ def _build_update_metadata_partition_state_v6(o, w):
         f = 3
         v = g('replicas', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
         f = 4
         v = g('offline_replicas', ())
         if v is None:
-            raise null_error(6)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -2188,7 +1628,6 @@ def _build_update_metadata_topic_state_v6(o, w):
                 o,
                 _build_update_metadata_topic_state_v6_keys,
                 _build_update_metadata_topic_state_v5_v6_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2197,13 +1636,8 @@ def _build_update_metadata_topic_state_v6(o, w):
         f = 1
         v = g('partition_states', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_partition_state_v6_v8)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -2221,8 +1655,8 @@ _build_update_metadata_endpoint_v6_v8_fields = (
     (('port', 'i', 0),), 'host', 'listener', (('security_protocol', 'h', 0),), '_unknown_tags',
 )
 
-# Build UpdateMetadataEndpoint, version 6.
-def _build_update_metadata_endpoint_v6(o, w):
+# Build UpdateMetadataEndpoint, versions 6-8.
+def _build_update_metadata_endpoint_v6_v8(o, w):
     f = -1
     try:
         if not _build_update_metadata_endpoint_v6_v8_keys.issuperset(o):
@@ -2230,7 +1664,6 @@ def _build_update_metadata_endpoint_v6(o, w):
                 o,
                 _build_update_metadata_endpoint_v6_v8_keys,
                 _build_update_metadata_endpoint_v3_v8_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2258,8 +1691,8 @@ _build_update_metadata_broker_v6_v8_fields = (
     (('id', 'i', 0),), 'endpoints', 'rack', '_unknown_tags',
 )
 
-# Build UpdateMetadataBroker, version 6.
-def _build_update_metadata_broker_v6(o, w):
+# Build UpdateMetadataBroker, versions 6-8.
+def _build_update_metadata_broker_v6_v8(o, w):
     f = -1
     try:
         if not _build_update_metadata_broker_v6_v8_keys.issuperset(o):
@@ -2267,7 +1700,6 @@ def _build_update_metadata_broker_v6(o, w):
                 o,
                 _build_update_metadata_broker_v6_v8_keys,
                 _build_update_metadata_broker_v2_v8_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2275,13 +1707,8 @@ def _build_update_metadata_broker_v6(o, w):
         f = 1
         v = g('endpoints', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_endpoint_v6_v8)
         f = 2
         v = g('rack', '')
         write_compact_nullable_string(w, v)
@@ -2313,7 +1740,6 @@ def _build_update_metadata_request_v6(o, w):
                 o,
                 _build_update_metadata_request_v6_v7_keys,
                 _build_update_metadata_request_v5_v7_absent,
-                6,
             )
         g = o.get
         f = 0
@@ -2321,23 +1747,13 @@ def _build_update_metadata_request_v6(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_topic_state_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_topic_state_v6)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(6)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v6(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_broker_v6_v8)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2410,17 +1826,12 @@ def _parse_update_metadata_topic_state_v7_v8(b, p):
                 c['offline_replicas'] = k4
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_update_metadata_partition_state_v6_v8(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_update_metadata_partition_state_v6_v8(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_update_metadata_partition_state_v6_v8, b, q, z)
             raise
         f = 3
         nt = b[p]
@@ -2433,7 +1844,7 @@ def _parse_update_metadata_topic_state_v7_v8(b, p):
         o['topic_id'] = v1_0
         o['partition_states'] = v2
         if nt:
-            p = _tags_update_metadata_topic_state_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_topic_state_v7_v8_fields, f) from None
@@ -2451,28 +1862,14 @@ def _parse_update_metadata_request_v7(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_topic_state_v7_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_update_metadata_topic_state_v7_v8)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v6_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v6_v8)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -2486,59 +1883,10 @@ def _parse_update_metadata_request_v7(b, p):
         o['topic_states'] = v1
         o['live_brokers'] = v2
         if nt:
-            p = _tags_update_metadata_request_v6_v7(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v6_v7_fields, f) from None
-
-# Build UpdateMetadataPartitionState, version 7.
-def _build_update_metadata_partition_state_v7(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_partition_state_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_partition_state_v6_v8_keys,
-                _build_update_metadata_partition_state_v5_v8_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i32(g('zk_version', 0))
-        f = 3
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 4
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_partition_state_v6_v8_fields, f, o) from None
 
 _build_update_metadata_topic_state_v7_v8_keys = frozenset({
     '_unknown_tags', 'partition_states', 'topic_id', 'topic_name',
@@ -2550,8 +1898,8 @@ _build_update_metadata_topic_state_v7_v8_fields = (
     'partition_states', '_unknown_tags',
 )
 
-# Build UpdateMetadataTopicState, version 7.
-def _build_update_metadata_topic_state_v7(o, w):
+# Build UpdateMetadataTopicState, versions 7-8.
+def _build_update_metadata_topic_state_v7_v8(o, w):
     f = -1
     try:
         if not _build_update_metadata_topic_state_v7_v8_keys.issuperset(o):
@@ -2559,7 +1907,6 @@ def _build_update_metadata_topic_state_v7(o, w):
                 o,
                 _build_update_metadata_topic_state_v7_v8_keys,
                 _build_update_metadata_topic_state_v7_v8_absent,
-                7,
             )
         g = o.get
         f = 0
@@ -2570,13 +1917,8 @@ def _build_update_metadata_topic_state_v7(o, w):
         f = 2
         v = g('partition_states', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_partition_state_v6_v8)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2587,75 +1929,6 @@ def _build_update_metadata_topic_state_v7(o, w):
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_topic_state_v7_v8_fields, f, o) from None
 
-# Build UpdateMetadataEndpoint, version 7.
-def _build_update_metadata_endpoint_v7(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_endpoint_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_endpoint_v6_v8_keys,
-                _build_update_metadata_endpoint_v3_v8_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('port', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        v = g('listener', '')
-        write_compact_string(w, v)
-        f = 3
-        w += _pack_i16(g('security_protocol', 0))
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_endpoint_v6_v8_fields, f, o) from None
-
-# Build UpdateMetadataBroker, version 7.
-def _build_update_metadata_broker_v7(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_broker_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_broker_v6_v8_keys,
-                _build_update_metadata_broker_v2_v8_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('id', 0))
-        f = 1
-        v = g('endpoints', ())
-        if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('rack', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_broker_v6_v8_fields, f, o) from None
-
 # Build UpdateMetadataRequest, version 7.
 def _build_update_metadata_request_v7(o, w):
     f = -1
@@ -2665,7 +1938,6 @@ def _build_update_metadata_request_v7(o, w):
                 o,
                 _build_update_metadata_request_v6_v7_keys,
                 _build_update_metadata_request_v5_v7_absent,
-                7,
             )
         g = o.get
         f = 0
@@ -2673,23 +1945,13 @@ def _build_update_metadata_request_v7(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_topic_state_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_topic_state_v7_v8)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(7)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v7(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_broker_v6_v8)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -2748,28 +2010,14 @@ def _parse_update_metadata_request_v8(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_topic_state_v7_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_update_metadata_topic_state_v7_v8)
         f = 2
         n = b[p] - 1
         if 0 <= n < 0x7F and n < len(b) - p:
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_update_metadata_broker_v6_v8(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_update_metadata_broker_v6_v8)
         f = 4
         nt = b[p]
         if nt < 0x80:
@@ -2790,161 +2038,6 @@ def _parse_update_metadata_request_v8(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_request_v8_fields, f) from None
 
-# Build UpdateMetadataPartitionState, version 8.
-def _build_update_metadata_partition_state_v8(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_partition_state_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_partition_state_v6_v8_keys,
-                _build_update_metadata_partition_state_v5_v8_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32x4(
-            g('partition_index', 0), g('controller_epoch', 0), g('leader', 0), g('leader_epoch', 0)
-        )
-        f = 1
-        v = g('isr', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 2
-        w += _pack_i32(g('zk_version', 0))
-        f = 3
-        v = g('replicas', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        f = 4
-        v = g('offline_replicas', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 5
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_partition_state_v6_v8_fields, f, o) from None
-
-# Build UpdateMetadataTopicState, version 8.
-def _build_update_metadata_topic_state_v8(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_topic_state_v7_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_topic_state_v7_v8_keys,
-                _build_update_metadata_topic_state_v7_v8_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
-        f = 2
-        v = g('partition_states', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_partition_state_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_topic_state_v7_v8_fields, f, o) from None
-
-# Build UpdateMetadataEndpoint, version 8.
-def _build_update_metadata_endpoint_v8(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_endpoint_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_endpoint_v6_v8_keys,
-                _build_update_metadata_endpoint_v3_v8_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('port', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        v = g('listener', '')
-        write_compact_string(w, v)
-        f = 3
-        w += _pack_i16(g('security_protocol', 0))
-        t = None
-        f = 4
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_endpoint_v6_v8_fields, f, o) from None
-
-# Build UpdateMetadataBroker, version 8.
-def _build_update_metadata_broker_v8(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_broker_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_broker_v6_v8_keys,
-                _build_update_metadata_broker_v2_v8_absent,
-                8,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32(g('id', 0))
-        f = 1
-        v = g('endpoints', ())
-        if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_endpoint_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        f = 2
-        v = g('rack', '')
-        write_compact_nullable_string(w, v)
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_broker_v6_v8_fields, f, o) from None
-
 _build_update_metadata_request_v8_keys = frozenset({
     '_unknown_tags', 'broker_epoch', 'controller_epoch', 'controller_id', 'is_k_raft_controller',
     'live_brokers', 'topic_states', 'type',
@@ -2964,10 +2057,7 @@ def _build_update_metadata_request_v8(o, w):
     try:
         if not _build_update_metadata_request_v8_keys.issuperset(o):
             check_keys(
-                o,
-                _build_update_metadata_request_v8_keys,
-                _build_update_metadata_request_v8_absent,
-                8,
+                o, _build_update_metadata_request_v8_keys, _build_update_metadata_request_v8_absent
             )
         g = o.get
         f = 0
@@ -2980,23 +2070,13 @@ def _build_update_metadata_request_v8(o, w):
         f = 1
         v = g('topic_states', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_topic_state_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_topic_state_v7_v8)
         f = 2
         v = g('live_brokers', ())
         if v is None:
-            raise null_error(8)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_update_metadata_broker_v8(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_update_metadata_broker_v6_v8)
         t = None
         f = 3
         v = g('type', 0)

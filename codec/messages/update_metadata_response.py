@@ -4,15 +4,12 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
@@ -39,8 +36,8 @@ _build_update_metadata_response_v0_v5_keys = frozenset({'error_code'})
 _build_update_metadata_response_v0_v8_absent = {}
 _build_update_metadata_response_v0_v5_fields = ((('error_code', 'h', 0),),)
 
-# Build UpdateMetadataResponse, version 0.
-def _build_update_metadata_response_v0(o, w):
+# Build UpdateMetadataResponse, versions 0-5.
+def _build_update_metadata_response_v0_v5(o, w):
     f = -1
     try:
         if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
@@ -48,119 +45,12 @@ def _build_update_metadata_response_v0(o, w):
                 o,
                 _build_update_metadata_response_v0_v5_keys,
                 _build_update_metadata_response_v0_v8_absent,
-                0,
             )
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
     except Exception as x:
         raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 1.
-def _build_update_metadata_response_v1(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v0_v5_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                1,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 2.
-def _build_update_metadata_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v0_v5_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 3.
-def _build_update_metadata_response_v3(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v0_v5_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                3,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 4.
-def _build_update_metadata_response_v4(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v0_v5_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                4,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 5.
-def _build_update_metadata_response_v5(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v0_v5_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v0_v5_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                5,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v0_v5_fields, f, o) from None
-
-_tags_update_metadata_response_v6_v8_names = {}
-
-# Parse the tagged fields of UpdateMetadataResponse, versions 6-8.
-def _tags_update_metadata_response_v6_v8(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_update_metadata_response_v6_v8_names, t) from None
 
 _parse_update_metadata_response_v6_v8_fields = ((('error_code', 'h', None),), '_tagged_fields')
 
@@ -180,7 +70,7 @@ def _parse_update_metadata_response_v6_v8(b, p):
         o = Container()
         o['error_code'] = v0_0
         if nt:
-            p = _tags_update_metadata_response_v6_v8(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_update_metadata_response_v6_v8_fields, f) from None
@@ -188,8 +78,8 @@ def _parse_update_metadata_response_v6_v8(b, p):
 _build_update_metadata_response_v6_v8_keys = frozenset({'_unknown_tags', 'error_code'})
 _build_update_metadata_response_v6_v8_fields = ((('error_code', 'h', 0),), '_unknown_tags')
 
-# Build UpdateMetadataResponse, version 6.
-def _build_update_metadata_response_v6(o, w):
+# Build UpdateMetadataResponse, versions 6-8.
+def _build_update_metadata_response_v6_v8(o, w):
     f = -1
     try:
         if not _build_update_metadata_response_v6_v8_keys.issuperset(o):
@@ -197,55 +87,6 @@ def _build_update_metadata_response_v6(o, w):
                 o,
                 _build_update_metadata_response_v6_v8_keys,
                 _build_update_metadata_response_v0_v8_absent,
-                6,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v6_v8_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 7.
-def _build_update_metadata_response_v7(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v6_v8_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                7,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_update_metadata_response_v6_v8_fields, f, o) from None
-
-# Build UpdateMetadataResponse, version 8.
-def _build_update_metadata_response_v8(o, w):
-    f = -1
-    try:
-        if not _build_update_metadata_response_v6_v8_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_update_metadata_response_v6_v8_keys,
-                _build_update_metadata_response_v0_v8_absent,
-                8,
             )
         g = o.get
         f = 0
@@ -279,14 +120,14 @@ PARSE = {
     8: _parse_update_metadata_response_v6_v8,
 }
 BUILD = {
-    0: _build_update_metadata_response_v0,
-    1: _build_update_metadata_response_v1,
-    2: _build_update_metadata_response_v2,
-    3: _build_update_metadata_response_v3,
-    4: _build_update_metadata_response_v4,
-    5: _build_update_metadata_response_v5,
-    6: _build_update_metadata_response_v6,
-    7: _build_update_metadata_response_v7,
-    8: _build_update_metadata_response_v8,
+    0: _build_update_metadata_response_v0_v5,
+    1: _build_update_metadata_response_v0_v5,
+    2: _build_update_metadata_response_v0_v5,
+    3: _build_update_metadata_response_v0_v5,
+    4: _build_update_metadata_response_v0_v5,
+    5: _build_update_metadata_response_v0_v5,
+    6: _build_update_metadata_response_v6_v8,
+    7: _build_update_metadata_response_v6_v8,
+    8: _build_update_metadata_response_v6_v8,
 }
 SCHEMA = (('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),)

@@ -14,6 +14,7 @@ from kipwire.codec._runtime import (
     null_error,
     read_compact_string,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
     write_compact_string,
@@ -32,27 +33,6 @@ _EMPTY = {}
 # The default CurrentLeader, version 0.
 def _default_current_leader_v0():
     return Container({'leader_id': -1, 'leader_epoch': -1, 'host': '', 'port': 0})
-
-_tags_current_leader_v0_names = {}
-
-# Parse the tagged fields of CurrentLeader, version 0.
-def _tags_current_leader_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_current_leader_v0_names, t) from None
 
 _parse_current_leader_v0_fields = (
     (('leader_id', 'i', None), ('leader_epoch', 'i', None)), 'host', (('port', 'i', None),),
@@ -83,7 +63,7 @@ def _parse_current_leader_v0(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_current_leader_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_current_leader_v0_fields, f) from None
@@ -156,7 +136,7 @@ def _build_current_leader_v0(o, w):
     f = -1
     try:
         if not _build_current_leader_v0_keys.issuperset(o):
-            check_keys(o, _build_current_leader_v0_keys, _build_current_leader_v0_absent, 0)
+            check_keys(o, _build_current_leader_v0_keys, _build_current_leader_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x2(g('leader_id', -1), g('leader_epoch', -1))
@@ -193,7 +173,6 @@ def _build_update_raft_voter_response_v0(o, w):
                 o,
                 _build_update_raft_voter_response_v0_keys,
                 _build_update_raft_voter_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -203,7 +182,7 @@ def _build_update_raft_voter_response_v0(o, w):
         v = g('current_leader', _EMPTY)
         tw = bytearray()
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_current_leader_v0(v, tw)
         if tw != _build_current_leader_v0_default_bytes:
             if t is None:

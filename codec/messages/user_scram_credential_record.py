@@ -4,17 +4,14 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
     read_compact_bytes,
     read_compact_string,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_compact_bytes,
     write_compact_string,
     write_tags,
@@ -25,27 +22,6 @@ _pack_i8 = Struct('>b').pack
 _unpack_i32 = Struct('>i').unpack_from
 _unpack_i8 = Struct('>b').unpack_from
 
-
-_tags_user_scram_credential_record_v0_names = {}
-
-# Parse the tagged fields of UserScramCredentialRecord, version 0.
-def _tags_user_scram_credential_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_user_scram_credential_record_v0_names, t) from None
 
 _parse_user_scram_credential_record_v0_fields = (
     'name', (('mechanism', 'b', None),), 'salt', 'stored_key', 'server_key',
@@ -84,7 +60,7 @@ def _parse_user_scram_credential_record_v0(b, p):
         o['server_key'] = v4
         o['iterations'] = v5_0
         if nt:
-            p = _tags_user_scram_credential_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_user_scram_credential_record_v0_fields, f) from None
@@ -107,7 +83,6 @@ def _build_user_scram_credential_record_v0(o, w):
                 o,
                 _build_user_scram_credential_record_v0_keys,
                 _build_user_scram_credential_record_v0_absent,
-                0,
             )
         g = o.get
         f = 0

@@ -4,27 +4,24 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -41,27 +38,6 @@ _unpack_i32x3_uuidx2_i32_i64 = Struct('>iii16s16siq').unpack_from
 _unpack_i32x3_uuidx2_i32_i64_bool = Struct('>iii16s16siq?').unpack_from
 _unpack_i32x4_i64 = Struct('>iiiiq').unpack_from
 
-
-_tags_partition_data_v0_v2_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-2.
-def _tags_partition_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v2_names, t) from None
 
 _parse_partition_data_v0_fields = (
     (
@@ -91,31 +67,10 @@ def _parse_partition_data_v0(b, p):
         o['last_offset_epoch'] = v0_3
         o['last_offset'] = v0_4
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_fields, f) from None
-
-_tags_topic_data_v0_v2_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-2.
-def _tags_topic_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v2_names, t) from None
 
 _parse_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -159,17 +114,12 @@ def _parse_topic_data_v0(b, p):
                     c['last_offset'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -181,31 +131,10 @@ def _parse_topic_data_v0(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
-
-_tags_vote_request_v0_v2_names = {}
-
-# Parse the tagged fields of VoteRequest, versions 0-2.
-def _tags_vote_request_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_vote_request_v0_v2_names, t) from None
 
 _parse_vote_request_v0_fields = ('cluster_id', 'topics', '_tagged_fields')
 
@@ -221,14 +150,7 @@ def _parse_vote_request_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -239,7 +161,7 @@ def _parse_vote_request_v0(b, p):
         o['cluster_id'] = v0
         o['topics'] = v1
         if nt:
-            p = _tags_vote_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_vote_request_v0_fields, f) from None
@@ -266,7 +188,7 @@ def _build_partition_data_v0(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent, 0)
+            check_keys(o, _build_partition_data_v0_keys, _build_partition_data_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32x4_i64(
@@ -295,7 +217,7 @@ def _build_topic_data_v0(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 0)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -303,13 +225,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -329,7 +246,7 @@ def _build_vote_request_v0(o, w):
     f = -1
     try:
         if not _build_vote_request_v0_keys.issuperset(o):
-            check_keys(o, _build_vote_request_v0_keys, _build_vote_request_v0_absent, 0)
+            check_keys(o, _build_vote_request_v0_keys, _build_vote_request_v0_absent)
         g = o.get
         f = 0
         v = g('cluster_id', None)
@@ -337,13 +254,8 @@ def _build_vote_request_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -387,7 +299,7 @@ def _parse_partition_data_v1(b, p):
         o['last_offset_epoch'] = v0_5
         o['last_offset'] = v0_6
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v1_fields, f) from None
@@ -440,17 +352,12 @@ def _parse_topic_data_v1(b, p):
                     c['last_offset'] = k0_6
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v1(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v1, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -462,7 +369,7 @@ def _parse_topic_data_v1(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
@@ -486,14 +393,7 @@ def _parse_vote_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_data_v1)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -505,7 +405,7 @@ def _parse_vote_request_v1(b, p):
         o['voter_id'] = v1_0
         o['topics'] = v2
         if nt:
-            p = _tags_vote_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_vote_request_v1_v2_fields, f) from None
@@ -536,7 +436,7 @@ def _build_partition_data_v1(o, w):
     f = -1
     try:
         if not _build_partition_data_v1_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent, 1)
+            check_keys(o, _build_partition_data_v1_keys, _build_partition_data_v1_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_uuidx2_i32_i64(
@@ -563,7 +463,7 @@ def _build_topic_data_v1(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 1)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -571,13 +471,8 @@ def _build_topic_data_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v1)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -599,7 +494,7 @@ def _build_vote_request_v1(o, w):
     f = -1
     try:
         if not _build_vote_request_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_vote_request_v1_v2_keys, _build_vote_request_v1_v2_absent, 1)
+            check_keys(o, _build_vote_request_v1_v2_keys, _build_vote_request_v1_v2_absent)
         g = o.get
         f = 0
         v = g('cluster_id', None)
@@ -609,13 +504,8 @@ def _build_vote_request_v1(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v1)
         t = None
         f = 3
         u = g('_unknown_tags')
@@ -660,7 +550,7 @@ def _parse_partition_data_v2(b, p):
         o['last_offset'] = v0_6
         o['pre_vote'] = v0_7
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v2_fields, f) from None
@@ -721,17 +611,12 @@ def _parse_topic_data_v2(b, p):
                     c['pre_vote'] = k0_7
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -743,7 +628,7 @@ def _parse_topic_data_v2(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
@@ -763,14 +648,7 @@ def _parse_vote_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v2 = []
-        a = v2.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v2, p = read_structs(b, p, n, _parse_topic_data_v2)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -782,7 +660,7 @@ def _parse_vote_request_v2(b, p):
         o['voter_id'] = v1_0
         o['topics'] = v2
         if nt:
-            p = _tags_vote_request_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_vote_request_v1_v2_fields, f) from None
@@ -813,7 +691,7 @@ def _build_partition_data_v2(o, w):
     f = -1
     try:
         if not _build_partition_data_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v2_keys, _build_partition_data_v2_absent, 2)
+            check_keys(o, _build_partition_data_v2_keys, _build_partition_data_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32x3_uuidx2_i32_i64_bool(
@@ -841,7 +719,7 @@ def _build_topic_data_v2(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 2)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -849,13 +727,8 @@ def _build_topic_data_v2(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -871,7 +744,7 @@ def _build_vote_request_v2(o, w):
     f = -1
     try:
         if not _build_vote_request_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_vote_request_v1_v2_keys, _build_vote_request_v1_v2_absent, 2)
+            check_keys(o, _build_vote_request_v1_v2_keys, _build_vote_request_v1_v2_absent)
         g = o.get
         f = 0
         v = g('cluster_id', None)
@@ -881,13 +754,8 @@ def _build_vote_request_v2(o, w):
         f = 2
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v2)
         t = None
         f = 3
         u = g('_unknown_tags')

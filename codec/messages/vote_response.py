@@ -5,21 +5,22 @@
 from kipwire.codec._runtime import (
     Container,
     DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
     check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
+    read_structs,
     read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
     tag_failure,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 
@@ -33,27 +34,6 @@ _unpack_i32 = Struct('>i').unpack_from
 _unpack_i32_i16_i32x2_bool = Struct('>ihii?').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 
-
-_tags_partition_data_v0_v2_names = {}
-
-# Parse the tagged fields of PartitionData, versions 0-2.
-def _tags_partition_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_data_v0_v2_names, t) from None
 
 _parse_partition_data_v0_v2_fields = (
     (
@@ -83,31 +63,10 @@ def _parse_partition_data_v0_v2(b, p):
         o['leader_epoch'] = v0_3
         o['vote_granted'] = v0_4
         if nt:
-            p = _tags_partition_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_data_v0_v2_fields, f) from None
-
-_tags_topic_data_v0_v2_names = {}
-
-# Parse the tagged fields of TopicData, versions 0-2.
-def _tags_topic_data_v0_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_topic_data_v0_v2_names, t) from None
 
 _parse_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_tagged_fields')
 
@@ -151,17 +110,12 @@ def _parse_topic_data_v0_v2(b, p):
                     c['vote_granted'] = k0_4
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_partition_data_v0_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_data_v0_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_data_v0_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -173,31 +127,10 @@ def _parse_topic_data_v0_v2(b, p):
         o['topic_name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_topic_data_v0_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_topic_data_v0_v2_fields, f) from None
-
-_tags_vote_response_v0_names = {}
-
-# Parse the tagged fields of VoteResponse, version 0.
-def _tags_vote_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_vote_response_v0_names, t) from None
 
 _parse_vote_response_v0_fields = ((('error_code', 'h', None),), 'topics', '_tagged_fields')
 
@@ -214,14 +147,7 @@ def _parse_vote_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -232,7 +158,7 @@ def _parse_vote_response_v0(b, p):
         o['error_code'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_vote_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_vote_response_v0_fields, f) from None
@@ -249,12 +175,12 @@ _build_partition_data_v0_v2_fields = (
     '_unknown_tags',
 )
 
-# Build PartitionData, version 0.
-def _build_partition_data_v0(o, w):
+# Build PartitionData, versions 0-2.
+def _build_partition_data_v0_v2(o, w):
     f = -1
     try:
         if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 0)
+            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16_i32x2_bool(
@@ -278,12 +204,12 @@ _build_topic_data_v0_v2_keys = frozenset({'_unknown_tags', 'partitions', 'topic_
 _build_topic_data_v0_v2_absent = {}
 _build_topic_data_v0_v2_fields = ('topic_name', 'partitions', '_unknown_tags')
 
-# Build TopicData, version 0.
-def _build_topic_data_v0(o, w):
+# Build TopicData, versions 0-2.
+def _build_topic_data_v0_v2(o, w):
     f = -1
     try:
         if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 0)
+            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent)
         g = o.get
         f = 0
         v = g('topic_name', '')
@@ -291,13 +217,8 @@ def _build_topic_data_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_data_v0_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -317,20 +238,15 @@ def _build_vote_response_v0(o, w):
     f = -1
     try:
         if not _build_vote_response_v0_keys.issuperset(o):
-            check_keys(o, _build_vote_response_v0_keys, _build_vote_response_v0_absent, 0)
+            check_keys(o, _build_vote_response_v0_keys, _build_vote_response_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -340,27 +256,6 @@ def _build_vote_response_v0(o, w):
             write_tags(w, t, u)
     except Exception as x:
         raise encode_failure(x, _build_vote_response_v0_fields, f, o) from None
-
-_tags_node_endpoint_v1_v2_names = {}
-
-# Parse the tagged fields of NodeEndpoint, versions 1-2.
-def _tags_node_endpoint_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_node_endpoint_v1_v2_names, t) from None
 
 _parse_node_endpoint_v1_v2_fields = (
     (('node_id', 'i', None),), 'host', (('port', 'H', None),), '_tagged_fields',
@@ -389,7 +284,7 @@ def _parse_node_endpoint_v1_v2(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_node_endpoint_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_node_endpoint_v1_v2_fields, f) from None
@@ -430,17 +325,12 @@ def _tags_vote_response_v1_v2(b, p, nt, o):
                         c['port'] = k2_0
                         if b[p]:
                             nt, p = read_uvarint(b, p)
-                            p = _tags_node_endpoint_v1_v2(b, p, nt, c)
+                            p = read_unknown_tags(b, p, nt, c)
                         else:
                             p += 1
                         a(c)
                 except Exception:
-                    p = q
-                    for i in range(z):
-                        try:
-                            x, p = _parse_node_endpoint_v1_v2(b, p)
-                        except DecodeError as y:
-                            raise at_index(y, i) from None
+                    p = element_failure(_parse_node_endpoint_v1_v2, b, q, z)
                     raise
                 o['node_endpoints'] = v
                 check_tag_end(p, e, t)
@@ -470,14 +360,7 @@ def _parse_vote_response_v1_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_topic_data_v0_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_topic_data_v0_v2)
         f = 3
         nt = b[p]
         if nt < 0x80:
@@ -494,73 +377,18 @@ def _parse_vote_response_v1_v2(b, p):
     except Exception as x:
         raise decode_failure(x, p, _parse_vote_response_v1_v2_fields, f) from None
 
-# Build PartitionData, version 1.
-def _build_partition_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32x2_bool(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('leader_id', 0),
-            g('leader_epoch', 0),
-            g('vote_granted', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v2_fields, f, o) from None
-
-# Build TopicData, version 1.
-def _build_topic_data_v1(o, w):
-    f = -1
-    try:
-        if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 1)
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_data_v0_v2_fields, f, o) from None
-
 _build_node_endpoint_v1_v2_keys = frozenset({'_unknown_tags', 'host', 'node_id', 'port'})
 _build_node_endpoint_v1_v2_absent = {}
 _build_node_endpoint_v1_v2_fields = (
     (('node_id', 'i', 0),), 'host', (('port', 'H', 0),), '_unknown_tags',
 )
 
-# Build NodeEndpoint, version 1.
-def _build_node_endpoint_v1(o, w):
+# Build NodeEndpoint, versions 1-2.
+def _build_node_endpoint_v1_v2(o, w):
     f = -1
     try:
         if not _build_node_endpoint_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_node_endpoint_v1_v2_keys, _build_node_endpoint_v1_v2_absent, 1)
+            check_keys(o, _build_node_endpoint_v1_v2_keys, _build_node_endpoint_v1_v2_absent)
         g = o.get
         f = 0
         w += _pack_i32(g('node_id', 0))
@@ -587,161 +415,28 @@ _build_vote_response_v1_v2_fields = (
     (('error_code', 'h', 0),), 'topics', 'node_endpoints', '_unknown_tags',
 )
 
-# Build VoteResponse, version 1.
-def _build_vote_response_v1(o, w):
+# Build VoteResponse, versions 1-2.
+def _build_vote_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_vote_response_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_vote_response_v1_v2_keys, _build_vote_response_v1_v2_absent, 1)
+            check_keys(o, _build_vote_response_v1_v2_keys, _build_vote_response_v1_v2_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('error_code', 0))
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_topic_data_v0_v2)
         t = None
         f = 2
         v = g('node_endpoints', ())
         if v is None or len(v) > 0:
             tw = bytearray()
             if v is None:
-                raise null_error(1)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v1(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
-            if t is None:
-                t = []
-            t.append((0, tw))
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_vote_response_v1_v2_fields, f, o) from None
-
-# Build PartitionData, version 2.
-def _build_partition_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_partition_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_partition_data_v0_v2_keys, _build_partition_data_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32_i16_i32x2_bool(
-            g('partition_index', 0),
-            g('error_code', 0),
-            g('leader_id', 0),
-            g('leader_epoch', 0),
-            g('vote_granted', False),
-        )
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_partition_data_v0_v2_fields, f, o) from None
-
-# Build TopicData, version 2.
-def _build_topic_data_v2(o, w):
-    f = -1
-    try:
-        if not _build_topic_data_v0_v2_keys.issuperset(o):
-            check_keys(o, _build_topic_data_v0_v2_keys, _build_topic_data_v0_v2_absent, 2)
-        g = o.get
-        f = 0
-        v = g('topic_name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_topic_data_v0_v2_fields, f, o) from None
-
-# Build NodeEndpoint, version 2.
-def _build_node_endpoint_v2(o, w):
-    f = -1
-    try:
-        if not _build_node_endpoint_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_node_endpoint_v1_v2_keys, _build_node_endpoint_v1_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i32(g('node_id', 0))
-        f = 1
-        v = g('host', '')
-        write_compact_string(w, v)
-        f = 2
-        w += _pack_u16(g('port', 0))
-        t = None
-        f = 3
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_node_endpoint_v1_v2_fields, f, o) from None
-
-# Build VoteResponse, version 2.
-def _build_vote_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_vote_response_v1_v2_keys.issuperset(o):
-            check_keys(o, _build_vote_response_v1_v2_keys, _build_vote_response_v1_v2_absent, 2)
-        g = o.get
-        f = 0
-        w += _pack_i16(g('error_code', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_topic_data_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        v = g('node_endpoints', ())
-        if v is None or len(v) > 0:
-            tw = bytearray()
-            if v is None:
-                raise null_error(2)
-            n = write_array_length(tw, v, True)
-            for i, x in enumerate(v or ()):
-                try:
-                    _build_node_endpoint_v2(x, tw)
-                except EncodeError as y:
-                    raise at_index(y, i) from None
+                raise null_error()
+            write_structs(tw, v, True, _build_node_endpoint_v1_v2)
             if t is None:
                 t = []
             t.append((0, tw))
@@ -762,7 +457,7 @@ VERSIONS = (0, 2)
 FLEXIBLE_FROM = 0
 EXTENSION_VERSIONS = None
 PARSE = {0: _parse_vote_response_v0, 1: _parse_vote_response_v1_v2, 2: _parse_vote_response_v1_v2}
-BUILD = {0: _build_vote_response_v0, 1: _build_vote_response_v1, 2: _build_vote_response_v2}
+BUILD = {0: _build_vote_response_v0, 1: _build_vote_response_v1_v2, 2: _build_vote_response_v1_v2}
 SCHEMA = (
     ('ErrorCode', 'int16', '0+', 'none', 'none', None, '', False, ()),
     (

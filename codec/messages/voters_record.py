@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -37,27 +34,6 @@ _unpack_i32_uuid = Struct('>i16s').unpack_from
 _unpack_u16 = Struct('>H').unpack_from
 _EMPTY = {}
 
-
-_tags_endpoint_v0_names = {}
-
-# Parse the tagged fields of Endpoint, version 0.
-def _tags_endpoint_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_endpoint_v0_names, t) from None
 
 _parse_endpoint_v0_fields = ('name', 'host', (('port', 'H', None),), '_tagged_fields')
 
@@ -83,31 +59,10 @@ def _parse_endpoint_v0(b, p):
         o['host'] = v1
         o['port'] = v2_0
         if nt:
-            p = _tags_endpoint_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_endpoint_v0_fields, f) from None
-
-_tags_k_raft_version_feature_v0_names = {}
-
-# Parse the tagged fields of KRaftVersionFeature, version 0.
-def _tags_k_raft_version_feature_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_k_raft_version_feature_v0_names, t) from None
 
 _parse_k_raft_version_feature_v0_fields = (
     (('min_supported_version', 'h', None), ('max_supported_version', 'h', None)), '_tagged_fields',
@@ -130,31 +85,10 @@ def _parse_k_raft_version_feature_v0(b, p):
         o['min_supported_version'] = v0_0
         o['max_supported_version'] = v0_1
         if nt:
-            p = _tags_k_raft_version_feature_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_k_raft_version_feature_v0_fields, f) from None
-
-_tags_voter_v0_names = {}
-
-# Parse the tagged fields of Voter, version 0.
-def _tags_voter_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_voter_v0_names, t) from None
 
 _parse_voter_v0_fields = (
     (('voter_id', 'i', None), ('voter_directory_id', '16s', None)), 'endpoints',
@@ -191,17 +125,12 @@ def _parse_voter_v0(b, p):
                 c['port'] = k2_0
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_endpoint_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_endpoint_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_endpoint_v0, b, q, z)
             raise
         f = 2
         v2, p = _parse_k_raft_version_feature_v0(b, p)
@@ -217,31 +146,10 @@ def _parse_voter_v0(b, p):
         o['endpoints'] = v1
         o['k_raft_version_feature'] = v2
         if nt:
-            p = _tags_voter_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_voter_v0_fields, f) from None
-
-_tags_voters_record_v0_names = {}
-
-# Parse the tagged fields of VotersRecord, version 0.
-def _tags_voters_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_voters_record_v0_names, t) from None
 
 _parse_voters_record_v0_fields = ((('version', 'h', None),), 'voters', '_tagged_fields')
 
@@ -258,14 +166,7 @@ def _parse_voters_record_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_voter_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_voter_v0)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -276,7 +177,7 @@ def _parse_voters_record_v0(b, p):
         o['version'] = v0_0
         o['voters'] = v1
         if nt:
-            p = _tags_voters_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_voters_record_v0_fields, f) from None
@@ -290,7 +191,7 @@ def _build_endpoint_v0(o, w):
     f = -1
     try:
         if not _build_endpoint_v0_keys.issuperset(o):
-            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent, 0)
+            check_keys(o, _build_endpoint_v0_keys, _build_endpoint_v0_absent)
         g = o.get
         f = 0
         v = g('name', '')
@@ -324,7 +225,7 @@ def _build_k_raft_version_feature_v0(o, w):
     try:
         if not _build_k_raft_version_feature_v0_keys.issuperset(o):
             check_keys(
-                o, _build_k_raft_version_feature_v0_keys, _build_k_raft_version_feature_v0_absent, 0
+                o, _build_k_raft_version_feature_v0_keys, _build_k_raft_version_feature_v0_absent
             )
         g = o.get
         f = 0
@@ -359,24 +260,19 @@ def _build_voter_v0(o, w):
     f = -1
     try:
         if not _build_voter_v0_keys.issuperset(o):
-            check_keys(o, _build_voter_v0_keys, _build_voter_v0_absent, 0)
+            check_keys(o, _build_voter_v0_keys, _build_voter_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_uuid(g('voter_id', 0), uuid_bytes(g('voter_directory_id', ZERO_UUID)))
         f = 1
         v = g('endpoints', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_endpoint_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_endpoint_v0)
         f = 2
         v = g('k_raft_version_feature', _EMPTY)
         if v is None:
-            raise null_error(0)
+            raise null_error()
         _build_k_raft_version_feature_v0(v, w)
         t = None
         f = 3
@@ -397,20 +293,15 @@ def _build_voters_record_v0(o, w):
     f = -1
     try:
         if not _build_voters_record_v0_keys.issuperset(o):
-            check_keys(o, _build_voters_record_v0_keys, _build_voters_record_v0_absent, 0)
+            check_keys(o, _build_voters_record_v0_keys, _build_voters_record_v0_absent)
         g = o.get
         f = 0
         w += _pack_i16(g('version', 0))
         f = 1
         v = g('voters', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_voter_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_voter_v0)
         t = None
         f = 2
         u = g('_unknown_tags')

@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
     UUID,
     ZERO_UUID,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_compact_array_length,
     read_compact_nullable_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     uuid_bytes,
-    write_array_length,
     write_compact_nullable_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
@@ -32,27 +29,6 @@ _pack_uuid = Struct('>16s').pack
 _unpack_i32_i16 = Struct('>ih').unpack_from
 _unpack_uuid = Struct('>16s').unpack_from
 
-
-_tags_partition_result_v0_names = {}
-
-# Parse the tagged fields of PartitionResult, version 0.
-def _tags_partition_result_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_partition_result_v0_names, t) from None
 
 _parse_partition_result_v0_fields = (
     (('partition', 'i', None), ('error_code', 'h', None)), 'error_message', '_tagged_fields',
@@ -78,31 +54,10 @@ def _parse_partition_result_v0(b, p):
         o['error_code'] = v0_1
         o['error_message'] = v1
         if nt:
-            p = _tags_partition_result_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_partition_result_v0_fields, f) from None
-
-_tags_write_state_result_v0_names = {}
-
-# Parse the tagged fields of WriteStateResult, version 0.
-def _tags_write_state_result_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_write_state_result_v0_names, t) from None
 
 _parse_write_state_result_v0_fields = ((('topic_id', '16s', None),), 'partitions', '_tagged_fields')
 
@@ -135,17 +90,12 @@ def _parse_write_state_result_v0(b, p):
                 c['error_message'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_partition_result_v0(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_partition_result_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_partition_result_v0, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -157,31 +107,10 @@ def _parse_write_state_result_v0(b, p):
         o['topic_id'] = v0_0
         o['partitions'] = v1
         if nt:
-            p = _tags_write_state_result_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_write_state_result_v0_fields, f) from None
-
-_tags_write_share_group_state_response_v0_names = {}
-
-# Parse the tagged fields of WriteShareGroupStateResponse, version 0.
-def _tags_write_share_group_state_response_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_write_share_group_state_response_v0_names, t) from None
 
 _parse_write_share_group_state_response_v0_fields = ('results', '_tagged_fields')
 
@@ -195,14 +124,7 @@ def _parse_write_share_group_state_response_v0(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_write_state_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_write_state_result_v0)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -212,7 +134,7 @@ def _parse_write_share_group_state_response_v0(b, p):
         o = Container()
         o['results'] = v0
         if nt:
-            p = _tags_write_share_group_state_response_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_write_share_group_state_response_v0_fields, f) from None
@@ -230,7 +152,7 @@ def _build_partition_result_v0(o, w):
     f = -1
     try:
         if not _build_partition_result_v0_keys.issuperset(o):
-            check_keys(o, _build_partition_result_v0_keys, _build_partition_result_v0_absent, 0)
+            check_keys(o, _build_partition_result_v0_keys, _build_partition_result_v0_absent)
         g = o.get
         f = 0
         w += _pack_i32_i16(g('partition', 0), g('error_code', 0))
@@ -259,20 +181,15 @@ def _build_write_state_result_v0(o, w):
     f = -1
     try:
         if not _build_write_state_result_v0_keys.issuperset(o):
-            check_keys(o, _build_write_state_result_v0_keys, _build_write_state_result_v0_absent, 0)
+            check_keys(o, _build_write_state_result_v0_keys, _build_write_state_result_v0_absent)
         g = o.get
         f = 0
         w += _pack_uuid(uuid_bytes(g('topic_id', ZERO_UUID)))
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_partition_result_v0)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -296,19 +213,13 @@ def _build_write_share_group_state_response_v0(o, w):
                 o,
                 _build_write_share_group_state_response_v0_keys,
                 _build_write_share_group_state_response_v0_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('results', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_write_state_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_write_state_result_v0)
         t = None
         f = 1
         u = g('_unknown_tags')

@@ -4,13 +4,10 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     pack,
@@ -18,12 +15,13 @@ from kipwire.codec._runtime import (
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
@@ -84,12 +82,7 @@ def _parse_writable_txn_marker_v0(b, p):
                 c['partition_indexes'] = k1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_writable_txn_marker_topic_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_writable_txn_marker_topic_v0, b, q, z)
             raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -112,14 +105,7 @@ def _parse_write_txn_markers_request_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_writable_txn_marker_v0)
         o = Container()
         o['markers'] = v0
         return o, p
@@ -139,7 +125,6 @@ def _build_writable_txn_marker_topic_v0(o, w):
                 o,
                 _build_writable_txn_marker_topic_v0_keys,
                 _build_writable_txn_marker_topic_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -148,7 +133,7 @@ def _build_writable_txn_marker_topic_v0(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(0)
+            raise null_error()
         n = write_array_length(w, v, False)
         if n:
             w += pack(f'>{n}i', *v)
@@ -170,7 +155,7 @@ def _build_writable_txn_marker_v0(o, w):
     try:
         if not _build_writable_txn_marker_v0_keys.issuperset(o):
             check_keys(
-                o, _build_writable_txn_marker_v0_keys, _build_writable_txn_marker_v0_v1_absent, 0
+                o, _build_writable_txn_marker_v0_keys, _build_writable_txn_marker_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -180,13 +165,8 @@ def _build_writable_txn_marker_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_writable_txn_marker_topic_v0)
         f = 2
         w += _pack_i32(g('coordinator_epoch', 0))
     except Exception as x:
@@ -205,42 +185,15 @@ def _build_write_txn_markers_request_v0(o, w):
                 o,
                 _build_write_txn_markers_request_v0_keys,
                 _build_write_txn_markers_request_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('markers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_writable_txn_marker_v0)
     except Exception as x:
         raise encode_failure(x, _build_write_txn_markers_request_v0_fields, f, o) from None
-
-_tags_writable_txn_marker_topic_v1_v2_names = {}
-
-# Parse the tagged fields of WritableTxnMarkerTopic, versions 1-2.
-def _tags_writable_txn_marker_topic_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_writable_txn_marker_topic_v1_v2_names, t) from None
 
 _parse_writable_txn_marker_topic_v1_v2_fields = ('name', 'partition_indexes', '_tagged_fields')
 
@@ -268,31 +221,10 @@ def _parse_writable_txn_marker_topic_v1_v2(b, p):
         o['name'] = v0
         o['partition_indexes'] = v1
         if nt:
-            p = _tags_writable_txn_marker_topic_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_writable_txn_marker_topic_v1_v2_fields, f) from None
-
-_tags_writable_txn_marker_v1_v2_names = {}
-
-# Parse the tagged fields of WritableTxnMarker, versions 1-2.
-def _tags_writable_txn_marker_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_writable_txn_marker_v1_v2_names, t) from None
 
 _parse_writable_txn_marker_v1_fields = (
     (('producer_id', 'q', None), ('producer_epoch', 'h', None), ('transaction_result', '?', None)),
@@ -331,17 +263,12 @@ def _parse_writable_txn_marker_v1(b, p):
                 c['partition_indexes'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_writable_txn_marker_topic_v1_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_writable_txn_marker_topic_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_writable_txn_marker_topic_v1_v2, b, q, z)
             raise
         f = 2
         v2_0, = _unpack_i32(b, p)
@@ -359,31 +286,10 @@ def _parse_writable_txn_marker_v1(b, p):
         o['topics'] = v1
         o['coordinator_epoch'] = v2_0
         if nt:
-            p = _tags_writable_txn_marker_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_writable_txn_marker_v1_fields, f) from None
-
-_tags_write_txn_markers_request_v1_v2_names = {}
-
-# Parse the tagged fields of WriteTxnMarkersRequest, versions 1-2.
-def _tags_write_txn_markers_request_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_write_txn_markers_request_v1_v2_names, t) from None
 
 _parse_write_txn_markers_request_v1_v2_fields = ('markers', '_tagged_fields')
 
@@ -397,14 +303,7 @@ def _parse_write_txn_markers_request_v1(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_v1(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_writable_txn_marker_v1)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -414,7 +313,7 @@ def _parse_write_txn_markers_request_v1(b, p):
         o = Container()
         o['markers'] = v0
         if nt:
-            p = _tags_write_txn_markers_request_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_write_txn_markers_request_v1_v2_fields, f) from None
@@ -424,8 +323,8 @@ _build_writable_txn_marker_topic_v1_v2_keys = frozenset({
 })
 _build_writable_txn_marker_topic_v1_v2_fields = ('name', 'partition_indexes', '_unknown_tags')
 
-# Build WritableTxnMarkerTopic, version 1.
-def _build_writable_txn_marker_topic_v1(o, w):
+# Build WritableTxnMarkerTopic, versions 1-2.
+def _build_writable_txn_marker_topic_v1_v2(o, w):
     f = -1
     try:
         if not _build_writable_txn_marker_topic_v1_v2_keys.issuperset(o):
@@ -433,7 +332,6 @@ def _build_writable_txn_marker_topic_v1(o, w):
                 o,
                 _build_writable_txn_marker_topic_v1_v2_keys,
                 _build_writable_txn_marker_topic_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -442,7 +340,7 @@ def _build_writable_txn_marker_topic_v1(o, w):
         f = 1
         v = g('partition_indexes', ())
         if v is None:
-            raise null_error(1)
+            raise null_error()
         n = write_array_length(w, v, True)
         if n:
             w += pack(f'>{n}i', *v)
@@ -471,7 +369,7 @@ def _build_writable_txn_marker_v1(o, w):
     try:
         if not _build_writable_txn_marker_v1_keys.issuperset(o):
             check_keys(
-                o, _build_writable_txn_marker_v1_keys, _build_writable_txn_marker_v0_v1_absent, 1
+                o, _build_writable_txn_marker_v1_keys, _build_writable_txn_marker_v0_v1_absent
             )
         g = o.get
         f = 0
@@ -481,13 +379,8 @@ def _build_writable_txn_marker_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_topic_v1_v2)
         f = 2
         w += _pack_i32(g('coordinator_epoch', 0))
         t = None
@@ -512,19 +405,13 @@ def _build_write_txn_markers_request_v1(o, w):
                 o,
                 _build_write_txn_markers_request_v1_v2_keys,
                 _build_write_txn_markers_request_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('markers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_v1)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -573,17 +460,12 @@ def _parse_writable_txn_marker_v2(b, p):
                 c['partition_indexes'] = k1
                 if b[p]:
                     nt, p = read_uvarint(b, p)
-                    p = _tags_writable_txn_marker_topic_v1_v2(b, p, nt, c)
+                    p = read_unknown_tags(b, p, nt, c)
                 else:
                     p += 1
                 a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_writable_txn_marker_topic_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_writable_txn_marker_topic_v1_v2, b, q, z)
             raise
         f = 2
         v2_0, v2_1 = _unpack_i32_i8(b, p)
@@ -602,7 +484,7 @@ def _parse_writable_txn_marker_v2(b, p):
         o['coordinator_epoch'] = v2_0
         o['transaction_version'] = v2_1
         if nt:
-            p = _tags_writable_txn_marker_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_writable_txn_marker_v2_fields, f) from None
@@ -617,14 +499,7 @@ def _parse_write_txn_markers_request_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_writable_txn_marker_v2)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -634,42 +509,10 @@ def _parse_write_txn_markers_request_v2(b, p):
         o = Container()
         o['markers'] = v0
         if nt:
-            p = _tags_write_txn_markers_request_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_write_txn_markers_request_v1_v2_fields, f) from None
-
-# Build WritableTxnMarkerTopic, version 2.
-def _build_writable_txn_marker_topic_v2(o, w):
-    f = -1
-    try:
-        if not _build_writable_txn_marker_topic_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_writable_txn_marker_topic_v1_v2_keys,
-                _build_writable_txn_marker_topic_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partition_indexes', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        if n:
-            w += pack(f'>{n}i', *v)
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_writable_txn_marker_topic_v1_v2_fields, f, o) from None
 
 _build_writable_txn_marker_v2_keys = frozenset({
     '_unknown_tags', 'coordinator_epoch', 'producer_epoch', 'producer_id', 'topics',
@@ -686,9 +529,7 @@ def _build_writable_txn_marker_v2(o, w):
     f = -1
     try:
         if not _build_writable_txn_marker_v2_keys.issuperset(o):
-            check_keys(
-                o, _build_writable_txn_marker_v2_keys, _build_writable_txn_marker_v2_absent, 2
-            )
+            check_keys(o, _build_writable_txn_marker_v2_keys, _build_writable_txn_marker_v2_absent)
         g = o.get
         f = 0
         w += _pack_i64_i16_bool(
@@ -697,13 +538,8 @@ def _build_writable_txn_marker_v2(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_topic_v1_v2)
         f = 2
         w += _pack_i32_i8(g('coordinator_epoch', 0), g('transaction_version', 0))
         t = None
@@ -725,19 +561,13 @@ def _build_write_txn_markers_request_v2(o, w):
                 o,
                 _build_write_txn_markers_request_v1_v2_keys,
                 _build_write_txn_markers_request_v0_v2_absent,
-                2,
             )
         g = o.get
         f = 0
         v = g('markers', ())
         if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_v2)
         t = None
         f = 1
         u = g('_unknown_tags')

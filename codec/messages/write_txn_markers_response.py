@@ -4,25 +4,22 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
-    EncodeError,
     Struct,
-    at_index,
     check_keys,
-    check_tag_end,
     decode_failure,
+    element_failure,
     encode_failure,
     null_error,
     read_array_length,
     read_compact_array_length,
     read_compact_string,
     read_string,
-    read_unknown_tag,
+    read_structs,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
-    write_array_length,
     write_compact_string,
     write_string,
+    write_structs,
     write_tags,
 )
 
@@ -86,12 +83,7 @@ def _parse_writable_txn_marker_topic_result_v0(b, p):
                     c['error_code'] = k0_1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_writable_txn_marker_partition_result_v0(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_writable_txn_marker_partition_result_v0, b, q, z)
             raise
         o = Container()
         o['name'] = v0
@@ -111,14 +103,7 @@ def _parse_writable_txn_marker_result_v0(b, p):
         p += 8
         f = 1
         n, p = read_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_topic_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_writable_txn_marker_topic_result_v0)
         o = Container()
         o['producer_id'] = v0_0
         o['topics'] = v1
@@ -134,14 +119,7 @@ def _parse_write_txn_markers_response_v0(b, p):
     try:
         f = 0
         n, p = read_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_result_v0(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_writable_txn_marker_result_v0)
         o = Container()
         o['markers'] = v0
         return o, p
@@ -163,7 +141,6 @@ def _build_writable_txn_marker_partition_result_v0(o, w):
                 o,
                 _build_writable_txn_marker_partition_result_v0_keys,
                 _build_writable_txn_marker_partition_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -186,7 +163,6 @@ def _build_writable_txn_marker_topic_result_v0(o, w):
                 o,
                 _build_writable_txn_marker_topic_result_v0_keys,
                 _build_writable_txn_marker_topic_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -195,13 +171,8 @@ def _build_writable_txn_marker_topic_result_v0(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_partition_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_writable_txn_marker_partition_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_writable_txn_marker_topic_result_v0_fields, f, o) from None
 
@@ -218,7 +189,6 @@ def _build_writable_txn_marker_result_v0(o, w):
                 o,
                 _build_writable_txn_marker_result_v0_keys,
                 _build_writable_txn_marker_result_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
@@ -226,13 +196,8 @@ def _build_writable_txn_marker_result_v0(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_writable_txn_marker_topic_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_writable_txn_marker_result_v0_fields, f, o) from None
 
@@ -249,42 +214,15 @@ def _build_write_txn_markers_response_v0(o, w):
                 o,
                 _build_write_txn_markers_response_v0_keys,
                 _build_write_txn_markers_response_v0_v2_absent,
-                0,
             )
         g = o.get
         f = 0
         v = g('markers', ())
         if v is None:
-            raise null_error(0)
-        n = write_array_length(w, v, False)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_result_v0(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, False, _build_writable_txn_marker_result_v0)
     except Exception as x:
         raise encode_failure(x, _build_write_txn_markers_response_v0_fields, f, o) from None
-
-_tags_writable_txn_marker_partition_result_v1_v2_names = {}
-
-# Parse the tagged fields of WritableTxnMarkerPartitionResult, versions 1-2.
-def _tags_writable_txn_marker_partition_result_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_writable_txn_marker_partition_result_v1_v2_names, t) from None
 
 _parse_writable_txn_marker_partition_result_v1_v2_fields = (
     (('partition_index', 'i', None), ('error_code', 'h', None)), '_tagged_fields',
@@ -307,33 +245,12 @@ def _parse_writable_txn_marker_partition_result_v1_v2(b, p):
         o['partition_index'] = v0_0
         o['error_code'] = v0_1
         if nt:
-            p = _tags_writable_txn_marker_partition_result_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_writable_txn_marker_partition_result_v1_v2_fields, f
         ) from None
-
-_tags_writable_txn_marker_topic_result_v1_v2_names = {}
-
-# Parse the tagged fields of WritableTxnMarkerTopicResult, versions 1-2.
-def _tags_writable_txn_marker_topic_result_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_writable_txn_marker_topic_result_v1_v2_names, t) from None
 
 _parse_writable_txn_marker_topic_result_v1_v2_fields = ('name', 'partitions', '_tagged_fields')
 
@@ -371,17 +288,12 @@ def _parse_writable_txn_marker_topic_result_v1_v2(b, p):
                     c['error_code'] = k0_1
                     if b[p]:
                         nt, p = read_uvarint(b, p)
-                        p = _tags_writable_txn_marker_partition_result_v1_v2(b, p, nt, c)
+                        p = read_unknown_tags(b, p, nt, c)
                     else:
                         p += 1
                     a(c)
         except Exception:
-            p = q
-            for i in range(z):
-                try:
-                    x, p = _parse_writable_txn_marker_partition_result_v1_v2(b, p)
-                except DecodeError as y:
-                    raise at_index(y, i) from None
+            p = element_failure(_parse_writable_txn_marker_partition_result_v1_v2, b, q, z)
             raise
         f = 2
         nt = b[p]
@@ -393,33 +305,12 @@ def _parse_writable_txn_marker_topic_result_v1_v2(b, p):
         o['name'] = v0
         o['partitions'] = v1
         if nt:
-            p = _tags_writable_txn_marker_topic_result_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(
             x, p, _parse_writable_txn_marker_topic_result_v1_v2_fields, f
         ) from None
-
-_tags_writable_txn_marker_result_v1_v2_names = {}
-
-# Parse the tagged fields of WritableTxnMarkerResult, versions 1-2.
-def _tags_writable_txn_marker_result_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_writable_txn_marker_result_v1_v2_names, t) from None
 
 _parse_writable_txn_marker_result_v1_v2_fields = (
     (('producer_id', 'q', None),), 'topics', '_tagged_fields',
@@ -438,14 +329,7 @@ def _parse_writable_txn_marker_result_v1_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v1 = []
-        a = v1.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_topic_result_v1_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v1, p = read_structs(b, p, n, _parse_writable_txn_marker_topic_result_v1_v2)
         f = 2
         nt = b[p]
         if nt < 0x80:
@@ -456,31 +340,10 @@ def _parse_writable_txn_marker_result_v1_v2(b, p):
         o['producer_id'] = v0_0
         o['topics'] = v1
         if nt:
-            p = _tags_writable_txn_marker_result_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_writable_txn_marker_result_v1_v2_fields, f) from None
-
-_tags_write_txn_markers_response_v1_v2_names = {}
-
-# Parse the tagged fields of WriteTxnMarkersResponse, versions 1-2.
-def _tags_write_txn_markers_response_v1_v2(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_write_txn_markers_response_v1_v2_names, t) from None
 
 _parse_write_txn_markers_response_v1_v2_fields = ('markers', '_tagged_fields')
 
@@ -494,14 +357,7 @@ def _parse_write_txn_markers_response_v1_v2(b, p):
             p += 1
         else:
             n, p = read_compact_array_length(b, p, False)
-        v0 = []
-        a = v0.append
-        for i in range(n):
-            try:
-                x, p = _parse_writable_txn_marker_result_v1_v2(b, p)
-            except DecodeError as y:
-                raise at_index(y, i) from None
-            a(x)
+        v0, p = read_structs(b, p, n, _parse_writable_txn_marker_result_v1_v2)
         f = 1
         nt = b[p]
         if nt < 0x80:
@@ -511,7 +367,7 @@ def _parse_write_txn_markers_response_v1_v2(b, p):
         o = Container()
         o['markers'] = v0
         if nt:
-            p = _tags_write_txn_markers_response_v1_v2(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_write_txn_markers_response_v1_v2_fields, f) from None
@@ -523,8 +379,8 @@ _build_writable_txn_marker_partition_result_v1_v2_fields = (
     (('partition_index', 'i', 0), ('error_code', 'h', 0)), '_unknown_tags',
 )
 
-# Build WritableTxnMarkerPartitionResult, version 1.
-def _build_writable_txn_marker_partition_result_v1(o, w):
+# Build WritableTxnMarkerPartitionResult, versions 1-2.
+def _build_writable_txn_marker_partition_result_v1_v2(o, w):
     f = -1
     try:
         if not _build_writable_txn_marker_partition_result_v1_v2_keys.issuperset(o):
@@ -532,7 +388,6 @@ def _build_writable_txn_marker_partition_result_v1(o, w):
                 o,
                 _build_writable_txn_marker_partition_result_v1_v2_keys,
                 _build_writable_txn_marker_partition_result_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -554,8 +409,8 @@ _build_writable_txn_marker_topic_result_v1_v2_keys = frozenset({
 })
 _build_writable_txn_marker_topic_result_v1_v2_fields = ('name', 'partitions', '_unknown_tags')
 
-# Build WritableTxnMarkerTopicResult, version 1.
-def _build_writable_txn_marker_topic_result_v1(o, w):
+# Build WritableTxnMarkerTopicResult, versions 1-2.
+def _build_writable_txn_marker_topic_result_v1_v2(o, w):
     f = -1
     try:
         if not _build_writable_txn_marker_topic_result_v1_v2_keys.issuperset(o):
@@ -563,7 +418,6 @@ def _build_writable_txn_marker_topic_result_v1(o, w):
                 o,
                 _build_writable_txn_marker_topic_result_v1_v2_keys,
                 _build_writable_txn_marker_topic_result_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -572,13 +426,8 @@ def _build_writable_txn_marker_topic_result_v1(o, w):
         f = 1
         v = g('partitions', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_partition_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_partition_result_v1_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -596,8 +445,8 @@ _build_writable_txn_marker_result_v1_v2_fields = (
     (('producer_id', 'q', 0),), 'topics', '_unknown_tags',
 )
 
-# Build WritableTxnMarkerResult, version 1.
-def _build_writable_txn_marker_result_v1(o, w):
+# Build WritableTxnMarkerResult, versions 1-2.
+def _build_writable_txn_marker_result_v1_v2(o, w):
     f = -1
     try:
         if not _build_writable_txn_marker_result_v1_v2_keys.issuperset(o):
@@ -605,7 +454,6 @@ def _build_writable_txn_marker_result_v1(o, w):
                 o,
                 _build_writable_txn_marker_result_v1_v2_keys,
                 _build_writable_txn_marker_result_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
@@ -613,13 +461,8 @@ def _build_writable_txn_marker_result_v1(o, w):
         f = 1
         v = g('topics', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_topic_result_v1_v2)
         t = None
         f = 2
         u = g('_unknown_tags')
@@ -633,8 +476,8 @@ def _build_writable_txn_marker_result_v1(o, w):
 _build_write_txn_markers_response_v1_v2_keys = frozenset({'_unknown_tags', 'markers'})
 _build_write_txn_markers_response_v1_v2_fields = ('markers', '_unknown_tags')
 
-# Build WriteTxnMarkersResponse, version 1.
-def _build_write_txn_markers_response_v1(o, w):
+# Build WriteTxnMarkersResponse, versions 1-2.
+def _build_write_txn_markers_response_v1_v2(o, w):
     f = -1
     try:
         if not _build_write_txn_markers_response_v1_v2_keys.issuperset(o):
@@ -642,148 +485,13 @@ def _build_write_txn_markers_response_v1(o, w):
                 o,
                 _build_write_txn_markers_response_v1_v2_keys,
                 _build_write_txn_markers_response_v0_v2_absent,
-                1,
             )
         g = o.get
         f = 0
         v = g('markers', ())
         if v is None:
-            raise null_error(1)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_result_v1(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_write_txn_markers_response_v1_v2_fields, f, o) from None
-
-# Build WritableTxnMarkerPartitionResult, version 2.
-def _build_writable_txn_marker_partition_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_writable_txn_marker_partition_result_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_writable_txn_marker_partition_result_v1_v2_keys,
-                _build_writable_txn_marker_partition_result_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i32_i16(g('partition_index', 0), g('error_code', 0))
-        t = None
-        f = 1
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_writable_txn_marker_partition_result_v1_v2_fields, f, o
-        ) from None
-
-# Build WritableTxnMarkerTopicResult, version 2.
-def _build_writable_txn_marker_topic_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_writable_txn_marker_topic_result_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_writable_txn_marker_topic_result_v1_v2_keys,
-                _build_writable_txn_marker_topic_result_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('name', '')
-        write_compact_string(w, v)
-        f = 1
-        v = g('partitions', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_partition_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(
-            x, _build_writable_txn_marker_topic_result_v1_v2_fields, f, o
-        ) from None
-
-# Build WritableTxnMarkerResult, version 2.
-def _build_writable_txn_marker_result_v2(o, w):
-    f = -1
-    try:
-        if not _build_writable_txn_marker_result_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_writable_txn_marker_result_v1_v2_keys,
-                _build_writable_txn_marker_result_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        w += _pack_i64(g('producer_id', 0))
-        f = 1
-        v = g('topics', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_topic_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
-        t = None
-        f = 2
-        u = g('_unknown_tags')
-        if t is None and not u:
-            w.append(0)
-        else:
-            write_tags(w, t, u)
-    except Exception as x:
-        raise encode_failure(x, _build_writable_txn_marker_result_v1_v2_fields, f, o) from None
-
-# Build WriteTxnMarkersResponse, version 2.
-def _build_write_txn_markers_response_v2(o, w):
-    f = -1
-    try:
-        if not _build_write_txn_markers_response_v1_v2_keys.issuperset(o):
-            check_keys(
-                o,
-                _build_write_txn_markers_response_v1_v2_keys,
-                _build_write_txn_markers_response_v0_v2_absent,
-                2,
-            )
-        g = o.get
-        f = 0
-        v = g('markers', ())
-        if v is None:
-            raise null_error(2)
-        n = write_array_length(w, v, True)
-        for i, x in enumerate(v or ()):
-            try:
-                _build_writable_txn_marker_result_v2(x, w)
-            except EncodeError as y:
-                raise at_index(y, i) from None
+            raise null_error()
+        write_structs(w, v, True, _build_writable_txn_marker_result_v1_v2)
         t = None
         f = 1
         u = g('_unknown_tags')
@@ -808,8 +516,8 @@ PARSE = {
 }
 BUILD = {
     0: _build_write_txn_markers_response_v0,
-    1: _build_write_txn_markers_response_v1,
-    2: _build_write_txn_markers_response_v2,
+    1: _build_write_txn_markers_response_v1_v2,
+    2: _build_write_txn_markers_response_v1_v2,
 }
 SCHEMA = (
     (

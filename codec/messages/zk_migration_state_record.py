@@ -4,42 +4,18 @@
 
 from kipwire.codec._runtime import (
     Container,
-    DecodeError,
     Struct,
     check_keys,
-    check_tag_end,
     decode_failure,
     encode_failure,
-    read_unknown_tag,
+    read_unknown_tags,
     read_uvarint,
-    tag_failure,
     write_tags,
 )
 
 _pack_i8 = Struct('>b').pack
 _unpack_i8 = Struct('>b').unpack_from
 
-
-_tags_zk_migration_state_record_v0_names = {}
-
-# Parse the tagged fields of ZkMigrationStateRecord, version 0.
-def _tags_zk_migration_state_record_v0(b, p, nt, o):
-    t = -1
-    try:
-        for _ in range(nt):
-            t, p = read_uvarint(b, p)
-            s, p = read_uvarint(b, p)
-            e = p + s
-            if e > len(b):
-                past = f'{e - len(b)} bytes past the end'
-                raise DecodeError(f'tagged field {t} runs {past}', offset=p)
-            u = o.get('_unknown_tags')
-            if u is None:
-                u = o['_unknown_tags'] = {}
-            u[t], p = read_unknown_tag(b, p, s)
-        return p
-    except Exception as x:
-        raise tag_failure(x, p, _tags_zk_migration_state_record_v0_names, t) from None
 
 _parse_zk_migration_state_record_v0_fields = (
     (('zk_migration_state', 'b', None),), '_tagged_fields',
@@ -61,7 +37,7 @@ def _parse_zk_migration_state_record_v0(b, p):
         o = Container()
         o['zk_migration_state'] = v0_0
         if nt:
-            p = _tags_zk_migration_state_record_v0(b, p, nt, o)
+            p = read_unknown_tags(b, p, nt, o)
         return o, p
     except Exception as x:
         raise decode_failure(x, p, _parse_zk_migration_state_record_v0_fields, f) from None
@@ -79,7 +55,6 @@ def _build_zk_migration_state_record_v0(o, w):
                 o,
                 _build_zk_migration_state_record_v0_keys,
                 _build_zk_migration_state_record_v0_absent,
-                0,
             )
         g = o.get
         f = 0
