@@ -100,16 +100,6 @@ def build_stream(obj: Any, stream: io.BufferedIOBase, module: str, version: int)
     return obj
 
 
-def versions_include(text: str, version: int) -> bool:
-    """True when a schema version range ("none", "3", "3+", "1-4") includes `version`."""
-    if text == "none":
-        return False
-    if text.endswith("+"):
-        return version >= int(text[:-1])
-    lo, _, hi = text.partition("-")
-    return int(lo) <= version <= int(hi or lo)
-
-
 def _unknown_message(name: object, known: dict[str, tuple]) -> str:
     """'unknown message ...', naming the messages the caller may have meant."""
     text = str(name)
