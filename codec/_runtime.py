@@ -48,9 +48,9 @@ __all__ = [
     "element_failure", "encode_failure", "null_error", "pack", "read_array_length",
     "read_bytes", "read_compact_array_length", "read_compact_bytes", "read_compact_nullable_bytes",
     "read_compact_nullable_string", "read_compact_string", "read_nullable_bytes",
-    "read_nullable_string", "read_string", "read_structs", "read_unknown_tag",
+    "read_nullable_string", "read_string", "read_unknown_tag",
     "read_unknown_tags", "read_uuid", "read_uvarint", "tag_failure", "unpack_from", "uuid_bytes",
-    "write_array_length", "write_bytes", "write_structs",
+    "write_array_length", "write_bytes",
     "write_compact_bytes", "write_compact_nullable_bytes", "write_compact_nullable_string",
     "write_compact_string", "write_nullable_bytes", "write_nullable_string", "write_string",
     "write_tags",
@@ -130,19 +130,6 @@ def default_encoding(builder: Any) -> bytes:
     return bytes(w)
 
 
-def read_structs(b: Any, p: int, n: int, parse: Callable) -> tuple[list, int]:
-    """Read an array's `n` struct elements with `parse`; a failure's path starts at its index."""
-    out: list = []
-    a = out.append
-    for i in range(n):
-        try:
-            x, p = parse(b, p)
-        except DecodeError as y:
-            raise at_index(y, i) from None
-        a(x)
-    return out, p
-
-
 def element_failure(parse: Callable, b: Any, p: int, n: int) -> int:
     """Read `n` elements again one at a time, after the inlined loop over them failed.
 
@@ -155,16 +142,6 @@ def element_failure(parse: Callable, b: Any, p: int, n: int) -> int:
         except DecodeError as y:
             raise at_index(y, i) from None
     return p
-
-
-def write_structs(w: bytearray, items: Any, compact: bool, build: Callable) -> None:
-    """Append an array of structs (null for None): its length, then each element by `build`."""
-    write_array_length(w, items, compact)
-    for i, x in enumerate(items or ()):
-        try:
-            build(x, w)
-        except EncodeError as y:
-            raise at_index(y, i) from None
 
 
 def read_unknown_tags(b: Any, p: int, nt: int, o: dict) -> int:
