@@ -13,7 +13,7 @@ from typing import IO, Any
 from .. import codec
 from .framing import FrameBuffer, peek_error_code, peek_request_header
 from .messages import MESSAGES, registry
-from .registry import versions_include
+from .versions import Versions
 
 PROG = "python -m kipwire.codec"
 _READ_SIZE = 1 << 20
@@ -157,15 +157,15 @@ def decode(args: argparse.Namespace) -> int:
 
 def _describe_fields(fields: tuple, version: int | None, indent: str) -> Iterator[str]:
     for name, ftype, versions, nullable, tagged, tag, default, ignorable, children in fields:
-        if version is not None and not versions_include(versions, version):
+        if version is not None and version not in Versions.parse(versions):
             continue
         notes = []
         if version is None:
             notes.append(f"versions {versions}")
         for label, text in (("nullable", nullable), ("tagged", tagged)):
-            if text != "none" and (version is None or versions_include(text, version)):
+            if text != "none" and (version is None or version in Versions.parse(text)):
                 notes.append(label if version is not None else f"{label} {text}")
-        if tag is not None and (version is None or versions_include(tagged, version)):
+        if tag is not None and (version is None or version in Versions.parse(tagged)):
             notes.append(f"tag {tag}")
         if default:
             notes.append(f"default {default}")

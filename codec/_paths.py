@@ -8,6 +8,18 @@ from typing import Any
 from .errors import DecodeError, EncodeError
 
 
+class VersionedEncodeError(EncodeError):
+    """An EncodeError whose reason ends with the message version, which only the codec knows.
+
+    Build code is shared by every version whose wire format it writes, so it raises the reason
+    without the number (`null is not allowed in version`); `MessageCodec` appends its own.
+    """
+
+    def in_version(self, version: int) -> EncodeError:
+        """The EncodeError the caller sees: the reason completed with `version`."""
+        return EncodeError(f"{self.reason} {version}", path=self.path)
+
+
 def _join(name: str, path: str) -> str:
     if not path:
         return name
@@ -45,7 +57,7 @@ def at_index(exc: DecodeError | EncodeError, index: int) -> DecodeError | Encode
     path = _join(f"[{index}]", exc.path)
     if isinstance(exc, DecodeError):
         return DecodeError(exc.reason, offset=exc.offset, path=path)
-    return EncodeError(exc.reason, path=path)
+    return type(exc)(exc.reason, path=path)
 
 
 def encode_failure(exc: BaseException, names: tuple, index: int, obj: Any) -> EncodeError:
@@ -63,7 +75,7 @@ def encode_failure(exc: BaseException, names: tuple, index: int, obj: Any) -> En
                     return EncodeError("null is not allowed: the field is not nullable", path=key)
                 return EncodeError(f"{value!r} does not fit ({e})", path=key)
     if isinstance(exc, EncodeError):
-        return EncodeError(exc.reason, path=_join(name, exc.path))
+        return type(exc)(exc.reason, path=_join(name, exc.path))
     if isinstance(exc, DecodeError):
         return EncodeError(exc.reason, path=_join(name, exc.path))
     if isinstance(exc, TypeError | AttributeError) and not isinstance(obj, dict):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from struct import Struct, pack, unpack_from
 from typing import Any
 
 from construct import Container
 
-from ._paths import at_index, decode_failure, encode_failure, tag_failure
+from ._paths import VersionedEncodeError, at_index, decode_failure, encode_failure, tag_failure
 from ._wire import (
     UUID,
     ZERO_UUID,
@@ -45,11 +45,12 @@ from .errors import DecodeError, EncodeError
 __all__ = [
     "Container", "DecodeError", "EncodeError", "Struct", "StructDefault", "UUID", "ZERO_UUID",
     "at_index", "check_keys", "check_tag_end", "decode_failure", "default_encoding",
-    "encode_failure", "null_error", "pack", "read_array_length", "read_bytes",
-    "read_compact_array_length", "read_compact_bytes", "read_compact_nullable_bytes",
+    "element_failure", "encode_failure", "null_error", "pack", "read_array_length",
+    "read_bytes", "read_compact_array_length", "read_compact_bytes", "read_compact_nullable_bytes",
     "read_compact_nullable_string", "read_compact_string", "read_nullable_bytes",
-    "read_nullable_string", "read_string", "read_unknown_tag", "read_uuid", "read_uvarint",
-    "tag_failure", "unpack_from", "uuid_bytes", "write_array_length", "write_bytes",
+    "read_nullable_string", "read_string", "read_unknown_tag",
+    "read_unknown_tags", "read_uuid", "read_uvarint", "tag_failure", "unpack_from", "uuid_bytes",
+    "write_array_length", "write_bytes",
     "write_compact_bytes", "write_compact_nullable_bytes", "write_compact_nullable_string",
     "write_compact_string", "write_nullable_bytes", "write_nullable_string", "write_string",
     "write_tags",
@@ -77,9 +78,7 @@ class StructDefault(dict):
         return True
 
 
-def check_keys(
-    obj: Any, allowed: frozenset, absent: dict[str, tuple[Any, bool]], version: int
-) -> None:
+def check_keys(obj: Any, allowed: frozenset, absent: dict[str, tuple[Any, bool]]) -> None:
     """Reject keys unknown to the struct, and non-default values for fields this version lacks."""
     if not isinstance(obj, dict):
         raise EncodeError(f"expected a dict, got {type(obj).__name__}")
@@ -97,7 +96,7 @@ def check_keys(
         else:
             same = value == default
         if not (same or ignorable):
-            raise EncodeError(f"field does not exist in version {version}", path=key)
+            raise VersionedEncodeError("field does not exist in version", path=key)
 
 
 def unknown_field(key: Any, known: Iterable[str], path: str = "") -> EncodeError:
@@ -129,3 +128,44 @@ def default_encoding(builder: Any) -> bytes:
     w = bytearray()
     builder({}, w)
     return bytes(w)
+
+
+def element_failure(parse: Callable, b: Any, p: int, n: int) -> int:
+    """Read `n` elements again one at a time, after the inlined loop over them failed.
+
+    The element that fails raises its DecodeError with its index in the path; when none does,
+    the offset after them is returned and the caller re-raises the original failure.
+    """
+    for i in range(n):
+        try:
+            _x, p = parse(b, p)
+        except DecodeError as y:
+            raise at_index(y, i) from None
+    return p
+
+
+def read_unknown_tags(b: Any, p: int, nt: int, o: dict) -> int:
+    """Read the `nt` tagged fields of a struct that defines none into `o['_unknown_tags']`.
+
+    The tagged-field reader of every such struct; structs with tagged fields of their own get a
+    generated one that reads those and keeps the rest the same way.
+    """
+    t = -1
+    try:
+        for _ in range(nt):
+            t, p = read_uvarint(b, p)
+            s, p = read_uvarint(b, p)
+            e = p + s
+            if e > len(b):
+                past = f"{e - len(b)} bytes past the end"
+                raise DecodeError(f"tagged field {t} runs {past}", offset=p)
+            u = o.get("_unknown_tags")
+            if u is None:
+                u = o["_unknown_tags"] = {}
+            u[t], p = read_unknown_tag(b, p, s)
+        return p
+    except Exception as x:
+        raise tag_failure(x, p, _NO_TAGS, t) from None
+
+
+_NO_TAGS: dict[int, str] = {}

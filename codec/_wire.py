@@ -10,6 +10,7 @@ import struct
 import uuid
 from typing import Any
 
+from ._paths import VersionedEncodeError
 from .errors import DecodeError, EncodeError
 
 _I16 = struct.Struct(">h")
@@ -50,7 +51,7 @@ UNPACK_BOOLS = _ArrayUnpackers("?")
 def read_uvarint(buf: Any, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """Read an unsigned varint: at most 5 bytes for an int32 value, 10 for an int64 (varlong).
 
-    The one varint reader: `records.varint` re-exports it and `primitives` decodes with it.
+    The one varint reader: `records.varint` and the generated codecs read with it.
     """
     start = pos
     try:
@@ -389,9 +390,11 @@ def uuid_bytes(value: Any) -> bytes:
     raise EncodeError(f"expected a uuid.UUID or 16 bytes, got {value!r}")
 
 
-def write_array_length(w: bytearray, value: Any, compact: bool) -> int:
+def write_array_length(w: bytearray, value: Any, compact: bool, nullable: bool) -> int:
     """Append an array's length (null when value is None) and return the element count."""
     if value is None:
+        if not nullable:
+            raise null_error()
         if compact:
             w.append(0)
         else:
@@ -407,9 +410,9 @@ def write_array_length(w: bytearray, value: Any, compact: bool) -> int:
     return n
 
 
-def null_error(version: int) -> EncodeError:
-    """The error for a null where this version does not allow one."""
-    return EncodeError(f"null is not allowed in version {version}")
+def null_error() -> EncodeError:
+    """The error for a null where this version does not allow one (the codec adds the number)."""
+    return VersionedEncodeError("null is not allowed in version")
 
 
 def write_tags(w: bytearray, known: list[tuple[int, bytes]] | None, unknown: Any) -> None:

@@ -17,7 +17,7 @@ from ._wire import read_uvarint
 from .errors import DecodeError, FrameTooLargeError, UnknownApiError
 from .headers import RequestHeader, request_header_version, response_header_version
 from .messages import APIS, registry
-from .registry import versions_include
+from .versions import Versions
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -218,7 +218,7 @@ def _error_code_offset(api_key: int, api_version: int) -> int | None:
     """Where a response body's ErrorCode is, when only fixed-width fields come before it."""
     at = 0
     for name, ftype, versions, _nullable, tagged, *_ in registry.module(APIS[api_key][2]).SCHEMA:
-        if not versions_include(versions, api_version) or versions_include(tagged, api_version):
+        if api_version not in Versions.parse(versions) or api_version in Versions.parse(tagged):
             continue  # absent from this version, or in the tagged section after the body
         if name == "ErrorCode":
             return at

@@ -10,6 +10,7 @@ from typing import Any
 
 from construct import Construct, SizeofError
 
+from ._paths import VersionedEncodeError
 from .errors import DecodeError, UnknownMessageError, UnsupportedVersionError
 
 
@@ -48,12 +49,18 @@ class MessageCodec(Construct):
     def build(self, obj: Any, **contextkw: Any) -> bytes:
         """Encode a dict (omitted keys take their defaults) into bytes."""
         w = bytearray()
-        self._b(obj, w)
+        try:
+            self._b(obj, w)
+        except VersionedEncodeError as e:
+            raise e.in_version(self.version) from None
         return bytes(w)
 
     def build_into(self, obj: Any, out: bytearray) -> None:
         """Append the encoding of `obj` to `out` (no intermediate copy)."""
-        self._b(obj, out)
+        try:
+            self._b(obj, out)
+        except VersionedEncodeError as e:
+            raise e.in_version(self.version) from None
 
     def compile(self, filename: str | None = None) -> MessageCodec:
         """Already compiled: the generator emitted this codec's parse and build code."""
@@ -91,16 +98,6 @@ def build_stream(obj: Any, stream: io.BufferedIOBase, module: str, version: int)
     """Build one message into a stream (used by construct-compiled code embedding a message)."""
     stream.write(MessageCodec(importlib.import_module(module), version).build(obj))
     return obj
-
-
-def versions_include(text: str, version: int) -> bool:
-    """True when a schema version range ("none", "3", "3+", "1-4") includes `version`."""
-    if text == "none":
-        return False
-    if text.endswith("+"):
-        return version >= int(text[:-1])
-    lo, _, hi = text.partition("-")
-    return int(lo) <= version <= int(hi or lo)
 
 
 def _unknown_message(name: object, known: dict[str, tuple]) -> str:
