@@ -9,7 +9,7 @@ from uuid import UUID
 
 from construct import Container
 
-from kipwire.codec import ErrorCode, message
+from kipwire.codec import ApiKey, ErrorCode, message
 
 from .configs import (
     RECOVERY_STRATEGY,
@@ -24,7 +24,7 @@ from .state import NO_LEADER, TOPIC_RESOURCE, PartitionState
 if TYPE_CHECKING:
     from .controller import Controller
 
-GET_REPLICA_LOG_INFO = 93
+GET_REPLICA_LOG_INFO = ApiKey.GET_REPLICA_LOG_INFO
 # The fork's manager retries a replica that answered with an error: at once, then after
 # 50 ms, doubling up to 3 s.
 RETRY_BASE_MS = 50

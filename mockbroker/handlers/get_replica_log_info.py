@@ -1,4 +1,4 @@
-"""GetReplicaLogInfo (93): a replica's log facts for the controller's unclean recovery (KIP-966).
+"""GetReplicaLogInfo (KIP-only, see codec.extensions): a replica's log facts for unclean recovery.
 
 The controller asks every live replica of a leaderless partition and elects the one with the
 highest (LastWrittenLeaderEpoch, LogEndOffset). Kafka ships only the schema; the response has
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from .registry import RequestContext, handles
 
-GET_REPLICA_LOG_INFO = 93
+GET_REPLICA_LOG_INFO = ApiKey.GET_REPLICA_LOG_INFO
 MAX_PARTITIONS = 1000
 
 

@@ -8,12 +8,12 @@ import json
 from confluent_kafka import Producer
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster, Semantics
 from kipwire.mockbroker.broker.log_dirs import LogDirs
 
-PRODUCE, FETCH, GET_REPLICA_LOG_INFO = 0, 1, 93
+PRODUCE, FETCH, GET_REPLICA_LOG_INFO = 0, 1, ApiKey.GET_REPLICA_LOG_INFO
 DEADLINE = 20.0
 
 

@@ -10,12 +10,12 @@ import pytest
 from confluent_kafka import Producer
 from kafka_wire import WireClient
 
-from kipwire.codec import ErrorCode, decode_response
+from kipwire.codec import ApiKey, ErrorCode, decode_response
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.handlers import HANDLERS
 
 API_VERSIONS, METADATA, FIND_COORDINATOR, SASL_HANDSHAKE = 18, 3, 10, 17
-GET_REPLICA_LOG_INFO = 93
+GET_REPLICA_LOG_INFO = ApiKey.GET_REPLICA_LOG_INFO
 MAX_REQUEST = 64 * 1024
 
 

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from kipwire.codec import decode_record, encode_record
+from kipwire.codec import ApiKey, decode_record, encode_record
 from kipwire.mockbroker.controller import Controller, Semantics
 
 TOPIC_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
@@ -20,7 +20,7 @@ ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 43, 44
 ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 45, 46
 ALTER_PARTITION, UPDATE_FEATURES = 56, 57
 BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 62, 63, 64
-GET_REPLICA_LOG_INFO = 93
+GET_REPLICA_LOG_INFO = ApiKey.GET_REPLICA_LOG_INFO
 
 
 def incarnation(broker_id: int, generation: int = 0) -> uuid.UUID:
