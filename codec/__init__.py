@@ -5,6 +5,7 @@ Sans-I/O: bytes in, values out (and back). Message codecs are generated from `js
 """
 
 from .apis import api_versions as api_versions
+from .apis import extensions, is_extension
 from .errors import (
     DecodeError,
     EncodeError,
@@ -84,7 +85,9 @@ __all__ = [
     "encode_record",
     "encode_request",
     "encode_response",
+    "extensions",
     "from_json",
+    "is_extension",
     "message",
     "peek_error_code",
     "peek_request_header",

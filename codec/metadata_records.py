@@ -14,8 +14,9 @@ FRAME_VERSION = 1
 def encode_record(name: str, version: int, body: dict) -> bytes:
     """A metadata record with its frame header (frame version 1, api key, version)."""
     entry = MESSAGES.get(name)
-    if entry is None or entry[1] != "metadata":
-        raise EncodeError(f"{name!r} is not a metadata record")
+    if entry is None or entry[1] != "metadata" or RECORDS.get(entry[2]) != name:
+        # Tiered storage's records are "metadata" too, but keyed apart from the KRaft log's.
+        raise EncodeError(f"{name!r} is not a KRaft metadata record")
     try:
         codec = message(name, version)
     except UnsupportedVersionError as e:

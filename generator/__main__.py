@@ -1,4 +1,4 @@
-"""`python -m kipwire.generator build|check|compile|import-upstream`."""
+"""`python -m kipwire.generator build|check|compile|import-upstream|diff-upstream`."""
 
 from __future__ import annotations
 
@@ -29,12 +29,20 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("--enums", type=Path, help="an enums.tsv (enum, member, value, note)")
     imp = sub.add_parser("import-upstream", help="extract facts from Kafka's schema folders")
     imp.add_argument("args", nargs=argparse.REMAINDER)
+    diff = sub.add_parser(
+        "diff-upstream", help="show what a Kafka release's schema files change (folder or jar)"
+    )
+    diff.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
         if args.command == "import-upstream":
             from .upstream import main as import_main
 
             return import_main(args.args) or 0
+        if args.command == "diff-upstream":
+            from .diff_upstream import main as diff_main
+
+            return diff_main(args.args)
         if args.command == "compile":
             files = generate(args.schema_dirs, args.errors, "compile", args.enums)
             write(files, args.out)

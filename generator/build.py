@@ -74,14 +74,18 @@ class Api(NamedTuple):
     unstable: tuple[int, ...]
     # (oldest, newest) of the versions Kafka marks deprecated; still served.
     deprecated: tuple[int, int] | None
-    # (oldest, newest) of the versions the project adds beyond shipped Kafka.
+    # (oldest, newest) of the versions the project adds beyond shipped Kafka; all of them for an
+    # API only a KIP defines.
     extension: tuple[int, int] | None
+    # (oldest, newest) of early-access versions Kafka withdrew: decoded, never advertised.
+    withdrawn: tuple[int, int] | None
 
 '''
 
 
 def _api_entry(key: int, req: MessageSpec, names: tuple[str, str, str | None]) -> Group:
     valid, dep, ext = req.valid_versions, req.deprecated_versions, req.extension_versions
+    gone = req.withdrawn_versions
     deprecated = None if dep.empty else (dep.lo, valid.hi if dep.hi == OPEN else dep.hi)
     facts = [
         f"versions={(valid.lo, valid.hi)!r}",
@@ -89,8 +93,21 @@ def _api_entry(key: int, req: MessageSpec, names: tuple[str, str, str | None]) -
         f"unstable={(valid.hi,) if req.latest_version_unstable else ()!r}",
         f"deprecated={deprecated!r}",
         f"extension={None if ext.empty else (ext.lo, ext.hi)!r}",
+        f"withdrawn={None if gone.empty else (gone.lo, gone.hi)!r}",
     ]
     return Group(f"{key}: Api(", [*map(repr, names), *facts], ")", fill=True)
+
+
+# Kafka's storage module numbers its tiered-storage metadata records (RemoteLogMetadataSerde) in a
+# key space of their own: they are messages, but not records of the KRaft log (`RECORDS`).
+_REMOTE_LOG_METADATA = frozenset(
+    {
+        "RemoteLogSegmentMetadataRecord",
+        "RemoteLogSegmentMetadataUpdateRecord",
+        "RemotePartitionDeleteMetadataRecord",
+        "RemoteLogSegmentMetadataSnapshotRecord",
+    }
+)
 
 
 def _index_module(specs: list[MessageSpec], command: str) -> str:
@@ -105,7 +122,11 @@ def _index_module(specs: list[MessageSpec], command: str) -> str:
     }
     table = api_table(specs)
     apis = [_api_entry(key, req, table[key]) for key, req in api_requests(specs).items()]
-    records = {s.api_key: s.name for s in specs if s.type == "metadata" and s.api_key is not None}
+    records = {
+        s.api_key: s.name
+        for s in specs
+        if s.type == "metadata" and s.api_key is not None and s.name not in _REMOTE_LOG_METADATA
+    }
     lines = [
         header(command)
         + '"""Which messages the package holds, which API key each belongs to, and the APIs."""',

@@ -128,6 +128,9 @@ class MessageSpec:
     source: str = ""
     # Versions the project adds beyond what Apache Kafka shipped (e.g. KIP-966 ElectLeaders v3).
     extension_versions: Versions = NONE
+    # Oldest versions Kafka shipped as early access and then withdrawn (the share-group v0s):
+    # still decoded, never advertised.
+    withdrawn_versions: Versions = NONE
 
     @property
     def fields(self) -> list[FieldSpec]:
@@ -137,7 +140,7 @@ class MessageSpec:
 
 _MESSAGE_KEYS = {"apiKey", "type", "name", "validVersions", "flexibleVersions",
                  "deprecatedVersions", "latestVersionUnstable", "listeners", "fields",
-                 "commonStructs", "about", "extensionVersions"}  # fmt: skip
+                 "commonStructs", "about", "extensionVersions", "withdrawnVersions"}  # fmt: skip
 _FIELD_KEYS = {"name", "type", "versions", "nullableVersions", "taggedVersions", "tag",
                "flexibleVersions", "default", "ignorable", "mapKey", "entityType", "zeroCopy",
                "about", "fields"}  # fmt: skip
@@ -193,6 +196,14 @@ class _Parser:
             raise self.fail(
                 name, f"extensionVersions {extension} must be the newest of validVersions {valid}"
             )
+        withdrawn = self.versions(doc.get("withdrawnVersions"), name, "withdrawnVersions", NONE)
+        # Only a message's oldest versions can be withdrawn, and never all of them.
+        if not withdrawn.empty and not (
+            withdrawn.lo == valid.lo and withdrawn.hi != OPEN and withdrawn.hi < valid.hi
+        ):
+            raise self.fail(
+                name, f"withdrawnVersions {withdrawn} must be the oldest of validVersions {valid}"
+            )
         for common in doc.get("commonStructs", []):
             cname = common.get("name")
             if not cname or cname in self.common:
@@ -219,6 +230,7 @@ class _Parser:
             structs=self.structs,
             source=self.source,
             extension_versions=extension,
+            withdrawn_versions=withdrawn,
         )
 
     def struct(

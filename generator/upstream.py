@@ -3,8 +3,9 @@
 Each message found in the given folders becomes one file holding every version any folder
 defines. Only facts are written (names, types, version ranges, tags, defaults, flags); upstream
 `about` text and comments are left behind. Where two folders define the same version they must
-agree on the wire, and the result is checked against every folder, version by version.
-Project-owned extension files (`extensions/` beside the output by default) are merged in last.
+agree on the wire, except that a released folder (`--release`) wins over a pre-release snapshot;
+the result is checked against every folder, version by version. Project-owned extension files
+(`extensions/` beside the output by default) are merged in last, with `withdrawn.tsv` there.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Source:
     rank: int  # position of its folder on the command line: later folders are newer
     doc: dict
     spec: MessageSpec
+    release: bool = False  # from a folder of a Kafka release, not a pre-release snapshot
     valid: Versions = field(init=False)  # the versions it contributes (see check_agreement)
 
     def __post_init__(self) -> None:
@@ -46,10 +48,14 @@ _FIELD_ORDER = ("name", "type", "versions", "nullableVersions", "taggedVersions"
                 "fields")  # fmt: skip
 
 
-def load_sources(dirs: list[Path]) -> dict[str, list[Source]]:
-    """Every `*.json` under `dirs` (recursively), parsed and grouped by message name."""
+def load_sources(dirs: list[Path], releases: int = 0) -> dict[str, list[Source]]:
+    """Every `*.json` under `dirs` (recursively), parsed and grouped by message name.
+
+    The last `releases` folders hold a Kafka release's files; the others are snapshots.
+    """
     grouped: dict[str, list[Source]] = {}
     for rank, top in enumerate(dirs):
+        release = rank >= len(dirs) - releases
         if not top.is_dir():
             raise UpstreamError(f"{top}: not a directory")
         for path in sorted(top.rglob("*.json")):
@@ -57,7 +63,7 @@ def load_sources(dirs: list[Path]) -> dict[str, list[Source]]:
             same = grouped.setdefault(spec.name, [])
             if any(s.rank == rank for s in same):
                 raise UpstreamError(f"{spec.name} is defined twice under {top}")
-            same.append(Source(path, rank, doc, spec))
+            same.append(Source(path, rank, doc, spec, release))
     return grouped
 
 
@@ -86,7 +92,8 @@ def check_agreement(
     """Fail when two sources define one stable version with different wire formats.
 
     An unstable latest version may still change, so a later folder's definition of it replaces
-    the earlier one (which then stops covering it); the returned notes say where that happened.
+    the earlier one (which then stops covering it); a released definition replaces a pre-release
+    snapshot's the same way. The returned notes say where that happened.
     """
     notes = []
     for a, b in itertools.combinations(sorted(sources, key=lambda s: s.rank), 2):
@@ -108,8 +115,28 @@ def check_agreement(
                     f"{name} v{v}: unstable in {a.path}, replaced by {b.path} ({difference})"
                 )
                 break
+            if a.release != b.release:
+                snapshot, shipped = (b, a) if a.release else (a, b)
+                _drop(name, snapshot, v, f"differs from what shipped ({difference})")
+                notes.append(f"{name} v{v}: {snapshot.path} replaced by release {shipped.path}")
+                if snapshot.valid.empty or v > snapshot.valid.lo:
+                    break
+                continue
             raise UpstreamError(f"{name} v{v}: {a.path} and {b.path} disagree: {difference}")
     return notes
+
+
+def _drop(name: str, source: Source, v: int, why: str) -> None:
+    """Stop `source` covering version `v`, which must be its oldest or newest."""
+    valid = source.valid
+    if v == valid.lo == valid.hi:
+        source.valid = NONE
+    elif v == valid.hi:
+        source.valid = Versions(valid.lo, v - 1)
+    elif v == valid.lo:
+        source.valid = Versions(v + 1, valid.hi)
+    else:
+        raise UpstreamError(f"{name} v{v} of {source.path} {why}, inside its versions {valid}")
 
 
 def _rename(spec: MessageSpec, path: str, new: str) -> None:
@@ -121,7 +148,7 @@ def _rename(spec: MessageSpec, path: str, new: str) -> None:
     next(f for f in fields if f.name == old).name = new
 
 
-def merge(name: str, sources: list[Source]) -> dict:
+def merge(name: str, sources: list[Source], withdrawn: Versions = NONE) -> dict:
     """One schema document holding the union of the sources' versions."""
     # Oldest first, so that the newest source has the last word on non-wire facts.
     live = sorted((s for s in sources if not s.valid.empty), key=lambda s: (s.valid.hi, s.rank))
@@ -150,6 +177,8 @@ def merge(name: str, sources: list[Source]) -> dict:
     deprecated = ctx.render("deprecatedVersions", [(s, s.spec.deprecated_versions) for s in live])
     if deprecated != "none":
         out["deprecatedVersions"] = deprecated
+    if not withdrawn.empty:
+        out["withdrawnVersions"] = str(withdrawn)
     if any(s.spec.latest_version_unstable for s in ctx.newest):
         out["latestVersionUnstable"] = True
     extension = _union(name, "extensionVersions", [s.spec.extension_versions for s in live])
@@ -275,14 +304,20 @@ def verify(name: str, doc: dict, sources: list[Source]) -> MessageSpec:
     return merged
 
 
-def load_extensions(folder: Path, rank: int, upstream: dict[str, list[Source]]) -> None:
+def load_extensions(
+    folder: Path, rank: int, upstream: dict[str, list[Source]], notes: list[str] | None = None
+) -> None:
     """Add the project's files in `folder`: extension versions, or whole messages none defines."""
+    notes = [] if notes is None else notes
     for path in sorted(folder.glob("*.json")):
         doc, spec = _read(path)
         ext = spec.extension_versions
         if ext.empty and spec.name not in upstream:
             # A format Kafka ships in code but not as a schema file (control record key/value).
             upstream[spec.name] = [Source(path, rank, doc, spec)]
+            continue
+        if not ext.empty and ext == spec.valid_versions and ext.lo == 0:
+            _add_extension_api(path, Source(path, rank, doc, spec), upstream, notes)
             continue
         if ext.empty or spec.valid_versions != ext:
             raise UpstreamError(
@@ -300,25 +335,82 @@ def load_extensions(folder: Path, rank: int, upstream: dict[str, list[Source]]) 
         upstream[spec.name].append(Source(path, rank, doc, spec))
 
 
+def _add_extension_api(
+    path: Path, ext: Source, upstream: dict[str, list[Source]], notes: list[str]
+) -> None:
+    """A message only a KIP defines, under an API key no upstream folder uses.
+
+    A pre-release snapshot may hold a draft of it (GetReplicaLogInfo was merged to trunk and
+    reverted before any release): the project's definition replaces the draft. A release that
+    ships the message, or any upstream use of the key, is refused.
+    """
+    name, key = ext.spec.name, ext.spec.api_key
+    drafts = upstream.get(name, [])
+    shipped = [s for s in drafts if s.release]
+    if shipped:
+        raise UpstreamError(f"{path}: {name} is shipped by {shipped[0].path}: not an extension")
+    users = sorted(
+        str(s.path)
+        for sources in upstream.values()
+        for s in sources
+        if s.spec.api_key == key and s.spec.type == ext.spec.type and s.spec.name != name
+    )
+    if key is not None and users:
+        raise UpstreamError(f"{path}: apiKey {key} of {name} is used upstream by {users[0]}")
+    for draft in drafts:
+        notes.append(f"{name}: the draft in {draft.path} is replaced by the extension {path}")
+    upstream[name] = [ext]
+
+
+def load_withdrawn(path: Path, upstream: dict[str, list[Source]]) -> dict[str, Versions]:
+    """`withdrawn.tsv` (message, versions, why): early-access versions no release keeps."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        if not line.strip():
+            continue
+        name, text, *_ = line.split("\t")
+        versions = Versions.parse(text)
+        sources = upstream.get(name)
+        if not sources:
+            raise UpstreamError(f"{path}: {name} is not defined upstream")
+        released = [s.valid.lo for s in sources if s.release and not s.valid.empty]
+        if not released or versions.hi >= min(released):
+            raise UpstreamError(f"{path}: {name} v{versions} is in a release folder's versions")
+        out[name] = versions
+    return out
+
+
 def render_json(doc: dict) -> str:
     """The bytes written for one schema document: stable and diff-friendly."""
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def import_upstream(
-    dirs: list[Path], out: Path, extensions: Path | None = None, notes: list[str] | None = None
+    dirs: list[Path],
+    out: Path,
+    extensions: Path | None = None,
+    notes: list[str] | None = None,
+    releases: list[Path] | None = None,
 ) -> list[str]:
-    """Write one merged schema per message found under `dirs` into `out`; return the names."""
+    """Write one merged schema per message found under `dirs` into `out`; return the names.
+
+    `releases` are folders of Kafka releases, newer than every folder of `dirs`: where they
+    disagree with a pre-release snapshot, the release wins.
+    """
     notes = [] if notes is None else notes
-    sources = load_sources(dirs)
+    releases = releases or []
+    sources = load_sources([*dirs, *releases], len(releases))
     ext_dir = out / "extensions" if extensions is None else extensions
+    withdrawn: dict[str, Versions] = {}
     if ext_dir.is_dir():
-        load_extensions(ext_dir, len(dirs), sources)
+        load_extensions(ext_dir, len(dirs) + len(releases), sources, notes)
+        if (ext_dir / "withdrawn.tsv").is_file():
+            withdrawn = load_withdrawn(ext_dir / "withdrawn.tsv", sources)
     unstable = unstable_versions(sources)
     docs = {}
     for name in sorted(sources):
         notes.extend(check_agreement(name, sources[name], unstable))
-        docs[name] = merge(name, sources[name])
+        docs[name] = merge(name, sources[name], withdrawn.get(name, NONE))
         verify(name, docs[name], sources[name])
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -343,12 +435,19 @@ def import_errors(tsv: Path, out: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: `import-upstream DIR... [--out DIR] [--extensions DIR] [--errors TSV]`."""
+    """CLI: `import-upstream DIR... [--release DIR]... [--out DIR] [--extensions DIR] ...`."""
     parser = argparse.ArgumentParser(
         prog="python -m kipwire.generator import-upstream",
         description="Write the version union of Kafka schema folders as the project's schemas.",
     )
     parser.add_argument("dirs", nargs="+", type=Path, help="schema folders, oldest first")
+    parser.add_argument(
+        "--release",
+        type=Path,
+        action="append",
+        default=[],
+        help="a folder of a Kafka release (newer than DIR...); it wins over pre-release snapshots",
+    )
     parser.add_argument("--out", type=Path, default=Path("jsonschemas"))
     parser.add_argument(
         "--extensions", type=Path, help="project extension files (default: OUT/extensions)"
@@ -357,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         notes: list[str] = []
-        written = import_upstream(args.dirs, args.out, args.extensions, notes)
+        written = import_upstream(args.dirs, args.out, args.extensions, notes, args.release)
         for note in notes:
             print(f"import-upstream: note: {note}")
         if args.errors:

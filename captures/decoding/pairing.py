@@ -135,6 +135,8 @@ class _Api:
         # a codec without the finer error classes still reports every failure as malformed
         self.unknown = getattr(decoder, "UnknownApiError", ())
         self.unsupported = getattr(decoder, "UnsupportedVersionError", ())
+        # no Kafka sends the project's extensions (codec.extensions): a capture never decodes one
+        self.is_extension = getattr(decoder, "is_extension", None)
         # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
         params = inspect.signature(decoder.decode_request).parameters
         self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
@@ -369,6 +371,10 @@ def _decode(
         d.status, d.error = "unknown_api", f"API key {api_key} is not known to the codec"
         return d
     try:
+        if api.is_extension is not None and api.is_extension(api_key, api_version):
+            raise decoder.UnsupportedVersionError(
+                f"{api.names[api_key]} v{api_version} is a kipwire extension, not Kafka's"
+            )
         if request:
             msg = decoder.decode_request(frame, **api.trailing)
             d.client_id = msg.client_id

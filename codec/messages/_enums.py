@@ -98,7 +98,11 @@ class ApiKey(IntEnum):
     STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
-    GET_REPLICA_LOG_INFO = 93
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
+    GET_REPLICA_LOG_INFO = 10966
     LIST_CLIENT_METRICS_RESOURCES = 74
 
     @property
@@ -199,7 +203,11 @@ _API_NAMES = {
     88: 'StreamsGroupHeartbeat',
     89: 'StreamsGroupDescribe',
     90: 'DescribeShareGroupOffsets',
-    93: 'GetReplicaLogInfo',
+    91: 'AlterShareGroupOffsets',
+    92: 'DeleteShareGroupOffsets',
+    93: 'StreamsGroupTopologyDescriptionUpdate',
+    94: 'UnregisterController',
+    10966: 'GetReplicaLogInfo',
 }
 
 
@@ -306,6 +314,7 @@ class ErrorCode(IntEnum):
     FEATURE_UPDATE_FAILED = 96
     PRINCIPAL_DESERIALIZATION_FAILURE = 97
     SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
     UNKNOWN_TOPIC_ID = 100
     DUPLICATE_BROKER_REGISTRATION = 101
     BROKER_ID_NOT_REGISTERED = 102
@@ -335,6 +344,14 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136
 
     @property
     def retriable(self) -> bool:
@@ -343,8 +360,8 @@ class ErrorCode(IntEnum):
 
 
 _RETRIABLE = frozenset({
-    2, 3, 5, 6, 7, 9, 12, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83, 84,
-    88, 89, 100, 103, 106, 122, 123,
+    2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83, 84, 88,
+    89, 100, 103, 106, 122, 123, 133,
 })
 
 

@@ -1,4 +1,4 @@
-"""GetReplicaLogInfo (93): a replica's log facts for the controller's unclean recovery (KIP-966).
+"""GetReplicaLogInfo (an extension key): a replica's log facts for KIP-966's unclean recovery.
 
 The controller asks every live replica of a leaderless partition and elects the one with the
 highest (LastWrittenLeaderEpoch, LogEndOffset). Kafka ships only the schema; the response has

@@ -62,3 +62,44 @@ def test_the_list_builds_an_api_versions_response_that_reads_back() -> None:
     data = response.build({"error_code": 0, "api_keys": keys})
     decoded = response.parse(data)
     assert [dict(k) for k in decoded["api_keys"]] == keys
+
+
+def test_get_replica_log_info_is_an_extension_api_under_a_key_kafka_never_used() -> None:
+    key = codec.ApiKey.GET_REPLICA_LOG_INFO
+    assert key not in range(codec.ApiKey.UNREGISTER_CONTROLLER + 1)  # Kafka 4.4.0 stops at 94
+    assert APIS[key].name == "GetReplicaLogInfo" and APIS[key].extension == APIS[key].versions
+    assert key not in _by_key()
+    assert _by_key(include_extensions=True)[key] == (0, 0)
+    # Kafka 4.4.0's own numbering of the keys GetReplicaLogInfo's trunk draft once used.
+    assert APIS[93].name == "StreamsGroupTopologyDescriptionUpdate"
+    assert APIS[94].name == "UnregisterController"
+
+
+def test_extensions_lists_every_extension_with_its_reason_and_is_read_only() -> None:
+    marked = {k: api.extension for k, api in APIS.items() if api.extension is not None}
+    assert {k: v[0] for k, v in codec.extensions.items()} == marked
+    assert set(codec.extensions) == {codec.ApiKey.ELECT_LEADERS, codec.ApiKey.GET_REPLICA_LOG_INFO}
+    for _versions, reason in codec.extensions.values():
+        assert "KIP-966" in reason and "undocumented" not in reason
+    with pytest.raises(TypeError):
+        codec.extensions[0] = ((0, 0), "no")  # type: ignore[index]
+    assert codec.is_extension(codec.ApiKey.ELECT_LEADERS, 3)
+    assert not codec.is_extension(codec.ApiKey.ELECT_LEADERS, 2)
+    assert codec.is_extension(codec.ApiKey.GET_REPLICA_LOG_INFO, 0)
+    assert not codec.is_extension(93, 0)
+
+
+def test_withdrawn_early_access_versions_decode_but_are_never_advertised() -> None:
+    share = [
+        codec.ApiKey.SHARE_GROUP_HEARTBEAT,
+        codec.ApiKey.SHARE_GROUP_DESCRIBE,
+        codec.ApiKey.SHARE_FETCH,
+        codec.ApiKey.SHARE_ACKNOWLEDGE,
+    ]
+    assert {k for k, api in APIS.items() if api.withdrawn is not None} == set(share)
+    everything = _by_key(include_unstable=True, include_extensions=True)
+    for key in share:
+        assert APIS[key].withdrawn == (0, 0) and APIS[key].versions[0] == 0
+        assert everything[key][0] == 1
+        request = APIS[key].request
+        assert codec.message(request, 0).parse(codec.message(request, 0).build({})) is not None

@@ -24,6 +24,9 @@ for _name, (_, _kind, _key, _) in codec.MESSAGES.items():
     # registry uses): fuzz those as bare bodies.
     if _kind in ("request", "response") and _name not in codec.APIS[_key]:
         KIND[_name] = "body"
+    # Tiered storage's records number their keys apart from the KRaft log's (not in RECORDS).
+    if _kind == "metadata" and codec.RECORDS.get(_key) != _name:
+        KIND[_name] = "body"
 API_KEY = {name: entry[2] for name, entry in codec.MESSAGES.items()}
 FRAMES_PER_EXAMPLE = 12
 # KIPWIRE_FUZZ_EXAMPLES=5000 for a longer hunt; each example decodes FRAMES_PER_EXAMPLE frames.

@@ -28,6 +28,8 @@ UPSTREAM_DIRS = [
     SHARED / "kafka-schemas-kafka-python-3.0.12",
     SHARED / "kafka-schemas-4.x" / "metadata",  # ClearElrRecord (Kafka 4.0+)
 ]
+# Kafka 4.4.0 as released: newer than every snapshot above, and it wins where they differ.
+RELEASE_DIRS = [SHARED / "kafka-schemas-4.4.0" / d for d in ("message", "metadata", "other")]
 needs_shared = pytest.mark.skipif(
     not SHARED.is_dir(), reason=f"upstream schemas not available ({SHARED} is absent)"
 )
@@ -40,12 +42,36 @@ RENAMED = {  # upstream renamed these fields without changing a byte; the later 
         "kafka-schemas/message/VoteRequest.json",
         "Topics.Partitions.CandidateDirectoryId",
     ): "ReplicaDirectoryId",
+    **{
+        (f"{folder}/TxnOffsetCommitRequest.json", "GenerationId"): "GenerationIdOrMemberEpoch"
+        for folder in (
+            "kafka-schemas/message",
+            "kafka-schemas-2025-01/message",
+            "kafka-schemas-kafka-python-3.0.12",
+        )
+    },
 }
-SUPERSEDED_UNSTABLE = {("kafka-schemas/message/ShareFetchRequest.json", 0)}
+SUPERSEDED_UNSTABLE = {
+    ("kafka-schemas/message/ShareFetchRequest.json", 0),
+    ("kafka-schemas/message/ReadShareGroupStateSummaryResponse.json", 0),
+    ("kafka-schemas-2025-01/message/ReadShareGroupStateSummaryResponse.json", 0),
+    ("kafka-schemas-2025-01/message/DescribeShareGroupOffsetsRequest.json", 0),
+    ("kafka-schemas-2025-01/message/DescribeShareGroupOffsetsResponse.json", 0),
+}
+# Pre-release definitions (not marked unstable) that differ from what Kafka 4.4.0 shipped.
+SUPERSEDED_BY_RELEASE = {
+    ("kafka-schemas-2025-01/message/StreamsGroupHeartbeatRequest.json", 0),
+    ("kafka-schemas-2025-01/message/StreamsGroupHeartbeatResponse.json", 0),
+}
+# Trunk's reverted GetReplicaLogInfo draft (apiKey 93): the project's extension replaces it.
+DRAFTS = {
+    "kafka-schemas/message/GetReplicaLogInfoRequest.json",
+    "kafka-schemas/message/GetReplicaLogInfoResponse.json",
+}
 
-# The record format's control key and transaction marker have no upstream schema file; the
-# project defines them in jsonschemas/extensions/.
-PROJECT_DEFINED = {"ControlRecordType", "EndTxnMarker"}
+# The record format's control key (version and type, as written) has no upstream schema file
+# (4.4.0's ControlRecordTypeSchema is the type alone); the project defines it in extensions/.
+PROJECT_DEFINED = {"ControlRecordType"}
 
 
 def rel(path: Path) -> str:
@@ -56,7 +82,7 @@ def rel(path: Path) -> str:
 def upstream_files() -> list[tuple[Path, dict, MessageSpec]]:
     """Every upstream schema file, as (path, document, spec)."""
     out = []
-    for top in UPSTREAM_DIRS:
+    for top in [*UPSTREAM_DIRS, *RELEASE_DIRS]:
         for path in sorted(top.rglob("*.json")):
             doc = loads(path.read_text(encoding="utf-8"))
             out.append((path, doc, parse_message(doc, str(path))))
@@ -77,7 +103,7 @@ def project() -> dict[str, MessageSpec]:
 def upstream_ids() -> list[str]:
     if not SHARED.is_dir():
         return []
-    return [rel(p) for top in UPSTREAM_DIRS for p in sorted(top.rglob("*.json"))]
+    return [rel(p) for top in [*UPSTREAM_DIRS, *RELEASE_DIRS] for p in sorted(top.rglob("*.json"))]
 
 
 def expected_renames(path: Path) -> list[tuple[str, str]]:
@@ -93,6 +119,11 @@ def test_project_schema_is_wire_equivalent_to_upstream_file(upstream: str):
     path = SHARED / upstream
     spec = next(s for p, _, s in upstream_files() if p == path)
     mine = project()[spec.name]
+    if upstream in DRAFTS:
+        # Same bytes as the trunk draft, under the extension's own key.
+        assert mine.api_key != spec.api_key == 93
+        assert mine.extension_versions == mine.valid_versions == spec.valid_versions
+        return
     assert mine.api_key == spec.api_key
     assert mine.type == spec.type
     assert mine.valid_versions.covers(spec.valid_versions)
@@ -100,7 +131,12 @@ def test_project_schema_is_wire_equivalent_to_upstream_file(upstream: str):
     for v in range(spec.valid_versions.lo, spec.valid_versions.hi + 1):
         theirs, ours = signature(spec, v), signature(mine, v)
         if (upstream, v) in SUPERSEDED_UNSTABLE:
-            assert spec.latest_version_unstable and v == spec.valid_versions.hi
+            # only the request carries the flag; its response is as provisional
+            assert spec.latest_version_unstable or spec.type == "response"
+            assert v == spec.valid_versions.hi
+            assert theirs != ours  # otherwise the exception is stale: remove it
+            continue
+        if (upstream, v) in SUPERSEDED_BY_RELEASE:
             assert theirs != ours  # otherwise the exception is stale: remove it
             continue
         if theirs != ours:
@@ -125,7 +161,7 @@ def test_overlapping_upstream_folders_agree_except_the_listed_cases():
             sa, sb = signature(a, v), signature(b, v)
             if sa == sb:
                 continue
-            if (rel(pa), v) in SUPERSEDED_UNSTABLE:
+            if (rel(pa), v) in SUPERSEDED_UNSTABLE | SUPERSEDED_BY_RELEASE:
                 exceptions.add((rel(pa), v))
             else:
                 found = renames(sa, sb)
@@ -133,7 +169,7 @@ def test_overlapping_upstream_folders_agree_except_the_listed_cases():
                 assert set(found) <= set(expected_renames(pa))
                 exceptions.update((rel(pa), f) for f, _ in found)
     assert compared > 1000  # the folders overlap on most of the protocol
-    assert exceptions == SUPERSEDED_UNSTABLE | set(RENAMED)
+    assert exceptions == SUPERSEDED_UNSTABLE | SUPERSEDED_BY_RELEASE | set(RENAMED)
 
 
 @needs_shared
@@ -145,12 +181,15 @@ def test_every_upstream_message_has_a_project_file_and_nothing_else_does():
         "header",
         "metadata",
         "data",
+        "coordinator-key",
+        "coordinator-value",
     }
     assert set(project()) == upstream_names | PROJECT_DEFINED
     assert {"RequestHeader", "ResponseHeader", "ConsumerProtocolSubscription"} <= set(project())
     assert {"ConsumerProtocolAssignment", "LeaderChangeMessage", "PartitionRecord"} <= set(
         project()
     )
+    assert {"OffsetCommitKey", "ShareSnapshotValue", "QuorumStateData"} <= set(project())
 
 
 @needs_shared
@@ -162,7 +201,7 @@ def test_project_versions_are_the_union_of_upstream_versions():
             lo, hi = union.get(spec.name, (v.lo, v.hi))
             union[spec.name] = (min(lo, v.lo), max(hi, v.hi))
     for name, spec in project().items():
-        if name in PROJECT_DEFINED:
+        if name in PROJECT_DEFINED or spec.extension_versions == spec.valid_versions:
             continue
         shipped = Versions(spec.valid_versions.lo, spec.valid_versions.hi)
         if not spec.extension_versions.empty:
@@ -183,7 +222,13 @@ def test_project_versions_are_the_union_of_upstream_versions():
         ("OffsetFetchRequest", "0-10"),
         ("LeaderAndIsrRequest", "0-7"),  # gone from the 2025 folder ("none"), kept
         ("GetReplicaLogInfoRequest", "0"),
-        ("ShareFetchRequest", "0"),
+        ("ShareFetchRequest", "0-2"),  # v0 withdrawn (early access), v1-v2 shipped
+        ("ApiVersionsRequest", "0-5"),  # v5: KIP-1242 ClusterId/NodeId
+        ("TxnOffsetCommitRequest", "0-6"),
+        ("StreamsGroupHeartbeatRequest", "0-1"),
+        ("BrokerHeartbeatRequest", "0-2"),
+        ("RegisterBrokerRecord", "0-4"),
+        ("BrokerRegistrationChangeRecord", "0-3"),
     ],
 )
 def test_union_covers_old_and_new_clients(name: str, versions: str):
@@ -192,15 +237,21 @@ def test_union_covers_old_and_new_clients(name: str, versions: str):
 
 @needs_shared
 def test_api_keys_are_upstream_ones():
-    assert project()["GetReplicaLogInfoRequest"].api_key == 93
-    assert project()["GetReplicaLogInfoResponse"].api_key == 93
+    # Kafka 4.4.0's numbering: 93 and 94 are what it ships, GetReplicaLogInfo left 93.
+    assert project()["StreamsGroupTopologyDescriptionUpdateRequest"].api_key == 93
+    assert project()["UnregisterControllerRequest"].api_key == 94
+    shipped_keys = {s.api_key for _, _, s in upstream_files() if s.type == "request"}
+    for name in ("GetReplicaLogInfoRequest", "GetReplicaLogInfoResponse"):
+        assert project()[name].api_key == 10966 and 10966 not in shipped_keys
     assert project()["DescribeTopicPartitionsRequest"].api_key == 75
     assert project()["ElectLeadersRequest"].api_key == 43
 
 
 @needs_shared
 def test_reimport_reproduces_the_committed_files_byte_for_byte(tmp_path: Path):
-    written = import_upstream(UPSTREAM_DIRS, tmp_path, SCHEMAS / "extensions")
+    written = import_upstream(
+        UPSTREAM_DIRS, tmp_path, SCHEMAS / "extensions", releases=RELEASE_DIRS
+    )
     written.append(import_errors(SHARED / "kafka-errors.tsv", tmp_path))
     # enums.tsv holds numbers Kafka defines in Java classes, not in schema files: kept by hand
     own = {"enums.tsv"}
@@ -258,9 +309,16 @@ def test_errors_tsv_holds_the_upstream_facts():
 # --- the KIP-966 extension ----------------------------------------------------------------------
 
 
-def test_elect_leaders_v3_is_the_only_extension_and_is_marked():
+def test_extensions_are_elect_leaders_v3_and_get_replica_log_info():
     extended = {n: s for n, s in project().items() if not s.extension_versions.empty}
-    assert set(extended) == {"ElectLeadersRequest", "ElectLeadersResponse"}
+    assert set(extended) == {
+        "ElectLeadersRequest",
+        "ElectLeadersResponse",
+        "GetReplicaLogInfoRequest",
+        "GetReplicaLogInfoResponse",
+    }
+    for name in ("GetReplicaLogInfoRequest", "GetReplicaLogInfoResponse"):
+        assert str(extended.pop(name).extension_versions) == "0"
     for spec in extended.values():
         assert str(spec.extension_versions) == "3"
         assert str(spec.valid_versions) == "0-3"
@@ -443,3 +501,63 @@ def test_unreadable_file_is_named(tmp_path: Path):
     (folder / "Broken.json").write_text("{ not json", encoding="utf-8")
     with pytest.raises(UpstreamError, match=r"Broken.json: not valid JSON"):
         import_upstream([folder], tmp_path / "out")
+
+
+def test_a_release_wins_over_a_pre_release_snapshot(tmp_path: Path):
+    snap = _write(tmp_path / "snap", _doc("XRequest", "0-1", [_f("A")]))
+    rel_dir = _write(tmp_path / "rel", _doc("XRequest", "1-2", [_f("B", "int64"), _f("A")]))
+    # Between two snapshots the same difference is an error ...
+    with pytest.raises(UpstreamError, match=r"XRequest v1: .* disagree"):
+        import_upstream([snap, rel_dir], tmp_path / "out")
+    # ... but a release's definition replaces the snapshot's, with a note.
+    notes: list[str] = []
+    import_upstream([snap], tmp_path / "out", notes=notes, releases=[rel_dir])
+    assert any("XRequest v1" in n and "replaced by release" in n for n in notes)
+    merged = load_message(tmp_path / "out" / "XRequest.json")
+    assert str(merged.valid_versions) == "0-2"
+    assert [f.name for f in merged.struct.fields_in(0)] == ["A"]
+    assert [f.name for f in merged.struct.fields_in(1)] == ["B", "A"]
+    assert main([str(snap), "--release", str(rel_dir), "--out", str(tmp_path / "cli")]) == 0
+
+
+def test_a_whole_extension_api_replaces_a_draft_and_takes_an_unused_key(tmp_path: Path):
+    draft = _write(tmp_path / "snap", _doc("YRequest", "0", [_f("A")], apiKey=93))
+    ext_doc = _doc("YRequest", "0", [_f("A")], apiKey=5000, extensionVersions="0")
+    ext = _write(tmp_path / "ext", ext_doc)
+    notes: list[str] = []
+    import_upstream([draft], tmp_path / "out", ext, notes)
+    merged = load_message(tmp_path / "out" / "YRequest.json")
+    assert merged.api_key == 5000 and str(merged.extension_versions) == "0"
+    assert any("draft" in n for n in notes)
+    # A release that ships the message, or a key upstream already uses, is refused.
+    shipped = _write(tmp_path / "rel", _doc("YRequest", "0", [_f("A")], apiKey=93))
+    with pytest.raises(UpstreamError, match="not an extension"):
+        import_upstream([draft], tmp_path / "out", ext, releases=[shipped])
+    taken = _write(tmp_path / "taken", _doc("ZRequest", "0", [_f("A")], apiKey=5000))
+    with pytest.raises(UpstreamError, match="apiKey 5000 of YRequest is used upstream"):
+        import_upstream([taken], tmp_path / "out", ext)
+
+
+def test_withdrawn_versions_are_marked_and_must_lie_below_the_release(tmp_path: Path):
+    snap = _write(tmp_path / "snap", _doc("XRequest", "0", [_f("A")]))
+    rel_dir = _write(tmp_path / "rel", _doc("XRequest", "1", [_f("A"), _f("B")]))
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "withdrawn.tsv").write_text("message\tversions\twhy\nXRequest\t0\tearly access\n")
+    import_upstream([snap], tmp_path / "out", ext, releases=[rel_dir])
+    merged = load_message(tmp_path / "out" / "XRequest.json")
+    assert str(merged.withdrawn_versions) == "0" and str(merged.valid_versions) == "0-1"
+    (ext / "withdrawn.tsv").write_text("message\tversions\twhy\nXRequest\t0-1\tno\n")
+    with pytest.raises(UpstreamError, match="in a release folder's versions"):
+        import_upstream([snap], tmp_path / "out", ext, releases=[rel_dir])
+
+
+def test_spec_accepts_withdrawn_versions_only_as_the_oldest_versions():
+    def doc(valid: str, gone: str) -> dict:
+        return {**_doc("X", valid, [_f("A")]), "withdrawnVersions": gone}
+
+    assert str(parse_message(doc("0-2", "0")).withdrawn_versions) == "0"
+    assert parse_message(_doc("X", "0-2", [_f("A")])).withdrawn_versions.empty
+    for valid, gone in [("0-2", "1"), ("0-2", "0-2"), ("0-2", "0+")]:
+        with pytest.raises(SchemaError, match="withdrawnVersions"):
+            parse_message(doc(valid, gone))

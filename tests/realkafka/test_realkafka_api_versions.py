@@ -14,7 +14,7 @@ import pytest
 from kafka_harness import KafkaCluster
 from realkafka_wire import call
 
-from kipwire.codec import APIS, MESSAGES
+from kipwire.codec import APIS, MESSAGES, ApiKey
 
 API_VERSIONS = 18
 RECORDED = Path(__file__).parent / "data" / "api_versions_kafka_4_1.json"
@@ -24,6 +24,8 @@ KAFKA_4_2 = (
     "the codec's schema is the newer one kafka-python 3.0.12 vendors; Kafka 4.1 does not "
     "advertise that version (it ships in 4.2)"
 )
+KAFKA_4_4 = "the codec knows every version through Kafka 4.4.0; Kafka 4.1 stops one lower"
+EARLY_ACCESS = "KIP-932's early-access v0 (Kafka 4.0), withdrawn in 4.1: decoded, never advertised"
 
 # api key -> (Kafka 4.1's range, the codec's range, why they differ)
 RANGE_DIFFERENCES: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
@@ -32,10 +34,12 @@ RANGE_DIFFERENCES: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
     8: ((2, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
     9: ((1, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
     19: ((2, 7), (0, 7), KIP_896),
+    18: ((0, 4), (0, 5), KAFKA_4_4 + " (ApiVersions v5, KIP-1242)"),
     20: ((1, 6), (0, 6), KIP_896),
     22: ((0, 5), (0, 6), "InitProducerId v6 (KIP-939, two-phase commit) is unstable in 4.1"),
     23: ((2, 4), (0, 4), KIP_896),
     27: ((1, 1), (0, 2), KIP_896 + "; " + KAFKA_4_2),
+    28: ((0, 5), (0, 6), KAFKA_4_4 + " (TxnOffsetCommit v6, topic ids)"),
     29: ((1, 3), (0, 3), KIP_896),
     30: ((1, 3), (0, 3), KIP_896),
     31: ((1, 3), (0, 3), KIP_896),
@@ -46,20 +50,22 @@ RANGE_DIFFERENCES: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
     39: ((1, 2), (0, 2), KIP_896),
     40: ((1, 2), (0, 2), KIP_896),
     41: ((1, 3), (0, 3), KIP_896),
+    42: ((0, 2), (0, 3), KAFKA_4_4),
     43: ((0, 2), (0, 3), "ElectLeaders v3 is kipwire's marked extension (KIP-966 DesiredLeaders)"),
     56: ((2, 3), (0, 3), KIP_896),
-    # KIP-932 share groups went GA in 4.1 at v1 and dropped the early-access v0: a codec gap
-    76: ((1, 1), (0, 0), "codec gap: ShareGroupHeartbeat v1 (Kafka 4.1) is missing"),
-    77: ((1, 1), (0, 0), "codec gap: ShareGroupDescribe v1 (Kafka 4.1) is missing"),
-    78: ((1, 1), (0, 0), "codec gap: ShareFetch v1 (Kafka 4.1) is missing"),
-    79: ((1, 1), (0, 0), "codec gap: ShareAcknowledge v1 (Kafka 4.1) is missing"),
+    63: ((0, 1), (0, 2), KAFKA_4_4 + " (BrokerHeartbeat v2, CordonedLogDirs)"),
+    76: ((1, 1), (0, 1), EARLY_ACCESS),
+    77: ((1, 1), (0, 1), EARLY_ACCESS),
+    78: ((1, 1), (0, 2), EARLY_ACCESS + "; " + KAFKA_4_4),
+    79: ((1, 1), (0, 2), EARLY_ACCESS + "; " + KAFKA_4_4),
+    80: ((0, 0), (0, 1), KAFKA_4_4 + " (AddRaftVoter v1)"),
+    85: ((0, 0), (0, 1), KAFKA_4_4 + " (KIP-1226)"),
+    87: ((0, 0), (0, 1), KAFKA_4_4 + " (KIP-1226)"),
+    90: ((0, 0), (0, 1), KAFKA_4_4 + " (KIP-1226)"),
 }
 
 # APIs Kafka 4.1 advertises that the codec does not know at all
-KAFKA_ONLY: dict[int, str] = {
-    91: "codec gap: DeleteShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
-    92: "codec gap: AlterShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
-}
+KAFKA_ONLY: dict[int, str] = {}
 
 # APIs the codec knows that neither listener of Kafka 4.1 advertises
 NOT_ADVERTISED: dict[int, str] = {
@@ -71,7 +77,9 @@ NOT_ADVERTISED: dict[int, str] = {
     72: "PushTelemetry: advertised only with a client-metrics reporter configured",
     88: "StreamsGroupHeartbeat: KIP-1071 early access, off unless the streams protocol is enabled",
     89: "StreamsGroupDescribe: KIP-1071 early access, off unless the streams protocol is enabled",
-    93: "GetReplicaLogInfo: only the schema exists upstream (kip-rules E.26), nothing serves it",
+    93: "StreamsGroupTopologyDescriptionUpdate: new in Kafka 4.4 (KIP-1331)",
+    94: "UnregisterController: new in Kafka 4.4",
+    ApiKey.GET_REPLICA_LOG_INFO: "GetReplicaLogInfo: a kipwire extension (KIP-966), never shipped",
 }
 
 

@@ -71,3 +71,34 @@ def test_a_request_that_does_not_decode_keeps_its_client_id(tmp_path: Path) -> N
     _capture(tmp_path / "c.pcapng", [(bad, metadata_pair(4, "t")[1])])
     request = decode_capture(tmp_path / "c.pcapng").pdus[0]
     assert request["decode_status"] == "malformed" and request["client_id"] == "c1"
+
+
+def test_a_capture_decodes_93_as_kafka_does_and_never_as_an_extension(tmp_path: Path) -> None:
+    """Kafka 4.4.0's apiKey 93 is StreamsGroupTopologyDescriptionUpdate; GetReplicaLogInfo and
+    ElectLeaders v3 exist only in kipwire (codec.extensions), so a capture holding them is odd."""
+    streams = codec.ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE
+    elect, replica_info = codec.ApiKey.ELECT_LEADERS, codec.ApiKey.GET_REPLICA_LOG_INFO
+    exchanges = [
+        (
+            frame(codec.encode_request(streams, 0, {}, correlation_id=1, client_id="s")),
+            frame(codec.encode_response(streams, 0, {}, correlation_id=1)),
+        ),
+        (
+            frame(codec.encode_request(elect, 3, {}, correlation_id=2, client_id="k")),
+            frame(codec.encode_response(elect, 3, {}, correlation_id=2)),
+        ),
+        (
+            frame(codec.encode_request(replica_info, 0, {}, correlation_id=3, client_id="k")),
+            frame(codec.encode_response(replica_info, 0, {}, correlation_id=3)),
+        ),
+    ]
+    _capture(tmp_path / "c.pcapng", exchanges)
+    rows = decode_capture(tmp_path / "c.pcapng")
+    by_key = {}
+    for pdu in rows.pdus:
+        by_key.setdefault(pdu["api_key"], []).append(pdu)
+    assert [p["decode_status"] for p in by_key[streams]] == ["ok", "ok"]
+    assert by_key[streams][0]["api_name"] == "StreamsGroupTopologyDescriptionUpdate"
+    for key in (elect, replica_info):
+        assert [p["decode_status"] for p in by_key[key]] == ["unsupported_version"] * 2
+        assert "kipwire extension" in by_key[key][0]["decode_error"]
