@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from data_plane_scenarios import api_versions_unsupported_reply
 from kafka_harness import KafkaCluster
+from mistake_scenarios import api_versions_unsupported_reply
 from realkafka_wire import call
 
 from kipwire.codec import APIS
