@@ -14,9 +14,8 @@ import pytest
 from kafka_harness import KafkaCluster
 from realkafka_wire import call
 
-from kipwire.codec import APIS, MESSAGES
+from kipwire.codec import APIS, MESSAGES, ApiKey, ErrorCode
 
-API_VERSIONS = 18
 RECORDED = Path(__file__).parent / "data" / "api_versions_kafka_4_1.json"
 
 KIP_896 = "Kafka 4.0 removed these old versions (KIP-896); the codec keeps them to read old traffic"
@@ -27,51 +26,71 @@ KAFKA_4_2 = (
 
 # api key -> (Kafka 4.1's range, the codec's range, why they differ)
 RANGE_DIFFERENCES: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
-    1: ((4, 18), (0, 18), KIP_896),
-    2: ((1, 10), (0, 11), KIP_896 + "; " + KAFKA_4_2),
-    8: ((2, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
-    9: ((1, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
-    19: ((2, 7), (0, 7), KIP_896),
-    20: ((1, 6), (0, 6), KIP_896),
-    22: ((0, 5), (0, 6), "InitProducerId v6 (KIP-939, two-phase commit) is unstable in 4.1"),
-    23: ((2, 4), (0, 4), KIP_896),
-    27: ((1, 1), (0, 2), KIP_896 + "; " + KAFKA_4_2),
-    29: ((1, 3), (0, 3), KIP_896),
-    30: ((1, 3), (0, 3), KIP_896),
-    31: ((1, 3), (0, 3), KIP_896),
-    32: ((1, 4), (0, 4), KIP_896),
-    34: ((1, 2), (0, 2), KIP_896),
-    35: ((1, 4), (0, 5), KIP_896 + "; " + KAFKA_4_2),
-    38: ((1, 3), (0, 3), KIP_896),
-    39: ((1, 2), (0, 2), KIP_896),
-    40: ((1, 2), (0, 2), KIP_896),
-    41: ((1, 3), (0, 3), KIP_896),
-    43: ((0, 2), (0, 3), "ElectLeaders v3 is kipwire's marked extension (KIP-966 DesiredLeaders)"),
-    56: ((2, 3), (0, 3), KIP_896),
+    ApiKey.FETCH: ((4, 18), (0, 18), KIP_896),
+    ApiKey.LIST_OFFSETS: ((1, 10), (0, 11), KIP_896 + "; " + KAFKA_4_2),
+    ApiKey.OFFSET_COMMIT: ((2, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
+    ApiKey.OFFSET_FETCH: ((1, 9), (0, 10), KIP_896 + "; " + KAFKA_4_2),
+    ApiKey.CREATE_TOPICS: ((2, 7), (0, 7), KIP_896),
+    ApiKey.DELETE_TOPICS: ((1, 6), (0, 6), KIP_896),
+    ApiKey.INIT_PRODUCER_ID: (
+        (0, 5),
+        (0, 6),
+        "InitProducerId v6 (KIP-939, two-phase commit) is unstable in 4.1",
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ((2, 4), (0, 4), KIP_896),
+    ApiKey.WRITE_TXN_MARKERS: ((1, 1), (0, 2), KIP_896 + "; " + KAFKA_4_2),
+    ApiKey.DESCRIBE_ACLS: ((1, 3), (0, 3), KIP_896),
+    ApiKey.CREATE_ACLS: ((1, 3), (0, 3), KIP_896),
+    ApiKey.DELETE_ACLS: ((1, 3), (0, 3), KIP_896),
+    ApiKey.DESCRIBE_CONFIGS: ((1, 4), (0, 4), KIP_896),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: ((1, 2), (0, 2), KIP_896),
+    ApiKey.DESCRIBE_LOG_DIRS: ((1, 4), (0, 5), KIP_896 + "; " + KAFKA_4_2),
+    ApiKey.CREATE_DELEGATION_TOKEN: ((1, 3), (0, 3), KIP_896),
+    ApiKey.RENEW_DELEGATION_TOKEN: ((1, 2), (0, 2), KIP_896),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: ((1, 2), (0, 2), KIP_896),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: ((1, 3), (0, 3), KIP_896),
+    ApiKey.ELECT_LEADERS: (
+        (0, 2),
+        (0, 3),
+        "ElectLeaders v3 is kipwire's marked extension (KIP-966 DesiredLeaders)",
+    ),
+    ApiKey.ALTER_PARTITION: ((2, 3), (0, 3), KIP_896),
     # KIP-932 share groups went GA in 4.1 at v1 and dropped the early-access v0: a codec gap
-    76: ((1, 1), (0, 0), "codec gap: ShareGroupHeartbeat v1 (Kafka 4.1) is missing"),
-    77: ((1, 1), (0, 0), "codec gap: ShareGroupDescribe v1 (Kafka 4.1) is missing"),
-    78: ((1, 1), (0, 0), "codec gap: ShareFetch v1 (Kafka 4.1) is missing"),
-    79: ((1, 1), (0, 0), "codec gap: ShareAcknowledge v1 (Kafka 4.1) is missing"),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (
+        (1, 1),
+        (0, 0),
+        "codec gap: ShareGroupHeartbeat v1 (Kafka 4.1) is missing",
+    ),
+    ApiKey.SHARE_GROUP_DESCRIBE: (
+        (1, 1),
+        (0, 0),
+        "codec gap: ShareGroupDescribe v1 (Kafka 4.1) is missing",
+    ),
+    ApiKey.SHARE_FETCH: ((1, 1), (0, 0), "codec gap: ShareFetch v1 (Kafka 4.1) is missing"),
+    ApiKey.SHARE_ACKNOWLEDGE: (
+        (1, 1),
+        (0, 0),
+        "codec gap: ShareAcknowledge v1 (Kafka 4.1) is missing",
+    ),
 }
 
-# APIs Kafka 4.1 advertises that the codec does not know at all
+# APIs Kafka 4.1 advertises that the codec does not know at all (so no ApiKey member to name)
 KAFKA_ONLY: dict[int, str] = {
-    91: "codec gap: DeleteShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
-    92: "codec gap: AlterShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
+    91: "codec gap: AlterShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
+    92: "codec gap: DeleteShareGroupOffsets (KIP-932, Kafka 4.1) has no schema in jsonschemas/",
 }
 
 # APIs the codec knows that neither listener of Kafka 4.1 advertises
 NOT_ADVERTISED: dict[int, str] = {
-    4: "LeaderAndIsr: ZooKeeper-era controller request, removed in Kafka 4.0",
-    5: "StopReplica: ZooKeeper-era controller request, removed in Kafka 4.0",
-    6: "UpdateMetadata: ZooKeeper-era controller request, removed in Kafka 4.0",
-    7: "ControlledShutdown: ZooKeeper-era, KRaft brokers use BrokerHeartbeat; removed in 4.0",
-    71: "GetTelemetrySubscriptions: advertised only with a client-metrics reporter configured",
-    72: "PushTelemetry: advertised only with a client-metrics reporter configured",
-    88: "StreamsGroupHeartbeat: KIP-1071 early access, off unless the streams protocol is enabled",
-    89: "StreamsGroupDescribe: KIP-1071 early access, off unless the streams protocol is enabled",
-    93: "GetReplicaLogInfo: only the schema exists upstream (kip-rules E.26), nothing serves it",
+    ApiKey.LEADER_AND_ISR: "ZooKeeper-era controller request, removed in Kafka 4.0",
+    ApiKey.STOP_REPLICA: "ZooKeeper-era controller request, removed in Kafka 4.0",
+    ApiKey.UPDATE_METADATA: "ZooKeeper-era controller request, removed in Kafka 4.0",
+    ApiKey.CONTROLLED_SHUTDOWN: "ZooKeeper-era, KRaft brokers use BrokerHeartbeat; removed in 4.0",
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: "advertised only with a client-metrics reporter configured",
+    ApiKey.PUSH_TELEMETRY: "advertised only with a client-metrics reporter configured",
+    ApiKey.STREAMS_GROUP_HEARTBEAT: "KIP-1071 early access, off unless the streams protocol is on",
+    ApiKey.STREAMS_GROUP_DESCRIBE: "KIP-1071 early access, off unless the streams protocol is on",
+    ApiKey.GET_REPLICA_LOG_INFO: "only its schema is upstream (kip-rules E.26): nothing serves it",
 }
 
 
@@ -84,11 +103,11 @@ def advertised(port: int) -> dict[int, tuple[int, int]]:
     """ApiVersions v4 sent with kipwire.codec: api key -> (min, max)."""
     body = call(
         port,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         4,
         {"client_software_name": "kipwire-tests", "client_software_version": "0"},
     )
-    assert body.error_code == 0
+    assert body.error_code == ErrorCode.NONE
     return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
 
 
@@ -164,7 +183,7 @@ def test_controller_listener_serves_the_kraft_apis(listeners: dict) -> None:
 def test_finalized_features_have_elr_on(kafka_single: KafkaCluster) -> None:
     body = call(
         kafka_single.nodes[0].broker_port,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         4,
         {"client_software_name": "kipwire-tests", "client_software_version": "0"},
     )
