@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kipwire.codec import ApiKey
 from kipwire.generator.jsonc import loads
 from kipwire.generator.spec import MessageSpec, SchemaError, load_message, parse_message
 from kipwire.generator.upstream import UpstreamError, import_errors, import_upstream, main
@@ -192,10 +193,10 @@ def test_union_covers_old_and_new_clients(name: str, versions: str):
 
 @needs_shared
 def test_api_keys_are_upstream_ones():
-    assert project()["GetReplicaLogInfoRequest"].api_key == 93
-    assert project()["GetReplicaLogInfoResponse"].api_key == 93
-    assert project()["DescribeTopicPartitionsRequest"].api_key == 75
-    assert project()["ElectLeadersRequest"].api_key == 43
+    assert project()["GetReplicaLogInfoRequest"].api_key == ApiKey.GET_REPLICA_LOG_INFO
+    assert project()["GetReplicaLogInfoResponse"].api_key == ApiKey.GET_REPLICA_LOG_INFO
+    assert project()["DescribeTopicPartitionsRequest"].api_key == ApiKey.DESCRIBE_TOPIC_PARTITIONS
+    assert project()["ElectLeadersRequest"].api_key == ApiKey.ELECT_LEADERS
 
 
 @needs_shared
