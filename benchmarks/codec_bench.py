@@ -51,13 +51,13 @@ def metadata_response() -> dict:
         "controller_id": 1,
         "topics": [
             {
-                "error_code": 0,
+                "error_code": codec.ErrorCode.NONE,
                 "name": f"bench-topic-{t:03d}",
                 "topic_id": uuid.UUID(int=(t + 1) * 0x1234_5678_9ABC_DEF0_1122_3344),
                 "is_internal": False,
                 "partitions": [
                     {
-                        "error_code": 0,
+                        "error_code": codec.ErrorCode.NONE,
                         "partition_index": p,
                         "leader_id": p % 3,
                         "leader_epoch": 7,
