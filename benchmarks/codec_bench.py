@@ -81,7 +81,7 @@ def fetch_request() -> dict:
         "max_wait_ms": 500,
         "min_bytes": 1,
         "max_bytes": 52_428_800,
-        "isolation_level": 0,
+        "isolation_level": codec.IsolationLevel.READ_UNCOMMITTED,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [

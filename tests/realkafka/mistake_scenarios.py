@@ -33,6 +33,7 @@ from kipwire.codec import (
     ConfigResourceType,
     CoordinatorType,
     ErrorCode,
+    OffsetSpec,
     decode_response,
     encode_request,
 )
@@ -266,7 +267,9 @@ def list_offsets_wrong_partition(bootstrap: str) -> str:
     name = create_topic(bootstrap, unique("onepart"))
     request = {
         "replica_id": -1,
-        "topics": [{"name": name, "partitions": [{"partition_index": 7, "timestamp": -1}]}],
+        "topics": [
+            {"name": name, "partitions": [{"partition_index": 7, "timestamp": OffsetSpec.LATEST}]}
+        ],
     }
 
     def ask() -> str:
