@@ -35,12 +35,14 @@ from pathlib import Path
 
 from kipwire import codec
 from kipwire.captures.pcap import PcapngWriter, scan_index
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 
 PORT = 9092
 # The newest versions tshark 4.0 decodes (it marks Produce v9, Fetch v12 and Metadata v9+
 # "Unsupported API version" and malformed): both sides then do the same work.
-VERSIONS = {"produce": 8, "fetch": 11, "metadata": 8}
+VERSIONS = {ApiKey.PRODUCE: 8, ApiKey.FETCH: 11, ApiKey.METADATA: 8}
+APIS = tuple(VERSIONS)
 _T0 = 1_700_000_000_000_000_000
 
 
@@ -51,8 +53,8 @@ def _frame(payload: bytes) -> bytes:
 def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
     """One realistic request/response pair, cycling through Produce, Fetch and Metadata."""
     topic = f"orders-{n % 5}"
-    kind = n % 3
-    if kind == 0:
+    api = APIS[n % len(APIS)]
+    if api == ApiKey.PRODUCE:
         records = build_batch(
             [
                 {"key": b"k%d" % (n + i), "value": b"v" * 100, "timestamp": 1_700_000_000_000 + i}
@@ -60,8 +62,8 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
             ]
         )
         req = codec.encode_request(
-            0,
-            VERSIONS["produce"],
+            api,
+            VERSIONS[api],
             {
                 "acks": -1,
                 "timeout_ms": 30000,
@@ -73,24 +75,24 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
             client_id=client,
         )
         resp = codec.encode_response(
-            0,
-            VERSIONS["produce"],
+            api,
+            VERSIONS[api],
             {
                 "responses": [
                     {
                         "name": topic,
                         "partition_responses": [
-                            {"index": n % 3, "error_code": 0, "base_offset": n}
+                            {"index": n % 3, "error_code": ErrorCode.NONE, "base_offset": n}
                         ],
                     }
                 ]
             },
             correlation_id=n,
         )
-    elif kind == 1:
+    elif api == ApiKey.FETCH:
         req = codec.encode_request(
-            1,
-            VERSIONS["fetch"],
+            api,
+            VERSIONS[api],
             {
                 "replica_id": -1,
                 "max_wait_ms": 500,
@@ -109,8 +111,8 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
             ]
         )
         resp = codec.encode_response(
-            1,
-            VERSIONS["fetch"],
+            api,
+            VERSIONS[api],
             {
                 "responses": [
                     {
@@ -125,15 +127,15 @@ def _exchange(n: int, client: str) -> tuple[bytes, bytes]:
         )
     else:
         req = codec.encode_request(
-            3,
-            VERSIONS["metadata"],
+            api,
+            VERSIONS[api],
             {"topics": [{"name": topic}]},
             correlation_id=n,
             client_id=client,
         )
         resp = codec.encode_response(
-            3,
-            VERSIONS["metadata"],
+            api,
+            VERSIONS[api],
             {
                 "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": PORT}],
                 "topics": [

@@ -51,13 +51,13 @@ def metadata_response() -> dict:
         "controller_id": 1,
         "topics": [
             {
-                "error_code": 0,
+                "error_code": codec.ErrorCode.NONE,
                 "name": f"bench-topic-{t:03d}",
                 "topic_id": uuid.UUID(int=(t + 1) * 0x1234_5678_9ABC_DEF0_1122_3344),
                 "is_internal": False,
                 "partitions": [
                     {
-                        "error_code": 0,
+                        "error_code": codec.ErrorCode.NONE,
                         "partition_index": p,
                         "leader_id": p % 3,
                         "leader_epoch": 7,
@@ -81,7 +81,7 @@ def fetch_request() -> dict:
         "max_wait_ms": 500,
         "min_bytes": 1,
         "max_bytes": 52_428_800,
-        "isolation_level": 0,
+        "isolation_level": codec.IsolationLevel.READ_UNCOMMITTED,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [

@@ -59,7 +59,7 @@ def test_an_unknown_listener_is_a_clear_error() -> None:
 def test_the_list_builds_an_api_versions_response_that_reads_back() -> None:
     keys = codec.api_versions()
     response = codec.message("ApiVersionsResponse", 3)
-    data = response.build({"error_code": 0, "api_keys": keys})
+    data = response.build({"error_code": codec.ErrorCode.NONE, "api_keys": keys})
     decoded = response.parse(data)
     assert [dict(k) for k in decoded["api_keys"]] == keys
 

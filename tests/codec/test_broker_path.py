@@ -33,7 +33,7 @@ def test_unsupported_version_is_reported_with_its_code() -> None:
     frame[2:4] = (999).to_bytes(2, "big")
     with pytest.raises(codec.UnsupportedVersionError) as info:
         codec.decode_request(bytes(frame))
-    assert info.value.error_code == 35
+    assert info.value.error_code == codec.ErrorCode.UNSUPPORTED_VERSION
     assert info.value.path == "request_api_version"
 
 
@@ -69,13 +69,17 @@ def test_build_into_appends_without_an_intermediate_copy() -> None:
 
 def test_api_versions_answer_to_a_version_newer_than_the_schemas_is_read_as_v0() -> None:
     # KIP-511: the broker cannot speak the client's version, so it answers in v0.
+    api_versions = codec.ApiKey.API_VERSIONS
     v0 = codec.encode_response(
-        18,
+        api_versions,
         0,
-        {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]},
+        {
+            "error_code": codec.ErrorCode.UNSUPPORTED_VERSION,
+            "api_keys": [{"api_key": api_versions, "min_version": 0, "max_version": 4}],
+        },
         correlation_id=7,
     )
-    resp = codec.decode_response(v0, 18, 99)
+    resp = codec.decode_response(v0, api_versions, 99)
     assert (resp.api_version, resp.correlation_id) == (0, 7)
     assert resp.body["api_keys"][0]["max_version"] == 4
     with pytest.raises(codec.UnsupportedVersionError):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from kipwire import codec
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,10 @@ def _framed(frame: bytes) -> bytes:
 
 def test_decode_prints_one_json_object_per_frame_and_keeps_going(tmp_path: Path) -> None:
     good = codec.encode_request(
-        18, 3, {"client_software_name": "a", "client_software_version": "1"}, correlation_id=4
+        ApiKey.API_VERSIONS,
+        3,
+        {"client_software_name": "a", "client_software_version": "1"},
+        correlation_id=4,
     )
     bad = good[:10] + b"\xff" * 5
     path = tmp_path / "frames.bin"
@@ -52,7 +56,7 @@ def test_decode_expands_records_on_request() -> None:
         "timeout_ms": 5,
         "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}],
     }
-    frame = _framed(codec.encode_request(0, 9, body, correlation_id=1))
+    frame = _framed(codec.encode_request(ApiKey.PRODUCE, 9, body, correlation_id=1))
     plain = json.loads(_run("decode", stdin=frame).stdout)
     expanded = json.loads(_run("decode", "--records", stdin=frame).stdout)
     assert isinstance(plain["body"]["topic_data"][0]["partition_data"][0]["records"], str)
@@ -61,8 +65,10 @@ def test_decode_expands_records_on_request() -> None:
 
 
 def test_decode_responses_with_their_api_and_version() -> None:
-    frame = codec.encode_response(18, 3, {"error_code": 0, "api_keys": []}, correlation_id=8)
-    result = _run("decode", "--response", "18", "3", stdin=_framed(frame))
+    frame = codec.encode_response(
+        ApiKey.API_VERSIONS, 3, {"error_code": ErrorCode.NONE, "api_keys": []}, correlation_id=8
+    )
+    result = _run("decode", "--response", str(int(ApiKey.API_VERSIONS)), "3", stdin=_framed(frame))
     out = json.loads(result.stdout)
     assert result.returncode == 0
     assert (out["correlation_id"], out["api_version"]) == (8, 3)
@@ -97,7 +103,7 @@ def test_decode_a_missing_file_or_a_directory(tmp_path: Path) -> None:
 
 
 def test_decode_into_a_closed_pipe(tmp_path: Path) -> None:
-    frame = _framed(codec.encode_request(18, 0, {}, correlation_id=1))
+    frame = _framed(codec.encode_request(ApiKey.API_VERSIONS, 0, {}, correlation_id=1))
     path = tmp_path / "many.bin"
     path.write_bytes(frame * 50_000)  # far more output than a pipe holds
     proc = subprocess.Popen(
@@ -120,16 +126,27 @@ def test_decode_into_a_closed_pipe(tmp_path: Path) -> None:
 
 def test_decode_a_stream_of_responses_paired_with_its_requests(tmp_path: Path) -> None:
     requests = [
-        codec.encode_request(18, 3, {}, correlation_id=1),
-        codec.encode_request(3, 12, {"topics": None}, correlation_id=2),
-        codec.encode_request(1, 12, {"max_wait_ms": 5, "min_bytes": 1}, correlation_id=3),
+        codec.encode_request(ApiKey.API_VERSIONS, 3, {}, correlation_id=1),
+        codec.encode_request(ApiKey.METADATA, 12, {"topics": None}, correlation_id=2),
+        codec.encode_request(
+            ApiKey.FETCH, 12, {"max_wait_ms": 5, "min_bytes": 1}, correlation_id=3
+        ),
     ]
-    fetch = codec.encode_response(1, 12, {"error_code": 71}, correlation_id=3)
+    fetch = codec.encode_response(
+        ApiKey.FETCH, 12, {"error_code": ErrorCode.INVALID_FETCH_SESSION_EPOCH}, correlation_id=3
+    )
     responses = [
-        codec.encode_response(3, 12, {"cluster_id": "c", "topics": []}, correlation_id=2),
-        codec.encode_response(18, 3, {"error_code": 0, "api_keys": []}, correlation_id=1),
+        codec.encode_response(
+            ApiKey.METADATA, 12, {"cluster_id": "c", "topics": []}, correlation_id=2
+        ),
+        codec.encode_response(
+            ApiKey.API_VERSIONS, 3, {"error_code": ErrorCode.NONE, "api_keys": []}, correlation_id=1
+        ),
         fetch[:-1],  # cut short: does not decode, but its error code shows
-        codec.encode_response(18, 3, {"error_code": 0}, correlation_id=9),  # nobody asked
+        # nobody asked
+        codec.encode_response(
+            ApiKey.API_VERSIONS, 3, {"error_code": ErrorCode.NONE}, correlation_id=9
+        ),
     ]
     req_path, resp_path = tmp_path / "req.bin", tmp_path / "resp.bin"
     req_path.write_bytes(b"".join(_framed(f) for f in requests))
@@ -142,13 +159,17 @@ def test_decode_a_stream_of_responses_paired_with_its_requests(tmp_path: Path) -
         ("ApiVersions", 3),
     ]
     assert lines[0]["body"]["cluster_id"] == "c"
-    assert (lines[2]["api_key"], lines[2]["response_error_code"]) == (1, 71)
+    fetch_error = (ApiKey.FETCH, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    assert (lines[2]["api_key"], lines[2]["response_error_code"]) == fetch_error
     assert lines[2]["error"] and "body" not in lines[2]
     assert lines[3]["error"] == "no request with correlation id 9 to pair with"
 
 
 def test_decode_reports_bytes_after_a_body() -> None:
-    frame = codec.encode_request(3, 13, {"topics": None}, correlation_id=6) + b"\x00\x00\x00"
+    frame = (
+        codec.encode_request(ApiKey.METADATA, 13, {"topics": None}, correlation_id=6)
+        + b"\x00\x00\x00"
+    )
     result = _run("decode", stdin=_framed(frame))
     out = json.loads(result.stdout)
     assert result.returncode == 0
@@ -156,7 +177,7 @@ def test_decode_reports_bytes_after_a_body() -> None:
 
 
 def test_decode_says_how_a_dump_ends_badly() -> None:
-    good = _framed(codec.encode_request(18, 0, {}, correlation_id=1))
+    good = _framed(codec.encode_request(ApiKey.API_VERSIONS, 0, {}, correlation_id=1))
     cases = {
         b"\x00\x00": "2 bytes left, too few for a size prefix",
         b"\x00\x00\x00\x09abc": "frame claims 9 bytes but 3 remain",

@@ -223,16 +223,17 @@ def test_error_code_of_a_broken_api_versions_reply() -> None:
 
 
 def test_error_code_after_the_throttle_time_and_a_flexible_header() -> None:
-    body = {"throttle_time_ms": 5, "error_code": codec.ErrorCode.FETCH_SESSION_ID_NOT_FOUND}
+    not_found = codec.ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    body = {"throttle_time_ms": 5, "error_code": not_found}
     frame = codec.encode_response(codec.ApiKey.FETCH, 12, body, correlation_id=1)
     assert codec.response_header_version(codec.ApiKey.FETCH, 12) == 1
     cut = frame[:-2]
     with pytest.raises(codec.DecodeError):
         codec.decode_response(cut, codec.ApiKey.FETCH, 12)
-    assert peek_error_code(cut, codec.ApiKey.FETCH, 12) == 70
+    assert peek_error_code(cut, codec.ApiKey.FETCH, 12) == not_found
     # the header's tagged fields are skipped, whatever they hold
     tagged = frame[:4] + b"\x01\x07\x02xy" + frame[5:]
-    assert peek_error_code(tagged, codec.ApiKey.FETCH, 12) == 70
+    assert peek_error_code(tagged, codec.ApiKey.FETCH, 12) == not_found
 
 
 def test_no_error_code_where_the_body_has_none() -> None:

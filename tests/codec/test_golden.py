@@ -276,7 +276,9 @@ def test_float64() -> None:
 
 
 def test_request_header_v0_controlled_shutdown() -> None:
-    data = codec.encode_request(7, 0, {"broker_id": 1}, correlation_id=5, client_id="x")
+    data = codec.encode_request(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 0, {"broker_id": 1}, correlation_id=5, client_id="x"
+    )
     # api key 7, version 0, correlation id 5, and no client id at all; body broker_id 1
     assert data == hx("0007 0000 00000005", "00000001")
     req = codec.decode_request(data)
@@ -284,16 +286,22 @@ def test_request_header_v0_controlled_shutdown() -> None:
 
 
 def test_request_header_v1() -> None:
-    data = codec.encode_request(7, 1, {"broker_id": 1}, correlation_id=5, client_id="x")
+    data = codec.encode_request(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": 1}, correlation_id=5, client_id="x"
+    )
     assert data == hx("0007 0001 00000005", "0001 78", "00000001")  # classic string "x"
     assert codec.decode_request(data).header_version == 1
-    null_id = codec.encode_request(7, 1, {"broker_id": 1}, correlation_id=5)
+    null_id = codec.encode_request(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": 1}, correlation_id=5
+    )
     assert null_id == hx("0007 0001 00000005", "ffff", "00000001")  # null client id: -1
     assert codec.decode_request(null_id).client_id is None
 
 
 def test_request_header_v2() -> None:
-    data = codec.encode_request(7, 3, {"broker_id": 1}, correlation_id=5, client_id="x")
+    data = codec.encode_request(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 3, {"broker_id": 1}, correlation_id=5, client_id="x"
+    )
     assert data == hx(
         "0007 0003 00000005",
         "0001 78",  # client id stays a classic string in header v2
@@ -307,40 +315,47 @@ def test_request_header_v2() -> None:
 
 
 def test_response_header_v0_and_v1() -> None:
-    v0 = codec.encode_response(7, 0, {"error_code": 0}, correlation_id=5)
+    v0 = codec.encode_response(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 0, {"error_code": codec.ErrorCode.NONE}, correlation_id=5
+    )
     assert v0 == hx("00000005", "0000", "00000000")  # correlation id; error, empty array
-    v1 = codec.encode_response(7, 3, {"error_code": 0}, correlation_id=5)
+    v1 = codec.encode_response(
+        codec.ApiKey.CONTROLLED_SHUTDOWN, 3, {"error_code": codec.ErrorCode.NONE}, correlation_id=5
+    )
     assert v1 == hx("00000005 00", "0000", "01", "00")  # header tags; error, [], tags
-    assert codec.decode_response(v1, 7, 3).header_version == 1
-    assert codec.decode_response(v0, 7, 0).header_version == 0
+    assert codec.decode_response(v1, codec.ApiKey.CONTROLLED_SHUTDOWN, 3).header_version == 1
+    assert codec.decode_response(v0, codec.ApiKey.CONTROLLED_SHUTDOWN, 0).header_version == 0
 
 
 def test_api_versions_response_header_is_always_v0() -> None:
-    data = codec.encode_response(18, 3, {}, correlation_id=5)
+    data = codec.encode_response(codec.ApiKey.API_VERSIONS, 3, {}, correlation_id=5)
     # header v0 (no tagged fields) although v3 is flexible; body: error 0, api_keys [],
     # throttle_time_ms 0, no tagged fields
     assert data == hx("00000005", "0000", "01", "00000000", "00")
-    resp = codec.decode_response(data, 18, 3)
+    resp = codec.decode_response(data, codec.ApiKey.API_VERSIONS, 3)
     assert (resp.header_version, resp.api_version, resp.correlation_id) == (0, 3, 5)
-    assert codec.response_header_version(18, 3) == 0
-    assert codec.request_header_version(18, 3) == 2
+    assert codec.response_header_version(codec.ApiKey.API_VERSIONS, 3) == 0
+    assert codec.request_header_version(codec.ApiKey.API_VERSIONS, 3) == 2
 
 
 def test_kip511_unsupported_version_parsed_as_v0() -> None:
     # A broker that does not know v3 answers with a v0 body: error 35, api_keys [(18, 0, 3)].
     data = hx("00000005", "0023", "00000001", "0012 0000 0003")
-    resp = codec.decode_response(data, 18, 3)
+    resp = codec.decode_response(data, codec.ApiKey.API_VERSIONS, 3)
     assert resp.api_version == 0
-    assert resp.body["error_code"] == 35
-    assert resp.body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 3}]
+    assert resp.body["error_code"] == codec.ErrorCode.UNSUPPORTED_VERSION
+    assert resp.body["api_keys"] == [
+        {"api_key": codec.ApiKey.API_VERSIONS, "min_version": 0, "max_version": 3}
+    ]
 
 
 def test_kip511_error_body_in_requested_version() -> None:
     # UNSUPPORTED_VERSION in a real v3 body (does not fit v0) stays v3.
     data = hx("00000005", "0023", "01", "00000000", "00")
-    assert codec.decode_response(data, 18, 3).api_version == 3
+    assert codec.decode_response(data, codec.ApiKey.API_VERSIONS, 3).api_version == 3
     with pytest.raises(codec.DecodeError):
-        codec.decode_response(hx("00000005", "0023", "ff"), 18, 3)  # fits neither
+        fits_neither = hx("00000005", "0023", "ff")
+        codec.decode_response(fits_neither, codec.ApiKey.API_VERSIONS, 3)
 
 
 # -- metadata record framing ---------------------------------------------------------------------
@@ -407,13 +422,13 @@ def test_trailing_bytes_are_rejected() -> None:
     with pytest.raises(codec.DecodeError) as e:
         m.parse(good + b"\x00")
     assert e.value.offset == len(good)
-    req = codec.encode_request(12, 4, {"group_id": "g"}, correlation_id=1)
+    req = codec.encode_request(codec.ApiKey.HEARTBEAT, 4, {"group_id": "g"}, correlation_id=1)
     with pytest.raises(codec.DecodeError) as e:
         codec.decode_request(req + b"\x01\x02")
     assert e.value.offset == len(req)
-    resp = codec.encode_response(12, 4, {}, correlation_id=1)
+    resp = codec.encode_response(codec.ApiKey.HEARTBEAT, 4, {}, correlation_id=1)
     with pytest.raises(codec.DecodeError) as e:
-        codec.decode_response(resp + b"\x00", 12, 4)
+        codec.decode_response(resp + b"\x00", codec.ApiKey.HEARTBEAT, 4)
     assert e.value.offset == len(resp)
 
 

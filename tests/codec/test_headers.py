@@ -37,7 +37,7 @@ def test_trailing_request_bytes_raise_by_default() -> None:
 def test_trailing_request_bytes_ignored_on_request() -> None:
     frame = _librdkafka_metadata_request()
     req = codec.decode_request(frame, trailing="ignore")
-    assert (req.api_key, req.api_version, req.correlation_id) == (3, 13, 3)
+    assert (req.api_key, req.api_version, req.correlation_id) == (codec.ApiKey.METADATA, 13, 3)
     assert req.client_id == "rdkafka"
     assert req.body["topics"] is None and req.body["allow_auto_topic_creation"] is True
     assert req.trailing_bytes == 3
@@ -59,11 +59,14 @@ def test_trailing_response_bytes() -> None:
 
 def test_an_unsupported_version_carries_the_header() -> None:
     # KIP-511: a client asks for ApiVersions v9; the broker answers v0 to its correlation id
-    frame = codec.encode_request(18, 3, {}, correlation_id=12, client_id="new-client")
+    frame = codec.encode_request(
+        codec.ApiKey.API_VERSIONS, 3, {}, correlation_id=12, client_id="new-client"
+    )
     frame = frame[:2] + (9).to_bytes(2, "big") + frame[4:]
     with pytest.raises(codec.UnsupportedVersionError) as e:
         codec.decode_request(frame)
-    assert e.value.header == codec.RequestHeader(18, 9, 12, "new-client", len(frame) - 3)
+    header = codec.RequestHeader(codec.ApiKey.API_VERSIONS, 9, 12, "new-client", len(frame) - 3)
+    assert e.value.header == header
     with pytest.raises(codec.UnsupportedVersionError) as e:
         codec.decode_request(frame[:9])  # not even the header decodes
     assert e.value.header is None

@@ -184,7 +184,7 @@ CLASSIC_25 = bytes.fromhex("00000000 7fffffff".replace(" ", "")) + bytes(17)  # 
     "call",
     [
         lambda: codec.decode_request(REQUEST_25),
-        lambda: codec.decode_response(RESPONSE_25, 3, 12),
+        lambda: codec.decode_response(RESPONSE_25, codec.ApiKey.METADATA, 12),
         lambda: codec.message("MetadataResponse", 3).parse(CLASSIC_25),
         lambda: codec.decode_record(bytes.fromhex("01 03 02".replace(" ", "")) + bytes(22)),
     ],

@@ -126,13 +126,13 @@ def test_a_renamed_api_key_maps_to_its_newer_name_and_keeps_an_alias() -> None:
     from kipwire.generator.build import api_table
 
     table = api_table(load_schemas([ROOT / "jsonschemas"]))
-    assert table[74] == (
+    assert table[codec.ApiKey.LIST_CONFIG_RESOURCES] == (
         "ListConfigResources",
         "ListConfigResourcesRequest",
         "ListConfigResourcesResponse",
     )
     assert codec.ApiKey.LIST_CLIENT_METRICS_RESOURCES is codec.ApiKey.LIST_CONFIG_RESOURCES
-    assert codec.ApiKey(74).api_name == "ListConfigResources"
+    assert codec.ApiKey.LIST_CONFIG_RESOURCES.api_name == "ListConfigResources"
     assert codec.message("ListClientMetricsResourcesRequest", 0).build({}) == codec.message(
         "ListConfigResourcesRequest", 0
     ).build({})

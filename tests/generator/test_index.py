@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kipwire.codec import ApiKey
 from kipwire.codec.messages import APIS, Api
 from kipwire.generator.jsonc import loads
 from kipwire.generator.versions import OPEN, Versions
@@ -33,7 +34,7 @@ def test_every_api_carries_its_schema_facts() -> None:
 
 
 def test_index_entries_read_by_name_and_by_position() -> None:
-    fetch = APIS[1]
+    fetch = APIS[ApiKey.FETCH]
     assert fetch.name == "Fetch" and fetch[0] == "Fetch"
     assert fetch[1:3] == ("FetchRequest", "FetchResponse")
     assert "controller" in fetch.listeners and "broker" in fetch.listeners

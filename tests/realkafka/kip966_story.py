@@ -1,7 +1,7 @@
 """KIP-966 in action: a topic with RF=3 and min.insync.replicas=2 loses its brokers one by one
 (clean shutdowns, then a hard kill), gets them back, loses two again and has its min ISR set;
-after each step DescribeTopicPartitions (apiKey 75, sent with kipwire.codec) says what the
-controller decided.
+after each step DescribeTopicPartitions (sent with kipwire.codec) says what the controller
+decided.
 
 `run_story` takes any cluster with the `StoryCluster` methods, so the same story runs against
 real Kafka now and against kipwire's MockCluster (Semantics.KAFKA_4_1) later. `EXPECTED` is the
@@ -18,9 +18,8 @@ from typing import Any, Protocol
 from kafka_capture import Recording
 from realkafka_wire import call
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode
 
-CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_TOPIC_PARTITIONS = 19, 44, 75
 TOPIC = "elr-story"
 REPLICAS = [1, 2, 3]
 STEP_TIMEOUT_S = 60.0
@@ -97,7 +96,7 @@ def create_topic(port: int) -> None:
     """CreateTopics v7 with an explicit assignment [1, 2, 3] and min.insync.replicas=2."""
     body = call(
         port,
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [
@@ -121,15 +120,19 @@ def set_min_isr(port: int, value: str) -> None:
     """IncrementalAlterConfigs v1: SET the topic's min.insync.replicas."""
     body = call(
         port,
-        INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "resources": [
                 {
-                    "resource_type": 2,  # topic
+                    "resource_type": ConfigResourceType.TOPIC,
                     "resource_name": TOPIC,
                     "configs": [
-                        {"name": "min.insync.replicas", "config_operation": 0, "value": value}
+                        {
+                            "name": "min.insync.replicas",
+                            "config_operation": AlterConfigOp.SET,
+                            "value": value,
+                        }
                     ],
                 }
             ],
@@ -145,7 +148,7 @@ def describe(port: int) -> PartitionView | None:
     """DescribeTopicPartitions v0 of partition 0; None while the topic is unknown or errored."""
     body = call(
         port,
-        DESCRIBE_TOPIC_PARTITIONS,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
         0,
         {"topics": [{"name": TOPIC}], "response_partition_limit": 2000},
     )

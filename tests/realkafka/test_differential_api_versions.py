@@ -11,14 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from data_plane_scenarios import api_versions_unsupported_reply
 from kafka_harness import KafkaCluster
+from mistake_scenarios import api_versions_unsupported_reply
 from realkafka_wire import call
 
-from kipwire.codec import APIS
+from kipwire.codec import APIS, ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
-
-API_VERSIONS = 18
 
 _SASL = "the mock's listeners are PLAINTEXT only: no SASL"
 _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
@@ -31,50 +29,51 @@ _QUOTAS = "the mock enforces no quotas"
 
 #: API key -> why the mock does not serve what Kafka 4.1's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
-    17: _SASL,
-    27: "WriteTxnMarkers is inter-broker: the mock's transaction coordinator writes markers "
-    "into the partition logs in-process",
-    29: _NO_AUTHORIZER,
-    30: _NO_AUTHORIZER,
-    31: _NO_AUTHORIZER,
-    34: _LOG_DIRS,
-    35: _LOG_DIRS,
-    36: _SASL,
-    38: _SASL + " (delegation tokens authenticate over SASL)",
-    39: _SASL + " (delegation tokens authenticate over SASL)",
-    40: _SASL + " (delegation tokens authenticate over SASL)",
-    41: _SASL + " (delegation tokens authenticate over SASL)",
-    47: "OffsetDelete is not in the mock's group coordinator",
-    48: _QUOTAS,
-    49: _QUOTAS,
-    50: _SASL + " (SCRAM credentials)",
-    51: _SASL + " (SCRAM credentials)",
-    55: _QUORUM,
-    61: _INTROSPECTION,
-    65: _INTROSPECTION,
-    66: _INTROSPECTION,
-    68: _KIP_848,
-    69: _KIP_848,
-    74: "client-metrics and config resources listing (KIP-714/KIP-1142) is not in the mock",
-    76: _KIP_932,
-    77: _KIP_932,
-    78: _KIP_932,
-    79: _KIP_932,
-    80: _QUORUM,
-    81: _QUORUM,
-    83: _KIP_932,
-    84: _KIP_932,
-    85: _KIP_932,
-    86: _KIP_932,
-    87: _KIP_932,
-    90: _KIP_932,
-    91: _KIP_932,
-    92: _KIP_932,
+    ApiKey.SASL_HANDSHAKE: _SASL,
+    ApiKey.WRITE_TXN_MARKERS: "WriteTxnMarkers is inter-broker: the mock's transaction "
+    "coordinator writes markers into the partition logs in-process",
+    ApiKey.DESCRIBE_ACLS: _NO_AUTHORIZER,
+    ApiKey.CREATE_ACLS: _NO_AUTHORIZER,
+    ApiKey.DELETE_ACLS: _NO_AUTHORIZER,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _LOG_DIRS,
+    ApiKey.DESCRIBE_LOG_DIRS: _LOG_DIRS,
+    ApiKey.SASL_AUTHENTICATE: _SASL,
+    ApiKey.CREATE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
+    ApiKey.RENEW_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
+    ApiKey.EXPIRE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
+    ApiKey.OFFSET_DELETE: "OffsetDelete is not in the mock's group coordinator",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _QUOTAS,
+    ApiKey.ALTER_CLIENT_QUOTAS: _QUOTAS,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
+    ApiKey.DESCRIBE_QUORUM: _QUORUM,
+    ApiKey.DESCRIBE_PRODUCERS: _INTROSPECTION,
+    ApiKey.DESCRIBE_TRANSACTIONS: _INTROSPECTION,
+    ApiKey.LIST_TRANSACTIONS: _INTROSPECTION,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _KIP_848,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _KIP_848,
+    ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
+    "(KIP-714/KIP-1142) is not in the mock",
+    ApiKey.SHARE_GROUP_HEARTBEAT: _KIP_932,
+    ApiKey.SHARE_GROUP_DESCRIBE: _KIP_932,
+    ApiKey.SHARE_FETCH: _KIP_932,
+    ApiKey.SHARE_ACKNOWLEDGE: _KIP_932,
+    ApiKey.ADD_RAFT_VOTER: _QUORUM,
+    ApiKey.REMOVE_RAFT_VOTER: _QUORUM,
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: _KIP_932,
+    ApiKey.READ_SHARE_GROUP_STATE: _KIP_932,
+    ApiKey.WRITE_SHARE_GROUP_STATE: _KIP_932,
+    ApiKey.DELETE_SHARE_GROUP_STATE: _KIP_932,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _KIP_932,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _KIP_932,
+    91: _KIP_932,  # AlterShareGroupOffsets: not in the codec's schemas, so no ApiKey member
+    92: _KIP_932,  # DeleteShareGroupOffsets: not in the codec's schemas, so no ApiKey member
 }
 
 #: API key -> (Kafka 4.1's range, the mock's, why the mock's is narrower).
 NARROWER_IN_MOCK: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
-    26: (
+    ApiKey.END_TXN: (
         (0, 5),
         (0, 4),
         "EndTxn v5 is transactions v2 (KIP-890 part 2, epoch bump per transaction): the "
@@ -102,14 +101,14 @@ FEATURE_DIFFERENCES: dict[str, tuple[int | None, int | None, str]] = {
 def _api_versions(port: int) -> Any:
     return call(
         port,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         4,
         {"client_software_name": "kipwire-tests", "client_software_version": "0"},
     )
 
 
 def _view(body: Any) -> dict[str, Any]:
-    assert body.error_code == 0
+    assert body.error_code == ErrorCode.NONE
     return {
         "ranges": {k.api_key: (k.min_version, k.max_version) for k in body.api_keys},
         "finalized": {f.name: f.max_version_level for f in body.finalized_features},
@@ -142,7 +141,8 @@ def test_unsupported_api_versions_reply_alike(
     real = api_versions_unsupported_reply(bootstrap, version)
     mock = api_versions_unsupported_reply(mock_cluster.bootstrap_servers, version)
     # KIP-511: a v0 reply with the error and ApiVersions' own range, for the client's retry
-    assert mock == real == {"version": 0, "error": "UNSUPPORTED_VERSION", "ranges": [(18, 0, 4)]}
+    ranges = [(ApiKey.API_VERSIONS, 0, 4)]
+    assert mock == real == {"version": 0, "error": "UNSUPPORTED_VERSION", "ranges": ranges}
 
 
 def test_every_kafka_range_is_the_mocks_or_explained(real: dict, mock: dict) -> None:
@@ -170,7 +170,29 @@ def test_no_stale_explanation(real: dict, mock: dict) -> None:
 def test_the_mock_serves_most_of_what_kafka_advertises(real: dict, mock: dict) -> None:
     # the data plane, groups, transactions and admin: everything a client needs to produce,
     # consume and administer topics, at Kafka's own ranges
-    for name_key in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 20, 22, 24, 25, 32, 37, 75):
+    for name_key in (
+        ApiKey.PRODUCE,
+        ApiKey.FETCH,
+        ApiKey.LIST_OFFSETS,
+        ApiKey.METADATA,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.JOIN_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.LIST_GROUPS,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.INIT_PRODUCER_ID,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    ):
         assert mock["ranges"][name_key] == real["ranges"][name_key], APIS[name_key][0]
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import data_plane_scenarios as scenarios
+import mistake_scenarios as mistakes
 import pytest
 from kafka_harness import KafkaCluster
 
@@ -208,10 +209,10 @@ def test_topic_config_defaults_alike(bootstrap: str, mock_bootstrap: str) -> Non
     assert len(real) >= 30
 
 
-@pytest.mark.parametrize("mistake", sorted(scenarios.MISTAKES))
+@pytest.mark.parametrize("mistake", sorted(mistakes.MISTAKES))
 def test_mistake_answered_alike(bootstrap: str, mock_bootstrap: str, mistake: str) -> None:
-    real, mock = both(bootstrap, mock_bootstrap, scenarios.MISTAKES[mistake])
-    assert real == scenarios.EXPECTED_ERRORS[mistake]
+    real, mock = both(bootstrap, mock_bootstrap, mistakes.MISTAKES[mistake])
+    assert real == mistakes.EXPECTED_ERRORS[mistake]
     if mistake in KNOWN_DIFFERENCES:
         # a known difference must still be one, or its entry goes
         assert (real, mock) == KNOWN_DIFFERENCES[mistake][:2]
@@ -223,7 +224,7 @@ def test_mistake_answered_alike(bootstrap: str, mock_bootstrap: str, mistake: st
 def test_config_value_answered_alike(
     bootstrap: str, mock_bootstrap: str, key: str, value: str
 ) -> None:
-    real, mock = both(bootstrap, mock_bootstrap, scenarios.create_topic_with_config(key, value))
+    real, mock = both(bootstrap, mock_bootstrap, mistakes.create_topic_with_config(key, value))
     assert real in ("NONE", "INVALID_CONFIG")
     if (key, value) in KNOWN_CONFIG_DIFFERENCES:
         assert (real, mock) == KNOWN_CONFIG_DIFFERENCES[key, value][:2]
@@ -233,4 +234,4 @@ def test_config_value_answered_alike(
 
 def test_known_differences_are_mistakes_with_reasons() -> None:
     for mistake, (real, mock, why) in KNOWN_DIFFERENCES.items():
-        assert mistake in scenarios.MISTAKES and real != mock and why
+        assert mistake in mistakes.MISTAKES and real != mock and why

@@ -1,4 +1,5 @@
-"""The data plane against real Kafka 4.1: `data_plane_scenarios` and what they must give.
+"""The data plane against real Kafka 4.1: `data_plane_scenarios`, `mistake_scenarios` and what
+they must give.
 
 The same assertions are the contract for kipwire's MockCluster: run the scenarios against its
 bootstrap servers and these expectations must hold unchanged.
@@ -7,6 +8,7 @@ bootstrap servers and these expectations must hold unchanged.
 from __future__ import annotations
 
 import data_plane_scenarios as scenarios
+import mistake_scenarios as mistakes
 import pytest
 from kafka_harness import KafkaCluster
 
@@ -71,10 +73,10 @@ def test_admin_calls(kafka_single: KafkaCluster, bootstrap: str) -> None:
     }
 
 
-@pytest.mark.parametrize("mistake", sorted(scenarios.MISTAKES))
+@pytest.mark.parametrize("mistake", sorted(mistakes.MISTAKES))
 def test_mistakes_get_kafkas_error(bootstrap: str, mistake: str) -> None:
-    assert scenarios.MISTAKES[mistake](bootstrap) == scenarios.EXPECTED_ERRORS[mistake]
+    assert mistakes.MISTAKES[mistake](bootstrap) == mistakes.EXPECTED_ERRORS[mistake]
 
 
 def test_every_mistake_has_an_expectation() -> None:
-    assert set(scenarios.MISTAKES) == set(scenarios.EXPECTED_ERRORS)
+    assert set(mistakes.MISTAKES) == set(mistakes.EXPECTED_ERRORS)

@@ -19,6 +19,8 @@ from kipwire.captures.reading.packets import ACK, PSH, SYN, TcpSegment
 from kipwire.captures.reading.reassembly import reassemble
 from kipwire.codec import ApiKey, ErrorCode
 
+NO_SUCH_API_KEY = 9000  # far above every key Kafka defines
+
 C = (bytes([10, 0, 0, 1]), 50000)
 S = (bytes([10, 0, 0, 2]), 19092)
 FAKE = fake_codec()
@@ -85,10 +87,9 @@ def test_rows_have_the_table_columns_and_pair_up():
 
 
 def test_statuses_unknown_api_unsupported_malformed_request_missing_and_no_response():
+    assert NO_SUCH_API_KEY not in set(ApiKey)
     reqs = [
-        request_frame(
-            ApiKey.SHARE_GROUP_DESCRIBE, 0, 1
-        ),  # a real key the stand-in codec does not know
+        request_frame(NO_SUCH_API_KEY, 0, 1),  # a key no codec knows
         request_frame(ApiKey.METADATA, 99, 2),  # a version it does not know
         request_frame(ApiKey.METADATA, 1, 3, b"BAD"),  # a body that does not decode
         request_frame(ApiKey.METADATA, 1, 4),  # never answered
