@@ -152,7 +152,7 @@ def test_get_replica_log_info_answers_for_a_replica():
         assert body["broker_epoch"] == cluster.controller.broker(follower).epoch
         ok, missing = body["topic_partition_log_info_list"][0]["partition_log_info"]
         p = cluster.partition("info", 0)
-        assert (ok["error_code"], ok["log_end_offset"]) == (0, 4)
+        assert (ok["error_code"], ok["log_end_offset"]) == (ErrorCode.NONE, 4)
         assert ok["current_leader_epoch"] == ok["last_written_leader_epoch"] == p.leader_epoch
         assert missing["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
 

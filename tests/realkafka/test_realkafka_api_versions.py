@@ -14,9 +14,8 @@ import pytest
 from kafka_harness import KafkaCluster
 from realkafka_wire import call
 
-from kipwire.codec import APIS, MESSAGES, ApiKey
+from kipwire.codec import APIS, MESSAGES, ApiKey, ErrorCode
 
-API_VERSIONS = 18
 RECORDED = Path(__file__).parent / "data" / "api_versions_kafka_4_1.json"
 
 KIP_896 = "Kafka 4.0 removed these old versions (KIP-896); the codec keeps them to read old traffic"
@@ -92,11 +91,11 @@ def advertised(port: int) -> dict[int, tuple[int, int]]:
     """ApiVersions v4 sent with kipwire.codec: api key -> (min, max)."""
     body = call(
         port,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         4,
         {"client_software_name": "kipwire-tests", "client_software_version": "0"},
     )
-    assert body.error_code == 0
+    assert body.error_code == ErrorCode.NONE
     return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
 
 
@@ -172,7 +171,7 @@ def test_controller_listener_serves_the_kraft_apis(listeners: dict) -> None:
 def test_finalized_features_have_elr_on(kafka_single: KafkaCluster) -> None:
     body = call(
         kafka_single.nodes[0].broker_port,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         4,
         {"client_software_name": "kipwire-tests", "client_software_version": "0"},
     )
