@@ -63,12 +63,10 @@ def emit_module(spec: MessageSpec, schema_file: str, command: str = "build") -> 
         f"# Source: {schema_file}.",
         *_docstring(spec),
         "",
-        "from kipwire.codec._runtime import (",
+        *_import_lines("kipwire.codec._runtime", sorted(em.imports)),
+        *_import_lines("kipwire.codec._wire", sorted(em.wire_imports)),
+        "",
     ]
-    lines += [f"    {name}," for name in sorted(em.imports)]
-    lines += [")"]
-    lines += [f"from kipwire.codec._wire import {name}" for name in sorted(em.wire_imports)]
-    lines += [""]
     for key, name in sorted(em.struct_consts.items(), key=lambda kv: kv[1]):
         op, fmt = key.split(":")
         lines.append(f"{name} = Struct('>{fmt}').{op}")
@@ -95,3 +93,19 @@ def emit_module(spec: MessageSpec, schema_file: str, command: str = "build") -> 
         "",
     ]
     return "\n".join(lines)
+
+
+def _import_lines(module: str, names: list[str], width: int = 99) -> list[str]:
+    """`from module import ...` with the names filled into lines of at most `width` columns."""
+    if not names:
+        return []
+    one = f"from {module} import {', '.join(names)}"
+    if len(one) <= width:
+        return [one]
+    lines, current = [f"from {module} import ("], "   "
+    for name in names:
+        if len(current) + len(name) + 2 > width:
+            lines.append(current)
+            current = "   "
+        current += f" {name},"
+    return [*lines, current, ")"]

@@ -2,13 +2,7 @@
 # Source: AbortedTxn.json.
 """AbortedTxn: data, versions 0."""
 
-from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-)
+from kipwire.codec._runtime import Container, Struct, check_keys, decode_failure, encode_failure
 
 _pack_i64x4 = Struct('>qqqq').pack
 _unpack_i64x4 = Struct('>qqqq').unpack_from

@@ -3,18 +3,8 @@
 """AddOffsetsToTxnRequest: request, api key 25, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_string,
+    read_string, read_unknown_tags, read_uvarint, write_compact_string, write_string, write_tags,
 )
 
 _pack_i64_i16 = Struct('>qh').pack

@@ -3,13 +3,7 @@
 """AddOffsetsToTxnResponse: response, api key 25, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_unknown_tags,
-    read_uvarint,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_unknown_tags, read_uvarint,
     write_tags,
 )
 

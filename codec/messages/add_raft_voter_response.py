@@ -3,16 +3,8 @@
 """AddRaftVoterResponse: response, api key 80, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_nullable_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_nullable_string,
+    read_unknown_tags, read_uvarint, write_compact_nullable_string, write_tags,
 )
 
 _pack_i32_i16 = Struct('>ih').pack

@@ -3,24 +3,10 @@
 """AlterPartitionReassignmentsResponse: response, api key 45, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_compact_array_length, read_compact_nullable_string,
+    read_compact_string, read_unknown_tags, read_uvarint, write_array_length,
+    write_compact_nullable_string, write_compact_string, write_tags,
 )
 
 _pack_i32_bool_i16 = Struct('>i?h').pack

@@ -3,29 +3,12 @@
 """AlterPartitionRequest: request, api key 56, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    decode_failure, element_failure, encode_failure, pack, read_compact_array_length,
+    read_compact_string, read_unknown_tags, read_uvarint, uuid_bytes, write_array_length,
+    write_compact_string, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _iter_unpack_i32_i64_pad = Struct('>iqx').iter_unpack
 _pack_i32 = Struct('>i').pack

@@ -3,25 +3,10 @@
 """AlterReplicaLogDirsResponse: response, api key 34, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_array_length, read_compact_array_length,
+    read_compact_string, read_string, read_unknown_tags, read_uvarint, write_array_length,
+    write_compact_string, write_string, write_tags,
 )
 
 _iter_unpack_i32_i16 = Struct('>ih').iter_unpack

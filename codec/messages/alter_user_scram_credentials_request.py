@@ -3,22 +3,9 @@
 """AlterUserScramCredentialsRequest: request, api key 51, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_bytes,
-    write_compact_string,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, read_compact_array_length, read_compact_bytes, read_compact_string,
+    read_unknown_tags, read_uvarint, write_array_length, write_compact_bytes, write_compact_string,
     write_tags,
 )
 

@@ -3,18 +3,9 @@
 """ApiVersionsRequest: request, api key 18, versions 0-5."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_nullable_string,
+    read_compact_string, read_unknown_tags, read_uvarint, write_compact_nullable_string,
+    write_compact_string, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

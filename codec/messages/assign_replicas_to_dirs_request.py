@@ -3,23 +3,9 @@
 """AssignReplicasToDirsRequest: request, api key 73, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    decode_failure, element_failure, encode_failure, read_compact_array_length, read_unknown_tags,
+    read_uvarint, uuid_bytes, write_array_length, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,28 +3,10 @@
 """BeginQuorumEpochResponse: response, api key 53, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_string,
-    read_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, element_failure, encode_failure, read_array_length, read_compact_array_length,
+    read_compact_string, read_string, read_unknown_tag, read_unknown_tags, read_uvarint,
+    tag_failure, write_array_length, write_compact_string, write_string, write_tags,
 )
 
 _iter_unpack_i32_i16_i32x2 = Struct('>ihii').iter_unpack

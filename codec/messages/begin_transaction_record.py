@@ -3,18 +3,9 @@
 """BeginTransactionRecord: metadata, api key 23, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_unknown_tag,
-    read_uvarint,
-    tag_failure,
-    write_compact_nullable_string,
-    write_tags,
+    Container, DecodeError, check_keys, check_tag_end, decode_failure, encode_failure,
+    read_compact_nullable_string, read_unknown_tag, read_uvarint, tag_failure,
+    write_compact_nullable_string, write_tags,
 )
 
 

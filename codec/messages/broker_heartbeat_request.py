@@ -3,22 +3,9 @@
 """BrokerHeartbeatRequest: request, api key 63, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uuid,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, Struct, check_keys, check_tag_end, decode_failure, encode_failure,
+    read_compact_array_length, read_unknown_tag, read_unknown_tags, read_uuid, read_uvarint,
+    tag_failure, uuid_bytes, write_array_length, write_tags,
 )
 
 _pack_i32_i64x2_boolx2 = Struct('>iqq??').pack

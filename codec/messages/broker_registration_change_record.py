@@ -3,21 +3,9 @@
 """BrokerRegistrationChangeRecord: metadata, api key 17, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_unknown_tag,
-    read_uuid,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, Struct, check_keys, check_tag_end, decode_failure, encode_failure,
+    read_compact_array_length, read_unknown_tag, read_uuid, read_uvarint, tag_failure, uuid_bytes,
+    write_array_length, write_tags,
 )
 
 _pack_i32_i64 = Struct('>iq').pack

@@ -3,15 +3,8 @@
 """ClearElrRecord: metadata, api key 28, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_string,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, read_compact_string, read_unknown_tags,
+    read_uvarint, write_compact_string, write_tags,
 )
 
 

@@ -3,30 +3,12 @@
 """ConsumerGroupCurrentMemberAssignmentValue: coordinator-value, api key 8, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    check_tag_end, decode_failure, element_failure, encode_failure, pack,
+    read_compact_array_length, read_unknown_tag, read_unknown_tags, read_uvarint, tag_failure,
+    uuid_bytes, write_array_length, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _pack_i32x2_i8 = Struct('>iib').pack
 _pack_uuid = Struct('>16s').pack

@@ -3,30 +3,11 @@
 """ConsumerGroupMemberMetadataValue: coordinator-value, api key 5, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    default_encoding,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_compact_bytes,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, default_encoding, element_failure, encode_failure, read_compact_array_length,
+    read_compact_bytes, read_compact_nullable_string, read_compact_string, read_unknown_tag,
+    read_unknown_tags, read_uvarint, tag_failure, write_array_length, write_compact_bytes,
+    write_compact_nullable_string, write_compact_string, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

@@ -3,17 +3,8 @@
 """ConsumerGroupRegularExpressionValue: coordinator-value, api key 16, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_array_length,
+    read_compact_string, read_unknown_tags, read_uvarint, write_array_length, write_compact_string,
     write_tags,
 )
 

@@ -3,23 +3,9 @@
 """ConsumerProtocolSubscription: data, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_array_length,
-    read_nullable_bytes,
-    read_nullable_string,
-    read_string,
-    write_array_length,
-    write_nullable_bytes,
-    write_nullable_string,
-    write_string,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, pack, read_array_length, read_nullable_bytes, read_nullable_string,
+    read_string, write_array_length, write_nullable_bytes, write_nullable_string, write_string,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 

@@ -2,13 +2,7 @@
 # Source: ControlRecordType.json.
 """ControlRecordType: data, versions 0."""
 
-from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-)
+from kipwire.codec._runtime import Container, Struct, check_keys, decode_failure, encode_failure
 
 _pack_i16x2 = Struct('>hh').pack
 _unpack_i16x2 = Struct('>hh').unpack_from

@@ -2,13 +2,7 @@
 # Source: ControlRecordTypeSchema.json.
 """ControlRecordTypeSchema: data, versions 0."""
 
-from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-)
+from kipwire.codec._runtime import Container, Struct, check_keys, decode_failure, encode_failure
 
 _pack_i16 = Struct('>h').pack
 _unpack_i16 = Struct('>h').unpack_from

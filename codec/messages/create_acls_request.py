@@ -3,23 +3,9 @@
 """CreateAclsRequest: request, api key 30, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_string,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, read_array_length, read_compact_array_length, read_compact_string, read_string,
+    read_unknown_tags, read_uvarint, write_array_length, write_compact_string, write_string,
     write_tags,
 )
 

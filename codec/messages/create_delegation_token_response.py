@@ -3,22 +3,9 @@
 """CreateDelegationTokenResponse: response, api key 38, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_bytes,
-    read_compact_bytes,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_bytes,
-    write_compact_bytes,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_bytes, read_compact_bytes,
+    read_compact_string, read_string, read_unknown_tags, read_uvarint, write_bytes,
+    write_compact_bytes, write_compact_string, write_string, write_tags,
 )
 
 _pack_i16 = Struct('>h').pack

@@ -3,20 +3,9 @@
 """DeleteGroupsRequest: request, api key 42, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, read_array_length,
+    read_compact_array_length, read_compact_string, read_string, read_unknown_tags, read_uvarint,
+    write_array_length, write_compact_string, write_string, write_tags,
 )
 
 

@@ -3,18 +3,9 @@
 """DescribeAclsRequest: request, api key 29, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_nullable_string,
-    write_nullable_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_nullable_string,
+    read_nullable_string, read_unknown_tags, read_uvarint, write_compact_nullable_string,
+    write_nullable_string, write_tags,
 )
 
 _pack_i8 = Struct('>b').pack

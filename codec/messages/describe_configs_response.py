@@ -3,29 +3,11 @@
 """DescribeConfigsResponse: response, api key 32, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_nullable_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_array_length, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_nullable_string, read_string,
+    read_unknown_tags, read_uvarint, write_array_length, write_compact_nullable_string,
+    write_compact_string, write_nullable_string, write_string, write_tags,
 )
 
 _pack_bool_i8_bool = Struct('>?b?').pack

@@ -3,28 +3,10 @@
 """DescribeDelegationTokenResponse: response, api key 41, versions 0-3."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_bytes,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_bytes,
-    write_compact_bytes,
-    write_compact_string,
-    write_string,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_array_length, read_bytes, read_compact_array_length,
+    read_compact_bytes, read_compact_string, read_string, read_unknown_tags, read_uvarint,
+    write_array_length, write_bytes, write_compact_bytes, write_compact_string, write_string,
     write_tags,
 )
 

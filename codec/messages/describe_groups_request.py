@@ -3,21 +3,9 @@
 """DescribeGroupsRequest: request, api key 15, versions 0-6."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_array_length,
+    read_compact_array_length, read_compact_string, read_string, read_unknown_tags, read_uvarint,
+    write_array_length, write_compact_string, write_string, write_tags,
 )
 
 _pack_bool = Struct('>?').pack

@@ -3,27 +3,10 @@
 """DescribeQuorumResponse: response, api key 55, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    decode_failure, element_failure, encode_failure, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_unknown_tags, read_uvarint, uuid_bytes,
+    write_array_length, write_compact_nullable_string, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

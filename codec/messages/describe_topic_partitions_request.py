@@ -3,21 +3,9 @@
 """DescribeTopicPartitionsRequest: request, api key 75, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, read_compact_array_length, read_compact_string, read_unknown_tags,
+    read_uvarint, write_array_length, write_compact_string, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

@@ -3,23 +3,9 @@
 """DescribeTransactionsResponse: response, api key 65, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, pack, read_compact_array_length, read_compact_string,
+    read_unknown_tags, read_uvarint, write_array_length, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 

@@ -2,13 +2,7 @@
 # Source: EndTxnMarker.json.
 """EndTxnMarker: data, versions 0."""
 
-from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-)
+from kipwire.codec._runtime import Container, Struct, check_keys, decode_failure, encode_failure
 
 _pack_i32 = Struct('>i').pack
 _unpack_i32 = Struct('>i').unpack_from

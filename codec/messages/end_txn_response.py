@@ -3,13 +3,7 @@
 """EndTxnResponse: response, api key 26, versions 0-5."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_unknown_tags,
-    read_uvarint,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_unknown_tags, read_uvarint,
     write_tags,
 )
 

@@ -3,17 +3,9 @@
 """EnvelopeRequest: request, api key 58, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_bytes,
-    read_compact_nullable_bytes,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_bytes,
-    write_compact_nullable_bytes,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, read_compact_bytes,
+    read_compact_nullable_bytes, read_unknown_tags, read_uvarint, write_compact_bytes,
+    write_compact_nullable_bytes, write_tags,
 )
 
 

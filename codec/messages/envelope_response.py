@@ -3,16 +3,8 @@
 """EnvelopeResponse: response, api key 58, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_bytes,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_nullable_bytes,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_nullable_bytes,
+    read_unknown_tags, read_uvarint, write_compact_nullable_bytes, write_tags,
 )
 
 _pack_i16 = Struct('>h').pack

@@ -3,18 +3,8 @@
 """ExpireDelegationTokenRequest: request, api key 40, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_bytes,
-    read_compact_bytes,
-    read_unknown_tags,
-    read_uvarint,
-    write_bytes,
-    write_compact_bytes,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_bytes, read_compact_bytes,
+    read_unknown_tags, read_uvarint, write_bytes, write_compact_bytes, write_tags,
 )
 
 _pack_i64 = Struct('>q').pack

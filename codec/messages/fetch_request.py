@@ -3,40 +3,14 @@
 """FetchRequest: request, api key 1, versions 0-18."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    StructDefault,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    default_encoding,
-    element_failure,
-    encode_failure,
-    null_error,
-    pack,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, StructDefault, UUID, ZERO_UUID, at_index,
+    check_keys, check_tag_end, decode_failure, default_encoding, element_failure, encode_failure,
+    null_error, pack, read_array_length, read_compact_array_length, read_compact_nullable_string,
+    read_compact_string, read_string, read_unknown_tag, read_unknown_tags, read_uvarint,
+    tag_failure, uuid_bytes, write_array_length, write_compact_nullable_string,
+    write_compact_string, write_string, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _iter_unpack_i32_i64_i32 = Struct('>iqi').iter_unpack
 _iter_unpack_i32_i64x2_i32 = Struct('>iqqi').iter_unpack

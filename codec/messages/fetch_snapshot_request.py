@@ -3,30 +3,11 @@
 """FetchSnapshotRequest: request, api key 59, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    null_error,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    check_tag_end, decode_failure, encode_failure, null_error, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_unknown_tag, read_unknown_tags,
+    read_uvarint, tag_failure, uuid_bytes, write_array_length, write_compact_nullable_string,
+    write_compact_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,29 +3,11 @@
 """FetchSnapshotResponse: response, api key 59, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    default_encoding,
-    element_failure,
-    encode_failure,
-    null_error,
-    read_compact_array_length,
-    read_compact_bytes,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_compact_bytes,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, default_encoding, element_failure, encode_failure, null_error,
+    read_compact_array_length, read_compact_bytes, read_compact_string, read_unknown_tag,
+    read_unknown_tags, read_uvarint, tag_failure, write_array_length, write_compact_bytes,
+    write_compact_string, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

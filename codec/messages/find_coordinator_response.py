@@ -3,26 +3,10 @@
 """FindCoordinatorResponse: response, api key 10, versions 0-6."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_nullable_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
-    write_string,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, read_compact_array_length, read_compact_nullable_string, read_compact_string,
+    read_nullable_string, read_string, read_unknown_tags, read_uvarint, write_array_length,
+    write_compact_nullable_string, write_compact_string, write_nullable_string, write_string,
     write_tags,
 )
 

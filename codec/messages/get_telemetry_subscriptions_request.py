@@ -3,17 +3,8 @@
 """GetTelemetrySubscriptionsRequest: request, api key 71, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_tags,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure,
+    read_unknown_tags, read_uvarint, uuid_bytes, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,25 +3,11 @@
 """GetTelemetrySubscriptionsResponse: response, api key 71, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure, pack,
+    read_compact_array_length, read_compact_string, read_unknown_tags, read_uvarint, uuid_bytes,
+    write_array_length, write_compact_string, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT8S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT8S, uuid_from_bytes
 
 _pack_i32_i16_uuid_i32 = Struct('>ih16si').pack
 _pack_i32x2_bool = Struct('>ii?').pack

@@ -3,21 +3,9 @@
 """HeartbeatRequest: request, api key 12, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_nullable_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
-    write_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_nullable_string,
+    read_compact_string, read_nullable_string, read_string, read_unknown_tags, read_uvarint,
+    write_compact_nullable_string, write_compact_string, write_nullable_string, write_string,
     write_tags,
 )
 

@@ -3,22 +3,9 @@
 """LeaderChangeMessage: data, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_compact_array_length, read_unknown_tags, read_uvarint,
+    uuid_bytes, write_array_length, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

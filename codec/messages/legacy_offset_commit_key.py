@@ -3,13 +3,7 @@
 """LegacyOffsetCommitKey: coordinator-key, api key 0, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    write_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_string, write_string,
 )
 
 _pack_i32 = Struct('>i').pack

@@ -3,13 +3,7 @@
 """LegacyOffsetCommitValue: coordinator-value, api key 0, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    write_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_string, write_string,
 )
 
 _pack_i64 = Struct('>q').pack

@@ -3,16 +3,8 @@
 """ListConfigResourcesRequest: request, api key 74, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, pack, read_compact_array_length,
+    read_unknown_tags, read_uvarint, write_array_length, write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT8S
 

@@ -3,16 +3,8 @@
 """ListGroupsRequest: request, api key 16, versions 0-5."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
+    Container, check_keys, decode_failure, encode_failure, read_compact_array_length,
+    read_compact_string, read_unknown_tags, read_uvarint, write_array_length, write_compact_string,
     write_tags,
 )
 

@@ -3,22 +3,9 @@
 """ListPartitionReassignmentsRequest: request, api key 46, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, pack, read_compact_array_length, read_compact_string, read_unknown_tags,
+    read_uvarint, write_array_length, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 

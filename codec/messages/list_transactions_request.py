@@ -3,21 +3,9 @@
 """ListTransactionsRequest: request, api key 66, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, pack, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_unknown_tags, read_uvarint,
+    write_array_length, write_compact_nullable_string, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT64S
 

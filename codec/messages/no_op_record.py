@@ -3,12 +3,7 @@
 """NoOpRecord: metadata, api key 20, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_unknown_tags,
-    read_uvarint,
+    Container, check_keys, decode_failure, encode_failure, read_unknown_tags, read_uvarint,
     write_tags,
 )
 

@@ -3,32 +3,11 @@
 """OffsetCommitRequest: request, api key 8, versions 0-10."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_nullable_string,
-    read_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    decode_failure, element_failure, encode_failure, read_array_length, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_nullable_string, read_string,
+    read_unknown_tags, read_uvarint, uuid_bytes, write_array_length, write_compact_nullable_string,
+    write_compact_string, write_nullable_string, write_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,24 +3,9 @@
 """OffsetCommitValue: coordinator-value, api key 1, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    read_compact_string,
-    read_string,
-    read_unknown_tag,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_compact_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, Struct, UUID, ZERO_UUID, check_keys, check_tag_end, decode_failure,
+    encode_failure, read_compact_string, read_string, read_unknown_tag, read_uvarint, tag_failure,
+    uuid_bytes, write_compact_string, write_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,18 +3,8 @@
 """OffsetDeleteRequest: request, api key 47, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_string,
-    write_array_length,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, read_array_length, read_string, write_array_length,
     write_string,
 )
 

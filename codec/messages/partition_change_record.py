@@ -3,27 +3,11 @@
 """PartitionChangeRecord: metadata, api key 5, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_unknown_tag,
-    read_uuid,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, Struct, UUID, ZERO_UUID, check_keys, check_tag_end, decode_failure,
+    encode_failure, pack, read_compact_array_length, read_unknown_tag, read_uuid, read_uvarint,
+    tag_failure, uuid_bytes, write_array_length, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _pack_i32 = Struct('>i').pack
 _pack_i32_uuid = Struct('>i16s').pack

@@ -3,16 +3,8 @@
 """ProducerSnapshot: data, versions 1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    write_array_length,
+    Container, EncodeError, Struct, at_index, check_keys, decode_failure, element_failure,
+    encode_failure, read_array_length, write_array_length,
 )
 
 _iter_unpack_i64_i16_i32_i64_i32_i64_i32_i64 = Struct('>qhiqiqiq').iter_unpack

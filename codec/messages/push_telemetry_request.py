@@ -3,18 +3,8 @@
 """PushTelemetryRequest: request, api key 72, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_bytes,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_compact_bytes,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure,
+    read_compact_bytes, read_unknown_tags, read_uvarint, uuid_bytes, write_compact_bytes,
     write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes

@@ -3,31 +3,11 @@
 """RegisterBrokerRecord: metadata, api key 0, versions 0-4."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uuid,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    check_tag_end, decode_failure, element_failure, encode_failure, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_unknown_tag, read_unknown_tags,
+    read_uuid, read_uvarint, tag_failure, uuid_bytes, write_array_length,
+    write_compact_nullable_string, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

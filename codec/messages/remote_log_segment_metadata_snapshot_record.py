@@ -3,28 +3,10 @@
 """RemoteLogSegmentMetadataSnapshotRecord: metadata, api key 3, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_bytes,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_bytes,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    check_tag_end, decode_failure, element_failure, encode_failure, read_compact_array_length,
+    read_compact_nullable_bytes, read_unknown_tag, read_unknown_tags, read_uvarint, tag_failure,
+    uuid_bytes, write_array_length, write_compact_nullable_bytes, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,22 +3,9 @@
 """RemoteLogSegmentMetadataUpdateRecord: metadata, api key 1, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    null_error,
-    read_compact_nullable_bytes,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_compact_nullable_bytes,
-    write_compact_string,
-    write_tags,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure, null_error,
+    read_compact_nullable_bytes, read_compact_string, read_unknown_tags, read_uvarint, uuid_bytes,
+    write_compact_nullable_bytes, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

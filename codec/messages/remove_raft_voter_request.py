@@ -3,19 +3,9 @@
 """RemoveRaftVoterRequest: request, api key 81, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_compact_nullable_string,
-    write_tags,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure,
+    read_compact_nullable_string, read_unknown_tags, read_uvarint, uuid_bytes,
+    write_compact_nullable_string, write_tags,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,16 +3,8 @@
 """RemoveUserScramCredentialRecord: metadata, api key 22, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_compact_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_compact_string,
+    read_unknown_tags, read_uvarint, write_compact_string, write_tags,
 )
 
 _pack_i8 = Struct('>b').pack

@@ -3,16 +3,8 @@
 """RequestHeader: header, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_nullable_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_nullable_string,
+    read_unknown_tags, read_uvarint, write_nullable_string, write_tags,
 )
 
 _pack_i16x2_i32 = Struct('>hhi').pack

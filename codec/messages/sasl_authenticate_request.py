@@ -3,17 +3,8 @@
 """SaslAuthenticateRequest: request, api key 36, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_bytes,
-    read_compact_bytes,
-    read_unknown_tags,
-    read_uvarint,
-    write_bytes,
-    write_compact_bytes,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, read_bytes, read_compact_bytes,
+    read_unknown_tags, read_uvarint, write_bytes, write_compact_bytes, write_tags,
 )
 
 

@@ -3,21 +3,9 @@
 """SaslAuthenticateResponse: response, api key 36, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_bytes,
-    read_compact_bytes,
-    read_compact_nullable_string,
-    read_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_bytes,
-    write_compact_bytes,
-    write_compact_nullable_string,
-    write_nullable_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_bytes, read_compact_bytes,
+    read_compact_nullable_string, read_nullable_string, read_unknown_tags, read_uvarint,
+    write_bytes, write_compact_bytes, write_compact_nullable_string, write_nullable_string,
     write_tags,
 )
 

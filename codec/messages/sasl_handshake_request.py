@@ -3,12 +3,7 @@
 """SaslHandshakeRequest: request, api key 17, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    write_string,
+    Container, check_keys, decode_failure, encode_failure, read_string, write_string,
 )
 
 

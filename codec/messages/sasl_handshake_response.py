@@ -3,15 +3,8 @@
 """SaslHandshakeResponse: response, api key 17, versions 0-1."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_array_length,
-    read_string,
-    write_array_length,
-    write_string,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_array_length, read_string,
+    write_array_length, write_string,
 )
 
 _pack_i16 = Struct('>h').pack

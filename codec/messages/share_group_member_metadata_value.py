@@ -3,19 +3,9 @@
 """ShareGroupMemberMetadataValue: coordinator-value, api key 10, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_tags,
+    Container, check_keys, decode_failure, encode_failure, read_compact_array_length,
+    read_compact_nullable_string, read_compact_string, read_unknown_tags, read_uvarint,
+    write_array_length, write_compact_nullable_string, write_compact_string, write_tags,
 )
 
 

@@ -3,28 +3,12 @@
 """ShareGroupStatePartitionMetadataValue: coordinator-value, api key 15, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tags,
-    read_uvarint,
-    uuid_bytes,
-    write_array_length,
-    write_compact_string,
+    Container, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys, decode_failure,
+    element_failure, encode_failure, pack, read_compact_array_length, read_compact_string,
+    read_unknown_tags, read_uvarint, uuid_bytes, write_array_length, write_compact_string,
     write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _pack_uuid = Struct('>16s').pack
 _unpack_uuid = Struct('>16s').unpack_from

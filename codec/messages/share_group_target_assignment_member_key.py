@@ -3,12 +3,7 @@
 """ShareGroupTargetAssignmentMemberKey: coordinator-key, api key 13, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    write_string,
+    Container, check_keys, decode_failure, encode_failure, read_string, write_string,
 )
 
 

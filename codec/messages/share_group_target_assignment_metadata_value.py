@@ -3,17 +3,8 @@
 """ShareGroupTargetAssignmentMetadataValue: coordinator-value, api key 12, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    encode_failure,
-    read_unknown_tag,
-    read_uvarint,
-    tag_failure,
-    write_tags,
+    Container, DecodeError, Struct, check_keys, check_tag_end, decode_failure, encode_failure,
+    read_unknown_tag, read_uvarint, tag_failure, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

@@ -3,16 +3,8 @@
 """ShareSnapshotKey: coordinator-key, api key 0, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    uuid_bytes,
-    write_string,
+    Container, Struct, UUID, ZERO_UUID, check_keys, decode_failure, encode_failure, read_string,
+    uuid_bytes, write_string,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,23 +3,9 @@
 """ShareSnapshotValue: coordinator-value, api key 0, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, element_failure, encode_failure, read_compact_array_length, read_unknown_tag,
+    read_unknown_tags, read_uvarint, tag_failure, write_array_length, write_tags,
 )
 
 _iter_unpack_i64x2_i8_i16_pad = Struct('>qqbhx').iter_unpack

@@ -3,26 +3,10 @@
 """StreamsGroupCurrentMemberAssignmentValue: coordinator-value, api key 22, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, element_failure, encode_failure, pack, read_compact_array_length,
+    read_compact_string, read_unknown_tag, read_unknown_tags, read_uvarint, tag_failure,
+    write_array_length, write_compact_string, write_tags,
 )
 from kipwire.codec._wire import UNPACK_INT32S
 

@@ -3,24 +3,9 @@
 """SubscriptionInfoData: data, versions 1-11."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_array_length,
-    read_bytes,
-    read_nullable_string,
-    uuid_bytes,
-    write_array_length,
-    write_bytes,
-    write_nullable_string,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    decode_failure, element_failure, encode_failure, read_array_length, read_bytes,
+    read_nullable_string, uuid_bytes, write_array_length, write_bytes, write_nullable_string,
 )
 from kipwire.codec._wire import uuid_from_bytes
 

@@ -3,20 +3,9 @@
 """SyncGroupResponse: response, api key 14, versions 0-5."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_bytes,
-    read_compact_bytes,
-    read_compact_nullable_string,
-    read_unknown_tags,
-    read_uvarint,
-    write_bytes,
-    write_compact_bytes,
-    write_compact_nullable_string,
-    write_tags,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_bytes, read_compact_bytes,
+    read_compact_nullable_string, read_unknown_tags, read_uvarint, write_bytes,
+    write_compact_bytes, write_compact_nullable_string, write_tags,
 )
 
 _pack_i16 = Struct('>h').pack

@@ -3,12 +3,7 @@
 """TransactionLogKey: coordinator-key, api key 0, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_string,
-    write_string,
+    Container, check_keys, decode_failure, encode_failure, read_string, write_string,
 )
 
 

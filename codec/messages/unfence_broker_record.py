@@ -3,13 +3,7 @@
 """UnfenceBrokerRecord: metadata, api key 8, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    Struct,
-    check_keys,
-    decode_failure,
-    encode_failure,
-    read_unknown_tags,
-    read_uvarint,
+    Container, Struct, check_keys, decode_failure, encode_failure, read_unknown_tags, read_uvarint,
     write_tags,
 )
 

@@ -3,39 +3,14 @@
 """UpdateMetadataRequest: request, api key 6, versions 0-8."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    UUID,
-    ZERO_UUID,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    pack,
-    read_array_length,
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_nullable_string,
-    read_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    uuid_bytes,
-    write_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
-    write_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, UUID, ZERO_UUID, at_index, check_keys,
+    check_tag_end, decode_failure, element_failure, encode_failure, pack, read_array_length,
+    read_compact_array_length, read_compact_nullable_string, read_compact_string,
+    read_nullable_string, read_string, read_unknown_tag, read_unknown_tags, read_uvarint,
+    tag_failure, uuid_bytes, write_array_length, write_compact_nullable_string,
+    write_compact_string, write_nullable_string, write_string, write_tags,
 )
-from kipwire.codec._wire import UNPACK_INT32S
-from kipwire.codec._wire import uuid_from_bytes
+from kipwire.codec._wire import UNPACK_INT32S, uuid_from_bytes
 
 _pack_i16 = Struct('>h').pack
 _pack_i32 = Struct('>i').pack

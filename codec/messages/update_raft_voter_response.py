@@ -3,22 +3,9 @@
 """UpdateRaftVoterResponse: response, api key 82, versions 0."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    Struct,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    default_encoding,
-    encode_failure,
-    null_error,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, Struct, check_keys, check_tag_end, decode_failure, default_encoding,
+    encode_failure, null_error, read_compact_string, read_unknown_tag, read_unknown_tags,
+    read_uvarint, tag_failure, write_compact_string, write_tags,
 )
 
 _pack_i32 = Struct('>i').pack

@@ -3,25 +3,10 @@
 """VoteResponse: response, api key 52, versions 0-2."""
 
 from kipwire.codec._runtime import (
-    Container,
-    DecodeError,
-    EncodeError,
-    Struct,
-    at_index,
-    check_keys,
-    check_tag_end,
-    decode_failure,
-    element_failure,
-    encode_failure,
-    read_compact_array_length,
-    read_compact_string,
-    read_unknown_tag,
-    read_unknown_tags,
-    read_uvarint,
-    tag_failure,
-    write_array_length,
-    write_compact_string,
-    write_tags,
+    Container, DecodeError, EncodeError, Struct, at_index, check_keys, check_tag_end,
+    decode_failure, element_failure, encode_failure, read_compact_array_length,
+    read_compact_string, read_unknown_tag, read_unknown_tags, read_uvarint, tag_failure,
+    write_array_length, write_compact_string, write_tags,
 )
 
 _iter_unpack_i32_i16_i32x2_bool_pad = Struct('>ihii?x').iter_unpack
