@@ -231,3 +231,13 @@ def test_the_public_api_type_checks(tmp_path: Path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no issues found in 1 source file" in proc.stdout
+
+
+def test_no_two_test_modules_share_a_name():
+    # pytest imports test modules by their base name (rootdir-relative, no packages): two files
+    # with one name stop the whole session at collection
+    names: dict[str, list[str]] = {}
+    for path in (ac.ROOT / "tests").rglob("*.py"):
+        if path.name not in ("conftest.py", "__init__.py"):
+            names.setdefault(path.name, []).append(str(path.relative_to(ac.ROOT)))
+    assert not {n: p for n, p in names.items() if len(p) > 1}
