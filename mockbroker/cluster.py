@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import trio
@@ -106,6 +106,7 @@ class Cluster:
         self.recorder = Recorder(record) if record else None
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
+        self._ended: dict[int, trio.Event] = {}
         self._metadata_changed = trio.Event()
         self.controller_node = ControllerNode(self)
 
@@ -159,18 +160,20 @@ class Cluster:
         assert self._nursery is not None
         scope = trio.CancelScope()
         self._scopes[node.node_id] = scope
-        await self._nursery.start(self._run_node, node, scope, previous_epoch)
+        ended = self._ended[node.node_id] = trio.Event()
+        await self._nursery.start(self._run_node, node, scope, previous_epoch, ended)
 
     async def _run_node(
         self,
         node: BrokerNode,
         scope: trio.CancelScope,
         previous_epoch: int,
+        ended: trio.Event,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """A broker's life: listen, register, fetch metadata, unfence, heartbeat."""
-        with scope:
+        with _setting_on_exit(ended), scope:
             async with trio.open_nursery() as nursery:
                 listeners = await nursery.start(listen, node, node.port)
                 node.port = listeners[0].socket.getsockname()[1]
@@ -290,6 +293,10 @@ class Cluster:
                 if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
                     break
         self._scopes.pop(broker_id).cancel()
+        # A task of this incarnation may already hold a response (a metadata batch, replica
+        # records): it must end before the disk changes or a new incarnation resets the image,
+        # or it replays into the next incarnation's image from its own offset.
+        await self._ended.pop(broker_id).wait()
         node.running = False
         if clean:
             node.shut_down_cleanly()
@@ -497,6 +504,14 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         """host:port of every broker, comma-separated."""
         return ",".join(n.address for _, n in sorted(self.nodes.items()))
+
+
+@contextmanager
+def _setting_on_exit(event: trio.Event) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        event.set()
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 import trio.testing
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 from trio_client import AcksAllProducer, WireError, call_broker, read_partition
 
@@ -275,6 +275,10 @@ async def _play(schedule: list[tuple]) -> None:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(st.lists(steps, min_size=1, max_size=16))
+# issue 17: the leader never served t-0 (broker 1's old incarnation replayed into its new image)
+@example(
+    [("stop", 2, "clean"), ("isolate", 3), ("produce", 1), ("min_isr", 1), ("stop", 1, "clean")]
+)
 def test_acknowledged_records_survive_random_fault_schedules(schedule):
     trio.run(_play, schedule, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -308,3 +312,39 @@ def test_the_checker_catches_the_loss_elr_exists_to_prevent():
     message = trio.run(story, clock=trio.testing.MockClock(autojump_threshold=0))
     assert "lost" in message or "never reached" in message
     assert " unclean\n" in message  # the story is printed with the failure
+
+
+def _tasks_of(node: object) -> list[trio.lowlevel.Task]:
+    """Live tasks whose coroutine works for `node` (a frame local named node or broker)."""
+    found, todo = [], [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        frame = task.coro.cr_frame
+        if frame is not None and any(frame.f_locals.get(n) is node for n in ("node", "broker")):
+            found.append(task)
+        todo.extend(t for nursery in task.child_nurseries for t in nursery.child_tasks)
+    return found
+
+
+def test_a_stopped_broker_has_no_task_left_when_stop_broker_returns():
+    """Issue 17's first schedule: `stop_broker` returned while the stopped incarnation's tasks
+    still ran; its metadata fetch, holding a response, then replayed into the restarted
+    broker's new image from its own offset, and the new leader never knew its partition.
+    With the others cut off from the controller, nothing yields between the stop and the look."""
+
+    async def story() -> tuple[int, int, bool]:
+        async with open_cluster(brokers=len(BROKERS)) as cluster:
+            await cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+            stopped = cluster.node(1)
+            before = len(_tasks_of(stopped))
+            cluster.isolate(2)
+            cluster.isolate(3)
+            await cluster.stop_broker(1, clean=False)
+            left = len(_tasks_of(stopped))
+            cluster.heal()
+            await cluster.start_broker(1)
+            return before, left, stopped.image.partition(TOPIC, 0) is not None
+
+    before, left, knows = trio.run(story, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert before > 0 and left == 0
+    assert knows
