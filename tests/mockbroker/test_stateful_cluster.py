@@ -160,17 +160,23 @@ async def _set_min_isr(run: Run, topic: str, value: int) -> bool:
         ],
         "validate_only": False,
     }
-    # the ELR state the change clears (kip-rules D.19), read before the controller applies it
+    # the partitions whose ELR or LastKnownElr a ClearElrRecord empties (kip-rules D.19; none
+    # when the topic already had the value: Kafka then writes no ConfigRecord)
     holding = [
         key
         for key in run.parts
         if key[0] == topic
         and (cluster.partition(*key).elr or cluster.partition(*key).last_known_elr)
     ]
+    start = cluster.controller.end_offset
     answer = await call_broker(cluster, admin[0], ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, 10.0)
     if answer["responses"][0]["error_code"] != ErrorCode.NONE:
         return False
-    for key in holding:
+    cleared = any(
+        entry.name == "ClearElrRecord" and entry.record.topic_name in (topic, "")
+        for entry in cluster.controller.log[start:]
+    )
+    for key in holding if cleared else ():
         run.parts[key].elr_cleared = True
     return True
 
