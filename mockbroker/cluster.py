@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
 import trio
@@ -292,11 +292,18 @@ class Cluster:
             for _ in range(100):  # a controlled shutdown takes a few heartbeats at most
                 if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
                     break
-        self._scopes.pop(broker_id).cancel()
-        # A task of this incarnation may already hold a response (a metadata batch, replica
-        # records): it must end before the disk changes or a new incarnation resets the image,
-        # or it replays into the next incarnation's image from its own offset.
-        await self._ended.pop(broker_id).wait()
+        # Kafka fences a lost broker a session timeout after its last heartbeat, so whatever it
+        # had sent is answered first; this fences at once, so it first lets the request on the
+        # wire be answered (one answered after the fence would unfence a dead broker). Across a
+        # cut the answer cannot come, and nothing sent since the cut reaches the controller.
+        connection = node.controller_connection
+        reachable = connection is not None and not self.network.is_cut(broker_id, CONTROLLER)
+        async with connection.idle() if reachable else nullcontext():
+            self._scopes.pop(broker_id).cancel()
+            # A task of this incarnation may already hold a response (a metadata batch, replica
+            # records): it must end before the disk changes or a new incarnation resets the
+            # image, or it replays into the next incarnation's image from its own offset.
+            await self._ended.pop(broker_id).wait()
         node.running = False
         if clean:
             node.shut_down_cleanly()

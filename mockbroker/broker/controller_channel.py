@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -67,6 +69,12 @@ class ControllerConnection:
                     f"controller answered correlation id {decoded.correlation_id}, not {cid}"
                 )
             return decoded.body
+
+    @asynccontextmanager
+    async def idle(self) -> AsyncIterator[None]:
+        """Once the request in flight (if any) is answered: no request starts until exit."""
+        async with self._lock:
+            yield
 
     async def aclose(self) -> None:
         """Close the connection."""
