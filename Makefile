@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint generate check bench bench-capture bench-realkafka clean
+.PHONY: test test-deep demo lint generate check bench bench-capture bench-realkafka clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -15,6 +15,15 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q
+
+# The deep search: 5,000 fault schedules on the mock cluster and 5,000 controller invariant runs
+# (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
+# with --hypothesis-seed.
+test-deep: $(STAMP)
+	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
+	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
+	KIPWIRE_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider --hypothesis-seed=$$seed \
+		tests/mockbroker/test_stateful_cluster.py tests/mockbroker/controller/test_invariants.py
 
 demo: $(STAMP)
 	$(PY) -m kipwire.demo

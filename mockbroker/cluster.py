@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
 import trio
@@ -106,6 +106,7 @@ class Cluster:
         self.recorder = Recorder(record) if record else None
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
+        self._ended: dict[int, trio.Event] = {}
         self._metadata_changed = trio.Event()
         services = ClusterServices(
             cluster_id=cluster_id,
@@ -177,18 +178,20 @@ class Cluster:
         assert self._nursery is not None
         scope = trio.CancelScope()
         self._scopes[node.node_id] = scope
-        await self._nursery.start(self._run_node, node, scope, previous_epoch)
+        ended = self._ended[node.node_id] = trio.Event()
+        await self._nursery.start(self._run_node, node, scope, previous_epoch, ended)
 
     async def _run_node(
         self,
         node: BrokerNode,
         scope: trio.CancelScope,
         previous_epoch: int,
+        ended: trio.Event,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """A broker's life: listen, register, fetch metadata, unfence, heartbeat."""
-        with scope:
+        with _setting_on_exit(ended), scope:
             async with trio.open_nursery() as nursery:
                 listeners = await nursery.start(listen, node, node.port)
                 node.port = listeners[0].socket.getsockname()[1]
@@ -307,7 +310,18 @@ class Cluster:
             for _ in range(100):  # a controlled shutdown takes a few heartbeats at most
                 if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
                     break
-        self._scopes.pop(broker_id).cancel()
+        # Kafka fences a lost broker a session timeout after its last heartbeat, so whatever it
+        # had sent is answered first; this fences at once, so it first lets the request on the
+        # wire be answered (one answered after the fence would unfence a dead broker). Across a
+        # cut the answer cannot come, and nothing sent since the cut reaches the controller.
+        connection = node.controller_connection
+        reachable = connection is not None and not self.network.is_cut(broker_id, CONTROLLER)
+        async with connection.idle() if reachable else nullcontext():
+            self._scopes.pop(broker_id).cancel()
+            # A task of this incarnation may already hold a response (a metadata batch, replica
+            # records): it must end before the disk changes or a new incarnation resets the
+            # image, or it replays into the next incarnation's image from its own offset.
+            await self._ended.pop(broker_id).wait()
         node.running = False
         if clean:
             node.shut_down_cleanly()
@@ -482,6 +496,14 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         """host:port of every broker, comma-separated."""
         return ",".join(n.address for _, n in sorted(self.nodes.items()))
+
+
+@contextmanager
+def _setting_on_exit(event: trio.Event) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        event.set()
 
 
 @asynccontextmanager

@@ -9,6 +9,8 @@ real broker's.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from kipwire.client import TrioConnection
@@ -35,6 +37,12 @@ class ControllerConnection(TrioConnection):
     async def open(cls, network: Network, src: NodeId) -> ControllerConnection:
         """Connect node `src` to the controller through the link layer."""
         return cls(await network.connect(src, CONTROLLER), f"broker-{src}")
+
+    @asynccontextmanager
+    async def idle(self) -> AsyncIterator[None]:
+        """Once the request in flight (if any) is answered: no request starts until exit."""
+        async with self._lock:
+            yield
 
 
 async def fetch_metadata(broker: BrokerState, connection: ControllerConnection) -> None:

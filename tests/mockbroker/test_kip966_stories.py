@@ -1,14 +1,21 @@
-"""KIP-966's stories end to end: a confluent-kafka idempotent producer (acks=all) against a
-replicating mock cluster, brokers stopped and restarted, the data checked afterwards."""
+"""KIP-966's stories end to end against a replicating mock cluster, brokers stopped and restarted,
+the data checked afterwards. The last-replica-standing stories run a confluent-kafka idempotent
+producer (acks=all) on real time; the stories whose timing is the point (the 4-broker
+walkthrough, the network-cut telling fenced by the session timeout) run inside the cluster's
+trio loop on trio's MockClock, with the codec-built producer and reader, so each is one
+deterministic sequence."""
 
 from __future__ import annotations
 
 import time
 
-import pytest
+import trio
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from trio.testing import MockClock
+from trio_client import AcksAllProducer, read_partition
 
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, open_cluster
+from kipwire.mockbroker.cluster import Cluster
 
 DEADLINE = 30.0
 TOPIC = "story"
@@ -155,57 +162,65 @@ def test_last_replica_standing_without_elr_loses_acknowledged_records():
         assert lost == len(acked) == 80
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent in full runs: once b4 was leader after b1's unclean return at T6 "
-    "(b4 had been stopped uncleanly at T5); not understood yet",
-)
-def test_four_brokers_min_isr_three_walkthrough():
-    """The KIP's 4-broker, min ISR 3 example (T0-T7). Lagging is a network cut from the leader;
-    T2 heals every cut, so b4 catches up there already (T4 has nothing left to do). The
-    controller handles one lost broker at a time, so at T3 only the loss that takes the ISR below
-    min ISR puts its broker in the ELR: b3 goes first (uncleanly), then b2 (a clean stop, so its
-    return at T6 is clean, as the KIP's "after partitioning")."""
-    with MockCluster(brokers=4, config={"min.insync.replicas": "3"}) as cluster:
-        cluster.create_topic(TOPIC, partitions=1, replication_factor=4)
+async def _trio_produce(
+    cluster: Cluster, values: list[bytes], timeout: float = 20.0
+) -> list[bytes]:
+    """Produce `values` with a new idempotent acks=all producer; return those acknowledged."""
+    producer = AcksAllProducer(cluster, TOPIC, timeout=timeout)
+    await producer.init(cluster.live_nodes()[0].node_id)
+    return [value for value in values if await producer.send(value)]
+
+
+async def four_brokers_min_isr_three_walkthrough() -> None:
+    """The KIP's 4-broker, min ISR 3 example (T0-T7), on trio's clock. Lagging is a network cut
+    from the leader; T2 heals every cut, so b4 catches up there already (T4 has nothing left to
+    do). The controller handles one lost broker at a time, so at T3 only the loss that takes the
+    ISR below min ISR puts its broker in the ELR: b3 goes first (uncleanly), then b2 (a clean
+    stop, so its return at T6 is clean, as the KIP's "after partitioning")."""
+    async with open_cluster(brokers=4, config={"min.insync.replicas": "3"}) as cluster:
+
+        async def wait(predicate) -> None:
+            await cluster.wait_until(predicate, timeout=DEADLINE)
+
+        await cluster.create_topic(TOPIC, partitions=1, replication_factor=4)
         p = cluster.partition(TOPIC, 0)
         b1, b2, b3, b4 = p.replicas
         assert p.leader == b1
-        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
+        await wait(lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
         # T1: b3 and b4 lag behind new records; b1 shrinks the ISR to {b1, b2}
         cluster.partition_network(b1, b3)
         cluster.partition_network(b1, b4)
         # written, never acknowledged: the HWM cannot pass them while b3 and b4 lag
-        assert _produce(cluster, _values("unacked", 3), timeout_ms=1500) == []
-        _wait(cluster, lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2]))
+        assert await _trio_produce(cluster, _values("unacked", 3), timeout=1.5) == []
+        await wait(lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2]))
         # b1 drops them in one AlterPartition or two (then only the second is in the ELR)
         elr = cluster.partition(TOPIC, 0).elr
         assert elr and set(elr) <= {b3, b4}
         # T2: they catch up; b1 proposes the full ISR and the ELR is cleaned
         cluster.heal()
-        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
+        await wait(lambda: len(cluster.partition(TOPIC, 0).isr) == 4)
         assert cluster.partition(TOPIC, 0).elr == []
-        acked = _produce(cluster, _values("t2", 30))
+        acked = await _trio_produce(cluster, _values("t2", 30))
         assert len(acked) == 30
         # T3: b3 then b2 go offline: out of the ISR; b2's loss puts it in the ELR
-        cluster.stop_broker(b3, clean=False)
+        await cluster.stop_broker(b3, clean=False)
         assert cluster.partition(TOPIC, 0).elr == []  # ISR {b1, b2, b4} still meets min ISR
-        cluster.stop_broker(b2, clean=True)
+        await cluster.stop_broker(b2, clean=True)
         p = cluster.partition(TOPIC, 0)
         assert sorted(p.isr) == sorted([b1, b4]) and p.elr == [b2]
         # T5: b1 and b4 go offline into the ELR; b3 returns from its unclean shutdown, outside it
-        cluster.stop_broker(b1, clean=False)
-        cluster.stop_broker(b4, clean=False)
+        await cluster.stop_broker(b1, clean=False)
+        await cluster.stop_broker(b4, clean=False)
         p = cluster.partition(TOPIC, 0)
         assert p.leader == -1 and p.isr == [] and sorted(p.elr) == sorted([b1, b2, b4])
-        cluster.start_broker(b3)
+        await cluster.start_broker(b3)
         assert sorted(cluster.partition(TOPIC, 0).elr) == sorted([b1, b2, b4])
         # T6: b1 returns uncleanly and leaves the ELR; b2 returns and is elected from the ELR
-        cluster.start_broker(b1)
+        await cluster.start_broker(b1)
         assert sorted(cluster.partition(TOPIC, 0).elr) == sorted([b2, b4])
         assert cluster.partition(TOPIC, 0).leader == -1
-        cluster.start_broker(b2)
-        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == b2)
+        await cluster.start_broker(b2)
+        await wait(lambda: cluster.partition(TOPIC, 0).leader == b2)
         # b1 and b3 may catch up (and clean the ELR) before a look at the state: read the
         # election's own record instead
         (election,) = [
@@ -215,32 +230,47 @@ def test_four_brokers_min_isr_three_walkthrough():
         ]
         assert list(election.eligible_leader_replicas) == [b4]
         # T7: b1 and b3 catch up; b2 proposes ISR {b2, b1, b3}; the ELR is cleaned
-        _wait(cluster, lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2, b3]))
+        await wait(lambda: sorted(cluster.partition(TOPIC, 0).isr) == sorted([b1, b2, b3]))
         assert cluster.partition(TOPIC, 0).elr == []
-        seen = _consume_all(cluster, 3 + len(acked))
+        _, records = await read_partition(cluster, b2, TOPIC, 0)
+        seen = [value for _, value in records]
         assert [v for v in seen if v.startswith(b"t2")] == acked
 
 
-def test_last_replica_standing_with_network_cuts():
-    """The KIP's telling: T0/T1 the followers are cut off by the network (fenced by the session
-    timeout), T2 the leader shuts down uncleanly, T3 the network heals and the ELR member is
-    elected, T4 the old leader restarts as a follower."""
-    with MockCluster(brokers=3, config={"min.insync.replicas": "2"}) as cluster:
-        cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+def test_four_brokers_min_isr_three_walkthrough():
+    trio.run(four_brokers_min_isr_three_walkthrough, clock=MockClock(autojump_threshold=0))
+
+
+async def last_replica_standing_with_network_cuts() -> None:
+    """The KIP's telling, on trio's clock (the session timeout is the point): T0/T1 the
+    followers are cut off by the network (fenced by the session timeout), T2 the leader shuts
+    down uncleanly, T3 the network heals and the ELR member is elected, T4 the old leader restarts
+    as a follower."""
+    async with open_cluster(brokers=3, config={"min.insync.replicas": "2"}) as cluster:
+
+        async def wait(predicate) -> None:
+            await cluster.wait_until(predicate, timeout=DEADLINE)
+
+        await cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
         leader, first, second = _roles(cluster)
-        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
-        acked = _produce(cluster, _values("t0", 40))
+        await wait(lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
+        acked = await _trio_produce(cluster, _values("t0", 40))
         cluster.isolate(first)
-        _wait(cluster, lambda: cluster.partition(TOPIC, 0).isr == [leader, second])
-        acked += _produce(cluster, _values("t1", 40))
+        await wait(lambda: cluster.partition(TOPIC, 0).isr == [leader, second])
+        acked += await _trio_produce(cluster, _values("t1", 40))
         assert len(acked) == 80
         cluster.isolate(second)
-        _wait(cluster, lambda: cluster.partition(TOPIC, 0).isr == [leader])
+        await wait(lambda: cluster.partition(TOPIC, 0).isr == [leader])
         assert cluster.partition(TOPIC, 0).elr == [second]
-        cluster.stop_broker(leader, clean=False)
-        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == -1)
+        await cluster.stop_broker(leader, clean=False)
+        await wait(lambda: cluster.partition(TOPIC, 0).leader == -1)
         cluster.heal()
-        _wait(cluster, lambda: cluster.partition(TOPIC, 0).leader == second)
-        cluster.start_broker(leader)
-        _wait(cluster, lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
-        assert _consume_all(cluster, len(acked)) == acked
+        await wait(lambda: cluster.partition(TOPIC, 0).leader == second)
+        await cluster.start_broker(leader)
+        await wait(lambda: len(cluster.partition(TOPIC, 0).isr) == 3)
+        _, records = await read_partition(cluster, second, TOPIC, 0)
+        assert [value for _, value in records] == acked
+
+
+def test_last_replica_standing_with_network_cuts():
+    trio.run(last_replica_standing_with_network_cuts, clock=MockClock(autojump_threshold=0))
