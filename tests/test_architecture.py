@@ -18,11 +18,6 @@ import pytest
 
 from kipwire.codec import ApiKey, ErrorCode
 
-ALLOWED_NON_STRICT_XFAILS: set[tuple[str, str]] = set()
-# The 4-broker walkthrough's election is the fault-schedules issue's to explain; until then its
-# mark may stay. Delete the next line when that mark goes.
-ALLOWED_NON_STRICT_XFAILS.add(("tests/mockbroker/test_kip966_stories.py", "test_four_brokers_min_isr_three_walkthrough"))  # noqa: E501  # fmt: skip
-
 WIRE = ac.WireNames(
     {n: int(v) for n, v in ApiKey.__members__.items()},
     {n: int(v) for n, v in ErrorCode.__members__.items()},
@@ -172,8 +167,7 @@ def test_generated_codec_at_most_115000_lines():
 
 def test_no_xfail_that_cannot_fail():
     found = ac.non_strict_xfails(ac.ROOT / "tests")
-    left = [f for f in found if f[:2] not in ALLOWED_NON_STRICT_XFAILS]
-    assert not left, "xfail marks without strict=True (they pass either way): " + repr(left)
+    assert not found, "xfail marks without strict=True (they pass either way): " + repr(found)
 
 
 def test_the_xfail_checker_finds_marks_in_every_place(tmp_path: Path):
