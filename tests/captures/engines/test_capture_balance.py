@@ -1,0 +1,43 @@
+"""Decode task planning: connections packed largest first, salts that Spark's hash places."""
+
+from __future__ import annotations
+
+import pytest
+
+from kipwire.captures.engines.balance import murmur3_long, plan_tasks, salts
+
+
+def test_eight_equal_connections_get_a_task_each() -> None:
+    plan = plan_tasks([(f"c{i}", 100) for i in range(8)])
+    assert sorted(plan.values()) == list(range(8))
+
+
+def test_tasks_are_even_and_the_heaviest_comes_first() -> None:
+    weights = [("a", 90), ("b", 60), ("c", 50), ("d", 40), ("e", 30), ("f", 30)]
+    plan = plan_tasks(weights, max_tasks=2)
+    loads = [0, 0]
+    for key, w in weights:
+        loads[plan[key]] += w
+    # largest first onto the lightest task: within 4/3 of the best split (150/150), heaviest first
+    assert loads == [160, 140]
+    plan = plan_tasks([("small", 1), ("big", 1000), ("mid", 10)], max_tasks=2)
+    assert plan["big"] == 0  # task 0 starts first: it must carry the most
+
+
+def test_no_connections_no_tasks() -> None:
+    assert plan_tasks([]) == {}
+
+
+def test_murmur3_of_known_longs() -> None:
+    """Values Spark 4's `F.hash` gives for these longs (checked against a session)."""
+    assert murmur3_long(0) == -1670924195
+    assert murmur3_long(1) == -1712319331
+    assert murmur3_long(-1) == -939490007
+    assert murmur3_long(42) == 1316951768
+    assert murmur3_long(2**63 - 1) == -1604625029
+
+
+@pytest.mark.parametrize("tasks", [1, 2, 7, 64, 256])
+def test_salts_land_on_their_own_task(tasks: int) -> None:
+    found = salts(tasks)
+    assert [murmur3_long(v) % tasks for v in found] == list(range(tasks))
