@@ -17,12 +17,8 @@ Workers import kipwire as installed on them, or from `--py-files` (a wheel or a 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -47,9 +43,9 @@ from ..reading.inputs import (
 from .balance import plan_tasks, salts
 from .fragment_decode import decode_fragments
 from .fragments import fragments_of
-from .py_files import write_py_files
 from .schema import FRAGMENTS, STATS, TABLES, UNION, spark_ddl
-from .spark_datasource import DEFAULT_SPLIT_BYTES, KafkaCaptureDataSource, plan_partitions
+from .spark_datasource import DEFAULT_SPLIT_BYTES, plan_partitions
+from .spark_session import connect_session, session, task_slots
 from .table_files import ParquetSink, finish_tables, prepare_tables, summary_dict, summary_of_tables
 
 __all__ = [
@@ -71,89 +67,6 @@ _KEY = ("group", "a_ip", "a_port", "b_ip", "b_port")
 MIN_SPLIT_BYTES = 4 << 20
 # connections whose sizes the driver collects to plan the decode tasks; past it, keys are hashed
 MAX_CONNECTIONS = 100_000
-
-# Spark's own logging, quiet unless asked: the job prints its own progress. The repl logger at
-# the root's level keeps Spark from announcing a shell default of WARN.
-_LOG4J2 = """status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-rootLogger.level = {level}
-rootLogger.appenderRef.console.ref = console
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
-"""
-
-
-def _log_config(level: str) -> str:
-    """A log4j2 configuration file with Spark's root level at `level`."""
-    fd, path = tempfile.mkstemp(prefix="kipwire-log4j2-", suffix=".properties")
-    with os.fdopen(fd, "w") as f:
-        f.write(_LOG4J2.replace("{level}", level.lower()))
-    return path
-
-
-def session(
-    master: str | None = "local[*]",
-    app: str = "kipwire-capture",
-    log_level: str = "error",
-    conf: dict[str, str] | None = None,
-) -> SparkSession:
-    """Start (or reuse) a Spark session for the job; `master` None keeps spark-submit's.
-
-    `conf` adds or overrides Spark settings (such as `spark.eventLog.enabled` to measure).
-    """
-    # the Python workers run this interpreter (it has pyarrow and kipwire), unless told otherwise
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    quiet = f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}"
-    builder = SparkSession.builder.appName(app)
-    if master is not None:
-        builder = builder.master(master)
-    spark = (
-        builder.config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.extraJavaOptions", quiet)
-        .config("spark.executor.extraJavaOptions", quiet)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
-        # a fragment row holds up to 4 MiB of payload: cap the batches fed to the decode by size
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))
-        # Spark's own writer holds microseconds at best (captures.engines.schema says why)
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        # reading the nanosecond tables back in Spark gives epoch nanoseconds, not an error
-        .config("spark.sql.legacy.parquet.nanosAsLong", "true")
-        .config(map=conf or {})
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel(log_level.upper())
-    spark.dataSource.register(KafkaCaptureDataSource)
-    return spark
-
-
-def connect_session(remote: str, app: str = "kipwire-capture", ship: bool = True) -> SparkSession:
-    """A Spark Connect session to `remote` (sc://host:port), ready for the job.
-
-    The server's Python workers import kipwire from the zip this sends as a session artifact
-    (`ship`), so the cluster needs only pyspark's own Python dependencies; the data source is
-    registered for the session, as Spark 4 allows over Connect.
-    """
-    spark = SparkSession.builder.remote(remote).appName(app).getOrCreate()
-    if ship:
-        folder = tempfile.mkdtemp(prefix="kipwire-connect-")
-        zipped = write_py_files(os.path.join(folder, "kipwire.zip"))
-        # the artifact is named by its content: a second session ships the same zip again
-        digest = hashlib.sha256(zipped.read_bytes()).hexdigest()[:16]
-        named = zipped.rename(zipped.with_name(f"kipwire-{digest}.zip"))
-        try:
-            spark.addArtifacts(str(named), pyfile=True)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    spark.dataSource.register(KafkaCaptureDataSource)
-    return spark
 
 
 def capture_label(inputs: Sequence[str], name: str | None = None) -> str:
@@ -223,7 +136,7 @@ def fragments_dataframe(
     parts = shuffled = 0
     files = expand_inputs(local, fmt=fmt, pairs=pairs)
     if files:
-        split_bytes = task_split_bytes(files, split_bytes, _slots(spark))
+        split_bytes = task_split_bytes(files, split_bytes, task_slots(spark))
         opts = {
             "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
             "splitBytes": str(split_bytes),
@@ -262,18 +175,6 @@ def fragments_dataframe(
     for other in frames[1:]:
         df = df.unionByName(other)
     return Fragments(df, parts, shuffled)
-
-
-def _slots(spark: SparkSession) -> int:
-    """Task slots the session has, or a guess where Spark Connect cannot say."""
-    try:
-        return spark.sparkContext.defaultParallelism
-    except AttributeError:  # a Spark Connect session has no SparkContext
-        master = spark.conf.get("spark.master", "") or ""
-        inner = master[6:-1] if master.startswith("local[") else ""
-        if inner.isdigit():
-            return int(inner)
-        return (os.cpu_count() or 2) if master.startswith("local") else 8
 
 
 _WEIGHT = "aggregate(payload, 0L, (total, p) -> total + length(p)) + size(payload) * 64"
@@ -347,7 +248,7 @@ def decode_dataframe(
     if partitions > 1:
         # a connection may span packet ranges or rotated files: bring its fragments together,
         # in capture order (rotation ordinal, then packet index), on tasks of even size
-        fallback = max(partitions, 4 * _slots(spark))
+        fallback = max(partitions, 4 * task_slots(spark))
         fragments, ranks = balance_connections(fragments, fallback)
         keys_sorted = True
     else:
