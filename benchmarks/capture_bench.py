@@ -223,8 +223,10 @@ def tree_cpu(pid: int) -> float:
 def task_times(event_dir: str, windows: list[tuple[float, float]]) -> list[list[float]]:
     """Per timed run (a wall-clock window), the seconds each of its tasks ran (event log)."""
     runs: list[list[float]] = [[] for _ in windows]
-    for name in os.listdir(event_dir):
-        with open(os.path.join(event_dir, name)) as f:
+    # Spark 4 writes an application's log as a folder of rolled files (eventlog_v2_*/events_*)
+    logs = [os.path.join(d, n) for d, _, names in os.walk(event_dir) for n in names]
+    for path in (p for p in logs if os.path.basename(p).startswith(("events_", "local-"))):
+        with open(path) as f:
             for line in f:
                 if '"SparkListenerTaskEnd"' not in line:
                     continue
@@ -274,12 +276,13 @@ class SparkChild:
     def __init__(self, master: str, folder: Path, warm: Path, out: Path) -> None:
         self.master = master
         self.events = tempfile.mkdtemp(prefix="capture-bench-events-")
+        self.err = open(out.with_name(f"spark-{master[6]}.log"), "w")  # noqa: SIM115 (its stderr)
         cmd = [sys.executable, __file__, "--serve", master, str(folder), str(warm), str(out)]
         self.proc = subprocess.Popen(
             cmd + [self.events],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.err,
             text=True,
             env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
         )
@@ -305,6 +308,7 @@ class SparkChild:
         self.proc.stdin.close()
         runs = self._line()
         self.proc.wait(timeout=120)
+        self.err.close()
         shutil.rmtree(self.events, ignore_errors=True)
         return runs
 

@@ -41,3 +41,24 @@ def test_murmur3_of_known_longs() -> None:
 def test_salts_land_on_their_own_task(tasks: int) -> None:
     found = salts(tasks)
     assert [murmur3_long(v) % tasks for v in found] == list(range(tasks))
+
+
+def test_a_lone_large_pcap_is_cut_into_ranges_for_every_slot(tmp_path) -> None:
+    """One 34 MB file on two slots: four ranges (at least two per slot), none under 4 MiB."""
+    pytest.importorskip("pyspark")
+    from kipwire.captures.engines.spark_job import MIN_SPLIT_BYTES, task_split_bytes
+    from kipwire.captures.reading.inputs import CaptureFile
+
+    def sized(name: str, size: int) -> CaptureFile:
+        path = tmp_path / name
+        with open(path, "wb") as f:
+            f.truncate(size)  # sparse: only the size matters
+        return CaptureFile(name, str(path), 0)
+
+    big = [sized("big.pcap", 34_000_000)]
+    assert task_split_bytes(big, 64 << 20, slots=2) == 8_500_000
+    assert task_split_bytes(big, 1 << 20, slots=2) == 1 << 20  # a smaller --split-mb stays
+    small = [sized("small.pcap", 3_000_000)]
+    assert task_split_bytes(small, 64 << 20, slots=8) == MIN_SPLIT_BYTES
+    many = [sized(f"r{i}.pcap", 100_000_000) for i in range(10)]
+    assert task_split_bytes(many, 64 << 20, slots=2) == 64 << 20  # enough whole files
