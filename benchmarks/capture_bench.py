@@ -1,21 +1,23 @@
 """Decode rate of kipwire's capture engines against tshark, on a rotated capture.
 
-Builds a rotated capture (several pcapng files, as tcpdump -C would) of at least 50,000 PDUs from
-frames encoded by the codec (Metadata v8, Produce v8 with record batches, Fetch v11: the newest
-versions tshark 4.0 decodes, so both sides do the same work), then times: the in-process engine
-(`--engine local`), the Spark job in local[1] and local[2] (Spark start-up and its first job
-measured apart; the rate is the best of `--runs` decodes in the warm session, every run
-printed), `tshark -T json` (full decode) and `tshark -T fields` (six header fields) on the same
-files when tshark is installed. Every decoder's malformed count is printed next to its rate:
-a rate is only comparable when both sides decoded the PDUs (tshark's `_ws.malformed` count is 0).
+Builds a rotated capture (several pcapng files, as tcpdump -C would; `--files 1` for one large
+file) of 120,000 PDUs over 8 long-lived connections from frames encoded by the codec (Metadata
+v8, Produce v8 with record batches, Fetch v11: the newest versions tshark 4.0 decodes, so both
+sides do the same work), then times: the in-process engine (`--engine local`), the Spark job in
+local[1] and local[2], and `tshark -T json` (full decode) and `tshark -T fields` (six header
+fields) on the same files when tshark is installed. Every decoder's malformed count is printed
+next to its rate: a rate is only comparable when both sides decoded the PDUs.
 
-"Per core" compares decoders given one core each: the local engine and Spark local[1] run one
-decode task at a time, tshark is single-threaded; a per-core ratio is the ratio of their PDUs
-per second. Wall time is printed for all; CPU time too for the local engine (this process) and
-tshark (its processes), which stays fair on a loaded machine. The load average is printed:
-other processes skew wall times, local[2] most.
+The two Spark sessions start once each (start-up and first job printed apart) and stay warm;
+`--runs` rounds then run the local engine, local[1] and local[2] one after another, so a load
+that comes and goes falls on all three. For each Spark decode: wall time, the CPU time of the
+whole job (driver, JVM and Python workers: the session's process tree), every task's time from
+Spark's event log, and how busy the task slots were. Printed side by side at the end: PDUs/s per
+task slot (by wall time and per CPU-second), the local[2]/local[1] ratio, and Spark's overhead
+against the local engine. The load average is printed with every run: on a loaded machine the
+wall-time ratio measures the machine; CPU per PDU does not.
 
-    python benchmarks/capture_bench.py [--pdus 50000] [--files 4] [--runs 3] [--keep DIR]
+    python benchmarks/capture_bench.py [--pdus 120000] [--files 4] [--runs 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import resource
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -313,6 +316,60 @@ class SparkChild:
         return runs
 
 
+def run_clusters(folder: Path, warm: Path, tmp: Path, runs: int) -> list[tuple[str, dict]]:
+    """The job on a standalone cluster (master, two one-core workers) and over Spark Connect.
+
+    The daemons start from pyspark's own jars, as the tests start them (`spark_daemons`); each
+    session decodes the warm-up capture first, then the benchmark capture `runs` times.
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "captures"))
+    from spark_daemons import start_connect_server, start_master, start_worker
+
+    from kipwire.captures.engines.spark_job import connect_session, run_decode, session
+
+    def timed(spark, label: str) -> dict:
+        run_decode([str(warm)], tmp / f"out-{label}-warm", spark=spark)
+        best: dict = {}
+        for _ in range(runs):
+            t = time.perf_counter()
+            r = run_decode([str(folder)], tmp / f"out-{label}", spark=spark)
+            # wall time only: the executors are the daemons' children, not this process's
+            r["wall_s"] = time.perf_counter() - t
+            if not best or r["wall_s"] < best["wall_s"]:
+                best = r
+        return best
+
+    found = []
+    logs = tmp / "daemons"
+    logs.mkdir(exist_ok=True)
+    master, url = start_master(logs)
+    daemons = [master]
+    try:
+        daemons += [start_worker(logs, url, n) for n in (1, 2)]
+        conf = {"spark.executor.memory": "512m", "spark.cores.max": "2"}
+        spark = session(url, app="capture-bench-standalone", conf=conf)
+        try:
+            found.append(("standalone, 2 workers x 1 core", timed(spark, "standalone")))
+        finally:
+            spark.stop()
+    finally:
+        for d in reversed(daemons):
+            d.stop()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = start_connect_server(logs, port, sys.executable)
+    try:
+        spark = connect_session(f"sc://127.0.0.1:{port}")
+        try:
+            found.append(("Connect, server local[2]", timed(spark, "connect")))
+        finally:
+            spark.stop()
+    finally:
+        server.stop()
+    return found
+
+
 def run_tshark(paths: list[Path], mode: str) -> tuple[float, float, int]:
     """Wall and CPU seconds of tshark over every file, and the Kafka PDUs it reported."""
     base = ["tshark", "-n", "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka"]
@@ -377,6 +434,11 @@ def main() -> int:
     ap.add_argument(
         "--runs", type=int, default=3, help="timed Spark decodes per master; the best counts"
     )
+    ap.add_argument(
+        "--clusters",
+        action="store_true",
+        help="also a standalone cluster and a Spark Connect server (pyspark's jars; needs Java)",
+    )
     ap.add_argument("--serve", nargs=5, help=argparse.SUPPRESS)  # a Spark child's own mode
     args = ap.parse_args()
     if args.serve:
@@ -440,6 +502,7 @@ def main() -> int:
             (f"spark {m}", best["wall_s"], best["cpu_s"], best["pdus"], f"malformed {bad}")
         )
         slot_rate[m] = (best["pdus"] / best["wall_s"] / slots, best["pdus"] / best["cpu_s"])
+    clusters = run_clusters(folder, tmp / "warm", tmp, args.runs) if args.clusters else []
     if shutil.which("tshark"):
         version = subprocess.run(["tshark", "--version"], capture_output=True, text=True)
         bad = tshark_malformed(paths)
@@ -472,6 +535,13 @@ def main() -> int:
         f"local[2] / local[1]: {rate['spark local[2]'] / rate['spark local[1]']:.2f}x "
         f"(best runs; round by round {', '.join(f'{x:.2f}' for x in ratios)}x)"
     )
+    for label, x in clusters:
+        slots = 2
+        print(
+            f"spark {label}: decode {x['wall_s']:.1f} s, {x['pdus'] / x['wall_s']:,.0f} PDUs/s, "
+            f"{x['pdus'] / x['wall_s'] / slots:,.0f} per task slot "
+            f"({x['pdus']:,} PDUs, {x['by_status'].get('ok', 0):,} ok)"
+        )
     print(
         f"Spark overhead against the local engine: "
         f"{cpu_rate['local engine'] / slot_rate['local[1]'][1]:.2f}x the CPU per PDU, "
