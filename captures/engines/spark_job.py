@@ -65,6 +65,7 @@ __all__ = [
 
 _KEY = ("group", "a_ip", "a_port", "b_ip", "b_port")
 MIN_SPLIT_BYTES = 4 << 20
+_CONNECT_MARKS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
 # connections whose sizes the driver collects to plan the decode tasks; past it, keys are hashed
 MAX_CONNECTIONS = 100_000
 
@@ -320,6 +321,9 @@ def run_decode(
         writer = "spark" if is_remote(out_dir) else "arrow"
     t0 = time.perf_counter()
     own = spark is None
+    # pyspark marks the whole process as Spark Connect in os.environ when it connects; put that
+    # back once our own session ends, or a later classic session (or a child process) fails
+    marks = {k: os.environ.get(k) for k in _CONNECT_MARKS}
     if spark is None and remote is not None:
         say(f"connecting to Spark Connect at {remote}")
         spark = connect_session(remote)
@@ -336,6 +340,11 @@ def run_decode(
     finally:
         if own:
             spark.stop()  # a clean stop: at exit, a local cluster's shutdown hook logs errors
+            for key, value in marks.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
     summary.update(
         capture=capture,
         out=out_dir,

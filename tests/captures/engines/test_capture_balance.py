@@ -62,3 +62,17 @@ def test_a_lone_large_pcap_is_cut_into_ranges_for_every_slot(tmp_path) -> None:
     assert task_split_bytes(small, 64 << 20, slots=8) == MIN_SPLIT_BYTES
     many = [sized(f"r{i}.pcap", 100_000_000) for i in range(10)]
     assert task_split_bytes(many, 64 << 20, slots=2) == 64 << 20  # enough whole files
+
+
+def test_the_reader_reads_options_as_spark_hands_them_over(tmp_path) -> None:
+    """Spark lower-cases option names: `splitBytes` must still cut the file into ranges."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from kipwire.captures.engines.spark_datasource import KafkaCaptureReader
+
+    given = CaseInsensitiveDict({"paths": "[]", "splitBytes": "4096", "brokerPorts": "[9093]"})
+    reader = KafkaCaptureReader(dict(given))
+    assert reader.split_bytes == 4096
+    assert reader.broker_ports == (9093,)
+    assert reader.with_body_json
