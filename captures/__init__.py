@@ -34,6 +34,8 @@ Stages, arrows pointing down (a stage imports only the stages above it):
   `engines.fragment_decode`  fragments, sorted by connection, decoded into a sink
   `engines.local`            the in-process engine (`--engine local`)
   `engines.spark_datasource` the `kafkacapture` PySpark data source: how inputs split into tasks
+  `engines.balance`          connections packed onto decode tasks by size (no pyspark)
+  `engines.spark_session`    local, spark-submit and Spark Connect sessions for the job
   `engines.spark_job`        the PySpark job: one pass from inputs to Parquet
   `engines.py_files`         the zip of kipwire for `spark-submit --py-files`
 

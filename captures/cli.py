@@ -64,6 +64,9 @@ def _decode_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--master", help="Spark master URL (implies --engine spark; default local[*])")
     p.add_argument(
+        "--remote", help="Spark Connect URL, sc://HOST:PORT (implies --engine spark; not --master)"
+    )
+    p.add_argument(
         "--spark-log",
         default="error",
         choices=("error", "warn", "info", "debug"),
@@ -223,6 +226,10 @@ def decode_main(argv: Sequence[str]) -> int:
     limit = int(args.local_max_mb * 1e6)
     named = args.inputs + [p[0] for p in args.pair]
     engine, why = choose_engine(args.engine, args.master, named, limit)
+    if args.remote is not None:
+        if args.master is not None or not args.remote.startswith("sc://"):
+            raise _Usage(f"--remote {args.remote}: an sc:// URL, and not with --master")
+        engine, why = "spark", f"--remote {args.remote}"
     remote = [i for i in named if "://" in i and not i.startswith("file://")]
     if engine == "local" and remote:
         raise _Usage(f"--engine local reads local files only, not {remote[0]}")
@@ -258,6 +265,7 @@ def decode_main(argv: Sequence[str]) -> int:
             fmt=args.format,
             pairs=args.pair,
             log_level=args.spark_log,
+            remote=args.remote,
         )
     print(format_summary(summary))
     hits = {k: v for k, v in summary["by_status"].items() if k in fail_on and v}
@@ -320,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = (
         "usage: kipwire-capture decode INPUT... --out DIR [--engine auto|local|spark] "
-        "[--name N] [--master URL] [--format KIND] [--pair REQ RESP] [--fail-on STATUSES]\n"
+        "[--name N] [--master URL | --remote sc://HOST:PORT] [--format KIND] [--pair REQ RESP] "
+        "[--fail-on STATUSES]\n"
         "       kipwire-capture compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR "
         "[--fail-on KINDS|semantic] [--rules FILE] [--clients-only]\n"
         "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"

@@ -102,12 +102,15 @@ class KafkaCaptureReader(DataSourceReader):
     """
 
     def __init__(self, options: dict[str, str]) -> None:
+        # Spark hands the options over with their names lower-cased (`splitBytes` arrives as
+        # `splitbytes`): look them up that way, or the split size and port hints are lost
+        options = {k.lower(): v for k, v in options.items()}
         self.options = options
-        self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        self.split_bytes = int(options.get("splitbytes", DEFAULT_SPLIT_BYTES))
         self.out = options.get("out") or None
         self.capture = options.get("capture", "")
-        self.broker_ports = tuple(json.loads(options.get("brokerPorts", "[]")))
-        self.with_body_json = options.get("bodyJson", "true") == "true"
+        self.broker_ports = tuple(json.loads(options.get("brokerports", "[]")))
+        self.with_body_json = options.get("bodyjson", "true") == "true"
         if "files" in options:
             # the job passes names, paths, kinds and rotation order already resolved
             self.files = [CaptureFile(*f) for f in json.loads(options["files"])]

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -34,6 +32,7 @@ from pyspark.sql import functions as F
 from ..reading.inputs import (
     CaptureFile,
     expand_inputs,
+    file_size,
     input_label,
     input_set,
     is_remote,
@@ -41,77 +40,34 @@ from ..reading.inputs import (
     local_path,
     natural_key,
 )
+from .balance import plan_tasks, salts
 from .fragment_decode import decode_fragments
 from .fragments import fragments_of
 from .schema import FRAGMENTS, STATS, TABLES, UNION, spark_ddl
-from .spark_datasource import DEFAULT_SPLIT_BYTES, KafkaCaptureDataSource, plan_partitions
+from .spark_datasource import DEFAULT_SPLIT_BYTES, plan_partitions
+from .spark_session import connect_session, session, task_slots
 from .table_files import ParquetSink, finish_tables, prepare_tables, summary_dict, summary_of_tables
 
 __all__ = [
+    "MAX_CONNECTIONS",
+    "MIN_SPLIT_BYTES",
     "Fragments",
+    "balance_connections",
     "capture_label",
+    "connect_session",
     "decode_dataframe",
     "fragments_dataframe",
     "remote_fragments",
     "run_decode",
     "session",
+    "task_split_bytes",
 ]
 
 _KEY = ("group", "a_ip", "a_port", "b_ip", "b_port")
-
-# Spark's own logging, quiet unless asked: the job prints its own progress. The repl logger at
-# the root's level keeps Spark from announcing a shell default of WARN.
-_LOG4J2 = """status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-rootLogger.level = {level}
-rootLogger.appenderRef.console.ref = console
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
-"""
-
-
-def _log_config(level: str) -> str:
-    """A log4j2 configuration file with Spark's root level at `level`."""
-    fd, path = tempfile.mkstemp(prefix="kipwire-log4j2-", suffix=".properties")
-    with os.fdopen(fd, "w") as f:
-        f.write(_LOG4J2.replace("{level}", level.lower()))
-    return path
-
-
-def session(
-    master: str | None = "local[*]", app: str = "kipwire-capture", log_level: str = "error"
-) -> SparkSession:
-    """Start (or reuse) a Spark session for the job; `master` None keeps spark-submit's."""
-    # the Python workers run this interpreter (it has pyarrow and kipwire), unless told otherwise
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    quiet = f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}"
-    builder = SparkSession.builder.appName(app)
-    if master is not None:
-        builder = builder.master(master)
-    spark = (
-        builder.config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.extraJavaOptions", quiet)
-        .config("spark.executor.extraJavaOptions", quiet)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4096")
-        # a fragment row holds up to 4 MiB of payload: cap the batches fed to the decode by size
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))
-        # Spark's own writer holds microseconds at best (captures.engines.schema says why)
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        # reading the nanosecond tables back in Spark gives epoch nanoseconds, not an error
-        .config("spark.sql.legacy.parquet.nanosAsLong", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel(log_level.upper())
-    spark.dataSource.register(KafkaCaptureDataSource)
-    return spark
+MIN_SPLIT_BYTES = 4 << 20
+_CONNECT_MARKS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
+# connections whose sizes the driver collects to plan the decode tasks; past it, keys are hashed
+MAX_CONNECTIONS = 100_000
 
 
 def capture_label(inputs: Sequence[str], name: str | None = None) -> str:
@@ -148,6 +104,17 @@ class Fragments(NamedTuple):
     shuffled: int  # of them, those whose fragments must meet others after a shuffle
 
 
+def task_split_bytes(files: Sequence[CaptureFile], split_bytes: int, slots: int) -> int:
+    """`split_bytes`, lowered so the pcap inputs give at least two packet ranges per task slot.
+
+    A whole input is decoded by one task: one large file alone would keep every other slot
+    idle. Cut into packet ranges, its connections meet again after the shuffle and are decoded
+    side by side (`balance_connections`). Never below `MIN_SPLIT_BYTES`: a range costs a task.
+    """
+    total = sum(file_size(f.path) for f in files if f.kind == "pcap")
+    return min(split_bytes, max(MIN_SPLIT_BYTES, -(-total // (2 * max(slots, 1)))))
+
+
 def fragments_dataframe(
     spark: SparkSession,
     inputs: Sequence[str],
@@ -170,6 +137,7 @@ def fragments_dataframe(
     parts = shuffled = 0
     files = expand_inputs(local, fmt=fmt, pairs=pairs)
     if files:
+        split_bytes = task_split_bytes(files, split_bytes, task_slots(spark))
         opts = {
             "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
             "splitBytes": str(split_bytes),
@@ -210,6 +178,56 @@ def fragments_dataframe(
     return Fragments(df, parts, shuffled)
 
 
+_WEIGHT = "aggregate(payload, 0L, (total, p) -> total + length(p)) + size(payload) * 64"
+
+
+def balance_connections(fragments: DataFrame, fallback_tasks: int) -> tuple[DataFrame, list[int]]:
+    """Fragments placed on decode tasks by `balance.plan_tasks`, sorted into capture order.
+
+    Also each task's rank by where its first connection starts in the capture: the decode
+    names its part files by it, so the tables' files follow the capture, not the task sizes.
+    Needs the fragments twice (their sizes, then the decode): the caller persists them. Past
+    `MAX_CONNECTIONS` connections the sizes are not collected and keys are hashed onto
+    `fallback_tasks` partitions (with that many connections, hashing is even enough).
+    """
+    spark = fragments.sparkSession
+    weights = (
+        fragments.filter(F.col("issue_status").isNull())
+        .groupBy(*_KEY)
+        .agg(
+            F.sum(F.expr(_WEIGHT)).alias("weight"),
+            F.min(F.struct("file_ord", "first_index")).alias("first"),
+        )
+        .limit(MAX_CONNECTIONS + 1)
+        .collect()
+    )
+    if len(weights) > MAX_CONNECTIONS or not weights:
+        tasks = max(fallback_tasks, 1)
+        placed = fragments.repartition(tasks, *_KEY)
+        ranks = list(range(tasks))
+    else:
+        plan = plan_tasks([(tuple(r[k] for k in _KEY), r["weight"]) for r in weights])
+        tasks = max(plan.values()) + 1
+        starts = [(1 << 62, 0)] * tasks
+        for r in weights:
+            i = plan[tuple(r[k] for k in _KEY)]
+            starts[i] = min(starts[i], (r["first"]["file_ord"], r["first"]["first_index"]))
+        by_start = sorted(range(tasks), key=lambda i: starts[i])
+        ranks = [0] * tasks
+        for rank, i in enumerate(by_start):
+            ranks[i] = rank
+        salt = salts(tasks)
+        fields = [FRAGMENTS.field(k) for k in _KEY] + [pa.field("salt", pa.int64())]
+        ddl = spark_ddl(pa.schema(fields))
+        table = spark.createDataFrame([(*k, salt[i]) for k, i in plan.items()], ddl)
+        placed = (
+            fragments.join(F.broadcast(table), on=list(_KEY), how="left")
+            .repartition(tasks, "salt")
+            .drop("salt")
+        )
+    return placed.sortWithinPartitions(*_KEY, "file_ord", "first_index"), ranks
+
+
 def decode_dataframe(
     fragments: DataFrame,
     *,
@@ -224,27 +242,26 @@ def decode_dataframe(
     Without `out_dir`: union rows of the three tables (`table` column). With it (a local
     folder): the rows are written there as Parquet by the Python workers, and the frame holds
     only `schema.STATS` rows. `partitions` is how many read partitions yield fragments.
+    Persist `fragments` first when `partitions` > 1: they are read twice.
     """
     spark = fragments.sparkSession
     ports = tuple(broker_ports)
     if partitions > 1:
         # a connection may span packet ranges or rotated files: bring its fragments together,
-        # in capture order (rotation ordinal, then packet index). Connections hash onto
-        # partitions unevenly, and one connection is one task's work: several partitions per
-        # core let the scheduler even the load out (an empty one costs a few milliseconds).
-        n = max(partitions, 4 * spark.sparkContext.defaultParallelism)
-        fragments = fragments.repartition(n, *_KEY).sortWithinPartitions(
-            *_KEY, "file_ord", "first_index"
-        )
+        # in capture order (rotation ordinal, then packet index), on tasks of even size
+        fallback = max(partitions, 4 * task_slots(spark))
+        fragments, ranks = balance_connections(fragments, fallback)
         keys_sorted = True
     else:
+        ranks = [0]
         keys_sorted = False  # one partition holds everything, already in capture order
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sink = None
         if out_dir is not None:
             ctx = TaskContext.get()
-            sink = ParquetSink(out_dir, f"s{ctx.partitionId() if ctx else 0:05d}")
+            pid = ctx.partitionId() if ctx else 0
+            sink = ParquetSink(out_dir, f"s{ranks[pid] if pid < len(ranks) else pid:05d}")
         return decode_fragments(
             batches,
             capture=capture,
@@ -285,10 +302,13 @@ def run_decode(
     fmt: str | None = None,
     pairs: Sequence[Sequence[str]] = (),
     log_level: str = "error",
+    remote: str | None = None,
 ) -> dict[str, Any]:
     """Decode captures into Parquet tables under `out`; return a summary of what was written.
 
-    Pass `spark` to reuse a running session (then `master` is ignored). `writer`: "arrow" has
+    Pass `spark` to reuse a running session (then `master` is ignored), or `remote` (an
+    sc:// URL) to run the job through Spark Connect (then local inputs and `out` must be on a
+    path the server sees too). `writer`: "arrow" has
     the Python workers write the tables (local `out` only; the fast path), "spark" has Spark
     write them (any `out` Spark can write, such as hdfs:// or s3a://); "auto" picks "arrow" for
     a local `out`. `fmt` forces the kind of local inputs; `pairs` are (requests, responses)
@@ -301,7 +321,13 @@ def run_decode(
         writer = "spark" if is_remote(out_dir) else "arrow"
     t0 = time.perf_counter()
     own = spark is None
-    if spark is None:
+    # pyspark marks the whole process as Spark Connect in os.environ when it connects; put that
+    # back once our own session ends, or a later classic session (or a child process) fails
+    marks = {k: os.environ.get(k) for k in _CONNECT_MARKS}
+    if spark is None and remote is not None:
+        say(f"connecting to Spark Connect at {remote}")
+        spark = connect_session(remote)
+    elif spark is None:
         say(f"starting Spark ({master or 'as spark-submit set it'})")
         spark = session(master, log_level=log_level)
     t_start = time.perf_counter() - t0
@@ -314,6 +340,11 @@ def run_decode(
     finally:
         if own:
             spark.stop()  # a clean stop: at exit, a local cluster's shutdown hook logs errors
+            for key, value in marks.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
     summary.update(
         capture=capture,
         out=out_dir,
@@ -369,16 +400,21 @@ class _Job:
             f"input(s) as capture {self.capture!r}; {frags.partitions - frags.shuffled} decoded "
             f"where read, {frags.shuffled} after a shuffle by connection"
         )
-        stats = decode_dataframe(
-            frags.frame,
-            capture=self.capture,
-            partitions=frags.shuffled,
-            broker_ports=self.ports,
-            with_body_json=self.with_body_json,
-            out_dir=root,
-        )
-        say("decoding and writing pdus, pairs, connections")
-        stats.collect()  # the writes happen in the tasks; the rows are a few counts
+        frame = frags.frame.persist() if frags.shuffled > 1 else frags.frame
+        try:
+            stats = decode_dataframe(
+                frame,
+                capture=self.capture,
+                partitions=frags.shuffled,
+                broker_ports=self.ports,
+                with_body_json=self.with_body_json,
+                out_dir=root,
+            )
+            say("decoding and writing pdus, pairs, connections")
+            stats.collect()  # the writes happen in the tasks; the rows are a few counts
+        finally:
+            if frame is not frags.frame:
+                frame.unpersist()
         finish_tables(root)
         summary = summary_of_tables(root)
         summary["partitions"] = frags.partitions
@@ -388,8 +424,9 @@ class _Job:
         """Spark writes the tables: decode once into the cached union, three filtered writes."""
         frags = self._fragments()
         say(f"reading {frags.partitions} partition(s) as capture {self.capture!r}")
+        frame = frags.frame.persist() if frags.partitions > 1 else frags.frame
         decoded = decode_dataframe(
-            frags.frame,
+            frame,
             capture=self.capture,
             partitions=frags.partitions,
             broker_ports=self.ports,
@@ -407,6 +444,8 @@ class _Job:
             summary = _summary(decoded)
         finally:
             decoded.unpersist()
+            if frame is not frags.frame:
+                frame.unpersist()
         summary["partitions"] = frags.partitions
         return summary
 

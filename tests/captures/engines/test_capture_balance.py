@@ -1,0 +1,78 @@
+"""Decode task planning: connections packed largest first, salts that Spark's hash places."""
+
+from __future__ import annotations
+
+import pytest
+
+from kipwire.captures.engines.balance import murmur3_long, plan_tasks, salts
+
+
+def test_eight_equal_connections_get_a_task_each() -> None:
+    plan = plan_tasks([(f"c{i}", 100) for i in range(8)])
+    assert sorted(plan.values()) == list(range(8))
+
+
+def test_tasks_are_even_and_the_heaviest_comes_first() -> None:
+    weights = [("a", 90), ("b", 60), ("c", 50), ("d", 40), ("e", 30), ("f", 30)]
+    plan = plan_tasks(weights, max_tasks=2)
+    loads = [0, 0]
+    for key, w in weights:
+        loads[plan[key]] += w
+    # largest first onto the lightest task: within 4/3 of the best split (150/150), heaviest first
+    assert loads == [160, 140]
+    plan = plan_tasks([("small", 1), ("big", 1000), ("mid", 10)], max_tasks=2)
+    assert plan["big"] == 0  # task 0 starts first: it must carry the most
+
+
+def test_no_connections_no_tasks() -> None:
+    assert plan_tasks([]) == {}
+
+
+def test_murmur3_of_known_longs() -> None:
+    """Values Spark 4's `F.hash` gives for these longs (checked against a session)."""
+    assert murmur3_long(0) == -1670924195
+    assert murmur3_long(1) == -1712319331
+    assert murmur3_long(-1) == -939490007
+    assert murmur3_long(42) == 1316951768
+    assert murmur3_long(2**63 - 1) == -1604625029
+
+
+@pytest.mark.parametrize("tasks", [1, 2, 7, 64, 256])
+def test_salts_land_on_their_own_task(tasks: int) -> None:
+    found = salts(tasks)
+    assert [murmur3_long(v) % tasks for v in found] == list(range(tasks))
+
+
+def test_a_lone_large_pcap_is_cut_into_ranges_for_every_slot(tmp_path) -> None:
+    """One 34 MB file on two slots: four ranges (at least two per slot), none under 4 MiB."""
+    pytest.importorskip("pyspark")
+    from kipwire.captures.engines.spark_job import MIN_SPLIT_BYTES, task_split_bytes
+    from kipwire.captures.reading.inputs import CaptureFile
+
+    def sized(name: str, size: int) -> CaptureFile:
+        path = tmp_path / name
+        with open(path, "wb") as f:
+            f.truncate(size)  # sparse: only the size matters
+        return CaptureFile(name, str(path), 0)
+
+    big = [sized("big.pcap", 34_000_000)]
+    assert task_split_bytes(big, 64 << 20, slots=2) == 8_500_000
+    assert task_split_bytes(big, 1 << 20, slots=2) == 1 << 20  # a smaller --split-mb stays
+    small = [sized("small.pcap", 3_000_000)]
+    assert task_split_bytes(small, 64 << 20, slots=8) == MIN_SPLIT_BYTES
+    many = [sized(f"r{i}.pcap", 100_000_000) for i in range(10)]
+    assert task_split_bytes(many, 64 << 20, slots=2) == 64 << 20  # enough whole files
+
+
+def test_the_reader_reads_options_as_spark_hands_them_over(tmp_path) -> None:
+    """Spark lower-cases option names: `splitBytes` must still cut the file into ranges."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from kipwire.captures.engines.spark_datasource import KafkaCaptureReader
+
+    given = CaseInsensitiveDict({"paths": "[]", "splitBytes": "4096", "brokerPorts": "[9093]"})
+    reader = KafkaCaptureReader(dict(given))
+    assert reader.split_bytes == 4096
+    assert reader.broker_ports == (9093,)
+    assert reader.with_body_json
