@@ -129,10 +129,10 @@ def time_replay(log: list[Any], framed: bool, pause_gc: bool = True) -> tuple[fl
         start = time.process_time()
         if framed:
             for e in log:
-                fresh.replay_bytes(e.data)
+                fresh.append_bytes(e.data)
         else:
             for e in log:
-                fresh.replay(e.name, e.record, e.version)
+                fresh.append(e.name, e.record, e.version)
         rate = len(log) / (time.process_time() - start)
     return rate, fresh.state.snapshot()
 
