@@ -191,29 +191,37 @@ class Cluster:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """A broker's life: listen, register, fetch metadata, unfence, heartbeat."""
+        connections: list[ControllerConnection] = []
         with _setting_on_exit(ended), scope:
-            async with trio.open_nursery() as nursery:
-                listeners = await nursery.start(listen, node, node.port)
-                node.port = listeners[0].socket.getsockname()[1]
-                requests = await ControllerConnection.open(self.network, node.node_id)
-                fetches = await ControllerConnection.open(self.network, node.node_id)
-                try:
-                    node.controller_connection = requests
-                    await self._register(node, previous_epoch)
-                    nursery.start_soon(fetch_metadata, node, fetches)
-                    # unfenced once its metadata has caught up with its own registration
-                    await node.wait_for_metadata(node.epoch)
-                    await self._heartbeat(node)
-                    node.running = True
-                    nursery.start_soon(self._heartbeats, node)
-                    nursery.start_soon(node.replication.run)
-                    task_status.started()
-                    await trio.sleep_forever()
-                finally:
-                    node.running = False
-                    with trio.CancelScope(shield=True):
-                        await requests.aclose()
-                        await fetches.aclose()
+            try:
+                async with trio.open_nursery() as nursery:
+                    listeners = await nursery.start(listen, node, node.port)
+                    node.port = listeners[0].socket.getsockname()[1]
+                    requests = await ControllerConnection.open(self.network, node.node_id)
+                    connections.append(requests)
+                    fetches = await ControllerConnection.open(self.network, node.node_id)
+                    connections.append(fetches)
+                    try:
+                        node.controller_connection = requests
+                        await self._register(node, previous_epoch)
+                        nursery.start_soon(fetch_metadata, node, fetches)
+                        # unfenced once its metadata has caught up with its own registration
+                        await node.wait_for_metadata(node.epoch)
+                        await self._heartbeat(node)
+                        node.running = True
+                        nursery.start_soon(self._heartbeats, node)
+                        nursery.start_soon(node.replication.run)
+                        task_status.started()
+                        await trio.sleep_forever()
+                    finally:
+                        node.running = False
+            finally:
+                # Closed only once every task of this incarnation has ended: a task still
+                # waiting for the connection (a forwarded request, a heartbeat) would otherwise
+                # meet a closed connection instead of its own cancellation.
+                with trio.CancelScope(shield=True):
+                    for connection in connections:
+                        await connection.aclose()
 
     async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
         low, high = SUPPORTED_FEATURES["metadata.version"]
