@@ -17,7 +17,7 @@ from controller_kit import (
 )
 
 from kipwire.codec import ApiKey, ErrorCode
-from kipwire.mockbroker.controller import Controller, ReplayError
+from kipwire.mockbroker.controller import Controller, ReplayError, Semantics
 from kipwire.mockbroker.controller.apis import SERVED
 
 GARBAGE = [
@@ -65,11 +65,17 @@ def test_versions_and_keys_the_controller_lacks(api_key: int, version: int) -> N
     assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
 
 
-def test_api_versions_too_new_answers_in_v0_with_its_own_range() -> None:
-    resp = Controller().handle(ApiKey.API_VERSIONS, 99, {})
+@pytest.mark.parametrize(
+    ("semantics", "newest"), [(Semantics.KAFKA_4_4, 5), (Semantics.KAFKA_4_1, 4)]
+)
+def test_api_versions_too_new_answers_in_v0_with_its_own_range(
+    semantics: Semantics, newest: int
+) -> None:
+    resp = Controller(semantics=semantics).handle(ApiKey.API_VERSIONS, 99, {})
     assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    # the preset's release: Kafka 4.4 added ApiVersions v5 (KIP-1242)
     assert resp["api_keys"] == [
-        {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": 4}
+        {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": newest}
     ]
 
 
