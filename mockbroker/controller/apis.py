@@ -27,6 +27,8 @@ from .result import ControllerResult, ControllerView
 from .semantics import Semantics
 
 Rule = Callable[[ControllerView, int, Any], ControllerResult]
+#: The first ApiVersions version whose request names a cluster and node (KIP-1242).
+IDENTITY_VERSION = 5
 
 
 class Api(NamedTuple):
@@ -39,7 +41,11 @@ class Api(NamedTuple):
 
 
 def api_versions(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """ApiVersions v0-v5: the APIs served here, and (v3+) the finalized features."""
+    """ApiVersions v0-v5: the APIs served here, and (v3+) the finalized features. Kafka 4.4's
+    controller checks a v5 request's identity only for completeness (ApiVersionsRequest#isValid:
+    ClusterId and NodeId together or neither); comparing them is the brokers' (KIP-1242)."""
+    if version >= IDENTITY_VERSION and (body["cluster_id"] is None) != (body["node_id"] == -1):
+        return ControllerResult(response=error_body(ErrorCode.INVALID_REQUEST))
     state = view.state
     keys = [
         {

@@ -118,3 +118,22 @@ def test_replay_of_an_impossible_record_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="not a metadata record"):
         ctl.append("AlterPartitionRequest", {})
     assert ctl.end_offset == 0
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "node_id", "error"),
+    [
+        (None, -1, ErrorCode.NONE),
+        ("other", 7, ErrorCode.NONE),  # Kafka 4.4's controller does not compare them
+        ("other", -1, ErrorCode.INVALID_REQUEST),
+        (None, 7, ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_api_versions_v5_identity_must_be_whole_on_the_controller(
+    cluster_id: str | None, node_id: int, error: int
+) -> None:
+    body = {"client_software_name": "x", "client_software_version": "1"}
+    resp = Controller().handle(
+        ApiKey.API_VERSIONS, 5, {**body, "cluster_id": cluster_id, "node_id": node_id}
+    )
+    assert resp["error_code"] == error
