@@ -1,13 +1,16 @@
-"""ApiVersions of a kipwire mock broker against a real Kafka 4.1 broker listener: every range is
-the same, or the difference is listed here with its reason; likewise the finalized features.
+"""ApiVersions of a kipwire mock broker against a real Kafka broker listener of the release its
+preset follows: every range is the same, or the difference is listed here with its reason;
+likewise the finalized features.
 
-The mock advertises Kafka 4.1's ranges within the codec's stable ones
-(`mockbroker.handlers.registry.KAFKA_4_1_BROKER_VERSIONS`), for the APIs it serves.
+`PAIRINGS` pairs each real release the harness runs with the mock's preset for it: Kafka 4.1.2
+with `Semantics.KAFKA_4_1`, whose ranges are `mockbroker.handlers.registry.
+KAFKA_4_1_BROKER_VERSIONS` within the codec's stable ones, for the APIs the mock serves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,18 +19,18 @@ from mistake_scenarios import api_versions_unsupported_reply
 from realkafka_wire import call
 
 from kipwire.codec import APIS, ApiKey, ErrorCode
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, Semantics
 
 _SASL = "the mock's listeners are PLAINTEXT only: no SASL"
 _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
 _LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
 _QUORUM = "the mock controller is one node, not a Raft quorum"
 _KIP_848 = "KIP-848 consumer groups: the mock's group coordinator speaks the classic protocol"
-_KIP_932 = "KIP-932 share groups are not in the mock (nor their v1 schemas in the codec)"
+_KIP_932 = "KIP-932 share groups are not in the mock"
 _INTROSPECTION = "producer and transaction state introspection is not in the mock"
 _QUOTAS = "the mock enforces no quotas"
 
-#: API key -> why the mock does not serve what Kafka 4.1's broker listener advertises.
+#: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.SASL_HANDSHAKE: _SASL,
     ApiKey.WRITE_TXN_MARKERS: "WriteTxnMarkers is inter-broker: the mock's transaction "
@@ -67,12 +70,12 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.DELETE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _KIP_932,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _KIP_932,
-    91: _KIP_932,  # AlterShareGroupOffsets: not in the codec's schemas, so no ApiKey member
-    92: _KIP_932,  # DeleteShareGroupOffsets: not in the codec's schemas, so no ApiKey member
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _KIP_932,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _KIP_932,
 }
 
-#: API key -> (Kafka 4.1's range, the mock's, why the mock's is narrower).
-NARROWER_IN_MOCK: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
+#: API key -> (Kafka 4.1's range, the KAFKA_4_1 mock's, why the mock's is narrower).
+NARROWER_IN_MOCK_4_1: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
     ApiKey.END_TXN: (
         (0, 5),
         (0, 4),
@@ -81,8 +84,9 @@ NARROWER_IN_MOCK: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
     ),
 }
 
-#: feature -> (Kafka 4.1's finalized level, the mock's, why they differ); None: not finalized.
-FEATURE_DIFFERENCES: dict[str, tuple[int | None, int | None, str]] = {
+#: feature -> (Kafka 4.1's finalized level, the KAFKA_4_1 mock's, why they differ); None: not
+#: finalized.
+FEATURE_DIFFERENCES_4_1: dict[str, tuple[int | None, int | None, str]] = {
     "group.version": (
         1,
         None,
@@ -94,6 +98,33 @@ FEATURE_DIFFERENCES: dict[str, tuple[int | None, int | None, str]] = {
         None,
         "transaction.version 2 is transactions v2 (KIP-890 part 2, EndTxn v5); the mock's "
         "coordinator does transactions v1, so clients must not be told to use v2",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """A real release, the mock preset that follows it, and the differences between the two."""
+
+    cluster: str  # the conftest fixture that runs the release
+    semantics: Semantics
+    not_served: dict[int, str]
+    narrower: dict[int, tuple[tuple[int, int], tuple[int, int], str]]
+    features: dict[str, tuple[int | None, int | None, str]]
+    # ApiVersions versions the release does not know, and what it answers them with
+    unsupported: tuple[int, ...]
+    api_versions_range: tuple[int, int, int]
+
+
+PAIRINGS = {
+    "4.1.2": Pairing(
+        "kafka_single_4_1",
+        Semantics.KAFKA_4_1,
+        NOT_SERVED_BY_MOCK,
+        NARROWER_IN_MOCK_4_1,
+        FEATURE_DIFFERENCES_4_1,
+        (5, 127),
+        (ApiKey.API_VERSIONS, 0, 4),
     ),
 }
 
@@ -115,43 +146,48 @@ def _view(body: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def real(kafka_single: KafkaCluster) -> dict[str, Any]:
-    """Real Kafka 4.1's broker listener: ranges and finalized feature levels."""
-    return _view(_api_versions(kafka_single.nodes[0].broker_port))
+@pytest.fixture(scope="module", params=sorted(PAIRINGS))
+def pairing(request: pytest.FixtureRequest) -> Iterator[tuple[Pairing, str, MockCluster]]:
+    """A pairing, the real release's bootstrap and a one-broker mock cluster of its preset."""
+    pair = PAIRINGS[request.param]
+    real: KafkaCluster = request.getfixturevalue(pair.cluster)
+    assert real.dist.version == request.param
+    with MockCluster(brokers=1, semantics=pair.semantics) as mock:
+        yield pair, real.bootstrap(), mock
 
 
 @pytest.fixture(scope="module")
-def mock_cluster() -> Iterator[MockCluster]:
-    """A one-broker mock cluster."""
-    with MockCluster(brokers=1) as cluster:
-        yield cluster
+def real(pairing: tuple[Pairing, str, MockCluster]) -> dict[str, Any]:
+    """The real release's broker listener: ranges and finalized feature levels."""
+    return _view(_api_versions(int(pairing[1].rsplit(":", 1)[1])))
 
 
 @pytest.fixture(scope="module")
-def mock(mock_cluster: MockCluster) -> dict[str, Any]:
-    """A mock broker's ranges and finalized feature levels."""
-    return _view(_api_versions(int(mock_cluster.bootstrap_servers.rsplit(":", 1)[1])))
+def mock(pairing: tuple[Pairing, str, MockCluster]) -> dict[str, Any]:
+    """The mock broker's ranges and finalized feature levels."""
+    return _view(_api_versions(int(pairing[2].bootstrap_servers.rsplit(":", 1)[1])))
 
 
-@pytest.mark.parametrize("version", [5, 127])
-def test_unsupported_api_versions_reply_alike(
-    bootstrap: str, mock_cluster: MockCluster, version: int
+def test_unsupported_api_versions_reply_alike(pairing: tuple[Pairing, str, MockCluster]) -> None:
+    pair, bootstrap, mock_cluster = pairing
+    for version in pair.unsupported:
+        real = api_versions_unsupported_reply(bootstrap, version)
+        mock = api_versions_unsupported_reply(mock_cluster.bootstrap_servers, version)
+        # KIP-511: a v0 reply with the error and ApiVersions' own range, for the client's retry
+        ranges = [pair.api_versions_range]
+        assert mock == real == {"version": 0, "error": "UNSUPPORTED_VERSION", "ranges": ranges}
+
+
+def test_every_kafka_range_is_the_mocks_or_explained(
+    pairing: tuple[Pairing, str, MockCluster], real: dict, mock: dict
 ) -> None:
-    real = api_versions_unsupported_reply(bootstrap, version)
-    mock = api_versions_unsupported_reply(mock_cluster.bootstrap_servers, version)
-    # KIP-511: a v0 reply with the error and ApiVersions' own range, for the client's retry
-    ranges = [(ApiKey.API_VERSIONS, 0, 4)]
-    assert mock == real == {"version": 0, "error": "UNSUPPORTED_VERSION", "ranges": ranges}
-
-
-def test_every_kafka_range_is_the_mocks_or_explained(real: dict, mock: dict) -> None:
+    pair = pairing[0]
     unexplained = {}
     for key, theirs in real["ranges"].items():
         ours = mock["ranges"].get(key)
-        if ours is None and key in NOT_SERVED_BY_MOCK:
+        if ours is None and key in pair.not_served:
             continue
-        if ours != theirs and NARROWER_IN_MOCK.get(key, ())[:2] != (theirs, ours):
+        if ours != theirs and pair.narrower.get(key, ())[:2] != (theirs, ours):
             unexplained[APIS.get(key, (str(key),))[0]] = (theirs, ours)
     assert unexplained == {}, "differences with no entry in the tables above"
 
@@ -160,10 +196,13 @@ def test_the_mock_advertises_nothing_kafka_does_not(real: dict, mock: dict) -> N
     assert set(mock["ranges"]) - set(real["ranges"]) == set()
 
 
-def test_no_stale_explanation(real: dict, mock: dict) -> None:
-    for key in NOT_SERVED_BY_MOCK:
+def test_no_stale_explanation(
+    pairing: tuple[Pairing, str, MockCluster], real: dict, mock: dict
+) -> None:
+    pair = pairing[0]
+    for key in pair.not_served:
         assert key in real["ranges"] and key not in mock["ranges"], key
-    for key, (theirs, ours, _why) in NARROWER_IN_MOCK.items():
+    for key, (theirs, ours, _why) in pair.narrower.items():
         assert (real["ranges"][key], mock["ranges"][key]) == (theirs, ours), key
 
 
@@ -196,12 +235,14 @@ def test_the_mock_serves_most_of_what_kafka_advertises(real: dict, mock: dict) -
         assert mock["ranges"][name_key] == real["ranges"][name_key], APIS[name_key][0]
 
 
-def test_finalized_features_alike_or_explained(real: dict, mock: dict) -> None:
+def test_finalized_features_alike_or_explained(
+    pairing: tuple[Pairing, str, MockCluster], real: dict, mock: dict
+) -> None:
     names = set(real["finalized"]) | set(mock["finalized"])
     differing = {
         name: (real["finalized"].get(name), mock["finalized"].get(name))
         for name in names
         if real["finalized"].get(name) != mock["finalized"].get(name)
     }
-    assert differing == {k: v[:2] for k, v in FEATURE_DIFFERENCES.items()}
+    assert differing == {k: v[:2] for k, v in pairing[0].features.items()}
     assert real["finalized"]["eligible.leader.replicas.version"] == 1

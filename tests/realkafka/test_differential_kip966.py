@@ -1,6 +1,7 @@
 """KIP-966 differential: the `kip966_story` steps (clean shutdowns, a hard kill, restarts, min ISR
-changes) on kipwire's `Semantics.KAFKA_4_1` mock cluster must leave partition 0 as real Kafka 4.1
-left it after each step: leader, ISR, ELR and LastKnownElr from DescribeTopicPartitions.
+changes) on kipwire's `Semantics.KAFKA_4_1` mock cluster must leave partition 0 as real Kafka 4.4.0
+left it after each step: leader, ISR, ELR and LastKnownElr from DescribeTopicPartitions (Kafka
+4.1.2 left it the same way: see test_realkafka_kip966).
 
 The real side is the session's story run (`kip966_story`, shared with the metadata-log and
 capture tests); the mock runs the same `run_story` with its brokers 1-3 stopped and restarted
