@@ -126,6 +126,26 @@ class TransactionCoordinator:
         self._finish(txn, commit)
         return ErrorCode.NONE
 
+    def end_and_bump(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
+        """EndTxn v5 (transactions v2, KIP-890 part 2): end as `end` does, then bump the epoch
+        the producer's next transaction uses; (error, producer id, epoch) to answer with.
+
+        Kafka writes the markers at the bumped epoch; here they carry the transaction's own
+        and the bump follows, which a producer cannot tell apart: its next batch starts the
+        new epoch at sequence 0 either way.
+        """
+        code = self.end(transactional_id, producer_id, epoch, commit)
+        txn = self.transactions.get(transactional_id)
+        if code != ErrorCode.NONE or txn is None or txn.epoch != epoch:
+            return code, -1, -1
+        if txn.epoch >= MAX_EPOCH - 1:
+            txn.producer_id, txn.epoch = self.new_producer_id(), 0
+        else:
+            txn.epoch += 1
+        return ErrorCode.NONE, txn.producer_id, txn.epoch
+
     def _begin(self, txn: Transaction) -> None:
         if txn.state != "Ongoing":
             txn.state = "Ongoing"

@@ -2,9 +2,10 @@
 preset follows: every range is the same, or the difference is listed here with its reason;
 likewise the finalized features.
 
-`PAIRINGS` pairs each real release the harness runs with the mock's preset for it: Kafka 4.1.2
-with `Semantics.KAFKA_4_1`, whose ranges are `mockbroker.handlers.registry.
-KAFKA_4_1_BROKER_VERSIONS` within the codec's stable ones, for the APIs the mock serves.
+`PAIRINGS` pairs each real release the harness runs with the mock's preset for it: Kafka 4.4.0
+with `Semantics.KAFKA_4_4` (the default) and Kafka 4.1.2 with `Semantics.KAFKA_4_1`, whose ranges
+are `mockbroker.handlers.releases.KAFKA_4_4_BROKER_VERSIONS` and `KAFKA_4_1_BROKER_VERSIONS`, for
+the APIs the mock serves. KIP-1242's ApiVersions v5 identity check is compared on 4.4.0.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _KIP_848 = "KIP-848 consumer groups: the mock's group coordinator speaks the cla
 _KIP_932 = "KIP-932 share groups are not in the mock"
 _INTROSPECTION = "producer and transaction state introspection is not in the mock"
 _QUOTAS = "the mock enforces no quotas"
+_KIP_1071 = "KIP-1071 streams groups are not in the mock"
 
 #: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
@@ -74,6 +76,29 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: _KIP_932,
 }
 
+#: API key -> why the mock does not serve what Kafka 4.4.0's broker listener advertises besides.
+NOT_SERVED_BY_MOCK_4_4: dict[int, str] = {
+    **NOT_SERVED_BY_MOCK,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: _KIP_1071,
+    ApiKey.STREAMS_GROUP_DESCRIBE: _KIP_1071,
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: _KIP_1071,
+    ApiKey.UNREGISTER_CONTROLLER: _QUORUM + ": there is no other controller to unregister",
+}
+
+#: feature -> (Kafka 4.4.0's finalized level, the KAFKA_4_4 mock's, why they differ); None: not
+#: finalized (controller.features.FEATURE_NEEDS: the APIs that would lift each one).
+FEATURE_DIFFERENCES_4_4: dict[str, tuple[int | None, int | None, str]] = {
+    "group.version": (1, None, "group.version 1 turns on " + _KIP_848),
+    "transaction.version": (
+        2,
+        None,
+        "transaction.version 2 turns on transactions v2 (KIP-890 part 2), which the mock's "
+        "brokers do not serve as a whole yet, so clients must not be told to use it",
+    ),
+    "share.version": (2, None, "share.version 2 turns on share groups: " + _KIP_932),
+    "streams.version": (1, None, "streams.version 1 turns on streams groups: " + _KIP_1071),
+}
+
 #: API key -> (Kafka 4.1's range, the KAFKA_4_1 mock's, why the mock's is narrower).
 NARROWER_IN_MOCK_4_1: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = {
     ApiKey.END_TXN: (
@@ -117,6 +142,15 @@ class Pairing:
 
 
 PAIRINGS = {
+    "4.4.0": Pairing(
+        "kafka_single",
+        Semantics.KAFKA_4_4,
+        NOT_SERVED_BY_MOCK_4_4,
+        {},
+        FEATURE_DIFFERENCES_4_4,
+        (6, 127),
+        (ApiKey.API_VERSIONS, 0, 5),
+    ),
     "4.1.2": Pairing(
         "kafka_single_4_1",
         Semantics.KAFKA_4_1,
@@ -246,3 +280,58 @@ def test_finalized_features_alike_or_explained(
     }
     assert differing == {k: v[:2] for k, v in pairing[0].features.items()}
     assert real["finalized"]["eligible.leader.replicas.version"] == 1
+
+
+def _identity(port: int) -> tuple[str, int]:
+    """The cluster id and node id of the broker at `port`, as Metadata tells them."""
+    body = call(port, ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+    (node,) = [b.node_id for b in body.brokers if b.port == port]
+    return body.cluster_id, node
+
+
+def _identity_answers(port: int) -> dict[str, str]:
+    """The error of an ApiVersions v5 naming (KIP-1242) the broker itself, nothing, another
+    cluster, another node."""
+    cluster, node = _identity(port)
+    answers = {}
+    for case, (cluster_id, node_id) in {
+        "itself": (cluster, node),
+        "no identity": (None, -1),
+        "another cluster": ("another-cluster-id", node),
+        "another node": (cluster, node + 7),
+        "its cluster only": (cluster, -1),
+        "its node only": (None, node),
+    }.items():
+        body = call(
+            port,
+            ApiKey.API_VERSIONS,
+            5,
+            {
+                "client_software_name": "kipwire-tests",
+                "client_software_version": "0",
+                "cluster_id": cluster_id,
+                "node_id": node_id,
+            },
+        )
+        answers[case] = ErrorCode(body.error_code).name
+    return answers
+
+
+def test_kip_1242_identity_is_checked_alike(kafka_single: KafkaCluster) -> None:
+    # the broker checks a named cluster and node against its own; nothing named, nothing checked;
+    # half an identity is a malformed request
+    real = _identity_answers(kafka_single.nodes[0].broker_port)
+    with MockCluster(brokers=1, semantics=Semantics.KAFKA_4_4) as mock:
+        ours = _identity_answers(int(mock.bootstrap_servers.rsplit(":", 1)[1]))
+    assert (
+        ours
+        == real
+        == {
+            "itself": "NONE",
+            "no identity": "NONE",
+            "another cluster": "REBOOTSTRAP_REQUIRED",
+            "another node": "REBOOTSTRAP_REQUIRED",
+            "its cluster only": "INVALID_REQUEST",
+            "its node only": "INVALID_REQUEST",
+        }
+    )

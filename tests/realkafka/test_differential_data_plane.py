@@ -17,7 +17,7 @@ import mistake_scenarios as mistakes
 import pytest
 from kafka_harness import KafkaCluster
 
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, Semantics
 
 MOCK_BROKERS = 3
 #: kafka_harness.KafkaCluster.properties, the keys the mock knows, for 3 brokers.
@@ -84,8 +84,11 @@ KNOWN_CONFIG_DIFFERENCES: dict[tuple[str, str], tuple[str, str, str]] = {
 
 @pytest.fixture(scope="module")
 def mock_bootstrap() -> Iterator[str]:
-    """bootstrap.servers of a 3-broker mock cluster configured like the real harness."""
-    with MockCluster(brokers=MOCK_BROKERS, config=HARNESS_CONFIG) as cluster:
+    """bootstrap.servers of a 3-broker mock cluster configured like the real harness, presenting
+    Kafka 4.4 (the harness's release)."""
+    with MockCluster(
+        brokers=MOCK_BROKERS, semantics=Semantics.KAFKA_4_4, config=HARNESS_CONFIG
+    ) as cluster:
         yield cluster.bootstrap_servers
 
 
@@ -193,14 +196,8 @@ def test_admin_calls_alike(kafka_single: KafkaCluster, bootstrap: str, mock_boot
 
 #: Topic configs the mock describes and Kafka 4.4.0 does not: the KIP's unclean recovery.
 MOCK_ONLY_CONFIGS = {"unclean.recovery.strategy", "unclean.recovery.timeout.ms"}
-_SINCE_4_1 = "a topic config Kafka 4.4.0 describes and 4.1.2 did not; the mock's table is 4.1's"
-#: config -> (Kafka 4.4.0's default, why the mock does not describe it)
-KAFKA_ONLY_CONFIGS = {
-    "errors.deadletterqueue.group.enable": ("false", _SINCE_4_1),
-    "max.decompressed.message.bytes": ("2147483639", _SINCE_4_1),
-    "remote.copy.lag.bytes": ("-1", _SINCE_4_1 + " (tiered storage, which the mock has not)"),
-    "remote.copy.lag.ms": ("0", _SINCE_4_1 + " (tiered storage, which the mock has not)"),
-}
+#: config -> (Kafka 4.4.0's default, why the mock does not describe it); empty: it describes all
+KAFKA_ONLY_CONFIGS: dict[str, tuple[str, str]] = {}
 #: config -> why a new topic's value differs: the harness's broker settings the mock lacks.
 DEFAULT_DIFFERENCES = {
     "segment.bytes": "kafka_harness sets log.segment.bytes=16 MiB, a broker setting the mock "

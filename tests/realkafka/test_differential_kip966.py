@@ -1,5 +1,5 @@
 """KIP-966 differential: the `kip966_story` steps (clean shutdowns, a hard kill, restarts, min ISR
-changes) on kipwire's `Semantics.KAFKA_4_1` mock cluster must leave partition 0 as real Kafka 4.4.0
+changes) on kipwire's `Semantics.KAFKA_4_4` mock cluster must leave partition 0 as real Kafka 4.4.0
 left it after each step: leader, ISR, ELR and LastKnownElr from DescribeTopicPartitions (Kafka
 4.1.2 left it the same way: see test_realkafka_kip966).
 
@@ -59,7 +59,7 @@ class MockStoryCluster:
 def mock_story() -> Iterator[list[tuple[str, PartitionView | None]]]:
     """The story's steps as the mock's DescribeTopicPartitions showed them."""
     with MockCluster(
-        brokers=OBSERVER, semantics=Semantics.KAFKA_4_1, config=HARNESS_CONFIG
+        brokers=OBSERVER, semantics=Semantics.KAFKA_4_4, config=HARNESS_CONFIG
     ) as cluster:
         yield run_story(MockStoryCluster(cluster), MOCK_STEP_TIMEOUT_S)
 
