@@ -69,9 +69,14 @@ def read_with_codec(segment: Path) -> dict[int, MetadataEntry]:
                 name = getattr(control.type, "name", str(control.type))
                 out[record.offset] = MetadataEntry(name, None, to_json(control.value))
             else:
-                name, version, body = decode_record(record.value)
-                out[record.offset] = MetadataEntry(upper_snake(name), version, to_json(body))
+                out[record.offset] = decode_entry(record.value)
     return out
+
+
+def decode_entry(value: bytes) -> MetadataEntry:
+    """One framed metadata record (a record's value, or a mock controller's LogEntry.data)."""
+    name, version, body = decode_record(value)
+    return MetadataEntry(upper_snake(name), version, to_json(body))
 
 
 _CONTROL_NAMES = {
