@@ -41,8 +41,9 @@ _NULL_ELR = (
     "fields null (not written); the mock writes them as empty lists"
 )
 _ISR_ORDER = (
-    "Kafka 4.4.0 writes the ISR a replica rejoins in ascending broker id order; the mock appends "
-    "the replica, as Kafka 4.1.2 did"
+    "Kafka 4.4.0's leader asks (AlterPartition) for the ISR a replica rejoins in ascending broker "
+    "id order, and its controller writes that; the mock's leader appends the replica, as Kafka "
+    "4.1.2's did"
 )
 #: (index of the record in the story, field) -> (Kafka 4.4.0's value, the mock's, why they differ)
 KNOWN_RECORD_DIFFERENCES: dict[tuple[int, str], tuple[Any, Any, str]] = {

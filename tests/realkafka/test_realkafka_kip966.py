@@ -33,8 +33,8 @@ def test_recorded_steps_are_the_expected_story(release: str) -> None:
 
 def test_kafka_4_4_writes_the_records_4_1_wrote_with_the_isr_in_broker_order() -> None:
     # ELR did not change from 4.1 to 4.4: the same records, versions and fields. One thing did:
-    # a replica that rejoins the ISR was appended to it by Kafka 4.1 ([2, 1]), while Kafka 4.4
-    # writes the ISR in ascending broker id order ([1, 2]), as it already did at creation
+    # a replica that rejoins the ISR was appended to it by Kafka 4.1's leader ([2, 1]), while
+    # Kafka 4.4's leader asks for the ISR in ascending broker id order ([1, 2]) in AlterPartition
     old, new = (json.loads(RECORDED[r].read_text())["records"] for r in ("4.1.2", "4.4.0"))
     assert len(old) == len(new)
     isr_order = []
