@@ -3,22 +3,24 @@ and from v5 the check that the client reached the cluster and node it meant to (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kipwire.codec import ApiKey, ErrorCode, encode_response
 
 from ..controller.features import BROKER_FEATURES, LATEST_METADATA_VERSION, METADATA_VERSION
-from .registry import RequestContext, handles, listed
+from .registry import Handler, RequestContext, handles, listed
 
 #: The first version whose request names the cluster and node it is meant for (KIP-1242).
 IDENTITY_VERSION = 5
 
 
-def api_ranges(release: str) -> list[dict]:
-    """(key, min, max) of every API served, in key order, as Kafka `release` lists them."""
+def api_ranges(release: str, handlers: Mapping[int, Handler] | None = None) -> list[dict]:
+    """(key, min, max) of every API served (by `handlers`, else by a broker of the release), in
+    key order, as Kafka `release` lists them."""
     return [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
-        for h in listed(release)
+        for h in listed(release, handlers)
     ]
 
 
@@ -58,7 +60,7 @@ async def api_versions(ctx: RequestContext, body: Any) -> dict:
     finalized = {METADATA_VERSION: LATEST_METADATA_VERSION[broker.release], **image.features}
     return {
         "error_code": ErrorCode.NONE,
-        "api_keys": api_ranges(broker.release),
+        "api_keys": api_ranges(broker.release, broker.handlers),
         "supported_features": [
             {"name": name, "min_version": low, "max_version": high}
             for name, (low, high) in BROKER_FEATURES[broker.release].items()

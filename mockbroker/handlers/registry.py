@@ -45,6 +45,9 @@ class BrokerView(Protocol):
     epoch: int
     #: The Kafka release whose wire surface the broker presents (`Semantics.release`).
     release: str
+    #: What this broker serves, by API key (`handlers_for(release)`, or more on a node that
+    #: serves more); ApiVersions lists those its release's Kafka lists.
+    handlers: Mapping[int, Handler]
     image: MetadataImage
     logs: Mapping[tuple[str, int], PartitionLog]
     cluster_id: str
@@ -231,10 +234,12 @@ def handlers_for(release: str) -> Mapping[int, Handler]:
     return MappingProxyType({key: for_release(h, release) for key, h in sorted(HANDLERS.items())})
 
 
-def listed(release: str) -> list[Handler]:
-    """The handlers a broker of a release lists in ApiVersions, in key order: those Kafka's
-    broker listener lists (GetReplicaLogInfo is served for the controller, never listed)."""
-    return [h for key, h in handlers_for(release).items() if key in BROKER_VERSIONS[release]]
+def listed(release: str, handlers: Mapping[int, Handler] | None = None) -> list[Handler]:
+    """The handlers a broker of a release lists in ApiVersions, in key order: of those it
+    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists
+    (GetReplicaLogInfo is served for the controller, never listed)."""
+    table = handlers_for(release) if handlers is None else handlers
+    return [h for key, h in sorted(table.items()) if key in BROKER_VERSIONS[release]]
 
 
 def top_level_error(body: Body, code: int, version: int) -> dict:
