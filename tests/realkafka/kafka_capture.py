@@ -1,12 +1,15 @@
 """Recording a real cluster's loopback traffic with tcpdump, through tests/captures' own wrapper
 (`real_clients_kit.Tcpdump`: ready on "listening on", flushed by a marker datagram, and an
 `IncompleteCapture` when the kernel dropped packets), the raw frames of what it recorded, and
-those frames decoded and encoded again with kipwire.codec."""
+those frames decoded and encoded again with kipwire.codec; and tshark's reading of the requests."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -124,4 +127,29 @@ def reencode(path: Path) -> Reencoded:
             if again != frame:
                 out.differing.append(("response", api_key, api_version))
         out.frames += len(requests) + len(responses)
+    return out
+
+
+def tshark_requests(path: Path, ports: list[int]) -> Counter[tuple[int, int, int]] | None:
+    """(api key, api version, correlation id) of every request tshark's Kafka dissector reads
+    on `ports`, counted; None without tshark."""
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        return None
+    fields = ("kafka.request_key", "kafka.api_version", "kafka.correlation_id")
+    cmd = [tshark, "-r", str(path), "-T", "fields"]
+    for p in ports:
+        cmd += ["-d", f"tcp.port=={p},kafka"]
+    for f in fields:
+        cmd += ["-e", f]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"tshark exit {done.returncode}: {done.stderr[-500:]}")
+    out: Counter[tuple[int, int, int]] = Counter()
+    for line in done.stdout.splitlines():
+        key, version, corr = (line.split("\t") + [""] * len(fields))[: len(fields)]
+        if not key:
+            continue  # a response (or no Kafka PDU in the packet)
+        for k, v, c in zip(key.split(","), version.split(","), corr.split(","), strict=False):
+            out[(int(k), int(v), int(c))] += 1
     return out

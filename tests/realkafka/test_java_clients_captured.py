@@ -5,7 +5,8 @@ mock's group coordinator speaks the classic protocol) and a Kafka Streams word c
 
 Against real Kafka 4.4.0 tcpdump records the broker listener; against the mock, its own recorder
 (`MockCluster(record=...)`). Every PDU of every capture decodes `ok` with kipwire.captures (no
-malformed or unsupported row), and every frame encodes back byte for byte through the codec.
+malformed or unsupported row), every frame encodes back byte for byte through the codec, and
+tshark reads the same requests.
 The apps run with the single-file source launcher on kafka-streams 4.4.0's jars (fetched once per
 machine); without a JDK, tcpdump or the jars, the tests skip with the reason.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_capture import record, reencode
+from kafka_capture import record, reencode, tshark_requests
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka_streams
 from kafka_harness import KafkaCluster
 
@@ -151,6 +152,19 @@ def test_every_frame_reencodes_byte_for_byte(java_capture: JavaCapture) -> None:
     got = reencode(java_capture.path)
     assert got.differing == [] and got.trailing == []
     assert got.frames > 50
+
+
+def test_tshark_agrees_on_every_request(java_capture: JavaCapture) -> None:
+    theirs = tshark_requests(java_capture.path, java_capture.ports)
+    if theirs is None:
+        pytest.skip("tshark is not installed (Debian package tshark)")
+    ours = Counter(
+        (r["api_key"], r["api_version"], r["correlation_id"])
+        for r in java_capture.rows.pdus
+        if r["direction"] == "request" and r["resp_p"] in java_capture.ports
+    )
+    assert theirs == ours
+    assert sum(ours.values()) > 20
 
 
 def test_the_client_spoke_its_group_protocol(java_capture: JavaCapture) -> None:

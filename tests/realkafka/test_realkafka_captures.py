@@ -5,22 +5,17 @@ KRaft traffic on the controller listener. Every PDU decodes; tshark agrees on th
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import data_plane_scenarios as scenarios
 import pytest
-from kafka_capture import record, reencode
+from kafka_capture import record, reencode, tshark_requests
 from kafka_harness import KafkaCluster
 from kip966_story import StoryRun
 
 from kipwire.captures import decode_capture
 from kipwire.codec import ApiKey
-
-TSHARK = shutil.which("tshark")
 
 
 def workload(bootstrap: str) -> None:
@@ -123,36 +118,12 @@ def test_every_request_is_answered(captured: dict) -> None:
     assert status["answered"] > 100
 
 
-def _fields(path: Path, ports: list[int], *fields: str) -> list[list[str]]:
-    cmd = [TSHARK, "-r", str(path), "-T", "fields"]
-    for p in ports:
-        cmd += ["-d", f"tcp.port=={p},kafka"]
-    for f in fields:
-        cmd += ["-e", f]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    return [
-        (line.split("\t") + [""] * len(fields))[: len(fields)] for line in done.stdout.splitlines()
-    ]
-
-
 @pytest.mark.parametrize("which", ["captured", "story_capture"])
 def test_tshark_agrees_on_every_request(which: str, request: pytest.FixtureRequest) -> None:
-    if TSHARK is None:
-        pytest.skip("tshark is not installed (Debian package tshark)")
     captured = request.getfixturevalue(which)
-    theirs: Counter[Any] = Counter()
-    for key, version, corr in _fields(
-        captured["path"],
-        captured["ports"],
-        "kafka.request_key",
-        "kafka.api_version",
-        "kafka.correlation_id",
-    ):
-        if not key:
-            continue  # a response (or no Kafka PDU in the packet)
-        for k, v, c in zip(key.split(","), version.split(","), corr.split(","), strict=False):
-            theirs[(int(k), int(v), int(c))] += 1
+    theirs = tshark_requests(captured["path"], captured["ports"])
+    if theirs is None:
+        pytest.skip("tshark is not installed (Debian package tshark)")
     ours = Counter(
         (r["api_key"], r["api_version"], r["correlation_id"])
         for r in captured["rows"].pdus
