@@ -13,7 +13,6 @@ machine); without a JDK, tcpdump or the jars, the tests skip with the reason.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
@@ -70,12 +69,16 @@ class JavaCapture:
 @pytest.fixture(scope="module")
 def streams_jars() -> KafkaDist:
     """kafka-streams 4.4.0 and kafka-clients 4.4.0, or a skip that says why not."""
-    if shutil.which("javac") is None:
-        pytest.skip("the Java apps run with the single-file source launcher, which needs a JDK")
     try:
-        return ensure_kafka_streams()
+        jars = ensure_kafka_streams()
     except KafkaUnavailable as e:
         pytest.skip(f"kafka-streams unavailable: {e}")
+    modules = subprocess.run(
+        [jars.java, "--list-modules"], capture_output=True, text=True, timeout=60, check=False
+    )
+    if "jdk.compiler@" not in modules.stdout:
+        pytest.skip(f"{jars.java} has no jdk.compiler: the single-file source launcher needs it")
+    return jars
 
 
 def run_app(jars: KafkaDist, source: str, *args: str) -> str:
