@@ -24,6 +24,7 @@ MV_3_6_IV0 = 12  # no leader-epoch bump on an ISR shrink
 MV_3_7_IV2 = 17  # directories: PartitionRecord v1, RegisterBrokerRecord v3
 MV_4_0_IV1 = 23  # ELR: PartitionRecord / PartitionChangeRecord v2
 MV_4_1_IV1 = 27  # the latest level of Kafka 4.1
+MV_4_3_IV0 = 30  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4
 MV_4_4_IV2 = 33  # the latest level of Kafka 4.4
 MV_MIN = 1
 
@@ -110,7 +111,10 @@ def partition_record_version(mv: int) -> int:
 
 
 def register_broker_record_version(mv: int) -> int:
-    """RegisterBrokerRecord version for a metadata.version level."""
+    """RegisterBrokerRecord version for a metadata.version level (Kafka's
+    MetadataVersion#registerBrokerRecordVersion)."""
+    if mv >= MV_4_3_IV0:
+        return 4
     if mv >= MV_3_7_IV2:
         return 3
     if mv >= MV_3_4_IV0:

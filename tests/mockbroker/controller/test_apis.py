@@ -430,3 +430,13 @@ def test_topic_configs_are_the_releases(semantics: Semantics) -> None:
     assert result.error_code == ErrorCode.INVALID_CONFIG
     reason = "must be an integer" if semantics.release == "4.4" else "unknown config"
     assert reason in result.error_message
+
+
+def test_features_the_mock_leaves_unset_cannot_be_finalized() -> None:
+    # Kafka 4.4 takes share.version 2; the mock serves no share-group API, so its controller
+    # refuses the level rather than tell clients to use a protocol no broker answers
+    ctl = replay_cluster(Semantics.KAFKA_4_4)
+    update = {"feature": "share.version", "max_version_level": 2, "upgrade_type": 1}
+    resp = call(ctl, ApiKey.UPDATE_FEATURES, 2, {"feature_updates": [update]})
+    assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert "share.version" in resp.error_message

@@ -114,6 +114,14 @@ def test_a_transaction_with_txn_offset_commit_v6_and_end_txn_v5(one: MockCluster
             producer["producer_epoch"] + 1,
         )
         assert _fetch(client, "tg44", topic_id)["committed_offset"] == 3
+        # a retry of that EndTxn (its answer lost) gets the same answer, not PRODUCER_FENCED
+        retried = client.call(ApiKey.END_TXN, 5, {**txn, **producer, "committed": True})
+        assert (retried["error_code"], retried["producer_epoch"]) == (
+            ErrorCode.NONE,
+            ended["producer_epoch"],
+        )
+        aborted = client.call(ApiKey.END_TXN, 5, {**txn, **producer, "committed": False})
+        assert aborted["error_code"] == ErrorCode.INVALID_TXN_STATE
         bumped = {"producer_id": ended["producer_id"], "producer_epoch": ended["producer_epoch"]}
         again = client.call(ApiKey.ADD_OFFSETS_TO_TXN, 4, {**txn, **bumped, "group_id": "tg44"})
         assert again["error_code"] == ErrorCode.NONE
