@@ -16,6 +16,7 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
@@ -58,12 +59,14 @@ class BrokerState:
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
+        self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
+        self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
     def replica_log(self, topic: str, index: int) -> PartitionLog:
@@ -122,7 +125,7 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        self.replication.metadata_changed()
+        self.replication.metadata_changed(self.image.take_delta())
         self.data_arrived()
 
     async def wait_for_metadata(self, offset: int) -> None:
@@ -130,10 +133,13 @@ class BrokerState:
         while self.image.offset < offset:
             await self._replayed.wait()
 
-    def data_arrived(self) -> None:
-        """Wake every fetch waiting on this broker (records or marks moved)."""
+    def data_arrived(self, key: tuple[str, int] | None = None) -> None:
+        """Wake every fetch waiting on this broker (records or marks moved), and the followers'
+        sessions that fetch `key` when the change is to that one partition."""
         self._data_arrived.set()
         self._data_arrived = trio.Event()
+        if key is not None:
+            self.fetch_sessions.changed(key)
 
     async def wait_for_data(self) -> None:
         """Sleep until the next `data_arrived`."""
