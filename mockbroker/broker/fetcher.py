@@ -34,6 +34,9 @@ REPLICA_FETCH_BYTES = 8 << 20
 #: replica.fetch.backoff.ms: the pause after a failed fetch or a refused connection.
 FETCH_BACKOFF = 0.05
 _DISCONNECTED = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
+#: Partitions handled between two checkpoints of a long loop (bounded work per task switch, so
+#: heartbeats and the controller's turns are never held up by a big reassignment).
+BATCH = 500
 _SESSION_LOST = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 log = logging.getLogger("kipwire.mockbroker.fetcher")
 Key = tuple[str, int]
@@ -50,7 +53,9 @@ async def follow_leaders(node: BrokerState) -> None:
     async with trio.open_nursery() as nursery:
         while True:
             following = node.replication.following
-            for key in node.replication.take_follow_changes():
+            for n, key in enumerate(node.replication.take_follow_changes()):
+                if n % BATCH == BATCH - 1:
+                    await trio.lowlevel.checkpoint()
                 old = placed.pop(key, None)
                 wanted = following.get(key)
                 if old is not None and (wanted is None or wanted[0] != old):

@@ -21,6 +21,7 @@ import trio
 from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
 from ..broker.fetch_sessions import CachedPartition, FetchSession
+from ..broker.fetcher import BATCH
 from ..broker.log import LogError
 from ..broker.topic_names import topic_id, topic_name
 from .registry import BrokerView, PartitionShape, RequestContext, handles
@@ -104,6 +105,8 @@ async def _session_fetch(
         name = topic_name(image, topic, "topic")
         info = image.topics.get(name) if name is not None else None
         for request in topic["partitions"]:
+            if len(named) % BATCH == BATCH - 1:
+                await trio.lowlevel.checkpoint()  # bounded work per task switch
             index = request["partition"]
             if info is None:
                 unknown.append((topic, index))
