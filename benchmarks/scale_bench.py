@@ -78,13 +78,16 @@ async def measure(
     creates: list[float] = []
     async with open_cluster(brokers=brokers) as cluster:
         fenced_seen = False
+        cpu_max = 0.0
         for n in range(partitions // TOPIC_PARTITIONS):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_seconds()
             await cluster.create_topic(f"t{n:04d}", TOPIC_PARTITIONS, REPLICATION_FACTOR)
             creates.append(time.perf_counter() - start)
+            cpu_max = max(cpu_max, cpu_seconds() - cpu)
             fenced_seen |= any(b.fenced for b in cluster.controller.state.brokers.values())
         row["create_max_s"] = max(creates, default=0.0)
-        row["create_last_s"] = creates[-1] if creates else 0.0
+        row["create_median_s"] = sorted(creates)[len(creates) // 2] if creates else 0.0
+        row["create_cpu_max_s"] = cpu_max
         await trio.sleep(SETTLE)
         profiler = cProfile.Profile() if profile else None
         before = cpu_seconds()
@@ -160,16 +163,21 @@ def _run_point(brokers: int, partitions: int, produce: int) -> dict[str, Any]:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| brokers | partitions | idle CPU | slowest create | Metadata (all) | RSS | fenced |",
-        "|---:|---:|---:|---:|---:|---:|---|",
+        "| brokers | partitions | idle CPU | create: median / slowest (wall) / slowest (CPU)"
+        " | Metadata (all) | produce / consume | RSS | fenced |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['brokers']} | {r['partitions']:,} | failed: {r['error']!r} |")
             continue
+        rates = r.get("produce_consume")
+        flow = f"{rates['produce_rps']:,.0f} / {rates['consume_rps']:,.0f} rec/s" if rates else "-"
         lines.append(
             f"| {r['brokers']} | {r['partitions']:,} | {r['idle_cpu_pct']:.1f}% "
-            f"| {r['create_max_s']:.3f} s | {r['metadata_s']:.3f} s | {r['rss_mb']:.0f} MiB "
+            f"| {r['create_median_s']:.3f} / {r['create_max_s']:.3f}"
+            f" / {r['create_cpu_max_s']:.3f} s"
+            f" | {r['metadata_s']:.3f} s | {flow} | {r['rss_mb']:.0f} MiB "
             f"| {'yes' if r['fenced'] else 'no'} |"
         )
     return "\n".join(lines)
