@@ -116,6 +116,8 @@ class LeaderFetcher:
     async def run(self) -> None:
         """Connect, fetch until the connection fails, and again, until cancelled."""
         while True:
+            while not self.wanted:  # a leader of nothing we follow is not dialled
+                await self._changed.wait()
             try:
                 stream = await self.node.network.connect(self.node.node_id, self.leader_id)
             except _DISCONNECTED:
