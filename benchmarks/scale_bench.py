@@ -19,6 +19,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import resource
 import subprocess
@@ -203,6 +204,7 @@ def main() -> None:
         return
     rows = [_run_point(b, p, args.produce) for b, p in CURVE]
     print(_table(rows))
+    print("load average after the run: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
