@@ -20,7 +20,7 @@ import trio
 
 from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
-from ..broker.fetch_sessions import CachedPartition, FetchSession
+from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
 from ..broker.log import LogError
 from ..broker.topic_names import topic_id, topic_name
@@ -75,30 +75,83 @@ async def _session_fetch(
     """A follower's fetch in a session; None when it closes its session (SessionEpoch -1) and
     is answered as a sessionless fetch."""
     sessions = broker.fetch_sessions
-    session_id, session_epoch = body.get("session_id", 0), body["session_epoch"]
-    if session_id == 0:
-        session = sessions.create(replica_id)
-    else:
-        found = sessions.get(session_id)
-        if found is None or found.replica_id != replica_id:
-            return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-        if session_epoch == -1:
-            sessions.close(found)
-            return None
-        if session_epoch != found.epoch:
-            return _session_error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
-        session = found
-        session.advance_epoch()
+    session = _find_session(sessions, body, replica_id)
+    if session is None or isinstance(session, dict):
+        return session
     session.replica_epoch = replica_epoch
     session.last_fetch_ms = broker.replication.now_ms()
-    image = broker.image
+    full = body.get("session_id", 0) == 0
+    named, unknown = await _take_request(broker, session, body)
+    broker.replication.session_fetched(session, named)
+    if full:
+        session.missing = {
+            k
+            for k, state in broker.replication.leaders.items()
+            if replica_id in state.followers and k not in session.partitions
+        }
+    deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
+    wanted = set(session.partitions) if full else named | session.dirty
+    while True:
+        session.wake = trio.Event()
+        session.dirty -= wanted
+        responses, news = _read_session(broker, session, wanted, body, full)
+        for topic, index in unknown:
+            news = True
+            responses.append(
+                {
+                    "topic": topic.get("topic"),
+                    "topic_id": topic.get("topic_id"),
+                    "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)],
+                }
+            )
+        now = trio.current_time()
+        if news or full or now >= deadline or sessions.get(session.session_id) is not session:
+            return {
+                "error_code": ErrorCode.NONE,
+                "session_id": session.session_id,
+                "responses": responses,
+            }
+        # a session missing a partition answers soon: its follower's next fetch names it
+        if session.missing:
+            deadline = min(deadline, now + MISSING_WAIT)
+        with trio.move_on_at(deadline):
+            await session.wake.wait()
+        unknown = []
+        wanted = set(session.dirty)
+
+
+def _find_session(
+    sessions: FetchSessions, body: Any, replica_id: int
+) -> FetchSession | dict | None:
+    """The fetch's session (a new one for SessionId 0), an error answer, or None once closed."""
+    session_id, session_epoch = body.get("session_id", 0), body["session_epoch"]
+    if session_id == 0:
+        return sessions.create(replica_id)
+    found = sessions.get(session_id)
+    if found is None or found.replica_id != replica_id:
+        return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    if session_epoch == -1:
+        sessions.close(found)
+        return None
+    if session_epoch != found.epoch:
+        return _session_error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    found.advance_epoch()
+    return found
+
+
+async def _take_request(
+    broker: Any, session: FetchSession, body: Any
+) -> tuple[set[tuple[str, int]], list[tuple[Any, int]]]:
+    """Apply the fetch to the session: forget what it forgets, take the fetch state of what it
+    names (a follower fetch for each); the keys named, and the (topic, index) it named unknown."""
+    replica_id = session.replica_id
     for topic in body.get("forgotten_topics_data") or []:
-        tid = topic.get("topic_id")
         for index in topic["partitions"]:
-            key = session.forget(tid, index)
+            key = session.forget(topic.get("topic_id"), index)
             state = broker.replication.leaders.get(key) if key is not None else None
             if state is not None and replica_id in state.followers:
                 session.missing.add(key)
+    image = broker.image
     named: set[tuple[str, int]] = set()
     unknown: list[tuple[Any, int]] = []
     for topic in body["topics"]:
@@ -126,45 +179,9 @@ async def _session_fetch(
             session.add(key, cached, index)
             named.add(key)
             broker.replica(name, index).follower_fetched(
-                replica_id, replica_epoch, request["fetch_offset"]
+                replica_id, session.replica_epoch, request["fetch_offset"]
             )
-    broker.replication.session_fetched(session, named)
-    if session_id == 0:
-        session.missing = {
-            k
-            for k, state in broker.replication.leaders.items()
-            if replica_id in state.followers and k not in session.partitions
-        }
-    full = session_id == 0
-    deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
-    wanted = set(session.partitions) if full else named | session.dirty
-    while True:
-        session.wake = trio.Event()
-        session.dirty -= wanted
-        responses, news = _read_session(broker, session, wanted, body, full)
-        for topic, index in unknown:
-            news = True
-            responses.append(
-                {
-                    "topic": topic.get("topic"),
-                    "topic_id": topic.get("topic_id"),
-                    "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)],
-                }
-            )
-        now = trio.current_time()
-        if news or full or now >= deadline or sessions.get(session.session_id) is not session:
-            return {
-                "error_code": ErrorCode.NONE,
-                "session_id": session.session_id,
-                "responses": responses,
-            }
-        wait_until = min(deadline, now + MISSING_WAIT) if session.missing else deadline
-        with trio.move_on_at(wait_until):
-            await session.wake.wait()
-        if trio.current_time() >= wait_until and session.missing:
-            deadline = wait_until
-        unknown = []
-        wanted = set(session.dirty)
+    return named, unknown
 
 
 def _session_error(code: ErrorCode) -> dict:
