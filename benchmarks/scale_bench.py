@@ -10,7 +10,10 @@ confluent-kafka, acks=all, spread over the first 10 topics.
 
 Usage: ``python benchmarks/scale_bench.py`` (the curve: 100 / 1,000 / 10,000 partitions on 3
 brokers, then 3 / 9 / 30 brokers at 1,000), or ``--point B,P`` for one point, ``--profile`` to
-print where the idle CPU goes (cProfile over the idle window).
+print where the idle CPU goes (cProfile over the idle window). ``--ratio N``: the issue's
+throughput check instead, with the cluster in a subprocess (`kipwire-broker serve`): N records of
+100 B produced (acks=all) and consumed on one 10-partition topic of an otherwise empty cluster,
+then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates.
 """
 
 from __future__ import annotations
@@ -152,6 +155,63 @@ def _produce_consume(bootstrap: str, records: int) -> dict[str, float]:
     return {"produce_rps": produced, "consume_rps": records / (time.perf_counter() - start)}
 
 
+def _ratio(records: int) -> None:
+    """Produce/consume rates on 10 partitions of an empty cluster, then over 10,000 partitions."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from mock_bench import kipwire_cluster
+
+    rates = []
+    for topics, partitions in ((["one"], 10), ([f"t{n:04d}" for n in range(100)], 100)):
+        with kipwire_cluster() as bootstrap:
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            for first in range(0, len(topics), 10):
+                new = [NewTopic(t, partitions, REPLICATION_FACTOR) for t in topics[first:][:10]]
+                for future in admin.create_topics(new, operation_timeout=60).values():
+                    future.result(timeout=120)
+            rates.append(_flow(bootstrap, topics, partitions, records))
+            print(
+                f"{len(topics) * partitions:>6,} partitions: produce {rates[-1][0]:,.0f} rec/s,"
+                f" consume {rates[-1][1]:,.0f} rec/s",
+                flush=True,
+            )
+    (p1, c1), (p2, c2) = rates
+    print(f"ratio (10,000 partitions / 10): produce {p2 / p1:.2f}x, consume {c2 / c1:.2f}x")
+
+
+def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> tuple[float, float]:
+    """Records per second produced (one producer, acks=all, round robin over every partition),
+    then consumed (one consumer assigned every partition from offset 0)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    targets = [(t, p) for p in range(partitions) for t in topics]
+    value = b"x" * 100
+    start = time.perf_counter()
+    for i in range(records):
+        topic, partition = targets[i % len(targets)]
+        while True:
+            try:
+                producer.produce(topic, value, partition=partition)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(300) != 0:
+        raise RuntimeError("records were not delivered in 300 s")
+    produced = records / (time.perf_counter() - start)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "scale", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(t, p, 0) for t, p in targets])
+    seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
+    while seen < records and time.monotonic() < deadline:
+        seen += sum(m.error() is None for m in consumer.consume(10_000, 1.0))
+    consumed = records / (time.perf_counter() - start)
+    consumer.close()
+    if seen < records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return produced, consumed
+
+
 def _run_point(brokers: int, partitions: int, produce: int) -> dict[str, Any]:
     command = [sys.executable, __file__, "--point", f"{brokers},{partitions}", "--json"]
     if produce:
@@ -191,7 +251,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the point as one JSON line")
     parser.add_argument("--profile", action="store_true", help="cProfile the idle window")
     parser.add_argument("--produce", type=int, default=0, help="records to produce and consume")
+    parser.add_argument("--ratio", type=int, default=0, help="the throughput ratio, N records")
     args = parser.parse_args()
+    if args.ratio:
+        _ratio(args.ratio)
+        return
     if args.point:
         brokers, partitions = (int(x) for x in args.point.split(","))
         row = trio.run(

@@ -189,8 +189,7 @@ class Replication:
             log.high_watermark, log.end_offset, self.min_isr(part), self.now_ms(), self.eligible
         )
         if log.advance_high_watermark(new):
-            self.node.data_arrived()
-            self.node.fetch_sessions.changed(key)
+            self.node.data_arrived(key)
 
     def appended(self, key: Key) -> None:
         """The leader wrote to a log: flush by flush.messages, move the HWM, wake sessions."""

@@ -55,6 +55,7 @@ class BrokerState:
         self.running = False
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
         self._data_arrived = trio.Event()
+        self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
@@ -127,6 +128,9 @@ class BrokerState:
         self._replayed = trio.Event()
         self.replication.metadata_changed(self.image.take_delta())
         self.data_arrived()
+        waits, self._partition_waits = self._partition_waits, {}
+        for waiting in waits.values():  # leadership may have moved under any of them
+            waiting.set()
 
     async def wait_for_metadata(self, offset: int) -> None:
         """Return once the image has replayed the metadata log up to `offset`."""
@@ -134,13 +138,23 @@ class BrokerState:
             await self._replayed.wait()
 
     def data_arrived(self, key: tuple[str, int] | None = None) -> None:
-        """Wake every fetch waiting on this broker (records or marks moved), and the followers'
-        sessions that fetch `key` when the change is to that one partition."""
+        """Wake every fetch waiting on this broker (records or marks moved); with `key`, also
+        what waits on that one partition: its acks=all appends and the followers' sessions."""
         self._data_arrived.set()
         self._data_arrived = trio.Event()
         if key is not None:
+            waiting = self._partition_waits.pop(key, None)
+            if waiting is not None:
+                waiting.set()
             self.fetch_sessions.changed(key)
 
-    async def wait_for_data(self) -> None:
-        """Sleep until the next `data_arrived`."""
-        await self._data_arrived.wait()
+    async def wait_for_data(self, key: tuple[str, int] | None = None) -> None:
+        """Sleep until the next `data_arrived` (of `key`, or a metadata change, when given): a
+        partition's waiters are not woken by every other partition's changes."""
+        if key is None:
+            await self._data_arrived.wait()
+            return
+        waiting = self._partition_waits.get(key)
+        if waiting is None:
+            waiting = self._partition_waits[key] = trio.Event()
+        await waiting.wait()
