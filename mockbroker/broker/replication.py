@@ -94,6 +94,9 @@ class Replication:
         keys: set[Key] = set(delta.partitions)
         if delta.cluster_wide:
             keys.update(self.leaders)  # eligibility and min ISR feed every led partition's HWM
+        if delta.configs:
+            for key, log in self.node.logs.items():  # flush.ms may have been set
+                self._watch_flush(key, log)
         for key in keys:
             part = image.partition(*key)
             self._follow(key, part)
@@ -109,7 +112,8 @@ class Replication:
             else:
                 self.leaders.pop(key, None)
             if key in delta.partitions:
-                followers = () if key not in self.leaders else tuple(part.replicas)  # type: ignore[union-attr]
+                state = self.leaders.get(key)
+                followers = tuple(state.followers) if state is not None else ()
                 self.node.fetch_sessions.assigned(key, followers)
         self._changed.set()
         self._changed = trio.Event()
@@ -226,12 +230,19 @@ class Replication:
         log = self.node.logs.get(key)
         if log is None:
             return
-        if log.end_offset > log.flushed_offset:
-            self.unflushed.add(key)
+        self._watch_flush(key, log)
         every = self._flush_setting(key[0], "flush.messages")
         if every is not None and log.end_offset - log.flushed_offset >= every:
             log.flush()
             self.unflushed.discard(key)
+
+    def _watch_flush(self, key: Key, log: PartitionLog) -> None:
+        """A log with unflushed records under flush.ms joins the periodic pass's flushes."""
+        if (
+            log.end_offset > log.flushed_offset
+            and self._flush_setting(key[0], "flush.ms") is not None
+        ):
+            self.unflushed.add(key)
 
     def follower_fetched(self, key: Key, replica_id: int, replica_epoch: int, offset: int) -> None:
         """A follower's fetch at `offset`: its state, then a possible expansion and a new HWM."""
@@ -287,7 +298,8 @@ class Replication:
             self.maintain(self.now_ms())
 
     def maintain(self, now: int) -> None:
-        """Shrink ISRs and move HWMs of partitions a follower is behind on; flush by flush.ms."""
+        """Shrink ISRs and move HWMs of partitions a follower is behind on; flush by flush.ms
+        the logs that have it and unflushed records."""
         lagging: set[Key] = set()
         for keys in self.behind.values():
             for key in list(keys):
