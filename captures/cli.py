@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["format_summary", "main"]
 
@@ -314,8 +314,15 @@ def _spark_errors_in_one_line(run: Any, *args: Any, **kwargs: Any) -> Any:
         raise _SparkFailed(f"Spark failed: {text[0] if text else type(exc).__name__}") from None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose complaints are one line (`_Usage`), not usage and an error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Usage(f"{self.prog}: {message}")
+
+
 def _replay_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog="kipwire-capture replay",
         description="Send a capture's client requests again to a cluster and compare its "
         "answers with the captured ones.",
@@ -345,7 +352,7 @@ def replay_main(argv: Sequence[str]) -> int:
     p = _replay_parser()
     try:
         args = p.parse_args(list(argv))
-    except SystemExit as exc:
+    except SystemExit as exc:  # --help
         return 2 if exc.code else 0
     from .comparing.compare import parse_fail_on
     from .replaying.replay import ReplayError, replay
