@@ -131,11 +131,11 @@ def replay(
     root.mkdir(parents=True, exist_ok=True)
     found = extract(captures, client_id=client_id)
     original, replayed = root / "original.pcapng", root / "replay.pcapng"
-    write_original(found.connections, original)
     run = trio.run(
         lambda: _run(found, addresses, replayed, pace=pace, timeout=timeout, progress=progress)
     )
     say(f"sent {run.sent} request(s) in {run.seconds:.2f} s; comparing")
+    write_original(found.connections, original, run.unsent)
     not_replayed = found.not_replayed + run.not_replayed
     report, paths = compare_replay(root, original, replayed, not_replayed)
     return ReplayResult(

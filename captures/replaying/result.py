@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,20 @@ class ReplayResult:
         return counts
 
 
-def write_original(connections: list[ClientConnection], path: str | os.PathLike) -> None:
-    """The replayed connections as captured: the compare's baseline."""
+def write_original(
+    connections: list[ClientConnection],
+    path: str | os.PathLike,
+    unsent: Collection[tuple[str, int]] = (),
+) -> None:
+    """The replayed connections as captured, without the requests that were not sent (`unsent`:
+    connection uid and exchange index): the compare's baseline."""
     with PcapngWriter(path) as pcap:
         for c in connections:
             conv = pcap.conversation(c.client, c.server, ts_ns=c.first_ts_ns)
             last = c.first_ts_ns
             for ex in c.exchanges:
+                if (c.uid, ex.index) in unsent:
+                    continue
                 last = ex.ts_ns or last
                 conv.client_sends(_SIZE.pack(len(ex.frame)) + ex.frame, ts_ns=last)
                 if ex.response is not None:

@@ -62,6 +62,8 @@ class ReplayRun:
     answered: int = 0
     retried: int = 0
     not_replayed: list[NotReplayed] = field(default_factory=list)
+    #: (connection uid, exchange index) of the captured requests that were not sent
+    unsent: set[tuple[str, int]] = field(default_factory=set)
     seconds: float = 0.0
 
 
@@ -132,7 +134,10 @@ class Sender:
         )
         return self.run
 
-    def _lose(self, conn: ClientConnection, reason: str, detail: str = "") -> None:
+    def _lose(
+        self, conn: ClientConnection, ex: CapturedExchange, reason: str, detail: str = ""
+    ) -> None:
+        self.run.unsent.add((conn.uid, ex.index))
         key = (f"{reason}: {detail}" if detail else reason, conn.name)
         self._lost[key] = self._lost.get(key, 0) + 1
 
@@ -181,26 +186,26 @@ class Sender:
         try:
             request = decode_request(ex.frame, trailing="ignore")
         except DecodeError as exc:
-            self._lose(conn, UNDECODABLE, type(exc).__name__)
+            self._lose(conn, ex, UNDECODABLE, type(exc).__name__)
             return
         versions = self.target.versions
         if ex.api_key != ApiKey.API_VERSIONS and not (
             versions is not None and versions.supports(ex.api_key, ex.api_version)
         ):
-            self._lose(conn, UNSUPPORTED, f"{_api(ex.api_key)} v{ex.api_version}")
+            self._lose(conn, ex, UNSUPPORTED, f"{_api(ex.api_key)} v{ex.api_version}")
             return
         body = request.body
         rewrite(ex.api_key, body, self.learned)
         try:
             frame = encode_request(ex.api_key, ex.api_version, body, client_id=request.client_id)
         except EncodeError as exc:
-            self._lose(conn, UNDECODABLE, str(exc))
+            self._lose(conn, ex, UNDECODABLE, str(exc))
             return
         original = ex.decoded_response()
         try:
             answer = await self._send(ex, body, frame, links, default, original, wait=wait)
         except (ClientError, OSError, trio.TooSlowError) as exc:
-            self._lose(conn, TARGET_FAILED, type(exc).__name__)
+            self._lose(conn, ex, TARGET_FAILED, type(exc).__name__)
             # the next request opens new connections, as a client reconnects
             for link in links.values():
                 with trio.CancelScope(shield=True):
