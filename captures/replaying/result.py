@@ -23,6 +23,7 @@ from ..comparing.compare import compare, write_report
 from ..comparing.model import Difference, Report, SemanticDifference
 from ..engines.local import run_local
 from .extract import ClientConnection, NotReplayed
+from .rules import COMPARE_RULES
 
 __all__ = ["ReplayResult", "compare_replay", "write_original"]
 
@@ -110,6 +111,6 @@ def compare_replay(
     for name, pcap in (("original", original), ("replay", replayed)):
         run_local([os.fspath(pcap)], tables / name, capture=name)
         sides[name] = tables / name
-    report = compare(sides["original"], sides["replay"], clients_only=True)
+    report = compare(sides["original"], sides["replay"], rules=COMPARE_RULES, clients_only=True)
     _with_not_replayed(report, not_replayed)
     return report, write_report(report, out)

@@ -21,7 +21,10 @@ import crc32c
 
 from kipwire.codec import ApiKey
 
+from ..comparing.rules import IGNORE, Rules
+
 __all__ = [
+    "COMPARE_RULES",
     "Learned",
     "REWRITES",
     "learn",
@@ -37,6 +40,13 @@ __all__ = [
     "rewrite_topic_ids",
 ]
 
+#: The request fields the rules rewrite, left out when the compare reads the two sides: they
+#: differ by construction (a producer id 0 the capture had is no "none" to compare with).
+COMPARE_RULES = Rules(
+    tuple(
+        (name, IGNORE) for name in ("producer_id", "producer_epoch", "session_id", "session_epoch")
+    )
+)
 _ZERO_UUID = UUID(int=0)
 # v2 record batch header: where the CRC-32C, its covered range, producer id and epoch sit
 _BATCH_LENGTH = struct.Struct(">q i")
@@ -150,15 +160,15 @@ def rewrite_members(body: Any, learned: Learned) -> None:
 
 
 def rewrite_fetch_session(body: Any, learned: Learned) -> None:
-    """A Fetch's session id to the target's; a session the target never opened (it answered
-    with id 0) becomes a sessionless full fetch."""
+    """A Fetch's session id to the target's; after an answer without a session (id 0) the next
+    Fetch asks for a new one with a full fetch (epoch 0), as a client does."""
     sid = body.get("session_id")
     if not isinstance(sid, int) or sid == 0 or sid not in learned.fetch_sessions:
         return
     new = learned.fetch_sessions[sid]
     body["session_id"] = new
     if new == 0:
-        body["session_epoch"] = -1
+        body["session_epoch"] = 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ def test_fetch_sessions_map_or_become_sessionless() -> None:
     assert mapped == {"session_id": 22, "session_epoch": 1}
     unopened = {"session_id": 12, "session_epoch": 1}
     rewrite_fetch_session(unopened, learned)
-    assert unopened == {"session_id": 0, "session_epoch": -1}
+    assert unopened == {"session_id": 0, "session_epoch": 0}  # a full fetch, a new session
 
 
 def test_rewrite_and_learn_dispatch_by_api() -> None:
