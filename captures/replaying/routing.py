@@ -33,7 +33,13 @@ _CLIENT_ID = "kipwire-replay"
 #: Answers after which a client asks Metadata again and sends to the new leader.
 LEADER_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 #: Answers after which a client asks FindCoordinator again.
-COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+COORDINATOR_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
 _BY_LEADER = frozenset(
     {
         ApiKey.PRODUCE,

@@ -44,7 +44,8 @@ __all__ = [
 #: differ by construction (a producer id 0 the capture had is no "none" to compare with).
 COMPARE_RULES = Rules(
     tuple(
-        (name, IGNORE) for name in ("producer_id", "producer_epoch", "session_id", "session_epoch")
+        (name, IGNORE)
+        for name in ("*producer_id", "*producer_epoch", "session_id", "session_epoch")
     )
 )
 _ZERO_UUID = UUID(int=0)
@@ -54,6 +55,7 @@ _MAGIC_AT, _CRC_AT, _ATTRIBUTES_AT = 16, 17, 21
 _PRODUCER = struct.Struct(">qh")
 _PRODUCER_AT = 43
 _BATCH_HEADER = 61
+_PRODUCER_PREFIXES = ("", "v3_and_below_")
 _GENERATIONS = ("generation_id", "generation_id_or_member_epoch", "member_epoch")
 
 
@@ -106,15 +108,18 @@ def rewrite_topic_ids(body: Any, learned: Learned) -> None:
 
 
 def rewrite_producer(body: Any, learned: Learned) -> None:
-    """Producer ids and epochs (transactions, InitProducerId re-initialising) to the target's."""
+    """Producer ids and epochs (transactions, InitProducerId re-initialising) to the target's,
+    AddPartitionsToTxn v0-v3's `v3_and_below_` fields included."""
     for node in _dicts(body):
-        pid = node.get("producer_id")
-        if not isinstance(pid, int) or pid < 0 or pid not in learned.producer_ids:
-            continue
-        epoch = node.get("producer_epoch")
-        if isinstance(epoch, int) and (pid, epoch) in learned.producer_epochs:
-            node["producer_epoch"] = learned.producer_epochs[(pid, epoch)]  # type: ignore[index]
-        node["producer_id"] = learned.producer_ids[pid]  # type: ignore[index]
+        for prefix in _PRODUCER_PREFIXES:
+            pid = node.get(f"{prefix}producer_id")
+            if not isinstance(pid, int) or pid < 0 or pid not in learned.producer_ids:
+                continue
+            epoch = node.get(f"{prefix}producer_epoch")
+            if isinstance(epoch, int) and (pid, epoch) in learned.producer_epochs:
+                new_epoch = learned.producer_epochs[(pid, epoch)]
+                node[f"{prefix}producer_epoch"] = new_epoch  # type: ignore[index]
+            node[f"{prefix}producer_id"] = learned.producer_ids[pid]  # type: ignore[index]
 
 
 def rewrite_record_batches(records: bytes, learned: Learned) -> bytes:

@@ -31,7 +31,11 @@ from .rules import Learned, learn, rewrite
 __all__ = ["ReplayRun", "Sender", "error_codes"]
 
 _SIZE = struct.Struct(">i")
-_ATTEMPTS = 3  # a request, and up to two more after the leader or coordinator moved
+# a request, and more after the leader or coordinator moved or was still loading, each after a
+# client's backoff (doubling from 50 ms to 1 s): about 5 s in all, as a client waits for a
+# coordinator a cold broker is loading
+_ATTEMPTS = 10
+_BACKOFF_S = (0.05, 1.0)
 
 UNDECODABLE = "request the codec cannot decode"
 UNSUPPORTED = "request the target does not support"
@@ -247,6 +251,7 @@ class Sender:
             if route is None or not moved or attempt == _ATTEMPTS - 1:
                 return answer
             self.run.retried += 1
+            await trio.sleep(min(_BACKOFF_S[0] * 2**attempt, _BACKOFF_S[1]))
             if route[0] == "leader":
                 await self.target.refresh()
             else:

@@ -60,6 +60,9 @@ def test_producer_ids_and_epochs_map_to_what_init_producer_id_gave() -> None:
     body = {"transactional_id": "t", "producer_id": 7, "producer_epoch": 0}
     rewrite_producer(body, learned)
     assert (body["producer_id"], body["producer_epoch"]) == (1000, 3)
+    old_txn = {"v3_and_below_producer_id": 7, "v3_and_below_producer_epoch": 0}
+    rewrite_producer(old_txn, learned)  # AddPartitionsToTxn v0-v3
+    assert old_txn == {"v3_and_below_producer_id": 1000, "v3_and_below_producer_epoch": 3}
     nested = {"transactions": [{"producer_id": 7, "producer_epoch": 0}, {"producer_id": -1}]}
     rewrite_producer(nested, learned)
     assert nested["transactions"] == [
