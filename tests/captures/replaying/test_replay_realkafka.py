@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,11 +123,21 @@ def _warm_up(kafka: KafkaCluster, topic: str) -> None:
     producer.produce(topic, value=b"warm")
     producer.commit_transaction(kit.TIMEOUT)
     consumer = ck.Consumer({"bootstrap.servers": kafka.bootstrap(), "group.id": topic})
-    try:  # OffsetFetch waits, as librdkafka retries, until the group coordinator has loaded
-        (committed,) = consumer.committed([ck.TopicPartition(topic, 0)], timeout=kit.TIMEOUT)
+    deadline, loaded = time.monotonic() + kit.TIMEOUT, False
+    try:  # OffsetFetch answers once the group coordinator has loaded __consumer_offsets
+        for _ in range(100):
+            try:
+                consumer.committed([ck.TopicPartition(topic, 0)], timeout=kit.TIMEOUT)
+            except ck.KafkaException:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)  # a client's retry backoff; the coordinator is loading
+                continue
+            loaded = True
+            break
     finally:
         consumer.close()
-    assert committed.error is None
+    assert loaded, "the group coordinator did not load"
 
 
 def _served(cluster: MockCluster) -> dict[int, tuple[int, int]]:
