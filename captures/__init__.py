@@ -58,6 +58,7 @@ Stages, arrows pointing down (a stage imports only the stages above it):
                          what cannot be replayed (`NotReplayed` rows)
   `replaying.rules`      the rewrite rules: producer ids, member ids, topic ids, fetch sessions
   `replaying.routing`    which target broker: leaders by Metadata, coordinators
+  `replaying.auth`       TLS and SASL (PLAIN, SCRAM) with the target's own credentials
   `replaying.causality`  no request before the responses it may depend on
   `replaying.sender`     the connections again, against the target, recorded
   `replaying.result`     both sides decoded and compared, and the `ReplayResult`

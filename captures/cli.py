@@ -338,6 +338,19 @@ def _replay_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--client-id", metavar="REGEX", help="replay only these clients' connections")
     p.add_argument(
+        "--security-protocol",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        default="PLAINTEXT",
+        help="how the target is reached (default PLAINTEXT)",
+    )
+    p.add_argument(
+        "--sasl-mechanism",
+        choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+        help="the SASL mechanism the target's credentials use",
+    )
+    p.add_argument("--user", metavar="NAME:PASSWORD", help="the target's own SASL credentials")
+    p.add_argument("--ca", metavar="FILE", help="the CA (PEM) the target's TLS certificate has")
+    p.add_argument(
         "--fail-on",
         default="",
         metavar="KINDS",
@@ -371,6 +384,10 @@ def replay_main(argv: Sequence[str]) -> int:
             pace=args.pace,
             client_id=args.client_id,
             progress=lambda msg: print(msg, file=sys.stderr),
+            security_protocol=args.security_protocol,
+            sasl_mechanism=args.sasl_mechanism,
+            user=args.user,
+            ca=args.ca,
         )
     except ReplayError as exc:
         raise _Usage(f"replay: {exc}") from None
@@ -417,6 +434,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "[--fail-on KINDS|semantic] [--rules FILE] [--clients-only]\n"
         "       kipwire-capture replay CAPTURE... --bootstrap HOST:PORT --out DIR "
         "[--pace original|max] [--client-id REGEX] [--fail-on KINDS]\n"
+        "              [--security-protocol P] [--sasl-mechanism M] [--user NAME:PASSWORD] "
+        "[--ca FILE]\n"
         "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"
     )
     if not argv or argv[0] in ("-h", "--help"):

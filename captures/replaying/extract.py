@@ -33,6 +33,7 @@ __all__ = [
     "ClientConnection",
     "Extracted",
     "NotReplayed",
+    "SASL_APIS",
     "client_connection",
     "extract",
     "extract_connections",
@@ -40,7 +41,8 @@ __all__ = [
 
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _i32 = struct.Struct(">i").unpack_from
-_SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+#: The SASL exchange's APIs: never sent as captured (the replay authenticates itself).
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 _METADATA_TOPIC = "__cluster_metadata"
 # a TLS record starts with its content type (handshake 22, alert 21, ...) and version 3.x
 _TLS_START = re.compile(rb"^[\x14-\x17]\x03[\x00-\x04]")
@@ -182,7 +184,9 @@ def client_connection(conn: Connection, broker_ports: Iterable[int] = ()) -> Cli
     )
 
 
-def _why_not(conn: Connection, cc: ClientConnection, from_start_known: bool) -> str | None:
+def _why_not(
+    conn: Connection, cc: ClientConnection, from_start_known: bool, sasl: bool
+) -> str | None:
     """The reason a connection cannot be replayed, None when it can."""
     head = bytes(conn.to_server.runs[0].data[:8]) if conn.to_server.runs else b""
     if _TLS_START.match(head):
@@ -195,7 +199,7 @@ def _why_not(conn: Connection, cc: ClientConnection, from_start_known: bool) -> 
         return MID_CONNECTION
     if conn.to_server.missing or conn.to_client.missing:
         return CAPTURE_GAP
-    if any(ex.api_key in _SASL_APIS for ex in cc.exchanges):
+    if not sasl and any(ex.api_key in SASL_APIS for ex in cc.exchanges):
         return SASL
     return None
 
@@ -207,18 +211,20 @@ def extract_connections(
     client_id: str | None = None,
     broker_ports: Iterable[int] = (),
     out: Extracted | None = None,
+    sasl: bool = False,
 ) -> Extracted:
     """Sort reassembled connections into replayable client connections and `NotReplayed` rows.
 
     `from_start_known`: the input shows where a connection starts without a handshake (frame
-    dumps, tcpflow); in a pcap only a SYN does.
+    dumps, tcpflow); in a pcap only a SYN does. `sasl`: the replay authenticates with the
+    target's credentials, so a connection with a SASL exchange can go (without it).
     """
     found = out if out is not None else Extracted()
     wanted = re.compile(client_id) if client_id is not None else None
     ports = tuple(broker_ports)
     for conn in conns:
         cc = client_connection(conn, ports)
-        reason = _why_not(conn, cc, from_start_known or conn.to_server.syn)
+        reason = _why_not(conn, cc, from_start_known or conn.to_server.syn, sasl)
         if reason is None and wanted is not None and not wanted.search(cc.client_id or ""):
             reason = CLIENT_FILTER
         if reason is None:
@@ -241,9 +247,11 @@ def extract(
     *,
     client_id: str | None = None,
     broker_ports: Iterable[int] = (),
+    sasl: bool = False,
 ) -> Extracted:
     """The client connections of every capture (pcap, pcapng, tcpflow, frame dumps), in order
-    of their first packet; what cannot be replayed as `NotReplayed` rows."""
+    of their first packet; what cannot be replayed as `NotReplayed` rows (`sasl`: as in
+    `extract_connections`)."""
     found = Extracted()
     for file in expand_inputs([os.fspath(i) for i in inputs]):
         extract_connections(
@@ -252,6 +260,7 @@ def extract(
             client_id=client_id,
             broker_ports=broker_ports,
             out=found,
+            sasl=sasl,
         )
     found.connections.sort(key=lambda c: (c.first_ts_ns, c.uid))
     return found

@@ -18,6 +18,7 @@ import trio
 from kipwire.captures.pcap import PcapngWriter
 from kipwire.client import split_address
 
+from .auth import AuthError, Credentials
 from .causality import Causality
 from .extract import Extracted, extract
 from .result import ReplayResult, compare_replay, write_original
@@ -56,11 +57,12 @@ async def _run(
     *,
     pace: str,
     timeout: float,
+    creds: Credentials,
     progress: Callable[[str], None] | None,
 ) -> ReplayRun:
     learned = Learned()
     _learn_original_topics(found, learned)
-    target = Target(bootstrap, learned, timeout)
+    target = Target(bootstrap, learned, timeout, creds)
     total = sum(len(c.exchanges) for c in found.connections)
     step = max(total // 10, 1)
 
@@ -78,6 +80,8 @@ async def _run(
             await target.start()
         except OSError as exc:
             raise ReplayError(f"--bootstrap: {exc}") from None
+        except AuthError as exc:
+            raise ReplayError(f"the target refused the credentials: {exc}") from None
         if progress is not None:
             progress(
                 f"replaying {len(found.connections)} client connection(s) ({total} requests); "
@@ -108,13 +112,19 @@ def replay(
     client_id: str | None = None,
     timeout: float = 30.0,
     progress: Callable[[str], None] | None = None,
+    security_protocol: str = "PLAINTEXT",
+    sasl_mechanism: str | None = None,
+    user: str | None = None,
+    ca: str | None = None,
 ) -> ReplayResult:
     """Send the captures' client requests again to the cluster at `bootstrap` and compare its
     answers with the captured ones; writes `out`/replay.pcapng and the report.
 
     `pace`: "max" (as fast as the target answers, causality kept) or "original" (no request
     before its captured time offset); `client_id`: a regular expression the connections' client
-    id must match. Raises `ReplayError` on bad input, `OSError` when the target is unreachable.
+    id must match. `security_protocol`, `sasl_mechanism`, `user` ("NAME:PASSWORD") and `ca` are
+    the target's own (`auth`): captured SASL exchanges are not sent again. Raises `ReplayError` on
+    bad input, an unreachable target or refused credentials.
     """
     if pace not in PACES:
         raise ReplayError(f"--pace must be one of {', '.join(PACES)}, not {pace!r}")
@@ -123,16 +133,28 @@ def replay(
     missing = [os.fspath(c) for c in captures if not os.path.exists(c)]
     if missing:
         raise ReplayError(f"{missing[0]}: no such file or folder")
+    try:
+        creds = Credentials.parse(security_protocol, sasl_mechanism, user, ca)
+    except ValueError as exc:
+        raise ReplayError(str(exc)) from None
     addresses = _bootstrap(bootstrap)
     if not addresses:
         raise ReplayError("--bootstrap names no broker")
     say = progress or (lambda _msg: None)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    found = extract(captures, client_id=client_id)
+    found = extract(captures, client_id=client_id, sasl=creds.sasl)
     original, replayed = root / "original.pcapng", root / "replay.pcapng"
     run = trio.run(
-        lambda: _run(found, addresses, replayed, pace=pace, timeout=timeout, progress=progress)
+        lambda: _run(
+            found,
+            addresses,
+            replayed,
+            pace=pace,
+            timeout=timeout,
+            creds=creds,
+            progress=progress,
+        )
     )
     say(f"sent {run.sent} request(s) in {run.seconds:.2f} s; comparing")
     write_original(found.connections, original, run.unsent)

@@ -15,9 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from kipwire.client import PeerVersions, TrioConnection
+import trio
+
+from kipwire.client import ClientError, PeerVersions, TrioConnection
 from kipwire.codec import ApiKey, CoordinatorType, DecodeError, ErrorCode, decode_response
 
+from .auth import AuthError, Credentials, authenticate, open_stream
 from .extract import ClientConnection
 from .rules import Learned, learn_topic_ids
 
@@ -144,10 +147,17 @@ def original_brokers(connections: Iterable[ClientConnection]) -> dict[tuple[str,
 class Target:
     """What the replayer knows of the target cluster, over its own control connection."""
 
-    def __init__(self, bootstrap: Sequence[tuple[str, int]], learned: Learned, timeout: float):
+    def __init__(
+        self,
+        bootstrap: Sequence[tuple[str, int]],
+        learned: Learned,
+        timeout: float,
+        creds: Credentials | None = None,
+    ) -> None:
         self.bootstrap = list(bootstrap)
         self.learned = learned
         self.timeout = timeout
+        self.creds = creds or Credentials()
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[tuple[str, int], int] = {}
         self.coordinators: dict[tuple[str, str], int] = {}
@@ -159,13 +169,17 @@ class Target:
         errors = []
         for address in self.bootstrap:
             try:
-                conn = await TrioConnection.connect(
-                    address, client_id=_CLIENT_ID, timeout=self.timeout
-                )
-            except OSError as exc:
-                errors.append(f"{address[0]}:{address[1]}: {exc.strerror or exc}")
+                stream, _local = await open_stream(address, self.creds, self.timeout)
+            except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+                errors.append(f"{address[0]}:{address[1]}: {getattr(exc, 'strerror', '') or exc}")
                 continue
+            conn = TrioConnection(stream, _CLIENT_ID, timeout=self.timeout)
             self._control = conn
+            if self.creds.sasl:
+                try:
+                    await authenticate(conn, self.creds)
+                except ClientError as exc:  # a broker without SASL closes the connection
+                    raise AuthError(str(exc)) from None
             self.versions = await conn.negotiate_versions()
             await self.refresh()
             return

@@ -23,8 +23,9 @@ from kipwire.captures.pcap import PcapngWriter, TcpConversation
 from kipwire.client import ClientError, Reply, TrioConnection
 from kipwire.codec import ApiKey, DecodeError, EncodeError, decode_request, encode_request
 
+from .auth import AuthError, authenticate, open_stream
 from .causality import Causality
-from .extract import CapturedExchange, ClientConnection, NotReplayed
+from .extract import SASL_APIS, CapturedExchange, ClientConnection, NotReplayed
 from .routing import COORDINATOR_ERRORS, LEADER_ERRORS, Target, route_key
 from .rules import Learned, learn, rewrite
 
@@ -40,6 +41,7 @@ _BACKOFF_S = (0.05, 1.0)
 UNDECODABLE = "request the codec cannot decode"
 UNSUPPORTED = "request the target does not support"
 TARGET_FAILED = "target connection failed"
+SASL_REPLACED = "SASL exchange (authenticated with the target's credentials instead)"
 
 
 def error_codes(body: Any) -> set[int]:
@@ -166,14 +168,13 @@ class Sender:
 
     async def _link(self, links: dict[int, _Link], node: int, client_id: str | None) -> _Link:
         if node not in links:
-            host, port = self.target.brokers[node]
-            with trio.fail_after(self.timeout):
-                stream = await trio.open_tcp_stream(host, port)
-            local = stream.socket.getsockname()[:2]
-            conversation = self.writer.conversation(local, (host, port))
-            links[node] = _Link(
-                TrioConnection(stream, client_id, timeout=self.timeout), conversation
-            )
+            address = self.target.brokers[node]
+            creds = self.target.creds
+            stream, local = await open_stream(address, creds, self.timeout)
+            conn = TrioConnection(stream, client_id, timeout=self.timeout)
+            if creds.sasl:  # before the recording starts: the secrets stay out of it
+                await authenticate(conn, creds)
+            links[node] = _Link(conn, self.writer.conversation(local, address))
         return links[node]
 
     async def _replay_exchange(
@@ -187,6 +188,9 @@ class Sender:
     ) -> None:
         if self.pace == "original" and ex.ts_ns is not None:
             await trio.sleep_until(self._start + (ex.ts_ns - self._first_ns) / 1e9)
+        if ex.api_key in SASL_APIS:
+            self._lose(conn, ex, SASL_REPLACED)
+            return
         try:
             request = decode_request(ex.frame, trailing="ignore")
         except DecodeError as exc:
@@ -208,7 +212,13 @@ class Sender:
         original = ex.decoded_response()
         try:
             answer = await self._send(ex, body, frame, links, default, original, wait=wait)
-        except (ClientError, OSError, trio.TooSlowError) as exc:
+        except (
+            ClientError,
+            AuthError,
+            OSError,
+            trio.TooSlowError,
+            trio.BrokenResourceError,
+        ) as exc:
             self._lose(conn, ex, TARGET_FAILED, type(exc).__name__)
             # the next request opens new connections, as a client reconnects
             for link in links.values():
