@@ -4,8 +4,13 @@ checks, and captured SASL exchanges left to the target's credentials."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
+import shutil
+import ssl
+import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +26,7 @@ from kipwire.captures.replaying.auth import (
     Credentials,
     ScramClient,
     authenticate,
+    open_stream,
     plain_token,
 )
 from kipwire.captures.replaying.replay import ReplayError
@@ -164,6 +170,49 @@ async def test_a_mechanism_the_target_lacks_is_refused() -> None:
     creds = Credentials.parse("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice:s3cret")
     _peer, refused = await _authenticate_with(creds)
     assert "UNSUPPORTED_SASL_MECHANISM (the target offers PLAIN, SCRAM-SHA-512)" in str(refused)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl (skip without it)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+@pytest.mark.trio
+async def test_tls_trusts_the_given_ca_only(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+
+    async def echo(stream: trio.SSLStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):  # the refused client hangs up
+            await stream.send_all(await stream.receive_some(64))
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            (listener,) = await nursery.start(
+                partial(trio.serve_ssl_over_tcp, echo, 0, server_ctx, host="127.0.0.1")
+            )
+            port = listener.transport_listener.socket.getsockname()[1]
+            trusted = Credentials.parse("SSL", ca=str(cert))
+            stream, local = await open_stream(("127.0.0.1", port), trusted, 10)
+            await stream.send_all(b"ping")
+            assert await stream.receive_some(64) == b"ping" and local[0] == "127.0.0.1"
+            await stream.aclose()
+            with pytest.raises(trio.BrokenResourceError):  # the system CAs do not know it
+                await open_stream(("127.0.0.1", port), Credentials.parse("SSL"), 10)
+            nursery.cancel_scope.cancel()
 
 
 def _sasl_capture(path: Path) -> None:
