@@ -10,6 +10,7 @@ refused produces lead the report and `--fail-on semantic` fails.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,48 @@ def test_bad_input_exits_2_with_one_line(
     assert "none.pcapng: no such file" in err[0]
     assert "--bootstrap: expected host:port" in err[1]
     assert "--pace" in err[2] and "odd" in err[3]
+
+
+def _kafka_python_story(bootstrap: str) -> int:
+    """kafka-python 3: an idempotent producer, then a group consumer committing what it read."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, client_id="kp-producer", enable_idempotence=True, acks="all"
+    )
+    for i in range(10):
+        producer.send(kit.TOPIC, key=b"k%d" % i, value=b"v%d" % i)
+    producer.flush(kit.TIMEOUT)
+    producer.close(kit.TIMEOUT)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id="kp-reader",
+        group_id="kp-group",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    consumer.subscribe([kit.TOPIC])
+    read, deadline = 0, time.monotonic() + kit.TIMEOUT
+    try:
+        while read < 10 and time.monotonic() < deadline:
+            read += sum(len(batch) for batch in consumer.poll(500).values())
+            consumer.commit()
+    finally:
+        consumer.close()
+    return read
+
+
+def test_a_kafka_python_story_replays_with_its_fetch_sessions(tmp_path: Path) -> None:
+    pytest.importorskip("kafka")
+    capture = tmp_path / "kp.pcapng"
+    with MockCluster(brokers=3, record=str(capture)) as cluster:
+        cluster.create_topic(kit.TOPIC, 2, 3)
+        assert _kafka_python_story(cluster.bootstrap_servers) == 10
+        recorded = kit.held(cluster.bootstrap_servers, [(kit.TOPIC, 2)])
+    cluster = _cluster()
+    try:
+        result = replay([capture], bootstrap=cluster.bootstrap_servers, out=tmp_path / "out")
+        assert result.semantic_differences == []
+        assert kit.held(cluster.bootstrap_servers, [(kit.TOPIC, 2)]) == recorded
+    finally:
+        cluster.close()
