@@ -59,6 +59,7 @@ Stages, arrows pointing down (a stage imports only the stages above it):
   `replaying.rules`      the rewrite rules: producer ids, member ids, topic ids, fetch sessions
   `replaying.routing`    which target broker: leaders by Metadata, coordinators
   `replaying.auth`       TLS and SASL (PLAIN, SCRAM) with the target's own credentials
+  `replaying.spark_extract`  the same extraction in Spark tasks, for large captures (pyspark)
   `replaying.causality`  no request before the responses it may depend on
   `replaying.sender`     the connections again, against the target, recorded
   `replaying.result`     both sides decoded and compared, and the `ReplayResult`

@@ -351,6 +351,14 @@ def _replay_parser() -> argparse.ArgumentParser:
     p.add_argument("--user", metavar="NAME:PASSWORD", help="the target's own SASL credentials")
     p.add_argument("--ca", metavar="FILE", help="the CA (PEM) the target's TLS certificate has")
     p.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="local (default): read the captures in this process; spark: read them and cut "
+        "their connections into requests in Spark tasks (the sending stays here)",
+    )
+    p.add_argument("--master", help="Spark master URL with --engine spark (default local[*])")
+    p.add_argument(
         "--fail-on",
         default="",
         metavar="KINDS",
@@ -388,6 +396,8 @@ def replay_main(argv: Sequence[str]) -> int:
             sasl_mechanism=args.sasl_mechanism,
             user=args.user,
             ca=args.ca,
+            engine=args.engine,
+            master=args.master,
         )
     except ReplayError as exc:
         raise _Usage(f"replay: {exc}") from None
@@ -435,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "       kipwire-capture replay CAPTURE... --bootstrap HOST:PORT --out DIR "
         "[--pace original|max] [--client-id REGEX] [--fail-on KINDS]\n"
         "              [--security-protocol P] [--sasl-mechanism M] [--user NAME:PASSWORD] "
-        "[--ca FILE]\n"
+        "[--ca FILE] [--engine local|spark] [--master URL]\n"
         "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"
     )
     if not argv or argv[0] in ("-h", "--help"):

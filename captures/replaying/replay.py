@@ -26,9 +26,10 @@ from .routing import Target, original_brokers
 from .rules import Learned, learn_topic_ids
 from .sender import ReplayRun, Sender
 
-__all__ = ["PACES", "ReplayError", "replay"]
+__all__ = ["ENGINES", "PACES", "ReplayError", "replay"]
 
 PACES = ("max", "original")
+ENGINES = ("local", "spark")
 
 
 class ReplayError(ValueError):
@@ -116,6 +117,8 @@ def replay(
     sasl_mechanism: str | None = None,
     user: str | None = None,
     ca: str | None = None,
+    engine: str = "local",
+    master: str | None = None,
 ) -> ReplayResult:
     """Send the captures' client requests again to the cluster at `bootstrap` and compare its
     answers with the captured ones; writes `out`/replay.pcapng and the report.
@@ -124,12 +127,16 @@ def replay(
     before its captured time offset); `client_id`: a regular expression the connections' client
     id must match. `security_protocol`, `sasl_mechanism`, `user` ("NAME:PASSWORD") and `ca` are
     the target's own (`auth`): captured SASL exchanges are not sent again. Raises `ReplayError` on
-    bad input, an unreachable target or refused credentials.
+    bad input, an unreachable target or refused credentials. `engine="spark"` reads the captures
+    and cuts their connections into requests in Spark tasks (`master`, default local[*]); the
+    sending stays in this process.
     """
     if pace not in PACES:
         raise ReplayError(f"--pace must be one of {', '.join(PACES)}, not {pace!r}")
     if not captures:
         raise ReplayError("no capture to replay")
+    if engine not in ENGINES:
+        raise ReplayError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     missing = [os.fspath(c) for c in captures if not os.path.exists(c)]
     if missing:
         raise ReplayError(f"{missing[0]}: no such file or folder")
@@ -143,7 +150,16 @@ def replay(
     say = progress or (lambda _msg: None)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    found = extract(captures, client_id=client_id, sasl=creds.sasl)
+    if engine == "spark":
+        from ..engines.spark_session import session
+        from .spark_extract import extract_on_spark
+
+        say(f"reading and cutting the captures on Spark ({master or 'local[*]'})")
+        spark = session(master or "local[*]", app="kipwire-replay")
+        paths = [os.fspath(c) for c in captures]
+        found = extract_on_spark(spark, paths, client_id=client_id, sasl=creds.sasl)
+    else:
+        found = extract(captures, client_id=client_id, sasl=creds.sasl)
     original, replayed = root / "original.pcapng", root / "replay.pcapng"
     run = trio.run(
         lambda: _run(
