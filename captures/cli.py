@@ -327,7 +327,9 @@ def _replay_parser() -> argparse.ArgumentParser:
         description="Send a capture's client requests again to a cluster and compare its "
         "answers with the captured ones.",
     )
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap, pcapng, frame dumps")
+    p.add_argument(
+        "captures", nargs="+", metavar="CAPTURE", help="pcap, pcapng, tcpflow folders, frame dumps"
+    )
     p.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="the target cluster")
     p.add_argument("--out", required=True, metavar="DIR", help="replay.pcapng and the report")
     p.add_argument(
