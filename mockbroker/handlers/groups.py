@@ -34,6 +34,10 @@ async def join_group(ctx: RequestContext, body: Any) -> dict:
     """Enter the group's rebalance and answer when it completes."""
     if not_coordinator(ctx, body["group_id"]):
         return _join_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    if not ctx.broker.consumer_groups.adopt_classic(body["group_id"]):
+        # Kafka lets classic members join a consumer group (the online migration); the mock
+        # does not yet, and answers as Kafka does when the migration policy forbids it
+        return _join_fail(body, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ctx.api_version)
     result = await ctx.broker.groups.join(
         body["group_id"],
         body["member_id"],

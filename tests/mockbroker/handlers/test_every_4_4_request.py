@@ -221,6 +221,36 @@ def _offset_fetch(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.OFFSET_FETCH, v, {"groups": [{"group_id": group, "topics": topics}]})
 
 
+def _offset_delete(ctx: Ctx, v: int) -> Any:
+    group = ctx.fresh("offset-delete")
+    _commit(ctx, 9, group)
+    topic = {"name": TOPIC, "partitions": [{"partition_index": 0}]}
+    return ctx.call(ApiKey.OFFSET_DELETE, v, {"group_id": group, "topics": [topic]})
+
+
+def _consumer_join(ctx: Ctx, v: int, group: str) -> Any:
+    """A KIP-848 member joins `group` (member ids are the client's from v1; v0 may give one)."""
+    body = {
+        "group_id": group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 5000,
+        "subscribed_topic_names": [TOPIC],
+        "topic_partitions": [],
+    }
+    return ctx.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, v, body)
+
+
+def _consumer_group_heartbeat(ctx: Ctx, v: int) -> Any:
+    return _consumer_join(ctx, v, ctx.fresh("consumer"))
+
+
+def _consumer_group_describe(ctx: Ctx, v: int) -> Any:
+    group = ctx.fresh("consumer-describe")
+    _consumer_join(ctx, 1, group)
+    return ctx.call(ApiKey.CONSUMER_GROUP_DESCRIBE, v, {"group_ids": [group]})
+
+
 def _delete_groups(ctx: Ctx, v: int) -> Any:
     group = ctx.fresh("delete")
     _commit(ctx, 9, group)
@@ -415,6 +445,9 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.UNREGISTER_BROKER: _unregister_broker,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
 }
 
 CASES = [
