@@ -4,6 +4,7 @@ transaction, and the commit or abort that writes control markers to every partit
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -35,6 +36,7 @@ class Transaction:
     timeout_ms: int
     state: str = "Empty"
     deadline: float = 0.0  # trio time at which an ongoing transaction is aborted
+    started_ms: int = -1  # wall-clock ms the ongoing transaction began (DescribeTransactions)
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
@@ -169,6 +171,7 @@ class TransactionCoordinator:
         if txn.state != "Ongoing":
             txn.state = "Ongoing"
             txn.deadline = trio.current_time() + txn.timeout_ms / 1000
+            txn.started_ms = int(time.time() * 1000)
             self._changed.set()
             self._changed = trio.Event()
 

@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     offset_for_leader_epoch,
     offsets,
     produce,
+    transaction_admin,
     transactions,
 )
 from .registry import HANDLERS, BrokerView, Handler, RequestContext

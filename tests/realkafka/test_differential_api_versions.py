@@ -27,15 +27,12 @@ _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY
 _LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
 _QUORUM = "the mock controller is one node, not a Raft quorum"
 _KIP_932 = "KIP-932 share groups are not in the mock"
-_INTROSPECTION = "producer and transaction state introspection is not in the mock"
 _QUOTAS = "the mock enforces no quotas"
 _KIP_1071 = "KIP-1071 streams groups are not in the mock"
 
 #: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.SASL_HANDSHAKE: _SASL,
-    ApiKey.WRITE_TXN_MARKERS: "WriteTxnMarkers is inter-broker: the mock's transaction "
-    "coordinator writes markers into the partition logs in-process",
     ApiKey.DESCRIBE_ACLS: _NO_AUTHORIZER,
     ApiKey.CREATE_ACLS: _NO_AUTHORIZER,
     ApiKey.DELETE_ACLS: _NO_AUTHORIZER,
@@ -51,9 +48,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.DESCRIBE_QUORUM: _QUORUM,
-    ApiKey.DESCRIBE_PRODUCERS: _INTROSPECTION,
-    ApiKey.DESCRIBE_TRANSACTIONS: _INTROSPECTION,
-    ApiKey.LIST_TRANSACTIONS: _INTROSPECTION,
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
     "(KIP-714/KIP-1142) is not in the mock",
     ApiKey.SHARE_GROUP_HEARTBEAT: _KIP_932,

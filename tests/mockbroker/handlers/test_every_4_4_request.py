@@ -316,6 +316,35 @@ def _txn_offset_commit(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.TXN_OFFSET_COMMIT, v, {**ids, "group_id": group, "topics": [topic]})
 
 
+def _describe_producers(ctx: Ctx, v: int) -> Any:
+    topics = [{"name": TOPIC, "partition_indexes": [0]}]
+    return ctx.call(ApiKey.DESCRIBE_PRODUCERS, v, {"topics": topics})
+
+
+def _describe_transactions(ctx: Ctx, v: int) -> Any:
+    txn = ctx.fresh("txn")
+    _init(ctx, txn)
+    return ctx.call(ApiKey.DESCRIBE_TRANSACTIONS, v, {"transactional_ids": [txn]})
+
+
+def _list_transactions(ctx: Ctx, v: int) -> Any:
+    body: dict = {"state_filters": [], "producer_id_filters": []}
+    if v >= 1:
+        body["duration_filter"] = -1
+    return ctx.call(ApiKey.LIST_TRANSACTIONS, v, body)
+
+
+def _write_txn_markers(ctx: Ctx, v: int) -> Any:
+    # what `kafka-transactions abort` sends: an ABORT marker for a producer on one partition
+    marker = {
+        **_init(ctx, None),
+        "transaction_result": False,
+        "topics": [{"name": TOPIC, "partition_indexes": [1]}],
+        "coordinator_epoch": 0,
+    }
+    return ctx.call(ApiKey.WRITE_TXN_MARKERS, v, {"markers": [marker]})
+
+
 # ---------------------------------------------------------------- admin
 
 
@@ -448,6 +477,10 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
 }
 
 CASES = [
