@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     consumer_groups,
     delete_records,
     describe_cluster,
+    describe_quorum,
     describe_topic_partitions,
     fetch,
     find_coordinator,

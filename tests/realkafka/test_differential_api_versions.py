@@ -47,7 +47,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.ALTER_CLIENT_QUOTAS: _QUOTAS,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
-    ApiKey.DESCRIBE_QUORUM: _QUORUM,
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
     "(KIP-714/KIP-1142) is not in the mock",
     ApiKey.SHARE_GROUP_HEARTBEAT: _KIP_932,

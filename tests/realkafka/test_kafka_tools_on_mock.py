@@ -14,6 +14,7 @@ from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.controller.quorum import CONTROLLER_NODE_ID
 
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
@@ -166,3 +167,21 @@ def test_every_kafka_transactions_subcommand(kafka_dist, mock):
     )
     assert {int(r[0]): r[5] for r in after[1:]}[hanging_pid] == "None"
     open_.abort_transaction(30)
+
+
+def test_kafka_metadata_quorum_describe(kafka_dist, mock):
+    bootstrap = ["--bootstrap-server", mock.bootstrap_servers]
+    status = _tool(kafka_dist, QUORUM, *bootstrap, "describe", "--status")
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    assert fields["ClusterId"].strip() == "kipwire-mock"
+    assert fields["LeaderId"].strip() == str(CONTROLLER_NODE_ID)
+    assert int(fields["HighWatermark"]) > 0
+    assert fields["CurrentObservers"].strip() == '[{"id": 1}, {"id": 2}, {"id": 3}]'
+    replication = _rows(_tool(kafka_dist, QUORUM, *bootstrap, "describe", "--replication"))
+    status_of = {row[0]: row[-1] for row in replication[1:]}
+    assert status_of == {
+        str(CONTROLLER_NODE_ID): "Leader",
+        "1": "Observer",
+        "2": "Observer",
+        "3": "Observer",
+    }

@@ -430,6 +430,11 @@ def _api_versions(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.API_VERSIONS, v, CLIENT if v >= 3 else {})
 
 
+def _describe_quorum(ctx: Ctx, v: int) -> Any:
+    topic = {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+    return ctx.call(ApiKey.DESCRIBE_QUORUM, v, {"topics": [topic]})
+
+
 def _unregister_broker(ctx: Ctx, v: int) -> Any:
     # a broker of its own cluster, stopped first: unregistering a live one would end it
     with MockCluster(brokers=2) as other, WireClient(other.bootstrap_servers.split(",")[0]) as c:
@@ -481,6 +486,7 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_QUORUM: _describe_quorum,
 }
 
 CASES = [
