@@ -1,13 +1,15 @@
 """Apache Kafka's own command-line tools (from the fetched jars) against the mock cluster:
-`kafka-transactions` (every subcommand) and `kafka-metadata-quorum describe`."""
+`kafka-transactions` (every subcommand), `kafka-metadata-quorum describe`, and
+`kafka-consumer-groups` on a KIP-848 consumer group."""
 
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from kafka_dist import KafkaDist
 
 from kipwire.client import Connection
@@ -18,6 +20,7 @@ from kipwire.mockbroker.controller.quorum import CONTROLLER_NODE_ID
 
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 TIMEOUT = 120
 
 
@@ -38,6 +41,11 @@ def _tool(dist: KafkaDist, main: str, *args: str) -> str:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     return run.stdout
+
+
+def _columns(output: str) -> list[list[str]]:
+    """The space-aligned table kafka-consumer-groups prints, one list of cells a line."""
+    return [line.split() for line in output.splitlines() if line.strip()]
 
 
 def _rows(output: str) -> list[list[str]]:
@@ -185,3 +193,44 @@ def test_kafka_metadata_quorum_describe(kafka_dist, mock):
         "2": "Observer",
         "3": "Observer",
     }
+
+
+def test_kafka_consumer_groups_on_a_kip848_group(kafka_dist, mock):
+    bootstrap = ["--bootstrap-server", mock.bootstrap_servers]
+    mock.create_topic("cg-topic", partitions=2, replication_factor=3)
+    producer = Producer({"bootstrap.servers": mock.bootstrap_servers})
+    for i in range(20):
+        producer.produce("cg-topic", b"%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    member = Consumer(
+        {
+            "bootstrap.servers": mock.bootstrap_servers,
+            "group.id": "cg",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    member.subscribe(["cg-topic"])
+    read, deadline = 0, time.monotonic() + 30
+    while read < 20:
+        assert time.monotonic() < deadline
+        read += sum(1 for m in member.consume(100, 0.1) if m.error() is None)
+    member.commit(asynchronous=False)
+
+    command = (kafka_dist, CONSUMER_GROUPS, *bootstrap)
+    listed = _columns(_tool(*command, "--list", "--type"))
+    assert ["cg", "Consumer"] in listed
+    state = _columns(_tool(*command, "--describe", "--group", "cg", "--state"))
+    assert state[1][-3:] == ["uniform", "Stable", "1"]
+    members = _columns(_tool(*command, "--describe", "--group", "cg", "--members", "--verbose"))
+    row = dict(zip(members[0], members[1], strict=True))
+    assert (row["CURRENT-ASSIGNMENT"], row["TARGET-ASSIGNMENT"]) == ("cg-topic:0,1", "cg-topic:0,1")
+    offsets = _columns(_tool(*command, "--describe", "--group", "cg"))
+    assert sorted((r[2], r[3], r[5]) for r in offsets[1:]) == [("0", "10", "0"), ("1", "10", "0")]
+
+    refused = _tool(*command, "--delete-offsets", "--group", "cg", "--topic", "cg-topic")
+    assert refused.count("GroupSubscribedToTopicException") == 2  # a member still subscribes
+    member.close()
+    deleted = _tool(*command, "--delete-offsets", "--group", "cg", "--topic", "cg-topic")
+    assert deleted.count("Successful") == 2
+    assert "successful" in _tool(*command, "--delete", "--group", "cg")
