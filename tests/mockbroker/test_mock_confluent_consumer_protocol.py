@@ -95,3 +95,21 @@ def test_three_members_share_a_topic_and_a_leaving_member_hands_over(cluster, to
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+def test_a_regex_subscription_picks_up_a_new_topic(cluster, topic_name):
+    cluster.create_topic(f"{topic_name}-a", partitions=2)
+    cluster.create_topic(f"other-{topic_name}", partitions=1)
+    consumer = _consumer(cluster.bootstrap_servers, f"g-{topic_name}")
+    # librdkafka sends a subscription starting with ^ as SubscribedTopicRegex, resolved by the
+    # coordinator against every topic
+    consumer.subscribe([f"^{topic_name}-.*"])
+    try:
+        topics = lambda: {(tp.topic, tp.partition) for tp in consumer.assignment()}  # noqa: E731
+        _poll_until([consumer], lambda: len(topics()) == 2, {})
+        assert topics() == {(f"{topic_name}-a", 0), (f"{topic_name}-a", 1)}
+        cluster.create_topic(f"{topic_name}-b", partitions=1)
+        _poll_until([consumer], lambda: len(topics()) == 3, {})
+        assert (f"{topic_name}-b", 0) in topics()
+    finally:
+        consumer.close()
