@@ -45,6 +45,16 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(slots=True)
+class ClassicMetadata:
+    """What a member speaking the classic protocol (JoinGroup) inside a consumer group sent."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    #: the ConsumerProtocolSubscription version it speaks (its assignment is sent back in it)
+    version: int
+
+
+@dataclass(slots=True)
 class ConsumerMember:
     """A member of a consumer group."""
 
@@ -64,6 +74,8 @@ class ConsumerMember:
     revoking: Assignment = field(default_factory=dict)
     session_deadline: float = 0.0
     revoke_deadline: float = 0.0
+    #: set for a member that joined with JoinGroup (a consumer group's online migration)
+    classic: ClassicMetadata | None = None
 
     def subscription(self) -> tuple:
         """What a change of bumps the group epoch."""
@@ -131,6 +143,9 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.classic is not None:
+            # a classic member commits with its generation, which is its member epoch
+            return ErrorCode.NONE if member_epoch == member.epoch else ErrorCode.ILLEGAL_GENERATION
         if version < MEMBER_EPOCH_COMMITS_FROM:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.epoch:

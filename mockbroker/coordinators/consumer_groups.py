@@ -38,6 +38,7 @@ import trio
 from kipwire.codec import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec
+from .consumer_classic import can_upgrade, downgrade, upgrade
 from .consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -180,14 +181,18 @@ class ConsumerGroupCoordinator:
                 member.previous_epoch, member.epoch = member.epoch, LEAVE_STATIC_EPOCH
                 self._wake()
                 return HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_STATIC_EPOCH)
-        self._remove(group, member.member_id, "left")
+        self.remove(group, member.member_id, "left")
         return HeartbeatResult(member_id=member.member_id, member_epoch=request.member_epoch)
 
     def _heartbeat(
         self, request: Heartbeat, topics: Topics, settings: GroupSettings, now: float
     ) -> HeartbeatResult:
         joining = request.member_epoch == JOIN_EPOCH
-        group = self._for_join(request.group_id) if joining else self._existing(request.group_id)
+        group = (
+            self._for_join(request.group_id, topics, settings, now)
+            if joining
+            else self._existing(request.group_id)
+        )
         member_id = request.member_id or str(uuid.uuid4())
         if joining and len(group.members) >= settings.max_size and member_id not in group.members:
             raise GroupError(
@@ -197,6 +202,32 @@ class ConsumerGroupCoordinator:
             )
         member, before = self._member(group, request, member_id)
         _update(member, request)
+        assigned_before = dict(member.assigned)
+        self.update(group, member, before, request.owned, topics, settings, now)
+        full = joining or (
+            request.rebalance_timeout_ms != -1
+            and request.subscribed_topic_names is not None
+            and request.owned is not None
+        )
+        return HeartbeatResult(
+            member_id=member.member_id,
+            member_epoch=member.epoch,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            assignment=member.assigned if full or member.assigned != assigned_before else None,
+        )
+
+    def update(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        before: tuple | None,
+        owned: Assignment | None,
+        topics: Topics,
+        settings: GroupSettings,
+        now: float,
+    ) -> None:
+        """A member's request is in: bump the group epoch if its subscription (or the topics it
+        names) changed, compute the target if it is behind, reconcile, restart its session."""
         bump = group.epoch == 0 or before is None or before != member.subscription()
         subscription = {
             name: topics[name]
@@ -216,21 +247,10 @@ class ConsumerGroupCoordinator:
             log.info("group %s: epoch %d", group.group_id, group.epoch)
         if group.epoch > group.assignment_epoch:
             self._assign(group, topics, settings)
-        assigned_before = dict(member.assigned)
-        self._reconcile(group, member, request.owned, now)
-        member.session_deadline = now + settings.session_timeout_ms / 1000
+        self._reconcile(group, member, owned, now)
+        session_ms = member.classic.session_timeout_ms if member.classic else None
+        member.session_deadline = now + (session_ms or settings.session_timeout_ms) / 1000
         self._wake()
-        full = joining or (
-            request.rebalance_timeout_ms != -1
-            and request.subscribed_topic_names is not None
-            and request.owned is not None
-        )
-        return HeartbeatResult(
-            member_id=member.member_id,
-            member_epoch=member.epoch,
-            heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            assignment=member.assigned if full or member.assigned != assigned_before else None,
-        )
 
     def _existing(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -242,15 +262,22 @@ class ConsumerGroupCoordinator:
             )
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
 
-    def _for_join(self, group_id: str) -> ConsumerGroup:
+    def _for_join(
+        self, group_id: str, topics: Topics, settings: GroupSettings, now: float
+    ) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
         classic = self.classic.group(group_id)
         if classic is not None and classic.members:
-            raise GroupError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-            )
+            if not can_upgrade(classic, settings.max_size):
+                raise GroupError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+                )
+            log.info("group %s: a consumer-protocol member upgrades the classic group", group_id)
+            del self.classic.groups[group_id]
+            group = self.groups[group_id] = upgrade(classic, topics, now)
+            return group
         offsets = None
         if classic is not None:
             log.info("group %s: the empty classic group becomes a consumer group", group_id)
@@ -291,7 +318,7 @@ class ConsumerGroupCoordinator:
         group.target[member_id] = target
         before = static.subscription()
         static.member_id = member_id
-        static.epoch = static.previous_epoch
+        static.epoch = static.previous_epoch = 0
         log.info("group %s: %s replaces static member %s", group.group_id, member_id, static)
         return static, before
 
@@ -356,13 +383,23 @@ class ConsumerGroupCoordinator:
 
     # -- removal and timers ------------------------------------------------------------------
 
-    def _remove(self, group: ConsumerGroup, member_id: str, why: str) -> None:
+    def remove(self, group: ConsumerGroup, member_id: str, why: str) -> None:
+        """A member leaves or times out: the group epoch moves on (back to classic when only
+        classic members remain)."""
         log.info("group %s: member %s %s", group.group_id, member_id, why)
         group.members.pop(member_id, None)
         group.target.pop(member_id, None)
-        group.epoch += 1
-        if not group.members:
-            group.subscription = {}
+        if group.members and all(m.classic is not None for m in group.members.values()):
+            # the last consumer-protocol member is gone: the group goes back to the classic
+            # protocol at its epoch as the generation, whose members rejoin (Kafka's online
+            # downgrade; commits at that generation still count meanwhile)
+            log.info("group %s: only classic members remain: a classic group", group.group_id)
+            del self.groups[group.group_id]
+            self.classic.groups[group.group_id] = downgrade(group)
+        else:
+            group.epoch += 1
+            if not group.members:
+                group.subscription = {}
         self._wake()
 
     def expire(self, now: float) -> float:
@@ -371,9 +408,9 @@ class ConsumerGroupCoordinator:
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
                 if member.session_deadline and member.session_deadline <= now:
-                    self._remove(group, member.member_id, "timed out (session)")
+                    self.remove(group, member.member_id, "timed out (session)")
                 elif member.revoke_deadline and member.revoke_deadline <= now:
-                    self._remove(group, member.member_id, "timed out revoking (rebalance)")
+                    self.remove(group, member.member_id, "timed out revoking (rebalance)")
                 else:
                     for deadline in (member.session_deadline, member.revoke_deadline):
                         if deadline:

@@ -18,42 +18,18 @@ import trio
 from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
-from ..coordinators.assignors import DEFAULT_ASSIGNORS, Assignment, configured_assignors
-from ..coordinators.consumer_group import ConsumerGroup, Topics
+from ..coordinators.assignors import Assignment
+from ..coordinators.consumer_group import ConsumerGroup
 from ..coordinators.consumer_groups import GroupSettings, Heartbeat
+from .consumer_config import group_settings, image_topics
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 
 #: ConsumerGroupHeartbeat from v1: SubscribedTopicRegex, and the client generates member ids.
 CLIENT_MEMBER_ID_FROM = 1
-#: ConsumerGroupDescribe's MemberType of a member speaking the consumer protocol (KIP-1099).
-CONSUMER_MEMBER = 1
-#: Kafka's defaults for the group.consumer.* broker configs.
-DEFAULTS = {
-    "group.consumer.heartbeat.interval.ms": "5000",
-    "group.consumer.session.timeout.ms": "45000",
-    "group.consumer.assignors": DEFAULT_ASSIGNORS,
-    "group.consumer.max.size": str(2**31 - 1),
-}
-
-
-def group_settings(image: MetadataImage) -> GroupSettings:
-    """The group.consumer.* configs in force (cluster-level, else Kafka's defaults)."""
-
-    def config(name: str) -> str:
-        return image.cluster_config(name, DEFAULTS[name])
-
-    return GroupSettings(
-        heartbeat_interval_ms=int(config("group.consumer.heartbeat.interval.ms")),
-        session_timeout_ms=int(config("group.consumer.session.timeout.ms")),
-        assignors=tuple(configured_assignors(config("group.consumer.assignors"))),
-        max_size=int(config("group.consumer.max.size")),
-    )
-
-
-def image_topics(image: MetadataImage) -> Topics:
-    """Every topic of the image: name -> (topic id, partition count)."""
-    return {name: (info.topic_id, len(info.partitions)) for name, info in image.topics.items()}
+#: ConsumerGroupDescribe's MemberType of a member speaking the classic or the consumer protocol
+#: (KIP-1099).
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
 def _owned(entries: list | None) -> Assignment | None:
@@ -143,7 +119,7 @@ def describe_group(image: MetadataImage, group: ConsumerGroup, settings: GroupSe
                 "subscribed_topic_regex": m.subscribed_regex,
                 "assignment": _partitions(image, m.assigned),
                 "target_assignment": _partitions(image, group.target.get(m.member_id, {})),
-                "member_type": CONSUMER_MEMBER,
+                "member_type": CLASSIC_MEMBER if m.classic else CONSUMER_MEMBER,
             }
             for m in group.members.values()
         ],

@@ -17,7 +17,7 @@ from typing import Any
 from kipwire.codec import ApiKey, DecodeError, ErrorCode, message
 
 from ..coordinators.groups import Group, GroupState
-from .consumer_groups import image_topics
+from .consumer_config import image_topics
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 

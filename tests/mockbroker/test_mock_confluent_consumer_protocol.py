@@ -1,6 +1,7 @@
 """confluent-kafka (librdkafka) with `group.protocol=consumer` (KIP-848) against the mock: a
 three-member group shares a topic, every record is read once, and a member's partitions move
-when it leaves."""
+when it leaves; regex subscriptions; and a rolling migration between the classic protocol and
+the consumer protocol, both ways."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ def _consumer(bootstrap: str, group: str, **config) -> Consumer:
     )
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = PARTITIONS) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i, value in enumerate(values):
-        producer.produce(topic, value, partition=i % PARTITIONS)
+        producer.produce(topic, value, partition=i % partitions)
     assert producer.flush(DEADLINE) == 0
 
 
@@ -113,3 +114,55 @@ def test_a_regex_subscription_picks_up_a_new_topic(cluster, topic_name):
         assert (f"{topic_name}-b", 0) in topics()
     finally:
         consumer.close()
+
+
+def test_a_rolling_upgrade_from_classic_to_consumer_and_back(cluster, topic_name):
+    """Kafka 4's online migration: members restart one by one with the other protocol; the
+    group changes kind under them and every record is still read once."""
+    cluster.create_topic(topic_name, partitions=4, replication_factor=3)
+    group = f"g-{topic_name}"
+    groups = cluster.cluster
+    seen: dict[int, list[bytes]] = {}
+    batches: list[bytes] = []
+
+    def read_a_batch(members: list[Consumer], tag: bytes) -> None:
+        batch = [b"%s-%d" % (tag, i) for i in range(100)]
+        batches.extend(batch)
+        _produce(cluster.bootstrap_servers, topic_name, batch, partitions=4)
+        _poll_until(members, lambda: sum(map(len, seen.values())) >= len(batches), seen)
+
+    def settled(members: list[Consumer]) -> bool:
+        return all(len(_partitions(m)) == 4 // len(members) for m in members)
+
+    old = [_consumer(cluster.bootstrap_servers, group, **{"group.protocol": "classic"})]
+    old.append(_consumer(cluster.bootstrap_servers, group, **{"group.protocol": "classic"}))
+    for member in old:
+        member.subscribe([topic_name])
+    _poll_until(old, lambda: settled(old), seen)
+    read_a_batch(old, b"classic")
+
+    old.pop(0).close()
+    new = [_consumer(cluster.bootstrap_servers, group)]
+    new[0].subscribe([topic_name])
+    # the consumer-protocol member turned the classic group into a consumer group
+    _poll_until(new + old, lambda: settled(new + old), seen)
+    assert groups.consumer_groups.group(group) is not None and groups.groups.group(group) is None
+    read_a_batch(new + old, b"mixed")
+
+    old.pop().close()
+    new.append(_consumer(cluster.bootstrap_servers, group))
+    new[1].subscribe([topic_name])
+    _poll_until(new, lambda: settled(new), seen)
+    read_a_batch(new, b"upgraded")
+
+    # and back: a classic member joins, the consumer-protocol members leave
+    old.append(_consumer(cluster.bootstrap_servers, group, **{"group.protocol": "classic"}))
+    old[0].subscribe([topic_name])
+    _poll_until(new + old, lambda: len(_partitions(old[0])) > 0, seen)
+    for member in new:
+        member.close()
+    _poll_until(old, lambda: settled(old), seen)
+    assert groups.groups.group(group) is not None and groups.consumer_groups.group(group) is None
+    read_a_batch(old, b"downgraded")
+    old[0].close()
+    assert sorted(v for values in seen.values() for v in values) == sorted(batches)

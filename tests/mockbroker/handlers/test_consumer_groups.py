@@ -130,10 +130,11 @@ def test_group_admin_sees_consumer_groups(client):
             "session_timeout_ms": 10000,
             "rebalance_timeout_ms": 10000,
             "member_id": "",
-            "protocol_type": "consumer",
+            "protocol_type": "connect",
             "protocols": [{"name": "range", "metadata": b""}],
         },
     )
+    # a classic member may join a consumer group (the migration), but only a consumer's
     assert joined_classic["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
     delete_offsets = {
