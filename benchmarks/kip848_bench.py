@@ -3,7 +3,7 @@ a group on a 6-partition topic (from their subscribe until each holds two partit
 leaves (from its close until the other two hold all six).
 
 Sides: kipwire's mock (one broker, in a subprocess: `python -m kipwire.mockbroker serve`) and
-real Apache Kafka 4.1 (tests/realkafka's harness: one combined controller+broker node, full JIT),
+real Apache Kafka 4.4.0 (tests/realkafka's harness: one combined controller+broker node, full JIT),
 each with its own defaults: the mock's members heartbeat every 500 ms, Kafka's every 5 s
 (`group.consumer.heartbeat.interval.ms`), and a member learns of a rebalance at its next
 heartbeat. Each round uses a new group; the median of the rounds is reported.
@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realkafka"))
 
-from kafka_dist import KafkaUnavailable, ensure_kafka  # noqa: E402
+from kafka_dist import KAFKA_VERSION, KafkaUnavailable, ensure_kafka  # noqa: E402
 from kafka_harness import BENCH_JVM_OPTS, KafkaCluster, single  # noqa: E402
 
 TOPIC = "rebalance"
@@ -57,7 +57,7 @@ def kipwire_cluster() -> Iterator[str]:
 
 @contextmanager
 def real_kafka_cluster() -> Iterator[str]:
-    """Real Kafka 4.1, one combined node; yields its bootstrap server."""
+    """Real Kafka (the harness's reference release), one combined node; yields its bootstrap."""
     with tempfile.TemporaryDirectory(prefix="kipwire-kip848-bench-") as tmp:
         cluster = KafkaCluster.start(ensure_kafka(), Path(tmp), single(), jvm_opts=BENCH_JVM_OPTS)
         try:
@@ -66,8 +66,9 @@ def real_kafka_cluster() -> Iterator[str]:
             cluster.stop()
 
 
+REAL = f"real Kafka {KAFKA_VERSION}"
 SIDES: dict[str, Callable[[], AbstractContextManager[str]]] = {
-    "real Kafka 4.1": real_kafka_cluster,
+    REAL: real_kafka_cluster,
     "kipwire": kipwire_cluster,
 }
 
@@ -128,7 +129,7 @@ def main() -> int:
         print(
             f"{name}: 3 members settle in {join:.2f} s; a leaver's partitions move in {leave:.2f} s"
         )
-    real = results.get("real Kafka 4.1")
+    real = results.get(REAL)
     mock = results.get("kipwire")
     if real and mock:
         print(
