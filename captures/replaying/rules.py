@@ -33,6 +33,7 @@ __all__ = [
     "learn_producer",
     "learn_topic_ids",
     "rewrite",
+    "rewrite_cluster_identity",
     "rewrite_fetch_session",
     "rewrite_members",
     "rewrite_producer",
@@ -45,7 +46,14 @@ __all__ = [
 COMPARE_RULES = Rules(
     tuple(
         (name, IGNORE)
-        for name in ("*producer_id", "*producer_epoch", "session_id", "session_epoch")
+        for name in (
+            "*producer_id",
+            "*producer_epoch",
+            "session_id",
+            "session_epoch",
+            "ApiVersions.cluster_id",
+            "ApiVersions.node_id",
+        )
     )
 )
 _ZERO_UUID = UUID(int=0)
@@ -176,6 +184,15 @@ def rewrite_fetch_session(body: Any, learned: Learned) -> None:
         body["session_epoch"] = 0
 
 
+def rewrite_cluster_identity(body: Any, learned: Learned) -> None:
+    """ApiVersions v5 names the cluster and broker the client expects (KIP-1242); a replayed
+    connection is a new client's first contact with the target, which names neither (no check)."""
+    if "cluster_id" in body:
+        body["cluster_id"] = None
+    if "node_id" in body:
+        body["node_id"] = -1
+
+
 # ---------------------------------------------------------------------------------------------
 # responses: the capture's and the target's, side by side
 
@@ -245,6 +262,8 @@ def rewrite(api_key: int, body: Any, learned: Learned) -> None:
         _rewrite_produce_records(body, learned)
     elif api_key == ApiKey.FETCH:
         rewrite_fetch_session(body, learned)
+    elif api_key == ApiKey.API_VERSIONS:
+        rewrite_cluster_identity(body, learned)
 
 
 _TOPIC_ANSWERS = frozenset(

@@ -14,6 +14,7 @@ from kipwire.captures.replaying.rules import (
     learn_producer,
     learn_topic_ids,
     rewrite,
+    rewrite_cluster_identity,
     rewrite_fetch_session,
     rewrite_members,
     rewrite_producer,
@@ -139,6 +140,16 @@ def test_fetch_sessions_map_or_become_sessionless() -> None:
     unopened = {"session_id": 12, "session_epoch": 1}
     rewrite_fetch_session(unopened, learned)
     assert unopened == {"session_id": 0, "session_epoch": 0}  # a full fetch, a new session
+
+
+def test_api_versions_v5_names_no_cluster_identity_to_the_target() -> None:
+    # a Kafka 4.4 client names the captured cluster: the target would answer REBOOTSTRAP_REQUIRED
+    body = {"client_software_name": "apache-kafka-java", "cluster_id": "orig", "node_id": 2}
+    rewrite(ApiKey.API_VERSIONS, body, Learned())
+    assert body == {"client_software_name": "apache-kafka-java", "cluster_id": None, "node_id": -1}
+    older = {"client_software_name": "x"}
+    rewrite_cluster_identity(older, Learned())
+    assert older == {"client_software_name": "x"}
 
 
 def test_rewrite_and_learn_dispatch_by_api() -> None:
