@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ApiKey
 
@@ -23,6 +23,9 @@ from .handlers import HANDLERS, RequestContext
 from .handlers.registry import NodeAddress
 from .network import Network
 from .serve import Taps
+
+if TYPE_CHECKING:
+    from .security.runtime import ClusterSecurity
 
 CREATE_TOPICS_VERSION = 7
 
@@ -46,6 +49,8 @@ class ClusterServices:
     metadata_changed: Callable[[], None]
     #: Semantics.recovering_rejects_fetch, the broker's static configuration.
     recovering_rejects_fetch: bool
+    #: TLS, SASL and ACLs; None on a PLAINTEXT cluster.
+    security: ClusterSecurity | None = None
 
 
 class BrokerNode(BrokerState):
@@ -63,17 +68,31 @@ class BrokerNode(BrokerState):
         )
         self.host = "127.0.0.1"
         self.port = port
+        self.internal_port: int | None = None
         self.cluster_id = services.cluster_id
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups
         self.transactions = services.transactions
         self._services = services
+        self.listener_security = None
+        if services.security is not None:
+            from .handlers.security import secured_handlers
+
+            self.handlers = secured_handlers(services.security.config.sasl)
+            self.listener_security = services.security.listener(
+                lambda user, mechanism: self.image.security.credential(user, mechanism)
+            )
 
     @property
     def address(self) -> str:
-        """host:port of the listener."""
+        """host:port of the client listener."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        """host:port other nodes dial (the client listener unless that one is secured)."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
     @property
     def max_request_bytes(self) -> int:

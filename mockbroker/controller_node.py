@@ -90,6 +90,7 @@ class ControllerNode:
         self.handlers = ControllerHandlers(self)
         self.host = "127.0.0.1"
         self.port = 0
+        self.internal_port: int | None = None
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
         self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
@@ -98,8 +99,13 @@ class ControllerNode:
 
     @property
     def address(self) -> str:
-        """host:port of the listener."""
+        """host:port of the listener clients (`--bootstrap-controller`) reach."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        """host:port brokers dial (the client listener unless that one is secured)."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
     def log_grew(self) -> None:
         """Wake the metadata fetches waiting for records (call after appending)."""

@@ -9,7 +9,10 @@ from typing import Any
 
 from kipwire.codec import ConfigResourceType
 
+from ..security.image import ACL_RECORDS, SCRAM_RECORDS, SecurityImage
+
 NO_LEADER_CHANGE = -2
+_SECURITY_RECORDS = frozenset((*SCRAM_RECORDS, *ACL_RECORDS))
 
 
 @dataclass(slots=True)
@@ -59,6 +62,8 @@ class MetadataImage:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.features: dict[str, int] = {}
+        #: SCRAM credentials and ACLs (security/image.py).
+        self.security = SecurityImage()
         self.offset = -1  # the last metadata offset replayed
 
     def replay(self, offset: int, name: str, record: Mapping[str, Any]) -> None:
@@ -66,6 +71,8 @@ class MetadataImage:
         apply = getattr(self, "_" + name, None)
         if apply is not None:
             apply(record)
+        elif name in _SECURITY_RECORDS:
+            self.security.replay(name, record)
         self.offset = offset
 
     def live_brokers(self) -> list[BrokerInfo]:

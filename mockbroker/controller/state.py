@@ -9,6 +9,8 @@ from uuid import UUID
 
 from kipwire.codec import ConfigResourceType, LeaderRecoveryState
 
+from ..security.image import ACL_RECORDS, SCRAM_RECORDS, AclBinding, replay_security
+from ..security.scram import ScramCredential
 from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST
 
 # The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
@@ -209,6 +211,9 @@ class ClusterState:
         self.features: MutableMapping[str, int] = {}
         # The offset of the last FeatureLevelRecord (ApiVersions' FinalizedFeaturesEpoch).
         self.features_epoch = -1
+        # SCRAM credentials by (user, mechanism type) and ACLs by id (security/image.py)
+        self.scram: MutableMapping[tuple[str, int], ScramCredential] = {}
+        self.acls: MutableMapping[UUID, AclBinding] = {}
 
     @property
     def metadata_version(self) -> int:
@@ -328,6 +333,8 @@ class DraftState(ClusterState):
         self.configs = _Overlay(base.configs)
         self.features = _Overlay(base.features)
         self.features_epoch = base.features_epoch
+        self.scram = _Overlay(base.scram)
+        self.acls = _Overlay(base.acls)
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
         self._own: dict[int, object] = {}
 
@@ -469,6 +476,13 @@ def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
                 p.partition_epoch += 1
 
 
+def _security(name: str) -> Callable[[ClusterState, Mapping[str, Any], int], None]:
+    def replay(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
+        replay_security(state.scram, state.acls, name, r)
+
+    return replay
+
+
 _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "RegisterBrokerRecord": _register_broker,
     "UnregisterBrokerRecord": _unregister_broker,
@@ -482,4 +496,5 @@ _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "ConfigRecord": _config,
     "FeatureLevelRecord": _feature,
     "ClearElrRecord": _clear_elr,
+    **{name: _security(name) for name in (*SCRAM_RECORDS, *ACL_RECORDS)},
 }

@@ -291,8 +291,10 @@ def handles(
     min_version: int | None = None,
     fail: Fail = top_level_error,
     unsupported: Callable[[int], bytes] | None = None,
+    table: dict[int, Handler] | None = None,
 ) -> Callable[[Handle], Handle]:
-    """Register the decorated coroutine as the handler of `api_key`; `min_version` raises the
+    """Register the decorated coroutine as the handler of `api_key` (in `HANDLERS`, or in
+    `table`: the security APIs, served by secured clusters only); `min_version` raises the
     lowest version served above the lowest advertised (a version Kafka lists but refuses); a
     `PartitionShape` as `fail` also makes the API's partitions targets of partition faults."""
     low, high = advertised_versions(api_key)
@@ -300,7 +302,7 @@ def handles(
     shape = fail if isinstance(fail, PartitionShape) else None
 
     def register(handle: Handle) -> Handle:
-        HANDLERS[api_key] = Handler(
+        (HANDLERS if table is None else table)[api_key] = Handler(
             api_key, served_low, high, handle, fail, low, shape, unsupported
         )
         return handle

@@ -1,0 +1,122 @@
+"""A cluster's security at run time: the test CA, each node's listener security, the SCRAM
+credentials its users start with, and the client configurations (`ClusterSecurity`).
+
+The cluster makes one `ClusterSecurity` when any security argument is given, and none for a
+PLAINTEXT cluster, whose listeners stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+from .config import SCRAM_MECHANISMS, SecurityConfig
+from .listener import ListenerSecurity
+from .oauth import OAuthBearerServer
+from .plain import PlainServer
+from .sasl import Mechanism, SaslAuthenticator
+from .scram import MECHANISM_TYPES, ScramCredential, ScramServer, make_credential
+from .tls import CertificateAuthority
+
+#: Kafka's default connection.failed.authentication.delay.ms.
+FAILED_AUTHENTICATION_DELAY_MS = 100
+Credentials = Callable[[str, str], ScramCredential | None]
+
+
+class ClusterSecurity:
+    """The CA, listener settings and initial credentials of one secured cluster."""
+
+    def __init__(self, config: SecurityConfig, settings: Mapping[str, str]) -> None:
+        self.config = config
+        self.reauth_ms = int(settings.get("connections.max.reauth.ms", "0"))
+        delay = settings.get("connection.failed.authentication.delay.ms")
+        self.failed_delay_ms = FAILED_AUTHENTICATION_DELAY_MS if delay is None else int(delay)
+        self.ca = CertificateAuthority() if config.tls else None
+        self._context = self.ca.server_context(config.client_auth) if self.ca else None
+
+    def close(self) -> None:
+        """Remove the CA's files."""
+        if self.ca is not None:
+            self.ca.close()
+
+    def bootstrap_records(self) -> list[tuple[str, dict[str, Any]]]:
+        """The UserScramCredentialRecords of the configured users (a formatted cluster's
+        `kafka-storage format --add-scram`), for every enabled SCRAM mechanism."""
+        records = []
+        for mechanism in SCRAM_MECHANISMS:
+            if mechanism not in self.config.mechanisms:
+                continue
+            for user, password in sorted(self.config.users.items()):
+                c = make_credential(mechanism, password, self.config.scram_iterations)
+                records.append(
+                    (
+                        "UserScramCredentialRecord",
+                        {
+                            "name": user,
+                            "mechanism": MECHANISM_TYPES[mechanism],
+                            "salt": c.salt,
+                            "stored_key": c.stored_key,
+                            "server_key": c.server_key,
+                            "iterations": c.iterations,
+                        },
+                    )
+                )
+        return records
+
+    def listener(self, credentials: Credentials) -> ListenerSecurity:
+        """A node's listener security; `credentials(user, mechanism)` reads its replayed SCRAM
+        credentials."""
+        authenticator = None
+        if self.config.sasl:
+
+            def authenticator() -> SaslAuthenticator:
+                return SaslAuthenticator(
+                    self.config.mechanisms,
+                    lambda mechanism: self._mechanism(mechanism, credentials),
+                    _now_ms,
+                    self.reauth_ms,
+                )
+
+        return ListenerSecurity(self._context, authenticator, self.failed_delay_ms / 1000)
+
+    def _mechanism(self, mechanism: str, credentials: Credentials) -> Mechanism:
+        if mechanism == "PLAIN":
+            return PlainServer(self.config.users)
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerServer(_wall_ms())
+        return ScramServer(mechanism, lambda user: credentials(user, mechanism))
+
+    def client_config(
+        self,
+        user: str,
+        bootstrap: str,
+        mechanism: str | None = None,
+        library: str = "confluent-kafka",
+    ) -> dict[str, Any] | str:
+        """What a client library needs to connect as `user` (see `SecurityConfig`)."""
+        mtls = self.ca is not None and self.config.client_auth != "none"
+        cert = self.ca.client_cert(user) if mtls and self.ca is not None else None
+        keystore = self.ca.keystore(user) if mtls and self.ca is not None else None
+        return self.config.client_config(
+            user,
+            bootstrap,
+            mechanism=mechanism,
+            library=library,
+            ca_path=self.ca.ca_path if self.ca is not None else None,
+            cert=cert,
+            keystore=keystore,
+        )
+
+
+def _now_ms() -> int:
+    # session lifetimes run on the cluster's clock, so a MockClock moves them too
+    return int(trio.current_time() * 1000)
+
+
+def _wall_ms() -> int:
+    # a token's exp is wall-clock time (seconds since the epoch)
+    import time
+
+    return int(time.time() * 1000)
