@@ -163,9 +163,9 @@ def _kafka_python(
         mechanism, user, password = sasl
         out["sasl_mechanism"] = mechanism
         if mechanism == "OAUTHBEARER":
-            from .oauth import UnsecuredTokenProvider
+            from .oauth import kafka_python_token_provider
 
-            out["sasl_oauth_token_provider"] = UnsecuredTokenProvider(user)
+            out["sasl_oauth_token_provider"] = kafka_python_token_provider(user)
         else:
             out["sasl_plain_username"], out["sasl_plain_password"] = user, password
     if ca is not None:

@@ -106,20 +106,18 @@ class OAuthBearerServer:
         return b""
 
 
-class UnsecuredTokenProvider:
-    """A token provider for kafka-python (`sasl_oauth_token_provider`): unsecured tokens."""
+def kafka_python_token_provider(principal: str, lifetime_s: float = 3600.0) -> Any:
+    """A token provider for kafka-python, which wants its own base class: unsecured tokens."""
+    try:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+    except ImportError:  # kafka-python before 3.0
+        from kafka.sasl.oauth import AbstractTokenProvider
 
-    def __init__(self, principal: str, lifetime_s: float = 3600.0) -> None:
-        self.principal = principal
-        self.lifetime_s = lifetime_s
+    class _Provider(AbstractTokenProvider):
+        def token(self) -> str:
+            return unsecured_token(principal, lifetime_s)
 
-    def token(self) -> str:
-        """A fresh unsecured token for the principal."""
-        return unsecured_token(self.principal, self.lifetime_s)
-
-    def extensions(self) -> dict[str, str]:
-        """No SASL extensions."""
-        return {}
+    return _Provider()
 
 
 def aiokafka_token_provider(principal: str, lifetime_s: float = 3600.0) -> Any:
