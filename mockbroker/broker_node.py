@@ -22,6 +22,7 @@ from .faults import Faults
 from .handlers import HANDLERS, RequestContext
 from .handlers.registry import NodeAddress
 from .network import Network
+from .security.authorizer import Authorizer
 from .serve import Taps
 
 if TYPE_CHECKING:
@@ -76,10 +77,15 @@ class BrokerNode(BrokerState):
         self.transactions = services.transactions
         self._services = services
         self.listener_security = None
+        #: StandardAuthorizer's rules with authorizer=True (handlers/authorization.py)
+        self.authorizer: Authorizer | None = None
         if services.security is not None:
             from .handlers.security import secured_handlers
 
-            self.handlers = secured_handlers(services.security.config.sasl)
+            config = services.security.config
+            self.handlers = secured_handlers(config.sasl, config.authorizer)
+            if config.authorizer:
+                self.authorizer = Authorizer(config.super_users)
             self.listener_security = services.security.listener(
                 lambda user, mechanism: self.image.security.credential(user, mechanism)
             )

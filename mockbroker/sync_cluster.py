@@ -12,6 +12,7 @@ from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
+from .security.acls import Acl
 from .security.config import SecurityConfig
 
 T = TypeVar("T")
@@ -248,3 +249,51 @@ class MockCluster:
         """Connection settings for `user` in `library` ("confluent-kafka", "kafka-python",
         "aiokafka": a dict; "java": a properties text), mechanism the first enabled one."""
         return self.cluster.client_config(user, mechanism, library)
+
+    def add_acl(
+        self,
+        principal: str,
+        resource_type: str,
+        resource_name: str,
+        operation: str,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Add an ACL; every running broker has replayed it when this returns."""
+        self._await(
+            self.cluster.add_acl,
+            principal,
+            resource_type,
+            resource_name,
+            operation,
+            pattern,
+            permission,
+            host,
+        )
+
+    def remove_acl(
+        self,
+        principal: str,
+        resource_type: str,
+        resource_name: str,
+        operation: str,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Remove the ACL `add_acl` with the same arguments added."""
+        self._await(
+            self.cluster.remove_acl,
+            principal,
+            resource_type,
+            resource_name,
+            operation,
+            pattern,
+            permission,
+            host,
+        )
+
+    def acls(self) -> list[Acl]:
+        """Every ACL in the metadata log, by name."""
+        return self._in_trio(self.cluster.acls)

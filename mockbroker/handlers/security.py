@@ -1,5 +1,6 @@
 """The handler tables of secured clusters: the security APIs beside every other (`HANDLERS`),
-and ApiVersions listing them, so they are advertised only where they are served.
+and ApiVersions listing them, so they are advertised only where they are served; with the
+authorizer, every API checked first (`authorization.py`).
 
 SaslHandshake (17) and SaslAuthenticate (36) are answered by the connection's SASL gate
 (`security/listener.py`) before the pipeline; the handlers here only answer what reaches the
@@ -13,8 +14,11 @@ from typing import Any
 
 from kipwire.codec import ApiKey, ErrorCode
 
+from .acls import ACL_APIS
 from .api_versions import unsupported_version_reply
+from .authorization import authorized
 from .registry import HANDLERS, Handler, RequestContext, handles
+from .scram_credentials import SCRAM_APIS
 
 #: APIs served when the cluster authenticates with SASL.
 SASL_APIS: dict[int, Handler] = {}
@@ -54,9 +58,13 @@ async def api_versions(ctx: RequestContext, body: Any) -> dict:
 
 
 @cache
-def secured_handlers(sasl: bool) -> dict[int, Handler]:
-    """The handler table of a secured broker."""
-    table = {**HANDLERS, **_LISTED}
+def secured_handlers(sasl: bool, authorizer: bool) -> dict[int, Handler]:
+    """The handler table of a secured broker: SASL's APIs with SASL, the ACL APIs and every
+    API's authorization with the authorizer, SCRAM credentials always."""
+    table = {**HANDLERS, **_LISTED, **SCRAM_APIS}
     if sasl:
         table.update(SASL_APIS)
+    if authorizer:
+        table.update(ACL_APIS)
+        table = authorized(table)
     return table

@@ -43,6 +43,18 @@ class AclBinding:
             r["permission_type"],
         )
 
+    def creation(self) -> dict[str, Any]:
+        """The CreateAcls creation that asks for this binding."""
+        return {
+            "resource_type": self.resource_type,
+            "resource_name": self.resource_name,
+            "resource_pattern_type": self.pattern_type,
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation,
+            "permission_type": self.permission_type,
+        }
+
     def record(self, acl_id: UUID) -> dict[str, Any]:
         """The AccessControlEntryRecord that adds this binding under `acl_id`."""
         return {

@@ -19,7 +19,7 @@ import trio
 from kipwire.codec.framing import FrameBuffer
 
 from ..serve import CloseConnection, Endpoint, Tap, answer_request, serve_connection
-from .context import PRINCIPAL
+from .context import CLIENT_HOST, PRINCIPAL
 from .sasl import SaslAuthenticator
 from .tls import ANONYMOUS, certificate_principal
 
@@ -58,6 +58,7 @@ class ListenerSecurity:
             served = tls
             principal = certificate_principal(tls.getpeercert(binary_form=True))
         PRINCIPAL.set(principal)
+        CLIENT_HOST.set(stream.socket.getpeername()[0])
         gate = None
         if self._authenticator is not None:
             gate = SaslGate(self._authenticator(), self._delay)
