@@ -20,6 +20,7 @@ from kipwire.codec.framing import FrameBuffer
 
 from ..serve import CloseConnection, Endpoint, Tap, answer_request, serve_connection
 from .context import CLIENT_HOST, PRINCIPAL
+from .redaction import RedactingTap
 from .sasl import SaslAuthenticator
 from .tls import ANONYMOUS, certificate_principal
 
@@ -61,7 +62,10 @@ class ListenerSecurity:
         CLIENT_HOST.set(stream.socket.getpeername()[0])
         gate = None
         if self._authenticator is not None:
-            gate = SaslGate(self._authenticator(), self._delay)
+            authenticator = self._authenticator()
+            gate = SaslGate(authenticator, self._delay)
+            if tap is not None:
+                tap = RedactingTap(tap, authenticator)
         await serve_connection(served, node, tap, gate)
 
 

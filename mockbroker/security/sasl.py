@@ -92,6 +92,16 @@ class SaslAuthenticator:
         self.principal: str | None = None
 
     @property
+    def mechanism(self) -> str:
+        """The mechanism the client chose ("" before its handshake)."""
+        return self._mechanism
+
+    @property
+    def raw_tokens(self) -> bool:
+        """Whether the next frame is a bare token (after SaslHandshake v0)."""
+        return self._state == "raw"
+
+    @property
     def authenticated(self) -> bool:
         """Whether requests now pass to the node."""
         return self._state == "complete"
