@@ -11,7 +11,7 @@ from typing import Any
 
 from kafka_wire import WireClient
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 
 HASH = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
@@ -71,18 +71,18 @@ def authenticate(client: WireClient, token: bytes, version: int = 2) -> Any:
 
 def scram_login(client: WireClient, mechanism: str, user: str, password: str) -> Any:
     """A whole SCRAM exchange; the last SaslAuthenticate response body."""
-    assert handshake(client, mechanism)["error_code"] == 0
+    assert handshake(client, mechanism)["error_code"] == ErrorCode.NONE
     scram = ScramClient(mechanism, user, password)
     first = authenticate(client, scram.first())
     if first["error_code"]:
         return first
     final = authenticate(client, scram.final(first["auth_bytes"]))
-    if final["error_code"] == 0:
+    if final["error_code"] == ErrorCode.NONE:
         assert final["auth_bytes"] == b"v=" + base64.b64encode(scram.server_signature)
     return final
 
 
 def plain_login(client: WireClient, user: str, password: str) -> Any:
     """A PLAIN exchange; the SaslAuthenticate response body."""
-    assert handshake(client, "PLAIN")["error_code"] == 0
+    assert handshake(client, "PLAIN")["error_code"] == ErrorCode.NONE
     return authenticate(client, f"\0{user}\0{password}".encode())

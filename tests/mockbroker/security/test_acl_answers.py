@@ -10,7 +10,15 @@ from contextlib import contextmanager
 import pytest
 from sasl_wire import connect, plain_login
 
-from kipwire.codec import AclOperation, ApiKey, ConfigResourceType, ErrorCode
+from kipwire.codec import (
+    AclOperation,
+    AclPermissionType,
+    AclResourceType,
+    ApiKey,
+    ConfigResourceType,
+    ErrorCode,
+    PatternType,
+)
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster
 
@@ -35,7 +43,7 @@ def secured() -> Iterator[MockCluster]:
 @contextmanager
 def _as(cluster: MockCluster, user: str) -> Iterator:
     with connect(cluster.bootstrap_servers) as client:
-        assert plain_login(client, user, USERS[user])["error_code"] == 0
+        assert plain_login(client, user, USERS[user])["error_code"] == ErrorCode.NONE
         yield client
 
 
@@ -65,24 +73,24 @@ def _metadata(client, *names: str, auto: bool = False, ops: bool = False) -> dic
 
 def _creation(principal: str, name: str, operation: int = AclOperation.READ) -> dict:
     return {
-        "resource_type": 2,  # TOPIC
+        "resource_type": AclResourceType.TOPIC,
         "resource_name": name,
-        "resource_pattern_type": 3,  # LITERAL
+        "resource_pattern_type": PatternType.LITERAL,
         "principal": principal,
         "host": "*",
         "operation": operation,
-        "permission_type": 3,  # ALLOW
+        "permission_type": AclPermissionType.ALLOW,
     }
 
 
 _ANY = {
-    "resource_type_filter": 1,
+    "resource_type_filter": AclResourceType.ANY,
     "resource_name_filter": None,
-    "pattern_type_filter": 1,
+    "pattern_type_filter": PatternType.ANY,
     "principal_filter": None,
     "host_filter": None,
-    "operation": 1,
-    "permission_type": 1,
+    "operation": AclOperation.ANY,
+    "permission_type": AclPermissionType.ANY,
 }
 
 
@@ -219,9 +227,9 @@ def test_idempotent_and_transactional_producers(secured):
         answer = carol.call(ApiKey.INIT_PRODUCER_ID, 4, transactional)
         assert answer["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         secured.add_acl("User:carol", "CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE")
-        assert carol.call(ApiKey.INIT_PRODUCER_ID, 4, idempotent)["error_code"] == 0
+        assert carol.call(ApiKey.INIT_PRODUCER_ID, 4, idempotent)["error_code"] == ErrorCode.NONE
         secured.add_acl("User:carol", "TRANSACTIONAL_ID", txn, "WRITE")
-        assert carol.call(ApiKey.INIT_PRODUCER_ID, 4, transactional)["error_code"] == 0
+        assert carol.call(ApiKey.INIT_PRODUCER_ID, 4, transactional)["error_code"] == ErrorCode.NONE
 
 
 def test_admin_apis_answer_per_topic_and_per_resource(secured):

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from kipwire.codec import AclOperation as Op
+from kipwire.codec import AclPermissionType, PatternType
 from kipwire.codec import AclResourceType as Res
 from kipwire.mockbroker.security.acls import Acl, binding_from_names, filter_matches
 from kipwire.mockbroker.security.authorizer import CLUSTER_NAME, Authorizer
@@ -104,21 +105,19 @@ def test_any_allowed_by_resource_type():
 def test_filters_match_as_kafkas_binding_filters():
     prefixed = binding_from_names(ALICE, "TOPIC", "svc-", "READ", pattern="PREFIXED")
     base = {
-        "resource_type_filter": 1,
+        "resource_type_filter": Res.ANY,
         "resource_name_filter": None,
         "principal_filter": None,
         "host_filter": None,
-        "operation": 1,
-        "permission_type": 1,
+        "operation": Op.ANY,
+        "permission_type": AclPermissionType.ANY,
     }
-    assert filter_matches({**base, "pattern_type_filter": 1}, prefixed)  # ANY
-    assert filter_matches(
-        {**base, "pattern_type_filter": 2, "resource_name_filter": "svc-a"}, prefixed
-    )  # MATCH
-    assert not filter_matches({**base, "pattern_type_filter": 3}, prefixed)  # LITERAL
-    assert not filter_matches(
-        {**base, "pattern_type_filter": 1, "principal_filter": "User:bob"}, prefixed
-    )
+    assert filter_matches({**base, "pattern_type_filter": PatternType.ANY}, prefixed)
+    match = {**base, "pattern_type_filter": PatternType.MATCH, "resource_name_filter": "svc-a"}
+    assert filter_matches(match, prefixed)
+    assert not filter_matches({**base, "pattern_type_filter": PatternType.LITERAL}, prefixed)
+    other = {**base, "pattern_type_filter": PatternType.ANY, "principal_filter": "User:bob"}
+    assert not filter_matches(other, prefixed)
     assert Acl.of(prefixed) == Acl(ALICE, "TOPIC", "svc-", "READ", "PREFIXED", "ALLOW", "*")
 
 

@@ -7,7 +7,7 @@ import base64
 
 from sasl_wire import ScramClient, authenticate, connect, handshake, plain_login, scram_login
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.security.oauth import unsecured_token
 from kipwire.mockbroker.security.redaction import redact_token
@@ -36,14 +36,17 @@ def test_a_recording_holds_no_secret(tmp_path):
     ) as cluster:
         address, ca = cluster.bootstrap_servers, cluster.ssl_ca_location
         with connect(address, ca=ca) as client:
-            assert plain_login(client, "alice", USERS["alice"])["error_code"] == 0
+            assert plain_login(client, "alice", USERS["alice"])["error_code"] == ErrorCode.NONE
             client.call(ApiKey.METADATA, 12, {"topics": None})
         with connect(address, ca=ca) as client:
-            assert scram_login(client, "SCRAM-SHA-512", "alice", USERS["alice"])["error_code"] == 0
+            assert (
+                scram_login(client, "SCRAM-SHA-512", "alice", USERS["alice"])["error_code"]
+                == ErrorCode.NONE
+            )
         with connect(address, ca=ca) as client:
             handshake(client, "OAUTHBEARER")
             response = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
-            assert authenticate(client, response)["error_code"] == 0
+            assert authenticate(client, response)["error_code"] == ErrorCode.NONE
         proof = ScramClient("SCRAM-SHA-512", "alice", USERS["alice"])
     recorded = path.read_bytes()
     assert USERS["alice"].encode() not in recorded

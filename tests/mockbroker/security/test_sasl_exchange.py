@@ -40,7 +40,10 @@ def test_api_versions_is_answered_before_authentication_and_lists_sasl(sasl):
         ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
         assert ranges[ApiKey.SASL_HANDSHAKE] == (0, 1)
         assert ranges[ApiKey.SASL_AUTHENTICATE] == (0, 2)
-        assert scram_login(client, "SCRAM-SHA-512", "alice", "alice-secret")["error_code"] == 0
+        assert (
+            scram_login(client, "SCRAM-SHA-512", "alice", "alice-secret")["error_code"]
+            == ErrorCode.NONE
+        )
 
 
 def test_a_plaintext_cluster_does_not_list_sasl():
@@ -130,7 +133,7 @@ def test_a_100_mb_token_is_refused_by_its_size_before_it_is_read(sasl):
 
 def test_handshake_v0_carries_bare_tokens(sasl):
     with connect(_address(sasl)) as client:
-        assert handshake(client, "SCRAM-SHA-512", version=0)["error_code"] == 0
+        assert handshake(client, "SCRAM-SHA-512", version=0)["error_code"] == ErrorCode.NONE
         scram = ScramClient("SCRAM-SHA-512", "admin", "admin-secret")
         sock = client.connection.socket
 

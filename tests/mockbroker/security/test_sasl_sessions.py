@@ -78,7 +78,7 @@ def test_re_authentication_cannot_change_the_principal(sessions):
 
 def test_an_unsecured_token_authenticates_its_subject_until_it_expires(sessions):
     with connect(_address(sessions)) as client:
-        assert handshake(client, "OAUTHBEARER")["error_code"] == 0
+        assert handshake(client, "OAUTHBEARER")["error_code"] == ErrorCode.NONE
         done = authenticate(client, _oauth(unsecured_token("carol", lifetime_s=60)))
         assert done["error_code"] == ErrorCode.NONE
         # the shorter of the token's remaining life and connections.max.reauth.ms
@@ -124,7 +124,10 @@ def test_password_guessing_leaves_other_clients_served_and_the_logs_clean(sessio
     with connect(_address(sessions)) as client:
         while any(t.is_alive() for t in guessers) and time.monotonic() < deadline:
             # re-authenticating each round keeps the short session alive
-            assert scram_login(client, "SCRAM-SHA-256", "bob", "bob-secret")["error_code"] == 0
+            assert (
+                scram_login(client, "SCRAM-SHA-256", "bob", "bob-secret")["error_code"]
+                == ErrorCode.NONE
+            )
             started = time.monotonic()
             client.call(ApiKey.METADATA, 12, _METADATA)
             slowest = max(slowest, time.monotonic() - started)

@@ -58,7 +58,9 @@ def test_an_upserted_user_logs_in_and_a_deleted_one_no_longer(scram):
             0,
             {"deletions": [], "upsertions": [_upsertion("dave", "dave-secret")]},
         )
-        assert done["results"] == [{"user": "dave", "error_code": 0, "error_message": None}]
+        assert done["results"] == [
+            {"user": "dave", "error_code": ErrorCode.NONE, "error_message": None}
+        ]
         assert _login(scram, "dave", "dave-secret") == ErrorCode.NONE
         listed = admin.call(
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "dave"}]}
