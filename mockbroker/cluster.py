@@ -138,6 +138,7 @@ class Cluster(SecurityApi):
         )
         self._controller_security = None
         if self.security is not None:
+            self.controller_node.advertised_extra = self.security.controller_api_ranges()
             self._controller_security = self.security.listener(
                 lambda user, mechanism: self.controller.state.scram.get(
                     (user, MECHANISM_TYPES[mechanism])

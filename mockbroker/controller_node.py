@@ -91,6 +91,8 @@ class ControllerNode:
         self.host = "127.0.0.1"
         self.port = 0
         self.internal_port: int | None = None
+        #: Ranges its ApiVersions adds: SaslHandshake and SaslAuthenticate on a SASL listener.
+        self.advertised_extra: list[dict] = []
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
         self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
@@ -179,7 +181,11 @@ class ControllerNode:
 
     async def handle_request(self, ctx: ControllerRequest, body: Any) -> Any:
         """A request for the sans-I/O controller (every API but the metadata log's Fetch)."""
-        return self.apply(ctx.api_key, ctx.api_version, body)
+        response = self.apply(ctx.api_key, ctx.api_version, body)
+        if ctx.api_key == ApiKey.API_VERSIONS and self.advertised_extra:
+            keys = [*response["api_keys"], *self.advertised_extra]
+            response = {**response, "api_keys": sorted(keys, key=lambda k: k["api_key"])}
+        return response
 
     async def fetch(self, ctx: ControllerRequest, body: Any) -> dict:
         """Metadata log records from the fetch offset; waits up to MaxWaitMs for new ones."""

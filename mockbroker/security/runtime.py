@@ -41,6 +41,20 @@ class ClusterSecurity:
         if self.ca is not None:
             self.ca.close()
 
+    def controller_api_ranges(self) -> list[dict[str, int]]:
+        """What the controller listener adds to its ApiVersions: the SASL APIs with SASL."""
+        if not self.config.sasl:
+            return []
+        from kipwire.codec import ApiKey
+
+        from ..handlers.registry import advertised_versions
+
+        ranges = []
+        for key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            low, high = advertised_versions(key)
+            ranges.append({"api_key": key, "min_version": low, "max_version": high})
+        return ranges
+
     def bootstrap_records(self) -> list[tuple[str, dict[str, Any]]]:
         """The UserScramCredentialRecords of the configured users (a formatted cluster's
         `kafka-storage format --add-scram`), for every enabled SCRAM mechanism."""

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-from sasl_wire import connect
+from sasl_wire import connect, scram_login
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.security import listener
 from kipwire.mockbroker.security.tls import certificate_principal, client_dn
@@ -111,3 +111,24 @@ def test_ssl_client_auth_needs_a_tls_protocol():
         MockCluster(security_protocol="SASL_PLAINTEXT", ssl_client_auth="required")
     with pytest.raises(ValueError, match="security_protocol must be one of"):
         MockCluster(security_protocol="KERBEROS")
+
+
+def test_the_controller_listener_is_secured_like_the_brokers():
+    with MockCluster(
+        brokers=1,
+        security_protocol="SASL_SSL",
+        sasl_mechanisms=("SCRAM-SHA-256",),
+        users={"alice": "alice-secret"},
+    ) as cluster:
+        controller = cluster.cluster.controller_node.address
+        with connect(controller, ca=cluster.ssl_ca_location) as client:
+            body = client.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
+            listed = {k["api_key"] for k in body["api_keys"]}
+            assert {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE} <= listed
+            done = scram_login(client, "SCRAM-SHA-256", "alice", "alice-secret")
+            assert done["error_code"] == ErrorCode.NONE
+            again = client.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
+            assert again["error_code"] == ErrorCode.NONE
+        with connect(controller) as plain:  # plaintext to it: dropped
+            plain.send(ApiKey.API_VERSIONS, 0, {})
+            assert plain.receive_frame() == b""
