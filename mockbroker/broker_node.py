@@ -79,16 +79,21 @@ class BrokerNode(BrokerState):
         self.listener_security = None
         #: StandardAuthorizer's rules with authorizer=True (handlers/authorization.py)
         self.authorizer: Authorizer | None = None
+        #: delegation.token.secret.key (handlers/delegation_tokens.py); None: tokens disabled.
+        self.token_secret: bytes | None = None
         if services.security is not None:
             from .handlers.security import secured_handlers
 
             config = services.security.config
-            self.handlers = secured_handlers(config.sasl, config.authorizer)
+            tokens = services.security.token_secret is not None
+            self.handlers = secured_handlers(config.sasl, config.authorizer, tokens)
             if config.authorizer:
                 self.authorizer = Authorizer(config.super_users)
             self.listener_security = services.security.listener(
-                lambda user, mechanism: self.image.security.credential(user, mechanism)
+                lambda user, mechanism: self.image.security.credential(user, mechanism),
+                lambda: self.image.security.tokens,
             )
+            self.token_secret = services.security.token_secret
 
     @property
     def address(self) -> str:

@@ -106,6 +106,7 @@ class Cluster(SecurityApi):
             session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
             default_partitions=int(self.config["num.partitions"]),
             default_replication_factor=int(self.config["default.replication.factor"]),
+            **(self.security.controller_settings() if self.security else {}),
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
@@ -142,7 +143,8 @@ class Cluster(SecurityApi):
             self._controller_security = self.security.listener(
                 lambda user, mechanism: self.controller.state.scram.get(
                     (user, MECHANISM_TYPES[mechanism])
-                )
+                ),
+                lambda: self.controller.state.tokens,
             )
 
     # -- lifecycle --------------------------------------------------------------------------

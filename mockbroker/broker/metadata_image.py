@@ -9,10 +9,10 @@ from typing import Any
 
 from kipwire.codec import ConfigResourceType
 
-from ..security.image import ACL_RECORDS, SCRAM_RECORDS, SecurityImage
+from ..security.image import ACL_RECORDS, SCRAM_RECORDS, TOKEN_RECORDS, SecurityImage
 
 NO_LEADER_CHANGE = -2
-_SECURITY_RECORDS = frozenset((*SCRAM_RECORDS, *ACL_RECORDS))
+_SECURITY_RECORDS = frozenset((*SCRAM_RECORDS, *ACL_RECORDS, *TOKEN_RECORDS))
 
 
 @dataclass(slots=True)

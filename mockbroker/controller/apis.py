@@ -95,6 +95,15 @@ SERVED: dict[int, Api] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Api(
         "AlterUserScramCredentials", 0, 0, security_apis.alter_user_scram_credentials
     ),
+    ApiKey.CREATE_DELEGATION_TOKEN: Api(
+        "CreateDelegationToken", 1, 3, security_apis.create_delegation_token
+    ),
+    ApiKey.RENEW_DELEGATION_TOKEN: Api(
+        "RenewDelegationToken", 1, 2, security_apis.renew_delegation_token
+    ),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: Api(
+        "ExpireDelegationToken", 1, 2, security_apis.expire_delegation_token
+    ),
 }
 
 

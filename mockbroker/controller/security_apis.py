@@ -1,17 +1,28 @@
 """The controller's security APIs: CreateAcls and DeleteAcls (AccessControlEntryRecord,
-RemoveAccessControlEntryRecord) and AlterUserScramCredentials (KIP-554:
-UserScramCredentialRecord, RemoveUserScramCredentialRecord). Brokers forward them here and
-serve DescribeAcls and DescribeUserScramCredentials from what they replayed."""
+RemoveAccessControlEntryRecord), AlterUserScramCredentials (KIP-554:
+UserScramCredentialRecord, RemoveUserScramCredentialRecord) and Create/Renew/Expire
+DelegationToken (DelegationTokenRecord, RemoveDelegationTokenRecord). Brokers forward them here
+(having checked the requester's rights) and serve the Describe APIs from what they replayed."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
-from kipwire.codec import ErrorCode
+from kipwire.codec import ConfigResourceType, ErrorCode
 
 from ..security.acls import InvalidAcl, binding_from_creation, check_binding, filter_matches
 from ..security.scram import MECHANISM_TYPES, credential_from_salted
+from ..security.tokens import (
+    EXPIRY_TIME_MS,
+    MAX_LIFETIME_MS,
+    TokenInfo,
+    find_by_hmac,
+    new_token_id,
+    split_principal,
+    token_hmac,
+)
 from .draft import Draft
 from .result import ControllerResult, ControllerView
 
@@ -129,3 +140,82 @@ def _check_user_changes(draft: Draft, user: str, asked: list) -> tuple[int, str 
             if change["iterations"] > MAX_ITERATIONS:
                 return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
     return ErrorCode.NONE, None
+
+
+def _setting(view: ControllerView, name: str, default: int) -> int:
+    value = view.state.config(ConfigResourceType.BROKER, "", name)
+    return default if value is None else int(value)
+
+
+def create_delegation_token(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """A DelegationTokenRecord for the owner the forwarding broker names (it checked the
+    requester); its HMAC in the response."""
+    secret = view.settings.delegation_token_secret
+    owner = f"{body.get('owner_principal_type') or 'User'}:{body.get('owner_principal_name')}"
+    if secret is None:
+        return ControllerResult(response={"error_code": ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED})
+    now = view.now_ms + view.settings.wall_clock_offset_ms
+    lifetime = _setting(view, "delegation.token.max.lifetime.ms", MAX_LIFETIME_MS)
+    if body["max_lifetime_ms"] > 0:
+        lifetime = min(lifetime, body["max_lifetime_ms"])
+    expiry_time = _setting(view, "delegation.token.expiry.time.ms", EXPIRY_TIME_MS)
+    renewers = tuple(f"{r['principal_type']}:{r['principal_name']}" for r in body["renewers"])
+    token = TokenInfo(
+        new_token_id(),
+        owner,
+        owner,
+        renewers,
+        now,
+        now + lifetime,
+        min(now + expiry_time, now + lifetime),
+    )
+    draft = Draft(view)
+    draft.add("DelegationTokenRecord", token.record())
+    kind, name = split_principal(owner)
+    return draft.result(
+        {
+            "error_code": ErrorCode.NONE,
+            "principal_type": kind,
+            "principal_name": name,
+            "token_requester_principal_type": kind,
+            "token_requester_principal_name": name,
+            "issue_timestamp_ms": token.issue_ms,
+            "expiry_timestamp_ms": token.expiry_ms,
+            "max_timestamp_ms": token.max_ms,
+            "token_id": token.token_id,
+            "hmac": token_hmac(secret, token.token_id),
+        }
+    )
+
+
+def renew_delegation_token(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """A later expiry (never past the token's maximum) for the token of an HMAC."""
+    return _change_expiry(view, body["hmac"], body["renew_period_ms"], removes=False)
+
+
+def expire_delegation_token(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """An earlier expiry; a negative period removes the token now."""
+    return _change_expiry(view, body["hmac"], body["expiry_time_period_ms"], removes=True)
+
+
+def _change_expiry(
+    view: ControllerView, mac: bytes, period: int, removes: bool
+) -> ControllerResult:
+    secret = view.settings.delegation_token_secret
+    if secret is None:
+        return ControllerResult(response={"error_code": ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED})
+    token = find_by_hmac(secret, view.state.tokens, bytes(mac))
+    if token is None:
+        return ControllerResult(response={"error_code": ErrorCode.DELEGATION_TOKEN_NOT_FOUND})
+    now = view.now_ms + view.settings.wall_clock_offset_ms
+    draft = Draft(view)
+    if removes and period < 0:
+        draft.add("RemoveDelegationTokenRecord", {"token_id": token.token_id})
+        return draft.result({"error_code": ErrorCode.NONE, "expiry_timestamp_ms": now})
+    if token.expiry_ms < now:
+        return ControllerResult(response={"error_code": ErrorCode.DELEGATION_TOKEN_EXPIRED})
+    if period < 0:
+        period = _setting(view, "delegation.token.expiry.time.ms", EXPIRY_TIME_MS)
+    renewed = replace(token, expiry_ms=min(token.max_ms, now + period))
+    draft.add("DelegationTokenRecord", renewed.record())
+    return draft.result({"error_code": ErrorCode.NONE, "expiry_timestamp_ms": renewed.expiry_ms})

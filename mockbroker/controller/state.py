@@ -9,8 +9,15 @@ from uuid import UUID
 
 from kipwire.codec import ConfigResourceType, LeaderRecoveryState
 
-from ..security.image import ACL_RECORDS, SCRAM_RECORDS, AclBinding, replay_security
+from ..security.image import (
+    ACL_RECORDS,
+    SCRAM_RECORDS,
+    TOKEN_RECORDS,
+    AclBinding,
+    replay_security,
+)
 from ..security.scram import ScramCredential
+from ..security.tokens import TokenInfo
 from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST
 
 # The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
@@ -211,9 +218,11 @@ class ClusterState:
         self.features: MutableMapping[str, int] = {}
         # The offset of the last FeatureLevelRecord (ApiVersions' FinalizedFeaturesEpoch).
         self.features_epoch = -1
-        # SCRAM credentials by (user, mechanism type) and ACLs by id (security/image.py)
+        # SCRAM credentials by (user, mechanism type), ACLs by id, delegation tokens by id
+        # (security/image.py)
         self.scram: MutableMapping[tuple[str, int], ScramCredential] = {}
         self.acls: MutableMapping[UUID, AclBinding] = {}
+        self.tokens: MutableMapping[str, TokenInfo] = {}
 
     @property
     def metadata_version(self) -> int:
@@ -335,6 +344,7 @@ class DraftState(ClusterState):
         self.features_epoch = base.features_epoch
         self.scram = _Overlay(base.scram)
         self.acls = _Overlay(base.acls)
+        self.tokens = _Overlay(base.tokens)
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
         self._own: dict[int, object] = {}
 
@@ -478,7 +488,7 @@ def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
 
 def _security(name: str) -> Callable[[ClusterState, Mapping[str, Any], int], None]:
     def replay(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
-        replay_security(state.scram, state.acls, name, r)
+        replay_security(state.scram, state.acls, state.tokens, name, r)
 
     return replay
 
@@ -496,5 +506,5 @@ _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "ConfigRecord": _config,
     "FeatureLevelRecord": _feature,
     "ClearElrRecord": _clear_elr,
-    **{name: _security(name) for name in (*SCRAM_RECORDS, *ACL_RECORDS)},
+    **{name: _security(name) for name in (*SCRAM_RECORDS, *ACL_RECORDS, *TOKEN_RECORDS)},
 }

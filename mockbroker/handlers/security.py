@@ -17,6 +17,7 @@ from kipwire.codec import ApiKey, ErrorCode
 from .acls import ACL_APIS
 from .api_versions import unsupported_version_reply
 from .authorization import authorized
+from .delegation_tokens import TOKEN_APIS
 from .registry import HANDLERS, Handler, RequestContext, handles
 from .scram_credentials import SCRAM_APIS
 
@@ -58,12 +59,15 @@ async def api_versions(ctx: RequestContext, body: Any) -> dict:
 
 
 @cache
-def secured_handlers(sasl: bool, authorizer: bool) -> dict[int, Handler]:
-    """The handler table of a secured broker: SASL's APIs with SASL, the ACL APIs and every
-    API's authorization with the authorizer, SCRAM credentials always."""
+def secured_handlers(sasl: bool, authorizer: bool, tokens: bool = False) -> dict[int, Handler]:
+    """The handler table of a secured broker: SASL's APIs with SASL, delegation tokens with
+    SASL and SCRAM, the ACL APIs and every API's authorization with the authorizer, SCRAM
+    credentials always."""
     table = {**HANDLERS, **_LISTED, **SCRAM_APIS}
     if sasl:
         table.update(SASL_APIS)
+    if tokens:
+        table.update(TOKEN_APIS)
     if authorizer:
         table.update(ACL_APIS)
         table = authorized(table)

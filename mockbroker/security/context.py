@@ -13,3 +13,5 @@ from contextvars import ContextVar
 PRINCIPAL: ContextVar[str | None] = ContextVar("kipwire_principal", default=None)
 #: The client's IP address on a secured listener (ACLs match hosts against it).
 CLIENT_HOST: ContextVar[str] = ContextVar("kipwire_client_host", default="")
+#: Whether the connection authenticated with a delegation token (SCRAM `tokenauth=true`).
+TOKEN_AUTHENTICATED: ContextVar[bool] = ContextVar("kipwire_token_authenticated", default=False)

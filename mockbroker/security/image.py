@@ -13,8 +13,10 @@ from typing import Any
 from uuid import UUID
 
 from .scram import MECHANISM_TYPES, ScramCredential
+from .tokens import TokenInfo
 
 SCRAM_RECORDS = ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord")
+TOKEN_RECORDS = ("DelegationTokenRecord", "RemoveDelegationTokenRecord")
 ACL_RECORDS = ("AccessControlEntryRecord", "RemoveAccessControlEntryRecord")
 
 
@@ -72,11 +74,16 @@ class AclBinding:
 def replay_security(
     scram: MutableMapping[tuple[str, int], ScramCredential],
     acls: MutableMapping[UUID, AclBinding],
+    tokens: MutableMapping[str, TokenInfo],
     name: str,
     r: Mapping[str, Any],
 ) -> None:
-    """Apply one security record to the credential and ACL registries."""
-    if name == "UserScramCredentialRecord":
+    """Apply one security record to the credential, ACL and delegation token registries."""
+    if name == "DelegationTokenRecord":
+        tokens[r["token_id"]] = TokenInfo.from_record(r)
+    elif name == "RemoveDelegationTokenRecord":
+        tokens.pop(r["token_id"], None)
+    elif name == "UserScramCredentialRecord":
         scram[r["name"], r["mechanism"]] = ScramCredential(
             bytes(r["salt"]), bytes(r["stored_key"]), bytes(r["server_key"]), r["iterations"]
         )
@@ -94,12 +101,13 @@ class SecurityImage:
     def __init__(self) -> None:
         self.scram: dict[tuple[str, int], ScramCredential] = {}
         self.acls: dict[UUID, AclBinding] = {}
+        self.tokens: dict[str, TokenInfo] = {}
         #: Bumped on every ACL change (an authorizer caches its index per version).
         self.acl_version = 0
 
     def replay(self, name: str, record: Mapping[str, Any]) -> None:
         """Apply one security record."""
-        replay_security(self.scram, self.acls, name, record)
+        replay_security(self.scram, self.acls, self.tokens, name, record)
         if name in ACL_RECORDS:
             self.acl_version += 1
 

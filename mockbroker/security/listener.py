@@ -19,7 +19,7 @@ import trio
 from kipwire.codec.framing import FrameBuffer
 
 from ..serve import CloseConnection, Endpoint, Tap, answer_request, serve_connection
-from .context import CLIENT_HOST, PRINCIPAL
+from .context import CLIENT_HOST, PRINCIPAL, TOKEN_AUTHENTICATED
 from .redaction import RedactingTap
 from .sasl import SaslAuthenticator
 from .tls import ANONYMOUS, certificate_principal
@@ -108,4 +108,5 @@ class SaslGate:
         self._frames.max_frame_size = node.max_request_bytes if limit is None else limit
         if self._auth.authenticated and self._auth.principal is not None:
             PRINCIPAL.set(self._auth.principal)
+            TOKEN_AUTHENTICATED.set(self._auth.token_authenticated)
         return step.response

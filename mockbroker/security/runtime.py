@@ -7,6 +7,8 @@ PLAINTEXT cluster, whose listeners stay exactly as they were.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +21,7 @@ from .plain import PlainServer
 from .sasl import Mechanism, SaslAuthenticator
 from .scram import MECHANISM_TYPES, ScramCredential, ScramServer, make_credential
 from .tls import CertificateAuthority
+from .tokens import TokenInfo, split_principal, token_credential
 
 #: Kafka's default connection.failed.authentication.delay.ms.
 FAILED_AUTHENTICATION_DELAY_MS = 100
@@ -34,12 +37,28 @@ class ClusterSecurity:
         delay = settings.get("connection.failed.authentication.delay.ms")
         self.failed_delay_ms = FAILED_AUTHENTICATION_DELAY_MS if delay is None else int(delay)
         self.ca = CertificateAuthority() if config.tls else None
+        #: delegation.token.secret.key: tokens authenticate over SCRAM, so SASL with SCRAM
+        #: enables them (with the configured key, or one made at start-up).
+        self.token_secret: bytes | None = None
+        if config.sasl and any(m in SCRAM_MECHANISMS for m in config.mechanisms):
+            key = settings.get("delegation.token.secret.key")
+            self.token_secret = key.encode() if key else os.urandom(32)
+        #: Wall-clock ms minus the cluster's clock (trio's, maybe a MockClock): token
+        #: timestamps are wall-clock times that move with the cluster's clock.
+        self.clock_offset_ms = int(time.time() * 1000) - _now_ms()
         self._context = self.ca.server_context(config.client_auth) if self.ca else None
 
     def close(self) -> None:
         """Remove the CA's files."""
         if self.ca is not None:
             self.ca.close()
+
+    def controller_settings(self) -> dict[str, Any]:
+        """The controller's keyword arguments for delegation tokens."""
+        return {
+            "delegation_token_secret": self.token_secret,
+            "wall_clock_offset_ms": self.clock_offset_ms,
+        }
 
     def controller_api_ranges(self) -> list[dict[str, int]]:
         """What the controller listener adds to its ApiVersions: the SASL APIs with SASL."""
@@ -79,28 +98,45 @@ class ClusterSecurity:
                 )
         return records
 
-    def listener(self, credentials: Credentials) -> ListenerSecurity:
+    def listener(
+        self, credentials: Credentials, tokens: Callable[[], Mapping[str, TokenInfo]]
+    ) -> ListenerSecurity:
         """A node's listener security; `credentials(user, mechanism)` reads its replayed SCRAM
-        credentials."""
+        credentials, `tokens()` its replayed delegation tokens."""
         authenticator = None
         if self.config.sasl:
 
             def authenticator() -> SaslAuthenticator:
                 return SaslAuthenticator(
                     self.config.mechanisms,
-                    lambda mechanism: self._mechanism(mechanism, credentials),
+                    lambda mechanism: self._mechanism(mechanism, credentials, tokens),
                     _now_ms,
                     self.reauth_ms,
                 )
 
         return ListenerSecurity(self._context, authenticator, self.failed_delay_ms / 1000)
 
-    def _mechanism(self, mechanism: str, credentials: Credentials) -> Mechanism:
+    def _mechanism(
+        self,
+        mechanism: str,
+        credentials: Credentials,
+        tokens: Callable[[], Mapping[str, TokenInfo]],
+    ) -> Mechanism:
         if mechanism == "PLAIN":
             return PlainServer(self.config.users)
         if mechanism == "OAUTHBEARER":
             return OAuthBearerServer(_wall_ms())
-        return ScramServer(mechanism, lambda user: credentials(user, mechanism))
+        secret = self.token_secret
+
+        def token(token_id: str) -> tuple[str, ScramCredential, int] | None:
+            found = tokens().get(token_id)
+            left = found.expiry_ms - _now_ms() - self.clock_offset_ms if found else 0
+            if secret is None or found is None or left <= 0:
+                return None
+            owner = split_principal(found.owner)[1]
+            return owner, token_credential(secret, token_id, mechanism), left
+
+        return ScramServer(mechanism, lambda user: credentials(user, mechanism), tokens=token)
 
     def client_config(
         self,
@@ -130,7 +166,5 @@ def _now_ms() -> int:
 
 
 def _wall_ms() -> int:
-    # a token's exp is wall-clock time (seconds since the epoch)
-    import time
-
+    # tokens expire in wall-clock time (an OAuth exp, a delegation token's expiry)
     return int(time.time() * 1000)

@@ -90,6 +90,8 @@ class SaslAuthenticator:
         self._reauthenticating = False
         self._bad_mechanism = ""
         self.principal: str | None = None
+        #: Whether the session was authenticated with a delegation token.
+        self.token_authenticated = False
 
     @property
     def mechanism(self) -> str:
@@ -236,6 +238,7 @@ class SaslAuthenticator:
         else:
             self._expires_at = None
         self.principal = principal
+        self.token_authenticated = getattr(self._server, "token_authenticated", False)
         self._state = "complete"
         self._reauthenticating = False
         return lifetime

@@ -22,7 +22,9 @@ HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 #: The mechanism's type in UserScramCredentialRecord and the KIP-554 APIs.
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 _INVALID = "Authentication failed: Invalid user credentials"
-_ATTRIBUTE = re.compile(r"^([a-zA-Z])=(.*)$", re.S)
+#: A delegation token by id: (owner's name, its credential, ms left), None when unknown/expired.
+TokenLookup = Callable[[str], "tuple[str, ScramCredential, int] | None"]
+_ATTRIBUTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9]*)=(.*)$", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +84,18 @@ class ScramServer:
     """
 
     def __init__(
-        self, mechanism: str, lookup: Callable[[str], ScramCredential | None], nonce: str = ""
+        self,
+        mechanism: str,
+        lookup: Callable[[str], ScramCredential | None],
+        nonce: str = "",
+        tokens: TokenLookup | None = None,
     ) -> None:
         self.mechanism = mechanism
         self._hash = HASHES[mechanism]
         self._lookup = lookup
+        self._tokens = tokens
+        #: Whether the client proved a delegation token (`tokenauth=true`).
+        self.token_authenticated = False
         self._server_nonce = nonce or base64.b64encode(os.urandom(24)).decode()
         self._state = "first"
         self._credential: ScramCredential | None = None
@@ -133,11 +142,21 @@ class ScramServer:
                 "different from username"
             )
         self.extensions = {k: v for k, v in attrs[2:]}
-        credential = self._lookup(user)
+        if self.extensions.get("tokenauth", "").lower() == "true":
+            # the token id is the user name; the token's owner becomes the principal
+            found = self._tokens(user) if self._tokens is not None else None
+            if found is None:
+                raise AuthenticationFailed(
+                    f"Token Authentication failed: Invalid tokenId : {user}", generic=True
+                )
+            owner, credential, self.lifetime_ms = found
+            self.token_authenticated = True
+        else:
+            owner, credential = user, self._lookup(user)
         if credential is None:
             raise AuthenticationFailed(_INVALID, generic=True)
         self._credential = credential
-        self.user = user
+        self.user = owner
         self._nonce = attrs[1][1] + self._server_nonce
         salt = base64.b64encode(credential.salt).decode()
         server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
