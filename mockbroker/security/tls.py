@@ -80,7 +80,7 @@ class CertificateAuthority:
             leaf.private_key_pem.write_to_path(key)
             # Java's PEM keystore (ssl.keystore.type=PEM) wants the key and the chain in one file
             Path(f"{stem}.keystore.pem").write_bytes(
-                leaf.private_key_pem.bytes() + leaf.cert_chain_pems[0].bytes()
+                pkcs8(leaf.private_key_pem.bytes()) + leaf.cert_chain_pems[0].bytes()
             )
             self._clients[user] = (cert, key)
         return self._clients[user]
@@ -93,6 +93,18 @@ class CertificateAuthority:
     def close(self) -> None:
         """Remove the files."""
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def pkcs8(key_pem: bytes) -> bytes:
+    """A PEM private key as unencrypted PKCS#8, the form Java's PEM keystore reads."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
 
 
 def certificate_principal(der: bytes | None) -> str:
