@@ -20,6 +20,8 @@ from pathlib import Path
 CLIENT_ORGANIZATION = "kipwire"
 CLIENT_UNIT = "mock"
 ANONYMOUS = "User:ANONYMOUS"
+#: Every client certificate's subject alternative name (the DN, not the SAN, names the user).
+CLIENT_SAN = "client.kipwire.invalid"
 CLIENT_AUTH = ("none", "requested", "required")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -69,7 +71,9 @@ class CertificateAuthority:
     def client_cert(self, user: str) -> tuple[str, str]:
         """(certificate path, key path) of a client certificate for `user` (made once)."""
         if user not in self._clients:
+            # a SAN of its own: Java refuses a certificate whose SAN extension is empty
             leaf = self._ca.issue_cert(
+                CLIENT_SAN,
                 common_name=user,
                 organization_name=CLIENT_ORGANIZATION,
                 organization_unit_name=CLIENT_UNIT,
