@@ -308,3 +308,36 @@ def test_the_authorization_matrix_is_answered_alike(kafka_side, mock_side, user)
     assert refusals <= set(kafka.values())
     differ = {cell: (mock[cell], kafka[cell]) for cell in kafka if mock[cell] != kafka[cell]}
     assert {c: v for c, v in differ.items() if f"{user}: {c}" not in DIFFERENCES} == {}
+
+
+SECURITY_APIS = (
+    ApiKey.SASL_HANDSHAKE,
+    ApiKey.SASL_AUTHENTICATE,
+    ApiKey.DESCRIBE_ACLS,
+    ApiKey.CREATE_ACLS,
+    ApiKey.DELETE_ACLS,
+    ApiKey.CREATE_DELEGATION_TOKEN,
+    ApiKey.RENEW_DELEGATION_TOKEN,
+    ApiKey.EXPIRE_DELEGATION_TOKEN,
+    ApiKey.DESCRIBE_DELEGATION_TOKEN,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+)
+
+
+def _security_ranges(side: Side) -> dict[int, tuple[int, int]]:
+    with connect(side.address, ca=side.ca) as client:
+        # Kafka answers INVALID_REQUEST, and no ranges, to a client without a software version
+        software = {"client_software_name": "kipwire", "client_software_version": "1"}
+        body = client.call(ApiKey.API_VERSIONS, 3, software)
+    return {
+        k["api_key"]: (k["min_version"], k["max_version"])
+        for k in body["api_keys"]
+        if k["api_key"] in SECURITY_APIS
+    }
+
+
+def test_the_security_apis_are_advertised_alike(kafka_side, mock_side):
+    kafka = _security_ranges(kafka_side)
+    assert set(kafka) == set(SECURITY_APIS)
+    assert _security_ranges(mock_side) == kafka
