@@ -49,3 +49,24 @@ def test_kafka_topics_with_command_config(kafka_dist, tmp_path: Path, settings):
         )
     assert listed.returncode == 0, listed.stderr[-800:]
     assert "from-the-mock" in listed.stdout.split()
+
+
+def test_kafka_delegation_tokens_creates_and_describes_a_token(kafka_dist, tmp_path: Path):
+    with MockCluster(
+        brokers=1, security_protocol="SASL_SSL", users={"alice": "alice-secret"}
+    ) as cluster:
+        config = tmp_path / "client.properties"
+        config.write_text(cluster.client_config("alice", library="java"))
+        common = ["--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(config)]
+        main = "org.apache.kafka.tools.DelegationTokenCommand"
+        created = _tool(kafka_dist, main, *common, "--create", "--max-life-time-period", "-1")
+        # without --owner-principal the tool sends an empty owner list: Kafka lists nothing
+        described = _tool(
+            kafka_dist, main, *common, "--describe", "--owner-principal", "User:alice"
+        )
+    assert created.returncode == 0, created.stderr[-800:]
+    assert "Calling create token operation with renewers :[] , max-life-time-period :-1" in (
+        created.stdout
+    )
+    assert described.returncode == 0, described.stderr[-800:]
+    assert "User:alice" in described.stdout
