@@ -45,8 +45,13 @@ class Mechanism(Protocol):
     lifetime_ms: int | None
 
     @property
-    def complete(self) -> bool: ...
-    def evaluate(self, token: bytes) -> bytes: ...
+    def complete(self) -> bool:
+        """Whether the exchange ended in success."""
+        ...
+
+    def evaluate(self, token: bytes) -> bytes:
+        """The server's answer to the client's next token; AuthenticationFailed if refused."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
