@@ -19,8 +19,8 @@ from .broker.topic_names import topic_name
 from .coordinators.groups import GroupCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
-from .handlers import HANDLERS, RequestContext
-from .handlers.registry import NodeAddress
+from .handlers import RequestContext
+from .handlers.registry import NodeAddress, handlers_for
 from .network import Network
 from .security.authorizer import Authorizer
 from .serve import Taps
@@ -50,6 +50,8 @@ class ClusterServices:
     metadata_changed: Callable[[], None]
     #: Semantics.recovering_rejects_fetch, the broker's static configuration.
     recovering_rejects_fetch: bool
+    #: Semantics.release: the Kafka release whose ApiVersions ranges and features it presents.
+    release: str
     #: TLS, SASL and ACLs; None on a PLAINTEXT cluster.
     security: ClusterSecurity | None = None
 
@@ -57,7 +59,6 @@ class ClusterServices:
 class BrokerNode(BrokerState):
     """A broker serving clients on 127.0.0.1:`port`."""
 
-    handlers = HANDLERS
     closes_on_malformed = False
 
     def __init__(self, node_id: int, port: int, services: ClusterServices) -> None:
@@ -71,6 +72,8 @@ class BrokerNode(BrokerState):
         self.port = port
         self.internal_port: int | None = None
         self.cluster_id = services.cluster_id
+        self.release = services.release
+        self.handlers = handlers_for(services.release)
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups
@@ -86,7 +89,9 @@ class BrokerNode(BrokerState):
 
             config = services.security.config
             tokens = services.security.token_secret is not None
-            self.handlers = secured_handlers(config.sasl, config.authorizer, tokens)
+            self.handlers = secured_handlers(
+                services.release, config.sasl, config.authorizer, tokens
+            )
             if config.authorizer:
                 self.authorizer = Authorizer(config.super_users)
             self.listener_security = services.security.listener(

@@ -31,11 +31,12 @@ from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
-from .controller.features import SUPPORTED_FEATURES
+from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
 from .coordinators.groups import GroupCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
+from .handlers.registry import listed
 from .metrics import cluster_metrics
 from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
@@ -63,7 +64,6 @@ DEFAULT_CONFIG = {
 }
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
-DEFAULT_FEATURES = {"eligible.leader.replicas.version": 1}
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
 _BROKER_ONLY = {
     "socket.request.max.bytes",
@@ -97,9 +97,10 @@ class Cluster(SecurityApi):
         # security_protocol, sasl_mechanisms, users, super_users, authorizer, ssl_client_auth
         settings = SecurityConfig.from_arguments(**security)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None
-        self.features = {**DEFAULT_FEATURES, **(features or {})}
+        semantics = semantics or Semantics.KAFKA_4_4
+        served = [h.api_key for h in listed(semantics.release)]
+        self.features = {**fresh_features(semantics.release, served), **(features or {})}
         self.cluster_id = cluster_id
-        semantics = semantics or Semantics.KAFKA_4_1
         self.controller = Controller(
             semantics=semantics,
             cluster_id=cluster_id,
@@ -129,6 +130,7 @@ class Cluster(SecurityApi):
             caught_up=self.caught_up,
             metadata_changed=self.metadata_changed,
             recovering_rejects_fetch=semantics.recovering_rejects_fetch,
+            release=semantics.release,
             security=self.security,
         )
         self.nodes = {
@@ -139,7 +141,8 @@ class Cluster(SecurityApi):
         )
         self._controller_security = None
         if self.security is not None:
-            self.controller_node.advertised_extra = self.security.controller_api_ranges()
+            ranges = self.security.controller_api_ranges(semantics.release)
+            self.controller_node.advertised_extra = ranges
             self._controller_security = self.security.listener(
                 lambda user, mechanism: self.controller.state.scram.get(
                     (user, MECHANISM_TYPES[mechanism])
@@ -245,7 +248,7 @@ class Cluster(SecurityApi):
                         await connection.aclose()
 
     async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
-        low, high = SUPPORTED_FEATURES["metadata.version"]
+        low, high = CONTROLLER_FEATURES[self.controller.semantics.release][METADATA_VERSION]
         response = await node.controller_connection.call(
             ApiKey.BROKER_REGISTRATION,
             BROKER_REGISTRATION_VERSION,

@@ -60,19 +60,20 @@ class ClusterSecurity:
             "wall_clock_offset_ms": self.clock_offset_ms,
         }
 
-    def controller_api_ranges(self) -> list[dict[str, int]]:
-        """What the controller listener adds to its ApiVersions: the SASL APIs with SASL."""
+    def controller_api_ranges(self, release: str) -> list[dict[str, int]]:
+        """What the controller listener adds to its ApiVersions: the SASL APIs with SASL, at
+        the ranges Kafka `release` lists."""
         if not self.config.sasl:
             return []
         from kipwire.codec import ApiKey
 
-        from ..handlers.registry import advertised_versions
+        from ..handlers.releases import BROKER_VERSIONS
 
-        ranges = []
-        for key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
-            low, high = advertised_versions(key)
-            ranges.append({"api_key": key, "min_version": low, "max_version": high})
-        return ranges
+        return [
+            {"api_key": key, "min_version": low, "max_version": high}
+            for key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+            for low, high in [BROKER_VERSIONS[release][key]]
+        ]
 
     def bootstrap_records(self) -> list[tuple[str, dict[str, Any]]]:
         """The UserScramCredentialRecords of the configured users (a formatted cluster's
