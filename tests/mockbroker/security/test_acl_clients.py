@@ -115,3 +115,19 @@ def test_kafka_python_is_told_a_topic_is_not_readable(guarded):
                 consumer.poll(timeout_ms=200)
     finally:
         consumer.close()
+
+
+def test_an_mtls_principal_is_its_certificates_dn():
+    with MockCluster(
+        brokers=1, security_protocol="SSL", ssl_client_auth="required", authorizer=True
+    ) as mtls:
+        mtls.create_topic("signed")
+        mtls.add_acl("User:CN=alice,OU=mock,O=kipwire", "TOPIC", "signed", "WRITE")
+        outcomes = {}
+        for user in ("alice", "bob"):
+            failures: list = []
+            producer = Producer({**mtls.client_config(user), "enable.idempotence": False})
+            producer.produce("signed", b"x", on_delivery=lambda e, m, f=failures: f.append(e))
+            producer.flush(DEADLINE)
+            outcomes[user] = failures[0].code() if failures and failures[0] else None
+    assert outcomes == {"alice": None, "bob": KafkaError.TOPIC_AUTHORIZATION_FAILED}
