@@ -80,7 +80,7 @@ def test_kcat_scram_fails_as_against_kafka_4_when_its_librdkafka_is_older_than_2
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN", "OAUTHBEARER"])
-@pytest.mark.parametrize("library", ["confluent-kafka", "kafka-python"])
+@pytest.mark.parametrize("library", ["aiokafka", "confluent-kafka", "kafka-python"])
 def test_sasl_ssl_other_mechanisms(sasl_ssl, library, mechanism):
     values = [b"m-%d" % i for i in range(10)]
     topic = _topic(sasl_ssl)
@@ -128,3 +128,26 @@ def test_client_config_refuses_unknown_users_and_mechanisms(sasl_ssl):
         sasl_ssl.client_config("alice", mechanism="GSSAPI")
     with pytest.raises(ValueError, match="library must be one of"):
         sasl_ssl.client_config("alice", library="franz-go")
+
+
+def test_requested_client_auth_takes_clients_with_and_without_a_certificate():
+    with MockCluster(brokers=1, security_protocol="SSL", ssl_client_auth="requested") as cluster:
+        topic = _topic_rf1(cluster)
+        with_cert = LIBRARIES["confluent-kafka"](cluster, "alice", topic, [b"a"])
+        config = {
+            k: v
+            for k, v in cluster.client_config("alice").items()
+            if not k.startswith(("ssl.certificate", "ssl.key"))
+        }
+        from confluent_kafka import Producer
+
+        producer = Producer(config)
+        producer.produce(topic, b"b")
+        assert producer.flush(10) == 0
+    assert with_cert == [b"a"]
+
+
+def _topic_rf1(cluster: MockCluster) -> str:
+    name = f"secured-{next(_topics)}"
+    cluster.create_topic(name)
+    return name
