@@ -264,6 +264,26 @@ async def _group_member(caller: Caller, ctx: RequestContext, body: Any, handler:
     return await handler.handle(ctx, body)
 
 
+@rule(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+async def _consumer_group(caller: Caller, ctx: RequestContext, body: Any, h: Handler) -> Any:
+    # KIP-848 members need READ on their group, as classic ones do
+    if not caller.may(Op.READ, Res.GROUP, body["group_id"]):
+        return {"error_code": GROUP_DENIED}
+    return await h.handle(ctx, body)
+
+
+@rule(ApiKey.CONSUMER_GROUP_DESCRIBE)
+async def _consumer_group_describe(
+    caller: Caller, ctx: RequestContext, body: Any, handler: Handler
+) -> Any:
+    asked = body["group_ids"]
+    allowed = [g for g in asked if caller.may(Op.DESCRIBE, Res.GROUP, g)]
+    response = await handler.handle(ctx, {**body, "group_ids": allowed}) if allowed else {}
+    served = {g["group_id"]: g for g in response.get("groups", [])}
+    failed = handler.fail(body, GROUP_DENIED, ctx.api_version)["groups"]
+    return {**response, "groups": [served.get(g["group_id"], g) for g in failed]}
+
+
 @rule(ApiKey.FIND_COORDINATOR)
 async def _find_coordinator(caller: Caller, ctx: RequestContext, body: Any, h: Handler) -> Any:
     if body.get("key_type", CoordinatorType.GROUP) == CoordinatorType.TRANSACTION:

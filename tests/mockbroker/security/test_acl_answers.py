@@ -260,3 +260,23 @@ def test_describe_cluster_reports_the_authorized_operations(secured):
             ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True}
         )
     assert body["cluster_authorized_operations"] == 0
+
+
+def test_kip_848_group_apis_need_the_group(secured):
+    group = _name("kip848")
+    heartbeat = {
+        "group_id": group,
+        "member_id": "m-1",
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 10000,
+        "subscribed_topic_names": [],
+        "topic_partitions": [],
+    }
+    with _as(secured, "alice") as alice:
+        joined = alice.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
+        assert joined["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        described = alice.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group]})
+        assert described["groups"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        secured.add_acl("User:alice", "GROUP", group, "READ")
+        joined = alice.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
+        assert joined["error_code"] != ErrorCode.GROUP_AUTHORIZATION_FAILED
