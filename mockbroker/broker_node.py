@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ApiKey
 
@@ -23,7 +23,11 @@ from .faults import Faults
 from .handlers import RequestContext
 from .handlers.registry import NodeAddress, handlers_for
 from .network import Network
+from .security.authorizer import Authorizer
 from .serve import Taps
+
+if TYPE_CHECKING:
+    from .security.runtime import ClusterSecurity
 
 CREATE_TOPICS_VERSION = 7
 
@@ -50,6 +54,8 @@ class ClusterServices:
     recovering_rejects_fetch: bool
     #: Semantics.release: the Kafka release whose ApiVersions ranges and features it presents.
     release: str
+    #: TLS, SASL and ACLs; None on a PLAINTEXT cluster.
+    security: ClusterSecurity | None = None
 
 
 class BrokerNode(BrokerState):
@@ -66,6 +72,7 @@ class BrokerNode(BrokerState):
         )
         self.host = "127.0.0.1"
         self.port = port
+        self.internal_port: int | None = None
         self.cluster_id = services.cluster_id
         self.release = services.release
         self.handlers = handlers_for(services.release)
@@ -75,11 +82,36 @@ class BrokerNode(BrokerState):
         self.consumer_groups = services.consumer_groups
         self.transactions = services.transactions
         self._services = services
+        self.listener_security = None
+        #: StandardAuthorizer's rules with authorizer=True (handlers/authorization.py)
+        self.authorizer: Authorizer | None = None
+        #: delegation.token.secret.key (handlers/delegation_tokens.py); None: tokens disabled.
+        self.token_secret: bytes | None = None
+        if services.security is not None:
+            from .handlers.security import secured_handlers
+
+            config = services.security.config
+            tokens = services.security.token_secret is not None
+            self.handlers = secured_handlers(
+                services.release, config.sasl, config.authorizer, tokens
+            )
+            if config.authorizer:
+                self.authorizer = Authorizer(config.super_users)
+            self.listener_security = services.security.listener(
+                lambda user, mechanism: self.image.security.credential(user, mechanism),
+                lambda: self.image.security.tokens,
+            )
+            self.token_secret = services.security.token_secret
 
     @property
     def address(self) -> str:
-        """host:port of the listener."""
+        """host:port of the client listener."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        """host:port other nodes dial (the client listener unless that one is secured)."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
     @property
     def max_request_bytes(self) -> int:

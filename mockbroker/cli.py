@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
 
 import trio
 
-from .cluster import ClusterError, open_cluster
+from .cluster import Cluster, ClusterError, open_cluster
 from .metrics import serve_metrics
+from .security.config import SecurityConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,16 +36,93 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="serve Prometheus metrics at http://127.0.0.1:N/metrics (0: ephemeral)",
     )
+    _add_security_arguments(serve)
     return parser
+
+
+# -- security (issue 21): the listeners' protocol, SASL users, the authorizer ----------------------
+
+
+def _add_security_arguments(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("security")
+    group.add_argument(
+        "--security-protocol",
+        default="PLAINTEXT",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        help="the client listeners' protocol (default PLAINTEXT)",
+    )
+    group.add_argument(
+        "--sasl-mechanism",
+        action="append",
+        metavar="NAME",
+        help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (repeatable; default "
+        "SCRAM-SHA-512)",
+    )
+    group.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a SASL user (repeatable; split at the first colon)",
+    )
+    group.add_argument(
+        "--super-user", action="append", default=[], metavar="NAME", help="(repeatable)"
+    )
+    group.add_argument(
+        "--authorizer", action="store_true", help="enforce ACLs (StandardAuthorizer's rules)"
+    )
+    group.add_argument(
+        "--ssl-client-auth", default="none", choices=("none", "requested", "required")
+    )
+
+
+def _security_kwargs(args: argparse.Namespace) -> dict:
+    """The cluster's security keyword arguments; ValueError names a bad one."""
+    users = {}
+    for entry in args.user:
+        name, colon, password = entry.partition(":")
+        if not colon or not name:
+            raise ValueError(f"--user takes NAME:PASSWORD, got {entry.split(':')[0]!r}")
+        users[name] = password
+    kwargs = dict(
+        security_protocol=args.security_protocol,
+        sasl_mechanisms=args.sasl_mechanism,
+        users=users,
+        super_users=tuple(args.super_user),
+        authorizer=args.authorizer,
+        ssl_client_auth=args.ssl_client_auth,
+    )
+    SecurityConfig.from_arguments(**kwargs)
+    return kwargs
+
+
+def _print_security(cluster: Cluster, args: argparse.Namespace) -> None:
+    """The CA and a client configuration (its password left out: it never leaves the process)."""
+    if cluster.security is None:
+        return
+    if cluster.ssl_ca_location is not None:
+        print(f"ssl.ca.location: {cluster.ssl_ca_location}", flush=True)
+    user = args.user[0].partition(":")[0] if args.user else "client"
+    if (
+        cluster.security.config.sasl
+        and not args.user
+        and "OAUTHBEARER" not in (cluster.security.config.mechanisms)
+    ):
+        return
+    config = dict(cluster.client_config(user))
+    if "sasl.password" in config:
+        config["sasl.password"] = f"<the password of {user}>"
+    print(f"client config: {json.dumps(config)}", flush=True)
 
 
 async def _serve(args: argparse.Namespace) -> None:
     # SIGINT and SIGTERM end the cluster the same orderly way (the recording is completed)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(
-            brokers=args.brokers, port=args.port, record=args.record
+            brokers=args.brokers, port=args.port, record=args.record, **_security_kwargs(args)
         ) as cluster:
             print(cluster.bootstrap_servers, flush=True)
+            _print_security(cluster, args)
             async with trio.open_nursery() as nursery:
                 if args.metrics_port is not None:
                     port = await nursery.start(serve_metrics, cluster, args.metrics_port)
@@ -64,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         print(f"kipwire-broker: --metrics-port {args.metrics_port} is not a port", file=sys.stderr)
+        return 2
+    try:
+        _security_kwargs(args)
+    except ValueError as exc:
+        print(f"kipwire-broker: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
         logging.basicConfig(format="%(asctime)s %(name)s %(message)s", level=logging.WARNING)

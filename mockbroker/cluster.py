@@ -41,7 +41,11 @@ from .handlers.registry import listed
 from .metrics import cluster_metrics
 from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
-from .serve import listen
+from .security.api import SecurityApi
+from .security.config import SecurityConfig
+from .security.runtime import ClusterSecurity
+from .security.scram import MECHANISM_TYPES
+from .serve import open_listeners
 
 BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION, CREATE_TOPICS_VERSION = 4, 1, 7
 #: SecurityProtocol.PLAINTEXT's id in a registration's listeners.
@@ -76,7 +80,7 @@ class ClusterError(RuntimeError):
     """A cluster operation that could not be done (a controller error, an unknown broker)."""
 
 
-class Cluster:
+class Cluster(SecurityApi):
     """A running mock cluster; made by `open_cluster` (trio) or `MockCluster` (sync)."""
 
     def __init__(
@@ -88,10 +92,14 @@ class Cluster:
         record: str | None = None,
         port: int = 0,
         cluster_id: str = "kipwire-mock",
+        **security: Any,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         self.config = {**DEFAULT_CONFIG, **{k: str(v) for k, v in (config or {}).items()}}
+        # security_protocol, sasl_mechanisms, users, super_users, authorizer, ssl_client_auth
+        settings = SecurityConfig.from_arguments(**security)
+        self.security = ClusterSecurity(settings, self.config) if settings.secured else None
         semantics = semantics or Semantics.KAFKA_4_4
         served = [h.api_key for h in listed(semantics.release)]
         self.features = {**fresh_features(semantics.release, served), **(features or {})}
@@ -102,6 +110,7 @@ class Cluster:
             session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
             default_partitions=int(self.config["num.partitions"]),
             default_replication_factor=int(self.config["default.replication.factor"]),
+            **(self.security.controller_settings() if self.security else {}),
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.consumer_groups = ConsumerGroupCoordinator(self.groups)
@@ -127,6 +136,7 @@ class Cluster:
             metadata_changed=self.metadata_changed,
             recovering_rejects_fetch=semantics.recovering_rejects_fetch,
             release=semantics.release,
+            security=self.security,
         )
         self.nodes = {
             i: BrokerNode(i, port + i - 1 if port else 0, services) for i in range(1, brokers + 1)
@@ -134,6 +144,16 @@ class Cluster:
         self.controller_node = ControllerNode(
             self.controller, self.network, self.faults, self.recorder, self.max_request_bytes
         )
+        self._controller_security = None
+        if self.security is not None:
+            ranges = self.security.controller_api_ranges(semantics.release)
+            self.controller_node.advertised_extra = ranges
+            self._controller_security = self.security.listener(
+                lambda user, mechanism: self.controller.state.scram.get(
+                    (user, MECHANISM_TYPES[mechanism])
+                ),
+                lambda: self.controller.state.tokens,
+            )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -149,8 +169,7 @@ class Cluster:
                 self._nursery = nursery
                 self.controller.tick(self.controller_node.now_ms())
                 self._bootstrap()
-                listeners = await nursery.start(listen, self.controller_node, 0)
-                self.controller_node.port = listeners[0].socket.getsockname()[1]
+                await open_listeners(nursery, self.controller_node, 0, self._controller_security)
                 nursery.start_soon(self.controller_node.run_clock)
                 async with trio.open_nursery() as starting:
                     for node in self.nodes.values():
@@ -165,6 +184,8 @@ class Cluster:
         finally:
             if self.recorder is not None:
                 self.recorder.close()
+            if self.security is not None:
+                self.security.close()
 
     def _bootstrap(self) -> None:
         """The records a formatted cluster starts with: feature levels, cluster-wide configs."""
@@ -181,6 +202,8 @@ class Cluster:
                         "value": value,
                     },
                 )
+        for name, record in self.security.bootstrap_records() if self.security else ():
+            self.controller.append(name, record)
 
     async def _start_node(self, node: BrokerNode, previous_epoch: int) -> None:
         assert self._nursery is not None
@@ -203,8 +226,7 @@ class Cluster:
         with _setting_on_exit(ended), scope:
             try:
                 async with trio.open_nursery() as nursery:
-                    listeners = await nursery.start(listen, node, node.port)
-                    node.port = listeners[0].socket.getsockname()[1]
+                    await open_listeners(nursery, node, node.port, node.listener_security)
                     requests = await ControllerConnection.open(self.network, node.node_id)
                     connections.append(requests)
                     fetches = await ControllerConnection.open(self.network, node.node_id)
@@ -454,9 +476,9 @@ class Cluster:
 
     def _address_of(self, node_id: NodeId) -> str:
         if node_id == CONTROLLER:
-            return self.controller_node.address
+            return self.controller_node.internal_address
         if isinstance(node_id, int):
-            return self.node(node_id).address
+            return self.node(node_id).internal_address
         raise ClusterError(f"no node {node_id!r} (brokers are ints, the controller {CONTROLLER!r})")
 
     def partition_network(self, a: NodeId, b: NodeId) -> CutInjection:

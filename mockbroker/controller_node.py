@@ -98,6 +98,9 @@ class ControllerNode:
         self.handlers = ControllerHandlers(self)
         self.host = "127.0.0.1"
         self.port = 0
+        self.internal_port: int | None = None
+        #: Ranges its ApiVersions adds: SaslHandshake and SaslAuthenticate on a SASL listener.
+        self.advertised_extra: list[dict] = []
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
         self._last_turn: float | None = None
@@ -108,8 +111,13 @@ class ControllerNode:
 
     @property
     def address(self) -> str:
-        """host:port of the listener."""
+        """host:port of the listener clients (`--bootstrap-controller`) reach."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        """host:port brokers dial (the client listener unless that one is secured)."""
+        return f"{self.host}:{self.internal_port or self.port}"
 
     def log_grew(self) -> None:
         """Wake the metadata fetches waiting for records (call after appending)."""
@@ -195,7 +203,11 @@ class ControllerNode:
 
     async def handle_request(self, ctx: ControllerRequest, body: Any) -> Any:
         """A request for the sans-I/O controller (every API but the metadata log's Fetch)."""
-        return self.apply(ctx.api_key, ctx.api_version, body)
+        response = self.apply(ctx.api_key, ctx.api_version, body)
+        if ctx.api_key == ApiKey.API_VERSIONS and self.advertised_extra:
+            keys = [*response["api_keys"], *self.advertised_extra]
+            response = {**response, "api_keys": sorted(keys, key=lambda k: k["api_key"])}
+        return response
 
     async def describe_quorum(self, ctx: ControllerRequest, body: Any) -> dict:
         """DescribeQuorum: this controller leads, the brokers observe (`controller.quorum`)."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import logging
 import struct
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, Protocol
 
 import trio
@@ -46,6 +47,20 @@ class Tap(Protocol):
     def close(self, *, by_client: bool = True) -> None: ...
 
 
+class Gate(Protocol):
+    """What stands before the pipeline on a secured connection (`security.listener.SaslGate`)."""
+
+    def bind(
+        self, stream: trio.abc.Stream, frames: FrameBuffer, tap: Tap | None
+    ) -> Callable[[Endpoint, memoryview], Awaitable[bytes | None]]: ...
+
+
+class ListenerSecurity(Protocol):
+    """How a secured listener serves an accepted connection (`security.listener`)."""
+
+    async def serve(self, stream: trio.SocketStream, node: Endpoint, tap: Tap | None) -> None: ...
+
+
 class Taps(Protocol):
     """Where new connections get their tap (the recorder)."""
 
@@ -58,6 +73,8 @@ class Endpoint(Protocol):
     node_id: NodeId
     host: str
     port: int
+    #: The PLAINTEXT port other nodes dial when `port` is secured (None: they dial `port`).
+    internal_port: int | None
     log: logging.Logger
     faults: Faults
     recorder: Taps | None
@@ -167,10 +184,12 @@ def _error(handler: Handler, version: int, cid: int, body: object, code: int) ->
 
 
 async def serve_connection(
-    stream: trio.SocketStream, node: Endpoint, tap: Tap | None = None
+    stream: trio.abc.Stream, node: Endpoint, tap: Tap | None = None, gate: Gate | None = None
 ) -> None:
-    """Answer the requests of one client connection, in order, until it closes."""
+    """Answer the requests of one client connection, in order, until it closes; a `gate`
+    (SASL) sees every frame first."""
     frames = FrameBuffer(node.max_request_bytes)
+    answer = answer_request if gate is None else gate.bind(stream, frames, tap)
     by_client = True
     try:
         while True:
@@ -185,7 +204,7 @@ async def serve_connection(
                 for request in frames:
                     if tap is not None:
                         tap.client_sends(bytes(request))
-                    response = await answer_request(node, request)
+                    response = await answer(node, request)
                     if response is not None:
                         if tap is not None:
                             tap.server_sends(response)
@@ -213,9 +232,11 @@ async def listen(
     node: Endpoint,
     port: int,
     *,
+    security: ListenerSecurity | None = None,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `node` on 127.0.0.1:`port` (0: ephemeral) until cancelled."""
+    """Serve `node` on 127.0.0.1:`port` (0: ephemeral) until cancelled; with `security`, each
+    connection is secured (TLS, SASL) by it first."""
     try:
         listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=4096)
     except OSError as exc:
@@ -228,6 +249,22 @@ async def listen(
         # each connection is its own task: its requests know which peer sent them
         PEER.set(stream.socket.getpeername()[:2])
         tap = recorder.tap(stream, (node.host, node.port)) if recorder is not None else None
-        await serve_connection(stream, node, tap)
+        if security is None:
+            await serve_connection(stream, node, tap)
+        else:
+            await security.serve(stream, node, tap)
 
     await trio.serve_listeners(handler, listeners, task_status=task_status)
+
+
+async def open_listeners(
+    nursery: trio.Nursery, node: Endpoint, port: int, security: ListenerSecurity | None = None
+) -> None:
+    """Start `node`'s client listener on `port` and set `node.port`; a secured node also gets
+    an internal PLAINTEXT listener on an ephemeral port that other nodes dial
+    (`node.internal_port`), as Kafka keeps inter-broker and controller listeners apart."""
+    listeners = await nursery.start(partial(listen, security=security), node, port)
+    node.port = listeners[0].socket.getsockname()[1]
+    if security is not None:
+        internal = await nursery.start(listen, node, 0)
+        node.internal_port = internal[0].socket.getsockname()[1]

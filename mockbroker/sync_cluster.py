@@ -12,6 +12,8 @@ from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
+from .security.acls import Acl
+from .security.config import SecurityConfig
 
 T = TypeVar("T")
 #: How long start-up and shutdown may take before the wrapper gives up.
@@ -52,6 +54,13 @@ class MockCluster:
         record: str | None = None,
         port: int = 0,
         clock: trio.abc.Clock | None = None,
+        *,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanisms: tuple[str, ...] | None = None,
+        users: Mapping[str, str] | None = None,
+        super_users: tuple[str, ...] = (),
+        authorizer: bool = False,
+        ssl_client_auth: str = "none",
     ) -> None:
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
@@ -64,6 +73,16 @@ class MockCluster:
             record=record,
             port=port,
         )
+        security = dict(
+            security_protocol=security_protocol,
+            sasl_mechanisms=sasl_mechanisms,
+            users=users,
+            super_users=super_users,
+            authorizer=authorizer,
+            ssl_client_auth=ssl_client_auth,
+        )
+        SecurityConfig.from_arguments(**security)  # bad settings fail here, not in the thread
+        self._kwargs.update(security)
         self._cluster: Cluster | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._thread: threading.Thread | None = None
@@ -212,3 +231,69 @@ class MockCluster:
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""
         return self._in_trio(self.cluster.metrics)
+
+    # -- security -------------------------------------------------------------------------
+
+    @property
+    def ssl_ca_location(self) -> str | None:
+        """Path of the PEM CA that signed the listeners' certificates (None without TLS)."""
+        return self.cluster.ssl_ca_location
+
+    def client_cert(self, user: str) -> tuple[str, str]:
+        """(certificate path, key path) of an mTLS client certificate for `user`."""
+        return self._in_trio(self.cluster.client_cert, user)
+
+    def client_config(
+        self, user: str, mechanism: str | None = None, library: str = "confluent-kafka"
+    ) -> dict[str, Any] | str:
+        """Connection settings for `user` in `library` ("confluent-kafka", "kafka-python",
+        "aiokafka": a dict; "java": a properties text), mechanism the first enabled one."""
+        return self.cluster.client_config(user, mechanism, library)
+
+    def add_acl(
+        self,
+        principal: str,
+        resource_type: str,
+        resource_name: str,
+        operation: str,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Add an ACL; every running broker has replayed it when this returns."""
+        self._await(
+            self.cluster.add_acl,
+            principal,
+            resource_type,
+            resource_name,
+            operation,
+            pattern,
+            permission,
+            host,
+        )
+
+    def remove_acl(
+        self,
+        principal: str,
+        resource_type: str,
+        resource_name: str,
+        operation: str,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Remove the ACL `add_acl` with the same arguments added."""
+        self._await(
+            self.cluster.remove_acl,
+            principal,
+            resource_type,
+            resource_name,
+            operation,
+            pattern,
+            permission,
+            host,
+        )
+
+    def acls(self) -> list[Acl]:
+        """Every ACL in the metadata log, by name."""
+        return self._in_trio(self.cluster.acls)

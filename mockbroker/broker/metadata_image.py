@@ -14,7 +14,10 @@ from typing import Any
 
 from kipwire.codec import ConfigResourceType
 
+from ..security.image import ACL_RECORDS, SCRAM_RECORDS, TOKEN_RECORDS, SecurityImage
+
 NO_LEADER_CHANGE = -2
+_SECURITY_RECORDS = frozenset((*SCRAM_RECORDS, *ACL_RECORDS, *TOKEN_RECORDS))
 
 
 @dataclass(slots=True)
@@ -78,6 +81,8 @@ class MetadataImage:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.features: dict[str, int] = {}
+        #: SCRAM credentials and ACLs (security/image.py).
+        self.security = SecurityImage()
         self.offset = -1  # the last metadata offset replayed
         self.delta = MetadataDelta()
 
@@ -86,6 +91,8 @@ class MetadataImage:
         apply = getattr(self, "_" + name, None)
         if apply is not None:
             apply(record)
+        elif name in _SECURITY_RECORDS:
+            self.security.replay(name, record)
         self.offset = offset
 
     def take_delta(self) -> MetadataDelta:

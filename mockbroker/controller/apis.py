@@ -19,6 +19,7 @@ from . import (
     elect_leaders,
     features,
     reassignments,
+    security_apis,
     topics,
     update_features,
 )
@@ -97,6 +98,20 @@ SERVED: dict[int, Api] = {
     ApiKey.BROKER_REGISTRATION: Api("BrokerRegistration", 0, 4, brokers.register_broker),
     ApiKey.BROKER_HEARTBEAT: Api("BrokerHeartbeat", 0, 2, brokers.broker_heartbeat),
     ApiKey.UNREGISTER_BROKER: Api("UnregisterBroker", 0, 0, brokers.unregister_broker),
+    ApiKey.CREATE_ACLS: Api("CreateAcls", 1, 3, security_apis.create_acls),
+    ApiKey.DELETE_ACLS: Api("DeleteAcls", 1, 3, security_apis.delete_acls),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Api(
+        "AlterUserScramCredentials", 0, 0, security_apis.alter_user_scram_credentials
+    ),
+    ApiKey.CREATE_DELEGATION_TOKEN: Api(
+        "CreateDelegationToken", 1, 3, security_apis.create_delegation_token
+    ),
+    ApiKey.RENEW_DELEGATION_TOKEN: Api(
+        "RenewDelegationToken", 1, 2, security_apis.renew_delegation_token
+    ),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: Api(
+        "ExpireDelegationToken", 1, 2, security_apis.expire_delegation_token
+    ),
 }
 
 

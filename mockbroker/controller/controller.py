@@ -39,8 +39,12 @@ class Controller:
         session_timeout_ms: int = 9000,
         default_partitions: int = 1,
         default_replication_factor: int = 1,
+        delegation_token_secret: bytes | None = None,
+        wall_clock_offset_ms: int = 0,
     ) -> None:
         self.semantics = semantics
+        self.delegation_token_secret = delegation_token_secret
+        self.wall_clock_offset_ms = wall_clock_offset_ms
         self.cluster_id = cluster_id
         self.session_timeout_ms = session_timeout_ms
         self.default_partitions = default_partitions
@@ -61,6 +65,8 @@ class Controller:
             self.session_timeout_ms,
             self.default_partitions,
             self.default_replication_factor,
+            self.delegation_token_secret,
+            self.wall_clock_offset_ms,
         )
         sessions = MappingProxyType(self.sessions)
         return ControllerView(self.state, settings, self.now_ms, len(self.log), sessions)

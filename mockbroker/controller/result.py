@@ -47,6 +47,10 @@ class Settings(NamedTuple):
     session_timeout_ms: int
     default_partitions: int
     default_replication_factor: int
+    #: delegation.token.secret.key; None: delegation tokens are disabled.
+    delegation_token_secret: bytes | None = None
+    #: Added to the controller's clock for wall-clock timestamps (delegation tokens).
+    wall_clock_offset_ms: int = 0
 
 
 class ControllerView(NamedTuple):

@@ -9,6 +9,15 @@ from uuid import UUID
 
 from kipwire.codec import ConfigResourceType, LeaderRecoveryState
 
+from ..security.image import (
+    ACL_RECORDS,
+    SCRAM_RECORDS,
+    TOKEN_RECORDS,
+    AclBinding,
+    replay_security,
+)
+from ..security.scram import ScramCredential
+from ..security.tokens import TokenInfo
 from .features import ELR_VERSION, LATEST_METADATA_VERSION, METADATA_VERSION, MV_4_0_IV1
 
 # The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
@@ -211,6 +220,11 @@ class ClusterState:
         self.features: MutableMapping[str, int] = {}
         # The offset of the last FeatureLevelRecord (ApiVersions' FinalizedFeaturesEpoch).
         self.features_epoch = -1
+        # SCRAM credentials by (user, mechanism type), ACLs by id, delegation tokens by id
+        # (security/image.py)
+        self.scram: MutableMapping[tuple[str, int], ScramCredential] = {}
+        self.acls: MutableMapping[UUID, AclBinding] = {}
+        self.tokens: MutableMapping[str, TokenInfo] = {}
         # (topic id, index) of every partition without a leader: an index kept by replay, so
         # the periodic elections and recovery scans visit those alone.
         self.leaderless: set[tuple[UUID, int]] = set()
@@ -350,6 +364,9 @@ class DraftState(ClusterState):
         self.features = _Overlay(base.features)
         self.features_epoch = base.features_epoch
         self.latest_metadata_version = base.latest_metadata_version
+        self.scram = _Overlay(base.scram)
+        self.acls = _Overlay(base.acls)
+        self.tokens = _Overlay(base.tokens)
         self.leaderless = base.leaderless
         self._leaderless_owned = False
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
@@ -515,6 +532,13 @@ def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
                 p.partition_epoch += 1
 
 
+def _security(name: str) -> Callable[[ClusterState, Mapping[str, Any], int], None]:
+    def replay(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
+        replay_security(state.scram, state.acls, state.tokens, name, r)
+
+    return replay
+
+
 _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "RegisterBrokerRecord": _register_broker,
     "UnregisterBrokerRecord": _unregister_broker,
@@ -528,4 +552,5 @@ _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "ConfigRecord": _config,
     "FeatureLevelRecord": _feature,
     "ClearElrRecord": _clear_elr,
+    **{name: _security(name) for name in (*SCRAM_RECORDS, *ACL_RECORDS, *TOKEN_RECORDS)},
 }

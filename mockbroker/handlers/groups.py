@@ -30,7 +30,8 @@ def _join_fail(body: Any, code: int, version: int) -> dict:
     return {
         "error_code": code,
         "generation_id": -1,
-        "protocol_name": None,
+        # nullable from v7 only: an older error response carries the empty name
+        "protocol_name": None if version >= 7 else "",
         "leader": "",
         "member_id": body["member_id"],
         "members": [],

@@ -255,9 +255,11 @@ def handles(
     min_version: int | None = None,
     fail: Fail = top_level_error,
     unsupported: Callable[[str, int], bytes] | None = None,
+    table: dict[int, Handler] | None = None,
 ) -> Callable[[Handle], Handle]:
-    """Register the decorated coroutine as the handler of `api_key`, answering every version
-    the codec knows; `min_version` raises the lowest version served above the lowest advertised
+    """Register the decorated coroutine as the handler of `api_key` (in `HANDLERS`, or in
+    `table`: the security APIs, served by secured clusters only), answering every version the
+    codec knows; `min_version` raises the lowest version served above the lowest advertised
     (a version Kafka lists but refuses); a `PartitionShape` as `fail` also makes the API's
     partitions targets of partition faults."""
     low, high = _codec_versions(api_key)
@@ -265,7 +267,9 @@ def handles(
     shape = fail if isinstance(fail, PartitionShape) else None
 
     def register(handle: Handle) -> Handle:
-        HANDLERS[api_key] = Handler(api_key, served_low, high, handle, fail, low, shape)
+        (HANDLERS if table is None else table)[api_key] = Handler(
+            api_key, served_low, high, handle, fail, low, shape
+        )
         if unsupported is not None:
             _UNSUPPORTED[api_key] = unsupported
         return handle
