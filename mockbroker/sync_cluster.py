@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import trio
 
 from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
+from .controller.broker_configs import check_cluster_config
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
 
@@ -29,6 +30,11 @@ class SyncFaultHandle:
     def fired(self) -> int:
         """How many requests (or link crossings) the fault has affected so far."""
         return self._handle.fired
+
+    @property
+    def remaining(self) -> int | None:
+        """An error injection's requests still to fail (-1: until removed); None for others."""
+        return getattr(self._handle, "remaining", None)
 
     @property
     def active(self) -> bool:
@@ -56,6 +62,7 @@ class MockCluster:
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
         self._clock = clock
+        check_cluster_config(config or {})  # refused here, in the caller's thread, not at start
         self._kwargs = dict(
             brokers=brokers,
             semantics=semantics,
@@ -197,9 +204,10 @@ class MockCluster:
         """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
         return SyncFaultHandle(self._in_trio(self.cluster.add_latency, ms, broker, link), self)
 
-    def partition_network(self, a: NodeId, b: NodeId) -> SyncFaultHandle:
-        """Cut the link between two nodes (broker ids or "controller") both ways, until `heal`."""
-        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, a, b), self)
+    def partition_network(self, *groups: NodeId | Iterable[NodeId]) -> SyncFaultHandle:
+        """Cut the link between two nodes (broker ids or "controller") both ways, or every link
+        between groups (`partition_network([1], [2, 3])`), until `heal`."""
+        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, *groups), self)
 
     def isolate(self, broker_id: NodeId) -> SyncFaultHandle:
         """Cut a node off from every other node; its clients still reach it."""
@@ -212,3 +220,11 @@ class MockCluster:
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""
         return self._in_trio(self.cluster.metrics)
+
+    def describe(self) -> dict[str, Any]:
+        """Every broker (id, host, port, state: running, stopped or fenced) and the controller."""
+        return self._in_trio(self.cluster.describe)
+
+    def describe_partition(self, topic: str, index: int) -> dict[str, Any]:
+        """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
+        return self._in_trio(self.cluster.describe_partition, topic, index)

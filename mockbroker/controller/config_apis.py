@@ -8,6 +8,7 @@ from typing import Any
 
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
+from .broker_configs import broker_config_problem, dynamic_problem, normalise
 from .configs import KNOWN, MIN_ISR, resolve, validate
 from .draft import Draft
 from .result import ControllerResult, ControllerView
@@ -58,9 +59,14 @@ def _check_changes(
     draft: Draft, resource_type: int, name: str, changes: Mapping[str, str | None]
 ) -> tuple[int, str] | None:
     for key, value in changes.items():
-        problem = validate(key, value)
+        if resource_type == ConfigResourceType.BROKER:
+            # a broker resource takes broker configs and the topic configs' cluster defaults
+            problem = broker_config_problem(key, value) or dynamic_problem(key)
+        else:
+            problem = validate(key, value)
+            problem = None if problem is None else f"{key}: {problem}"
         if problem is not None:
-            return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
+            return ErrorCode.INVALID_CONFIG, problem
         # D.19: while ELR is on, min ISR lives at the cluster level only, and stays there.
         if (
             key == MIN_ISR
@@ -105,9 +111,14 @@ def incremental_alter_configs(view: ControllerView, version: int, body: Any) -> 
         if error is None:
             error = _check_changes(draft, rtype, rname, changes)
         if error is None and not body["validate_only"]:
-            write_configs(draft, rtype, rname, changes)
+            write_configs(draft, rtype, rname, _stored(rtype, changes))
         responses.append(_result(res, error))
     return draft.result({"responses": responses})
+
+
+def _stored(resource_type: int, changes: dict[str, str | None]) -> dict[str, str | None]:
+    """Broker changes with Kafka's log.* synonyms under the topic config they default."""
+    return normalise(changes) if resource_type == ConfigResourceType.BROKER else changes
 
 
 def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerResult:
@@ -123,7 +134,7 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
                 changes.setdefault(old, None)
             error = _check_changes(draft, rtype, rname, changes)
         if error is None and not body["validate_only"]:
-            write_configs(draft, rtype, rname, changes)
+            write_configs(draft, rtype, rname, _stored(rtype, changes))
         responses.append(_result(res, error))
     return draft.result({"responses": responses})
 
