@@ -164,7 +164,7 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
         for key, value in read_properties(Path(args.config_file)).items():
             problem = broker_config_problem(key, value)
             if key in IGNORED:
-                log.info("%s: %s is a Kafka config the mock has no use for", args.config_file, key)
+                log.debug("%s: %s is a Kafka config the mock has no use for", args.config_file, key)
                 continue
             if problem is not None and key not in KNOWN_NAMES:
                 log.warning("%s: %s", args.config_file, problem)

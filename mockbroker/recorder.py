@@ -97,20 +97,31 @@ class Recorder:
                 await trio.to_thread.run_sync(self._write, data)
 
     def _write(self, data: bytes) -> None:
-        # data_to_send() hands out whole blocks, so a file never ends inside one; a new file is
-        # opened only when there is something to put in it
-        if not data:
+        if self.max_bytes is None:
+            self._file.write(data)
             return
-        if self.max_bytes is not None and self._size >= self.max_bytes:
-            self._file.close()
-            path = f"{self.path}{len(self.files)}"
-            self.files.append(path)
-            self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or the next rotation
-            header = PcapngWriter(None).data_to_send()
-            self._file.write(header)
-            self._size = len(header)
-        self._file.write(data)
-        self._size += len(data)
+        # block by block, as tcpdump -C checks packet by packet: a file never ends inside a
+        # block, and a new file is opened only when there is a block to put in it
+        view = memoryview(data)
+        at = 0
+        while at < len(view):
+            length = int.from_bytes(view[at + 4 : at + 8], "little")
+            if length < 12:
+                raise ValueError(f"not a pcapng block at byte {at} of the recorder's output")
+            if self._size >= self.max_bytes:
+                self._rotate()
+            self._file.write(view[at : at + length])
+            self._size += length
+            at += length
+
+    def _rotate(self) -> None:
+        self._file.close()
+        path = f"{self.path}{len(self.files)}"
+        self.files.append(path)
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or the next rotation
+        header = PcapngWriter(None).data_to_send()
+        self._file.write(header)
+        self._size = len(header)
 
     def close(self) -> None:
         """Write what is left and close the file."""

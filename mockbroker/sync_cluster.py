@@ -58,6 +58,8 @@ class MockCluster:
         record: str | None = None,
         port: int = 0,
         clock: trio.abc.Clock | None = None,
+        record_clients_only: bool = False,
+        record_max_bytes: int | None = None,
     ) -> None:
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
@@ -70,6 +72,8 @@ class MockCluster:
             features=features,
             record=record,
             port=port,
+            record_clients_only=record_clients_only,
+            record_max_bytes=record_max_bytes,
         )
         self._cluster: Cluster | None = None
         self._token: trio.lowlevel.TrioToken | None = None

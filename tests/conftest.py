@@ -37,6 +37,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     needed = {m.args[0] for m in item.iter_markers("requires")} & required_tools()
     if needed:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        reason = str(reason).removeprefix("Skipped: ")
         report.outcome = "failed"
         report.longrepr = (
             f"{REQUIRE_ENV} names {', '.join(sorted(needed))}, but the test skipped: {reason}"
