@@ -124,8 +124,7 @@ def _version() -> str:
         return "unknown"
 
 
-def _banner(cluster: Cluster) -> None:
-    print(cluster.bootstrap_servers, flush=True)
+def _listeners(cluster: Cluster) -> None:
     for broker_id, node in sorted(cluster.nodes.items()):
         print(f"broker {broker_id}: PLAINTEXT://{node.address}", flush=True)
     print(f"controller: {cluster.controller_node.address}", flush=True)
@@ -144,7 +143,8 @@ async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
             config=config,
             features={ELR_FEATURE: 1 if args.elr == "on" else 0},
         ) as cluster:
-            _banner(cluster)
+            # the bootstrap servers first and the metrics URL next, as before there was more
+            print(cluster.bootstrap_servers, flush=True)
             async with trio.open_nursery() as nursery:
                 if args.metrics_port is not None:
                     port = await nursery.start(serve_metrics, cluster, args.metrics_port)
@@ -152,6 +152,7 @@ async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
                 if args.control_port is not None:
                     port = await nursery.start(serve_control, cluster, args.control_port)
                     print(f"control: http://127.0.0.1:{port}/v1", flush=True)
+                _listeners(cluster)
                 async for _ in signals:
                     break
                 nursery.cancel_scope.cancel()

@@ -8,7 +8,7 @@ from typing import Any
 
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
-from .broker_configs import broker_config_problem, dynamic_problem, normalise
+from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
 from .configs import KNOWN, MIN_ISR, resolve, validate
 from .draft import Draft
 from .result import ControllerResult, ControllerView
@@ -142,7 +142,12 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
 def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
     state = draft.state
     out = []
-    for name in sorted(KNOWN):
+    # a broker resource also describes the broker configs (not the log.* synonyms, which are
+    # stored and described under the topic config they default)
+    names = (
+        KNOWN if rtype == ConfigResourceType.TOPIC else (BROKER.keys() - SYNONYMS) | KNOWN.keys()
+    )
+    for name in sorted(names):
         if keys is not None and name not in keys:
             continue
         if rtype == ConfigResourceType.TOPIC:
@@ -158,7 +163,8 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
                 value = state.config(ConfigResourceType.BROKER, "", name)
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             if value is None:
-                value, source = KNOWN[name][0], ConfigSource.DEFAULT_CONFIG
+                value = KNOWN[name][0] if name in KNOWN else BROKER[name].default
+                source = ConfigSource.DEFAULT_CONFIG
         entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
         if version == 0:
             entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
