@@ -75,8 +75,8 @@ def _max_timestamp(bootstrap: str, topic: str) -> tuple[int, int]:
     from confluent_kafka.admin import OffsetSpec
 
     tp = TopicPartition(topic, 0)
-    result = admin_client(bootstrap).list_offsets({tp: OffsetSpec.max_timestamp()})[tp]
-    answer = result.result(TIMEOUT_S)
+    admin = admin_client(bootstrap)  # held until the answer is in: the future needs its client
+    answer = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(TIMEOUT_S)
     return answer.offset, answer.timestamp
 
 
