@@ -192,3 +192,26 @@ def test_the_nodes_own_requests_are_logged_only_when_asked():
     assert "MetadataRequest v12" in chatty
     assert "BrokerHeartbeatRequest" in chatty
     assert _idle_log("--log-level", "warning").strip() == ""
+
+
+def _finalized_elr(*args: str) -> int:
+    """The eligible.leader.replicas.version a 1-broker `serve` finalizes (ApiVersions v3)."""
+    proc = _serve("--brokers", "1", "--quiet", *args)
+    try:
+        bootstrap = proc.stdout.readline().strip()
+        with WireClient(bootstrap) as client:
+            answer = client.call(ApiKey.API_VERSIONS, 3, {})
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    levels = {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+    return levels.get("eligible.leader.replicas.version", 0)
+
+
+def test_elr_and_the_semantics_preset_are_chosen_on_the_command_line():
+    assert _finalized_elr() == 1
+    assert _finalized_elr("--elr", "off", "--semantics", "KAFKA_3_9") == 0
+    unknown = _refused("--semantics", "KAFKA_9_9")
+    assert unknown.returncode == 2 and "KAFKA_4_1" in unknown.stderr  # the presets are listed
