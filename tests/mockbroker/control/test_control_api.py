@@ -72,7 +72,11 @@ async def test_faults_get_ids_whose_handles_count_and_end():
         assert await _call(api, "DELETE", path) == (200, {})
         assert cluster.faults._errors == []
         assert (await _call(api, "GET", path))[1]["remaining"] == 0
-        by_number = {"api_key": 1, "error_code": 6, "partition": {"topic": "x", "partition": 0}}
+        by_number = {
+            "api_key": int(ApiKey.FETCH),
+            "error_code": int(ErrorCode.NOT_LEADER_OR_FOLLOWER),
+            "partition": {"topic": "x", "partition": 0},
+        }
         status, body = await _call(api, "POST", "/v1/faults/errors", by_number)
         assert status == 200 and cluster.faults._errors[0].partition == ("x", 0)
 
@@ -97,6 +101,9 @@ async def test_faults_get_ids_whose_handles_count_and_end():
         assert status == 200 and metrics == cluster.metrics()
 
 
+_PRODUCE_ERROR = {"api_key": int(ApiKey.PRODUCE), "error_code": int(ErrorCode.NOT_CONTROLLER)}
+
+
 @pytest.mark.trio
 @pytest.mark.parametrize(
     ("method", "path", "body", "status"),
@@ -107,9 +114,9 @@ async def test_faults_get_ids_whose_handles_count_and_end():
         ("POST", "/v1/brokers/x/stop", {}, 400),
         ("GET", "/v1/topics/none/partitions/0", None, 404),
         ("POST", "/v1/topics", {"partitions": 1}, 400),
-        ("POST", "/v1/faults/errors", {"api_key": "NO_SUCH_API", "error_code": 6}, 400),
-        ("POST", "/v1/faults/errors", {"api_key": 0, "error_code": 6, "broker": 9}, 404),
-        ("POST", "/v1/faults/errors", {"api_key": 0, "error_code": 6, "count": "2"}, 400),
+        ("POST", "/v1/faults/errors", {**_PRODUCE_ERROR, "api_key": "NO_SUCH_API"}, 400),
+        ("POST", "/v1/faults/errors", {**_PRODUCE_ERROR, "broker": 9}, 404),
+        ("POST", "/v1/faults/errors", {**_PRODUCE_ERROR, "count": "2"}, 400),
         ("POST", "/v1/network/cut", {"a": 1, "b": 7}, 404),
         ("POST", "/v1/network/cut", {"a": 1, "b": "broker"}, 400),
         ("POST", "/v1/network/partition", {"groups": [1, 2]}, 400),

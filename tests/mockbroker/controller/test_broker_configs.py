@@ -88,7 +88,8 @@ def test_kafka_configs_add_config_num_partitions_applies_to_the_next_topic():
         assert typo["error_code"] == ErrorCode.INVALID_CONFIG
         assert "Did you mean 'num.partitions'?" in typo["error_message"]
 
-        assert _alter_cluster_default(client, "log.retention.hours", "1")["error_code"] == 0
+        hours = _alter_cluster_default(client, "log.retention.hours", "1")
+        assert hours["error_code"] == ErrorCode.NONE
         described = client.call(
             ApiKey.DESCRIBE_CONFIGS,
             4,
