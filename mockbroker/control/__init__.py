@@ -5,8 +5,8 @@ its OpenAPI description and docs/mockbroker.md ("dev broker") shows it with curl
 
 - `api.py`: the endpoints, each a call to the same `Cluster` method the Python API uses
   (`ControlAPI`), and the fault ids the HTTP side hands out.
-- `http.py`: a small HTTP/1.1 server on trio (one request per connection), so every endpoint
-  runs in the cluster's own trio loop with no thread in between.
+- `http.py`: a small HTTP/1.1 server on trio (persistent connections, as clients pool them), so
+  every endpoint runs in the cluster's own trio loop with no thread in between.
 """
 
 from __future__ import annotations

@@ -118,12 +118,13 @@ class ControlAPI:
         return _ok(self.cluster.metrics())
 
     async def list_topics(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
-        """GET /v1/topics: every topic with its partition count."""
-        topics = self.cluster.controller.state.topics
+        """GET /v1/topics: every topic with its id and partition count."""
+        topics = sorted(self.cluster.controller.state.topics.values(), key=lambda t: t.name)
         return _ok(
             {
                 "topics": [
-                    {"name": n, "partitions": len(t.partitions)} for n, t in sorted(topics.items())
+                    {"name": t.name, "topic_id": str(t.topic_id), "partitions": len(t.partitions)}
+                    for t in topics
                 ]
             }
         )

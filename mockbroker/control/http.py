@@ -1,10 +1,11 @@
-"""A small HTTP/1.1 server on trio for the control API: one request per connection.
+"""A small HTTP/1.1 server on trio for the control API, with persistent connections.
 
 Why not `http.server`: the cluster lives in a trio loop, and every endpoint calls it; a trio
 server runs them in that loop directly, where a thread-based server would hop threads on every
 call and need its own shutdown. The subset served is what curl, Go's net/http and Java's
 HttpClient send: a request line, headers, a body of Content-Length bytes (no chunked bodies:
-411), `Expect: 100-continue` answered; every response says `Connection: close`.
+411), `Expect: 100-continue` answered; a connection stays open for the next request (HTTP/1.1's
+default) until the client closes it or sends `Connection: close`, or it idles for 10 s.
 """
 
 from __future__ import annotations
@@ -52,35 +53,62 @@ class Request:
     body: bytes
 
 
-def encode_response(reply: Reply) -> bytes:
+def encode_response(reply: Reply, *, keep_alive: bool = False) -> bytes:
     """The bytes of a JSON response."""
     data = json.dumps(reply.body).encode() + b"\n"
     head = (
         f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Unknown')}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-        "Connection: close\r\n\r\n"
+        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
     )
     return head.encode("ascii") + data
 
 
-async def read_request(stream: trio.abc.Stream) -> Request | None:
-    """The next request on `stream`, None if it closed first; _BadRequest if it is not HTTP."""
-    buffer = bytearray()
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > MAX_HEAD:
-            raise _BadRequest(400, "request head too large")
-        data = await stream.receive_some(65536)
-        if not data:
-            if buffer:
-                raise _BadRequest(400, "the request ended inside its head")
-            return None
-        buffer += data
-    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+class RequestReader:
+    """The requests of one connection, in order; bytes read past one request start the next."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+
+    async def _more(self) -> bool:
+        data = await self._stream.receive_some(65536)
+        self._buffer += data
+        return bool(data)
+
+    async def next(self) -> Request | None:
+        """The next request, None if the client closed first; _BadRequest if it is not HTTP."""
+        while b"\r\n\r\n" not in self._buffer:
+            if len(self._buffer) > MAX_HEAD:
+                raise _BadRequest(400, "request head too large")
+            if not await self._more():
+                if self._buffer:
+                    raise _BadRequest(400, "the request ended inside its head")
+                return None
+        head, _, rest = bytes(self._buffer).partition(b"\r\n\r\n")
+        self._buffer = bytearray(rest)
+        method, target, headers = _parse_head(head)
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            raise _BadRequest(400, "Content-Length is not a number") from None
+        if not 0 <= length <= MAX_BODY:
+            raise _BadRequest(413, f"a body is at most {MAX_BODY} bytes")
+        if headers.get("expect", "").lower() == "100-continue" and len(self._buffer) < length:
+            await self._stream.send_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+        while len(self._buffer) < length:
+            if not await self._more():
+                raise _BadRequest(400, "the request ended inside its body")
+        body, self._buffer = bytes(self._buffer[:length]), self._buffer[length:]
+        return Request(method, target, headers, body)
+
+
+def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
     lines = head.decode("latin-1").split("\r\n")
     words = lines[0].split()
     if len(words) != 3 or not words[2].startswith("HTTP/1."):
         raise _BadRequest(400, f"not an HTTP/1.x request line: {lines[0][:80]!r}")
-    headers = {}
+    headers = {"http-version": words[2]}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
         if not sep:
@@ -88,42 +116,46 @@ async def read_request(stream: trio.abc.Stream) -> Request | None:
         headers[name.strip().lower()] = value.strip()
     if "chunked" in headers.get("transfer-encoding", "").lower():
         raise _BadRequest(411, "send the body with a Content-Length")
-    try:
-        length = int(headers.get("content-length", "0"))
-    except ValueError:
-        raise _BadRequest(400, "Content-Length is not a number") from None
-    if not 0 <= length <= MAX_BODY:
-        raise _BadRequest(413, f"a body is at most {MAX_BODY} bytes")
-    if headers.get("expect", "").lower() == "100-continue" and len(rest) < length:
-        await stream.send_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-    body = bytearray(rest)
-    while len(body) < length:
-        data = await stream.receive_some(length - len(body))
-        if not data:
-            raise _BadRequest(400, "the request ended inside its body")
-        body += data
-    return Request(words[0], words[1], headers, bytes(body[:length]))
+    return words[0], words[1], headers
 
 
-async def _answer(stream: trio.SocketStream, api: ControlAPI) -> None:
-    try:
-        with trio.fail_after(REQUEST_TIMEOUT):
-            request = await read_request(stream)
-    except _BadRequest as exc:
-        await stream.send_all(encode_response(Reply(exc.status, {"error": str(exc)})))
-        return
-    except trio.TooSlowError:
-        return  # a client that sends nothing in time gets nothing
-    if request is None:
-        return
-    try:
-        reply = await api.answer(request.method, request.target, request.body)
-    except Exception as exc:
-        # a bug behind one endpoint answers 500 and is logged; the cluster keeps serving
-        log.exception("%s %s failed", request.method, request.target)
-        reply = Reply(500, {"error": f"{type(exc).__name__}: {exc}"})
-    log.info("%s %s -> %d", request.method, request.target, reply.status)
-    await stream.send_all(encode_response(reply))
+def _keeps_alive(request: Request) -> bool:
+    """HTTP/1.1 keeps a connection open unless the client says close; HTTP/1.0 closes it."""
+    connection = request.headers.get("connection", "").lower()
+    if request.headers["http-version"] == "HTTP/1.0":
+        return "keep-alive" in connection
+    return "close" not in connection
+
+
+async def _serve_connection(stream: trio.SocketStream, api: ControlAPI) -> None:
+    """Answer a connection's requests in order until the client closes it or asks to, or it
+    idles past REQUEST_TIMEOUT (clients pool connections: closing after every answer would race
+    a pooled connection's next request)."""
+    reader = RequestReader(stream)
+    while True:
+        try:
+            with trio.fail_after(REQUEST_TIMEOUT):
+                request = await reader.next()
+        except _BadRequest as exc:
+            await stream.send_all(encode_response(Reply(exc.status, {"error": str(exc)})))
+            return
+        except trio.TooSlowError:
+            return  # idle, or a client that sends nothing in time
+        if request is None:
+            return
+        keep_alive = _keeps_alive(request)
+        try:
+            reply = await api.answer(request.method, request.target, request.body)
+            data = encode_response(reply, keep_alive=keep_alive)
+        except Exception as exc:
+            # a bug behind one endpoint answers 500 and is logged; the cluster keeps serving
+            log.exception("%s %s failed", request.method, request.target)
+            reply = Reply(500, {"error": f"{type(exc).__name__}: {exc}"})
+            data = encode_response(reply, keep_alive=keep_alive)
+        log.info("%s %s -> %d", request.method, request.target, reply.status)
+        await stream.send_all(data)
+        if not keep_alive:
+            return
 
 
 async def serve_control(
@@ -144,7 +176,7 @@ async def serve_control(
 
     async def handler(stream: trio.SocketStream) -> None:
         try:
-            await _answer(stream, api)
+            await _serve_connection(stream, api)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing to answer
         finally:

@@ -33,6 +33,8 @@ async def test_the_pinned_endpoints_drive_the_cluster_as_its_methods_do():
         )
         status, body = await _call(api, "POST", "/v1/topics", topic)
         assert status == 409 and "already exists" in body["error"]
+        status, body = await _call(api, "GET", "/v1/topics")
+        assert [(t["name"], t["partitions"]) for t in body["topics"]] == [("t", 2)]
         status, p = await _call(api, "GET", "/v1/topics/t/partitions/1")
         assert status == 200 and p == cluster.describe_partition("t", 1)
         assert sorted(p["isr"]) == [1, 2, 3] and p["high_watermark"] == 0
@@ -146,7 +148,7 @@ async def test_the_http_layer_answers_json_and_refuses_what_it_cannot_read():
     async with open_cluster(brokers=1) as cluster, trio.open_nursery() as nursery:
         port = await nursery.start(serve_control, cluster, 0)
         body = b'{"name": "h", "partitions": 1}'
-        head = b"POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = b"POST /v1/topics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
             # curl's way with a large body: the head alone, the body once told to go on
@@ -164,9 +166,16 @@ async def test_the_http_layer_answers_json_and_refuses_what_it_cannot_read():
         assert b"Connection: close" in answer
         chunked = await _http(
             port, b"POST /v1/topics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-        )
+        )  # refused requests close the connection
         assert chunked.startswith(b"HTTP/1.1 411 ")
         assert (await _http(port, b"hello\r\n\r\n")).startswith(b"HTTP/1.1 400 ")
-        not_json = b"POST /v1/topics HTTP/1.1\r\nContent-Length: 3\r\n\r\n{{{"
+        not_json = b"POST /v1/topics HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{{{"
         assert b'"error": "the body is not JSON' in await _http(port, not_json)
+        # HTTP/1.1 keeps the connection for the next request (clients pool them), pipelined too
+        get = b"GET /v1/topics HTTP/1.1\r\nHost: x\r\n\r\n"
+        last = b"GET /v1/cluster HTTP/1.1\r\nConnection: close\r\n\r\n"
+        answers = await _http(port, get + get + last)
+        assert answers.count(b"HTTP/1.1 200 OK\r\n") == 3
+        assert answers.count(b"Connection: keep-alive\r\n") == 2
+        assert answers.endswith(b"}}\n") and b'"controller": {' in answers
         nursery.cancel_scope.cancel()
