@@ -30,22 +30,28 @@ MIN_GO = (1, 26)
 
 
 class DevBroker:
-    """A `kipwire-broker serve` subprocess with its bootstrap servers and control URL."""
+    """A `kipwire-broker serve` subprocess with its bootstrap servers, control URL and log."""
 
-    def __init__(self, proc: subprocess.Popen, bootstrap: str, control: str) -> None:
-        self.proc, self.bootstrap, self.control = proc, bootstrap, control
+    def __init__(self, proc: subprocess.Popen, bootstrap: str, control: str, log: Path) -> None:
+        self.proc, self.bootstrap, self.control, self.log = proc, bootstrap, control, log
+
+    def log_tail(self) -> str:
+        """The end of what the broker logged (every control call and client request)."""
+        return self.log.read_text(errors="replace")[-3000:]
 
 
 @pytest.fixture
-def dev_broker() -> Iterator[DevBroker]:
+def dev_broker(tmp_path: Path) -> Iterator[DevBroker]:
     """Three brokers with a control port, stopped with SIGINT (it must exit 0)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3"]
-        + ["--control-port", "0", "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log = tmp_path / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3"]
+            + ["--control-port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     try:
         bootstrap = proc.stdout.readline().strip()
         control = ""
@@ -55,15 +61,15 @@ def dev_broker() -> Iterator[DevBroker]:
                 control = line.split()[1]
                 break
         assert control.startswith("http://127.0.0.1:"), f"no control URL; bootstrap {bootstrap!r}"
-        yield DevBroker(proc, bootstrap, control)
+        yield DevBroker(proc, bootstrap, control, log)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            _, err = proc.communicate(timeout=START_TIMEOUT)
+            proc.communicate(timeout=START_TIMEOUT)
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-    assert proc.returncode == 0, err[-2000:]
+    assert proc.returncode == 0, log.read_text(errors="replace")[-3000:]
 
 
 def _kafka_dist() -> ModuleType:
@@ -103,7 +109,7 @@ def test_a_go_client_story_through_the_control_api(dev_broker: DevBroker) -> Non
         check=False,
     )
     output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
+    assert done.returncode == 0, output[-4000:] + "\nthe broker's log:\n" + dev_broker.log_tail()
     assert "--- PASS: TestStoryThroughTheControlAPI" in output
 
 
@@ -122,5 +128,6 @@ def test_a_java_client_story_through_the_control_api(dev_broker: DevBroker) -> N
         timeout=STORY_TIMEOUT,
         check=False,
     )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:] + "\nthe broker's log:\n" + dev_broker.log_tail()
     assert done.stdout.strip().endswith("STORY OK")
