@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -215,3 +216,14 @@ def test_elr_and_the_semantics_preset_are_chosen_on_the_command_line():
     assert _finalized_elr("--elr", "off", "--semantics", "KAFKA_3_9") == 0
     unknown = _refused("--semantics", "KAFKA_9_9")
     assert unknown.returncode == 2 and "KAFKA_4_1" in unknown.stderr  # the presets are listed
+
+
+def test_a_control_port_in_use_is_reported():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _refused("--brokers", "1", "--quiet", "--control-port", str(port))
+    assert done.returncode == 2
+    assert f"control port {port} is already in use" in done.stderr
+    assert "Traceback" not in done.stderr
