@@ -163,14 +163,13 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
     config: dict[str, str] = {}
     if args.config_file is not None:
         for key, value in read_properties(Path(args.config_file)).items():
-            problem = broker_config_problem(key, value)
             if key in IGNORED:
                 log.debug("%s: %s is a Kafka config the mock has no use for", args.config_file, key)
-                continue
-            if problem is not None and key not in KNOWN_NAMES:
-                log.warning("%s: %s", args.config_file, problem)
-                continue
-            config[key] = value
+            elif key not in KNOWN_NAMES:
+                # as Kafka logs a config it does not know, and starts anyway
+                log.warning("%s: %s", args.config_file, broker_config_problem(key, value))
+            else:
+                config[key] = value  # a bad value is refused below, with the others
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
