@@ -71,12 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--semantics",
         choices=sorted(presets()),
-        default="KAFKA_4_1",
+        default="KAFKA_4_4",
         metavar="PRESET",
-        help="the Semantics preset: the Kafka release imitated, or KIP (default KAFKA_4_1)",
+        help="the Semantics preset: the Kafka release imitated, or KIP (default KAFKA_4_4)",
     )
     serve.add_argument(
-        "--elr", choices=("on", "off"), default="on", help="eligible leader replicas (default on)"
+        "--elr",
+        choices=("on", "off"),
+        help="eligible leader replicas (default: as the preset's release has them)",
     )
     serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
     serve.add_argument(
@@ -141,7 +143,7 @@ async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
             record_max_bytes=args.record_max_bytes,
             semantics=presets()[args.semantics],
             config=config,
-            features={ELR_FEATURE: 1 if args.elr == "on" else 0},
+            features=None if args.elr is None else {ELR_FEATURE: 1 if args.elr == "on" else 0},
         ) as cluster:
             # the bootstrap servers first and the metrics URL next, as before there was more
             print(cluster.bootstrap_servers, flush=True)

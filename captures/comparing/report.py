@@ -276,10 +276,11 @@ def _headline(report: Report, plots: list[tuple[str, str]], b: list[Block]) -> N
             b.append(("img", name, caption))
     sem = report.semantic_differences
     b.append(("h2", "Semantic differences, most important first"))
+    shared = _shared_errors(report)
     if not sem:
-        b.append(("p", "**No semantic difference**: the clients saw the same outcome."))
+        b.append(("p", "**No semantic difference**: the clients saw the same outcome." + shared))
         return
-    b.append(("p", f"**{len(sem)} semantic difference(s).** " + sem[0].summary + "."))
+    b.append(("p", f"**{len(sem)} semantic difference(s).** " + sem[0].summary + "." + shared))
     b.append(
         (
             "table",
@@ -290,6 +291,19 @@ def _headline(report: Report, plots: list[tuple[str, str]], b: list[Block]) -> N
             ],
         )
     )
+
+
+def _shared_errors(report: Report) -> str:
+    """The errors clients saw equally often in both runs: no difference, yet part of the story."""
+    from .semantic import error_name
+
+    same = [
+        f"{r['api']} errors {error_name(r['error_code'])} {r['baseline']:,} vs "
+        f"{r['candidate']:,} (client {r['client_id'] or '-'})"
+        for r in report.client_errors
+        if r["baseline"] == r["candidate"]
+    ]
+    return " Seen alike in both: " + "; ".join(same) + "." if same else ""
 
 
 def _metadata_blocks(report: Report, b: list[Block]) -> None:

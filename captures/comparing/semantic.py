@@ -49,7 +49,8 @@ class ClientFacts:
     internal_clients: set[str] = field(default_factory=set)
 
 
-def _error_name(code: int) -> str:
+def error_name(code: int) -> str:
+    """Kafka's name for an error code, or the number when the code is unknown."""
     try:
         return ErrorCode(code).name
     except ValueError:
@@ -74,7 +75,7 @@ def _produce(facts: ClientFacts, e: Exchange, names: Mapping[str, str]) -> None:
             facts.acked.setdefault(key, Counter()).update((kh, vh) for _, kh, vh in recs)
             facts.ack_times.setdefault(key, []).extend([e.response_ts or 0] * len(recs))
         elif code is not None:
-            facts.error_times.setdefault(key, []).append((e.response_ts or 0, _error_name(code)))
+            facts.error_times.setdefault(key, []).append((e.response_ts or 0, error_name(code)))
 
 
 def client_facts(cap: Capture) -> ClientFacts:
@@ -167,7 +168,7 @@ def _errors(fa: ClientFacts, fb: ClientFacts, out: list[SemanticDifference]) -> 
                 f"{api} {client}".strip(),
                 a,
                 b,
-                f"{api} errors {_error_name(code)} {a:,} vs {b:,} (client {client or '-'})",
+                f"{api} errors {error_name(code)} {a:,} vs {b:,} (client {client or '-'})",
             )
         )
 

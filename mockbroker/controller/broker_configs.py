@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from .configs import KNOWN, _bool, _int_at_least, _long_at_least, did_you_mean
+from .configs import KNOWN, _bool, _int_at_least, _long_at_least, did_you_mean, known
 
 Check = Callable[[str], "str | None"]
 
@@ -68,7 +68,7 @@ BROKER: dict[str, BrokerConfig] = {
 }
 
 #: Every name a cluster config may have: broker configs and the topic configs' defaults.
-KNOWN_NAMES = frozenset(BROKER) | frozenset(KNOWN)
+KNOWN_NAMES = frozenset(BROKER) | frozenset(known("4.4"))
 
 #: server.properties keys of a real Kafka node that mean nothing to the mock (its listeners,
 #: roles and quorum are its own): a config file may hold them, and they are skipped.
@@ -111,7 +111,7 @@ SYNONYMS: dict[str, tuple[str, int]] = {
 def unknown_broker_config(name: str) -> str:
     """Kafka's message for a server.properties key it does not know, with a did-you-mean."""
     return f"The configuration '{name}' was supplied but isn't a known config." + did_you_mean(
-        name, [*BROKER, *KNOWN]
+        name, [*BROKER, *known("4.4")]
     )
 
 
@@ -120,12 +120,13 @@ def invalid_value(name: str, value: str, problem: str) -> str:
     return f"Invalid value {value} for configuration {name}: {problem}"
 
 
-def broker_config_problem(name: str, value: str | None) -> str | None:
+def broker_config_problem(name: str, value: str | None, release: str = "4.4") -> str | None:
     """Why a cluster-level config (broker config, or a topic config's default) is refused."""
+    topic_configs = known(release)
     if name in BROKER:
         check = BROKER[name].check
-    elif name in KNOWN:
-        check = KNOWN[name][1]
+    elif name in topic_configs:
+        check = topic_configs[name][1]
     else:
         return unknown_broker_config(name)
     if value is None:

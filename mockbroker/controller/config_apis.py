@@ -9,7 +9,7 @@ from typing import Any
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
 from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
-from .configs import KNOWN, MIN_ISR, resolve, validate
+from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
 from .result import ControllerResult, ControllerView
 
@@ -58,12 +58,13 @@ def _check_resource(draft: Draft, resource_type: int, name: str) -> tuple[int, s
 def _check_changes(
     draft: Draft, resource_type: int, name: str, changes: Mapping[str, str | None]
 ) -> tuple[int, str] | None:
+    release = draft.settings.semantics.release
     for key, value in changes.items():
         if resource_type == ConfigResourceType.BROKER:
             # a broker resource takes broker configs and the topic configs' cluster defaults
-            problem = broker_config_problem(key, value) or dynamic_problem(key)
+            problem = broker_config_problem(key, value, release) or dynamic_problem(key)
         else:
-            problem = validate(key, value)
+            problem = validate(key, value, release)
             problem = None if problem is None else f"{key}: {problem}"
         if problem is not None:
             return ErrorCode.INVALID_CONFIG, problem
@@ -141,13 +142,12 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
 
 def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
     state = draft.state
+    configs = known(draft.settings.semantics.release)
     out = []
     # a broker resource also describes the broker configs (not the log.* synonyms, which are
     # stored and described under the topic config they default)
-    names = (
-        KNOWN if rtype == ConfigResourceType.TOPIC else (BROKER.keys() - SYNONYMS) | KNOWN.keys()
-    )
-    for name in sorted(names):
+    names = configs.keys() if rtype == ConfigResourceType.TOPIC else BROKER.keys() - SYNONYMS
+    for name in sorted(names | configs.keys()):
         if keys is not None and name not in keys:
             continue
         if rtype == ConfigResourceType.TOPIC:
@@ -163,7 +163,7 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
                 value = state.config(ConfigResourceType.BROKER, "", name)
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             if value is None:
-                value = KNOWN[name][0] if name in KNOWN else BROKER[name].default
+                value = configs[name][0] if name in configs else BROKER[name].default
                 source = ConfigSource.DEFAULT_CONFIG
         entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
         if version == 0:
@@ -175,7 +175,8 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
 
 
 def describe_configs(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """DescribeConfigs v0-v4 for topics and brokers (the configs in KNOWN); writes nothing."""
+    """DescribeConfigs v0-v4 for topics and brokers (the configs the release knows); writes
+    nothing."""
     draft = Draft(view)
     results = []
     for res in body["resources"]:

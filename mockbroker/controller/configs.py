@@ -142,6 +142,21 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     "segment.ms": ("604800000", _long_at_least(1)),
 }
 
+#: The topic configs Kafka 4.2-4.4 added (kafka-storage 4.4.0's LogConfig, Kafka's defaults and
+#: checks): known under the 4.4 release, kept and described, not acted on by the mock.
+ADDED_BY_KAFKA_4_4: dict[str, tuple[str, Callable[[str], str | None]]] = {
+    "errors.deadletterqueue.group.enable": ("false", _bool),
+    "max.decompressed.message.bytes": ("2147483639", _number_in(1, 2147483639)),
+    "remote.copy.lag.bytes": ("-1", _long_at_least(-1)),
+    "remote.copy.lag.ms": ("0", _long_at_least(-1)),
+}
+_EVERY = {**KNOWN, **ADDED_BY_KAFKA_4_4}
+
+
+def known(release: str) -> dict[str, tuple[str, Callable[[str], str | None]]]:
+    """The configs a release knows: each with Kafka's default and its check."""
+    return KNOWN if release == "4.1" else _EVERY
+
 
 def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, ConfigSource]:
     """A topic config's value and source: topic, then cluster default, then built-in default."""
@@ -151,7 +166,7 @@ def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, ConfigSour
     value = state.config(ConfigResourceType.BROKER, "", name)
     if value is not None:
         return value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-    return KNOWN[name][0], ConfigSource.DEFAULT_CONFIG
+    return _EVERY[name][0], ConfigSource.DEFAULT_CONFIG
 
 
 def min_insync_replicas(state: ClusterState, topic: str) -> int:
@@ -180,11 +195,12 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def validate(name: str, value: str | None) -> str | None:
-    """Why a config value is refused, or None."""
-    known = KNOWN.get(name)
-    if known is None:
-        return f"Unknown topic config name: {name}.{did_you_mean(name, KNOWN)}"
+def validate(name: str, value: str | None, release: str = "4.4") -> str | None:
+    """Why a config value is refused under a release, or None."""
+    configs = known(release)
+    entry = configs.get(name)
+    if entry is None:
+        return f"Unknown topic config name: {name}.{did_you_mean(name, configs)}"
     if value is None:
         return None
-    return known[1](value)
+    return entry[1](value)

@@ -62,6 +62,19 @@ def test_an_error_the_client_saw_leads_the_headline(tmp_path, capsys):
     }
 
 
+def test_an_error_seen_alike_in_both_runs_is_told_but_not_a_difference(tmp_path):
+    refused = {"produce_error": ErrorCode.NOT_ENOUGH_REPLICAS}
+    base = decoded(tmp_path, "base", Run(**refused))
+    cand = decoded(tmp_path, "cand", Run(**{**VOLATILE_RUN.__dict__, **refused}))
+    assert compare(base, cand).semantic_differences == []
+    out = tmp_path / "r"
+    assert main_compare([str(base), str(cand), "--out", str(out), "--fail-on", "semantic"]) == 0
+    md = (out / "report.md").read_text()
+    headline = md.split("## Semantic differences, most important first", 1)[1].split("##")[0]
+    assert "No semantic difference" in headline
+    assert "Seen alike in both: Produce errors NOT_ENOUGH_REPLICAS 1 vs 1" in headline
+
+
 def test_a_client_setting_is_semantic_and_a_rule_makes_it_volatile(tmp_path):
     base = decoded(tmp_path, "base", Run())
     cand = decoded(tmp_path, "cand", Run(**{**VOLATILE_RUN.__dict__, "compression": "gzip"}))
