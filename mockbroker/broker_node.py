@@ -16,6 +16,7 @@ from kipwire.codec import ApiKey
 
 from .broker.state import BrokerState
 from .broker.topic_names import topic_name
+from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.groups import GroupCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
@@ -37,6 +38,7 @@ class ClusterServices:
     faults: Faults
     recorder: Taps | None
     groups: GroupCoordinator
+    consumer_groups: ConsumerGroupCoordinator
     transactions: TransactionCoordinator
     #: The broker coordinating a group or transactional id (a stable hash over live ones).
     coordinator_for: Callable[[str], NodeAddress | None]
@@ -70,6 +72,7 @@ class BrokerNode(BrokerState):
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups
+        self.consumer_groups = services.consumer_groups
         self.transactions = services.transactions
         self._services = services
 

@@ -35,6 +35,7 @@ from .controller import Controller, Semantics
 from .controller.broker_configs import check_cluster_config
 from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
+from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.groups import GroupCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .errors import ClusterError, UnknownResource, WrongState
@@ -55,6 +56,8 @@ DEFAULT_CONFIG = {
     "broker.heartbeat.interval.ms": "200",
     # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
     "group.initial.rebalance.delay.ms": "0",
+    # Kafka's default is 5000: a KIP-848 member learns of a rebalance at its next heartbeat
+    "group.consumer.heartbeat.interval.ms": "500",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
     "broker.session.timeout.ms": "2000",
@@ -103,7 +106,8 @@ class Cluster:
             default_replication_factor=int(self.config["default.replication.factor"]),
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
-        self.transactions = TransactionCoordinator(self.groups, self._write_marker)
+        self.consumer_groups = ConsumerGroupCoordinator(self.groups)
+        self.transactions = TransactionCoordinator(self.consumer_groups, self._write_marker)
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
         self.recorder = (
@@ -127,6 +131,7 @@ class Cluster:
             faults=self.faults,
             recorder=self.recorder,
             groups=self.groups,
+            consumer_groups=self.consumer_groups,
             transactions=self.transactions,
             coordinator_for=self.coordinator_for,
             caught_up=self.caught_up,
@@ -163,6 +168,7 @@ class Cluster:
                         starting.start_soon(self._start_node, node, -1)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
+                nursery.start_soon(self.consumer_groups.run_timers)
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)

@@ -4,18 +4,26 @@ transaction, and the commit or abort that writes control markers to every partit
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
 from kipwire.codec import ErrorCode
 
-from .groups import CommittedOffset, GroupCoordinator
+from .groups import CommittedOffset
 
 MAX_EPOCH = 32767
 #: writes a COMMIT (True) or ABORT marker to a partition: (topic, index, pid, epoch, commit)
 MarkerWriter = Callable[[str, int, int, int, bool], None]
+
+
+class OffsetStores(Protocol):
+    """Where groups' committed offsets live (a classic or a consumer-group coordinator)."""
+
+    def offsets_for(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]: ...
 
 
 @dataclass(slots=True)
@@ -28,6 +36,7 @@ class Transaction:
     timeout_ms: int
     state: str = "Empty"
     deadline: float = 0.0  # trio time at which an ongoing transaction is aborted
+    started_ms: int = -1  # wall-clock ms the ongoing transaction began (DescribeTransactions)
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
@@ -39,7 +48,7 @@ class Transaction:
 class TransactionCoordinator:
     """Every transactional id of the cluster."""
 
-    def __init__(self, groups: GroupCoordinator, write_marker: MarkerWriter) -> None:
+    def __init__(self, groups: OffsetStores, write_marker: MarkerWriter) -> None:
         self._ids = itertools.count(1000)
         self.transactions: dict[str, Transaction] = {}
         self._groups = groups
@@ -162,6 +171,7 @@ class TransactionCoordinator:
         if txn.state != "Ongoing":
             txn.state = "Ongoing"
             txn.deadline = trio.current_time() + txn.timeout_ms / 1000
+            txn.started_ms = int(time.time() * 1000)
             self._changed.set()
             self._changed = trio.Event()
 
@@ -191,9 +201,7 @@ class TransactionCoordinator:
             self._write_marker(topic, index, txn.producer_id, txn.epoch, commit)
         if commit:
             for group_id, offsets in txn.offsets.items():
-                group = self._groups.group(group_id, create=True)
-                assert group is not None
-                group.offsets.update(offsets)
+                self._groups.offsets_for(group_id).update(offsets)
         txn.partitions.clear()
         txn.groups.clear()
         txn.offsets.clear()

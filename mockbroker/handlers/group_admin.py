@@ -1,14 +1,32 @@
-"""Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42)."""
+"""Group administration of classic and KIP-848 consumer groups alike: ListGroups (16),
+DescribeGroups (15), DeleteGroups (42), OffsetDelete (47).
+
+Behavior: ListGroups lists both kinds with their type (v5) and state; DescribeGroups describes
+classic groups only, and answers a consumer group as Kafka does: Dead, with GROUP_ID_NOT_FOUND
+and "Group X is not a classic group." from v6 (KIP-1043), without an error before (clients
+describe consumer groups with ConsumerGroupDescribe). OffsetDelete refuses a partition of a
+topic the group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC), and a classic group with members
+that does not use the consumer protocol (NON_EMPTY_GROUP).
+"""
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
-from kipwire.codec import ApiKey, ErrorCode
+from kipwire.codec import ApiKey, DecodeError, ErrorCode, message
 
-from ..coordinators.groups import GroupState
+from ..coordinators.groups import Group, GroupState
+from .consumer_config import image_topics
 from .groups import not_coordinator
 from .registry import RequestContext, handles
+
+#: DescribeGroups v6 says GROUP_ID_NOT_FOUND for a group that is not there (KIP-1043).
+NOT_FOUND_FROM = 6
+#: The classic protocol type of Kafka consumers, and the one ListGroups gives consumer groups.
+CONSUMER_PROTOCOL = "consumer"
+#: The newest ConsumerProtocolSubscription version the codec reads.
+SUBSCRIPTION_VERSION = 3
 
 
 @handles(ApiKey.LIST_GROUPS)
@@ -17,6 +35,21 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     listed = []
+    for consumer in ctx.broker.consumer_groups.groups.values():
+        if not_coordinator(ctx, consumer.group_id):
+            continue
+        if states and consumer.state.value.lower() not in states:
+            continue
+        if types and "consumer" not in types:
+            continue
+        listed.append(
+            {
+                "group_id": consumer.group_id,
+                "protocol_type": CONSUMER_PROTOCOL,
+                "group_state": consumer.state.value,
+                "group_type": "consumer",
+            }
+        )
     for group in ctx.broker.groups.groups.values():
         if group.state is GroupState.DEAD or not_coordinator(ctx, group.group_id):
             continue
@@ -67,6 +100,10 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
         }
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
+        elif ctx.broker.consumer_groups.group(group_id) is not None:
+            if ctx.api_version >= NOT_FOUND_FROM:
+                entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+                entry["error_message"] = f"Group {group_id} is not a classic group."
         elif group is not None:
             stable = group.state is GroupState.STABLE
             entry.update(
@@ -104,6 +141,8 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
         group = groups.group(group_id)
         if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
+        elif ctx.broker.consumer_groups.group(group_id) is not None:
+            code = ctx.broker.consumer_groups.delete(group_id)
         elif group is None:
             code = ErrorCode.GROUP_ID_NOT_FOUND
         elif group.members:
@@ -113,3 +152,66 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
             code = ErrorCode.NONE
         results.append({"group_id": group_id, "error_code": code})
     return {"results": results}
+
+
+def _offset_delete_fail(body: Any, code: int, version: int) -> dict:
+    return {"error_code": code, "topics": []}
+
+
+@handles(ApiKey.OFFSET_DELETE, fail=_offset_delete_fail)
+async def offset_delete(ctx: RequestContext, body: Any) -> dict:
+    """Delete a group's committed offsets of partitions no member subscribes to."""
+    group_id = body["group_id"]
+    if not_coordinator(ctx, group_id):
+        return _offset_delete_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    consumer = ctx.broker.consumer_groups.group(group_id)
+    classic = ctx.broker.groups.group(group_id)
+    if consumer is not None:
+        topics = image_topics(ctx.broker.image)
+        offsets = consumer.offsets
+
+        def subscribed(name: str) -> bool:
+            return consumer.is_subscribed(name, topics)
+
+    elif classic is not None and classic.state is not GroupState.DEAD:
+        if classic.members and classic.protocol_type != CONSUMER_PROTOCOL:
+            return _offset_delete_fail(body, ErrorCode.NON_EMPTY_GROUP, ctx.api_version)
+        offsets = classic.offsets
+        subscriptions = _classic_subscriptions(classic)
+
+        def subscribed(name: str) -> bool:
+            return name in subscriptions
+
+    else:
+        return _offset_delete_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version)
+    results = []
+    for topic in body["topics"]:
+        refused = subscribed(topic["name"])
+        parts = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            if not refused:
+                offsets.pop((topic["name"], index), None)
+            code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if refused else ErrorCode.NONE
+            parts.append({"partition_index": index, "error_code": code})
+        results.append({"name": topic["name"], "partitions": parts})
+    return {"error_code": ErrorCode.NONE, "topics": results}
+
+
+def _classic_subscriptions(group: Group) -> set[str]:
+    """The topics a classic consumer-protocol group's members subscribe to, from their
+    ConsumerProtocolSubscription metadata (a version, then the subscription)."""
+    topics: set[str] = set()
+    for member in group.members.values():
+        metadata = dict(member.protocols).get(group.protocol or "")
+        if metadata is None and member.protocols:
+            metadata = member.protocols[0][1]
+        if not metadata or len(metadata) < 2:
+            continue
+        (version,) = struct.unpack_from(">h", metadata)
+        codec = message("ConsumerProtocolSubscription", min(max(version, 0), SUBSCRIPTION_VERSION))
+        try:
+            topics.update(codec.parse(metadata[2:])["topics"])
+        except DecodeError:
+            continue
+    return topics

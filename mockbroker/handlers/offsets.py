@@ -1,4 +1,8 @@
-"""Committed offsets: OffsetCommit (8) and OffsetFetch (9)."""
+"""Committed offsets: OffsetCommit (8) and OffsetFetch (9), of classic and consumer groups.
+
+A classic group checks generations (`coordinators/groups.py`); a KIP-848 consumer group checks
+member epochs (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; `coordinators/consumer_groups.py`).
+"""
 
 from __future__ import annotations
 
@@ -39,9 +43,14 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
     if not_coordinator(ctx, body["group_id"]):
         return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     image = ctx.broker.image
-    code, group = ctx.broker.groups.check_commit(
-        body["group_id"], body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
-    )
+    epoch, member_id = body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
+    consumer = ctx.broker.consumer_groups.group(body["group_id"])
+    offsets: dict | None
+    if consumer is not None:
+        code, offsets = consumer.check_commit(member_id, epoch, ctx.api_version), consumer.offsets
+    else:
+        code, group = ctx.broker.groups.check_commit(body["group_id"], epoch, member_id)
+        offsets = group.offsets if group is not None else None
     topics = []
     for topic in body["topics"]:
         name = topic_name(image, topic)
@@ -55,7 +64,8 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
             ):
                 part_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if not part_code:
-                group.offsets[name, p["partition_index"]] = CommittedOffset(
+                assert offsets is not None
+                offsets[name, p["partition_index"]] = CommittedOffset(
                     p["committed_offset"],
                     p.get("committed_leader_epoch", -1),
                     p.get("committed_metadata"),
@@ -97,6 +107,12 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
                 }
             )
             continue
+        consumer = ctx.broker.consumer_groups.group(request["group_id"])
+        if consumer is not None:
+            code = consumer.check_fetch(request.get("member_id"), request.get("member_epoch", -1))
+            if code:
+                groups.append({"group_id": request["group_id"], "topics": [], "error_code": code})
+                continue
         topics = _group_offsets(ctx, request["group_id"], request["topics"])
         groups.append(
             {"group_id": request["group_id"], "topics": topics, "error_code": ErrorCode.NONE}
@@ -106,7 +122,8 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
 
 def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -> list[dict]:
     image = ctx.broker.image
-    group = ctx.broker.groups.group(group_id)
+    consumer = ctx.broker.consumer_groups.group(group_id)
+    group = consumer if consumer is not None else ctx.broker.groups.group(group_id)
     offsets = group.offsets if group else {}
     if requested is None:
         wanted: dict[str, list[int]] = {}

@@ -81,13 +81,18 @@ def test_finalized_features_under_4_4(cluster: MockCluster) -> None:
     supported = {
         f["name"]: (f["min_version"], f["max_version"]) for f in body["supported_features"]
     }
-    # metadata.version 4.4-IV2; ELR on, as Kafka 4.4 finalizes both for a fresh cluster
-    assert finalized == {"metadata.version": 33, "eligible.leader.replicas.version": 1}
+    # metadata.version 4.4-IV2; ELR on and KIP-848 consumer groups (group.version 1), as Kafka
+    # 4.4 finalizes them for a fresh cluster
+    assert finalized == {
+        "metadata.version": 33,
+        "eligible.leader.replicas.version": 1,
+        "group.version": 1,
+    }
     assert supported["share.version"] == (0, 2) and supported["streams.version"] == (0, 1)
     # Kafka 4.4 finalizes these too; the mock leaves them unset while it serves none of their
-    # APIs (KIP-848, KIP-932, KIP-1071) nor transactions v2, so no client negotiates them
+    # APIs (KIP-932, KIP-1071) nor transactions v2, so no client negotiates them
     ranges = _ranges(body)
-    for name in ("group.version", "share.version", "streams.version"):
+    for name in ("share.version", "streams.version"):
         needs = FEATURE_NEEDS[name]
         assert name not in finalized and needs is not None and not needs <= set(ranges), name
     assert "transaction.version" not in finalized and FEATURE_NEEDS["transaction.version"] is None
@@ -95,7 +100,10 @@ def test_finalized_features_under_4_4(cluster: MockCluster) -> None:
 
 def test_a_feature_is_finalized_once_its_apis_are_served() -> None:
     served = {h.api_key for h in listed("4.4")}
-    assert fresh_features("4.4", served) == {"eligible.leader.replicas.version": 1}
+    assert fresh_features("4.4", served) == {
+        "eligible.leader.replicas.version": 1,
+        "group.version": 1,  # ConsumerGroupHeartbeat and ConsumerGroupDescribe are served
+    }
     share = FEATURE_NEEDS["share.version"]
     assert share is not None
     assert fresh_features("4.4", served | share)["share.version"] == 2
