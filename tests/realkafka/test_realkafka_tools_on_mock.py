@@ -5,6 +5,7 @@ topic; a static config is refused with Kafka's message."""
 from __future__ import annotations
 
 import subprocess
+import zipfile
 
 from kafka_dist import KafkaDist
 
@@ -13,9 +14,24 @@ from kipwire.mockbroker import MockCluster
 TOOL_TIMEOUT = 120
 
 
+#: kafka-configs.sh's class: Kafka 4.4 moved it from core (Scala) to the tools module.
+CONFIG_COMMANDS = ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")
+
+
+def _config_command(dist: KafkaDist) -> str:
+    """The ConfigCommand class the fetched release has."""
+    for jar in sorted(dist.libs.glob("kafka*.jar")):
+        with zipfile.ZipFile(jar) as archive:
+            names = set(archive.namelist())
+        for main in CONFIG_COMMANDS:
+            if main.replace(".", "/") + ".class" in names:
+                return main
+    raise AssertionError(f"no ConfigCommand in {dist.libs}")
+
+
 def _kafka_configs(dist: KafkaDist, bootstrap: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [dist.java, "-cp", dist.classpath, "kafka.admin.ConfigCommand"]
+        [dist.java, "-cp", dist.classpath, _config_command(dist)]
         + ["--bootstrap-server", bootstrap, "--entity-type", "brokers", "--entity-default", *args],
         capture_output=True,
         text=True,
