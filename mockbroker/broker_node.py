@@ -159,6 +159,8 @@ class BrokerNode(BrokerState):
         """Create topics with the default partitions and replication factor."""
         live = len(self.image.live_brokers())
         replication = min(int(self.config["default.replication.factor"]), live)
+        # num.partitions is dynamic: the cluster default in the metadata wins over the start value
+        partitions = int(self.image.cluster_config("num.partitions", self.config["num.partitions"]))
         await self.forward(
             ApiKey.CREATE_TOPICS,
             CREATE_TOPICS_VERSION,
@@ -166,7 +168,7 @@ class BrokerNode(BrokerState):
                 "topics": [
                     {
                         "name": n,
-                        "num_partitions": int(self.config["num.partitions"]),
+                        "num_partitions": partitions,
                         "replication_factor": max(replication, 1),
                     }
                     for n in names

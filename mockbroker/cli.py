@@ -1,4 +1,10 @@
-"""`kipwire-broker serve`: run a mock cluster until interrupted, one log line per request."""
+"""`kipwire-broker serve`: run a mock cluster until interrupted, one log line per client request.
+
+Configuration comes as Kafka takes it: `--config-file server.properties` (unknown keys warned
+about, as Kafka logs them), then `--config KEY=VALUE` (repeatable, wins over the file; an unknown
+key or a bad value exits 2). The banner prints the bootstrap servers first, then every listener,
+the controller's port and the metrics and control URLs.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +13,44 @@ import json
 import logging
 import signal
 import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import trio
 
 from .cluster import Cluster, ClusterError, open_cluster
+from .control import serve_control
+from .controller import Semantics
+from .controller.broker_configs import (
+    IGNORED,
+    KNOWN_NAMES,
+    ConfigError,
+    broker_config_problem,
+    check_cluster_config,
+)
 from .metrics import serve_metrics
+from .properties import PropertiesError, read_properties
 from .security.config import SecurityConfig
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+ELR_FEATURE = "eligible.leader.replicas.version"
+log = logging.getLogger("kipwire.mockbroker.cli")
+
+
+def presets() -> dict[str, Semantics]:
+    """Every named Semantics preset (KAFKA_3_9 ... KIP), by name."""
+    return {
+        name: value
+        for name, value in vars(Semantics).items()
+        if name.isupper() and isinstance(value, Semantics)
+    }
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kipwire-broker", description="A mock Kafka (KRaft) cluster on 127.0.0.1."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a cluster until interrupted")
     serve.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
@@ -28,13 +60,63 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         help="port of broker 1, the others follow (default: ephemeral ports)",
     )
+    serve.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config, as in server.properties (repeatable)",
+    )
+    serve.add_argument(
+        "--config-file", metavar="FILE", help="broker configs in Kafka's properties format"
+    )
+    serve.add_argument(
+        "--semantics",
+        choices=sorted(presets()),
+        default="KAFKA_4_4",
+        metavar="PRESET",
+        help="the Semantics preset: the Kafka release imitated, or KIP (default KAFKA_4_4)",
+    )
+    serve.add_argument(
+        "--elr",
+        choices=("on", "off"),
+        help="eligible leader replicas (default: as the preset's release has them)",
+    )
     serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
-    serve.add_argument("--quiet", action="store_true", help="do not log each request")
+    serve.add_argument(
+        "--record-clients-only",
+        action="store_true",
+        help="record client connections only, not the nodes' own traffic",
+    )
+    serve.add_argument(
+        "--record-max-bytes",
+        type=int,
+        metavar="N",
+        help="start a new file (FILE1, FILE2, ...) once one holds N bytes, as tcpdump -C",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="info: one line per client request (default); debug: more",
+    )
+    serve.add_argument(
+        "--log-internal",
+        action="store_true",
+        help="also log the nodes' own requests (heartbeats, metadata and replica fetches)",
+    )
+    serve.add_argument("--quiet", action="store_true", help="the same as --log-level warning")
     serve.add_argument(
         "--metrics-port",
         type=int,
         metavar="N",
         help="serve Prometheus metrics at http://127.0.0.1:N/metrics (0: ephemeral)",
+    )
+    serve.add_argument(
+        "--control-port",
+        type=int,
+        metavar="N",
+        help="serve the HTTP/JSON control API at http://127.0.0.1:N/v1 (0: ephemeral)",
     )
     _add_security_arguments(serve)
     return parser
@@ -115,21 +197,88 @@ def _print_security(cluster: Cluster, args: argparse.Namespace) -> None:
     print(f"client config: {json.dumps(config)}", flush=True)
 
 
-async def _serve(args: argparse.Namespace) -> None:
+def _version() -> str:
+    try:
+        return version("kipwire")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _listeners(cluster: Cluster) -> None:
+    protocol = cluster.security.config.protocol if cluster.security else "PLAINTEXT"
+    for broker_id, node in sorted(cluster.nodes.items()):
+        print(f"broker {broker_id}: {protocol}://{node.address}", flush=True)
+    print(f"controller: {cluster.controller_node.address}", flush=True)
+
+
+async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
     # SIGINT and SIGTERM end the cluster the same orderly way (the recording is completed)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(
-            brokers=args.brokers, port=args.port, record=args.record, **_security_kwargs(args)
+            brokers=args.brokers,
+            port=args.port,
+            record=args.record,
+            record_clients_only=args.record_clients_only,
+            record_max_bytes=args.record_max_bytes,
+            semantics=presets()[args.semantics],
+            config=config,
+            features=None if args.elr is None else {ELR_FEATURE: 1 if args.elr == "on" else 0},
+            **_security_kwargs(args),
         ) as cluster:
+            # the bootstrap servers first and the metrics URL next, as before there was more
             print(cluster.bootstrap_servers, flush=True)
             _print_security(cluster, args)
             async with trio.open_nursery() as nursery:
                 if args.metrics_port is not None:
                     port = await nursery.start(serve_metrics, cluster, args.metrics_port)
                     print(f"metrics: http://127.0.0.1:{port}/metrics", flush=True)
+                if args.control_port is not None:
+                    port = await nursery.start(serve_control, cluster, args.control_port)
+                    print(f"control: http://127.0.0.1:{port}/v1", flush=True)
+                _listeners(cluster)
                 async for _ in signals:
                     break
                 nursery.cancel_scope.cancel()
+
+
+def _config(args: argparse.Namespace) -> dict[str, str]:
+    """The file's configs (unknown keys warned about and dropped), then --config's."""
+    config: dict[str, str] = {}
+    if args.config_file is not None:
+        for key, value in read_properties(Path(args.config_file)).items():
+            if key in IGNORED:
+                log.debug("%s: %s is a Kafka config the mock has no use for", args.config_file, key)
+            elif key not in KNOWN_NAMES:
+                # as Kafka logs a config it does not know, and starts anyway
+                log.warning("%s: %s", args.config_file, broker_config_problem(key, value))
+            else:
+                config[key] = value  # a bad value is refused below, with the others
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--config {item!r} is not KEY=VALUE")
+        config[key.strip()] = value.strip()
+    check_cluster_config(config)
+    return config
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    level = logging.WARNING if args.quiet else getattr(logging, args.log_level.upper())
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    show_internal = args.log_internal
+
+    def wanted(record: logging.LogRecord) -> bool:
+        # the nodes' own requests are logged at DEBUG; --log-internal shows them at any level
+        if getattr(record, "internal", False):
+            return show_internal or level <= logging.DEBUG
+        return record.levelno >= level
+
+    handler.addFilter(wanted)
+    logger = logging.getLogger("kipwire.mockbroker")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if show_internal else level)
+    logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,19 +290,29 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.port <= 65535 - args.brokers:
         print(f"kipwire-broker: --port {args.port} is not a usable port", file=sys.stderr)
         return 2
-    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
-        print(f"kipwire-broker: --metrics-port {args.metrics_port} is not a port", file=sys.stderr)
+    for flag, port in (
+        ("--metrics-port", args.metrics_port),
+        ("--control-port", args.control_port),
+    ):
+        if port is not None and not 0 <= port <= 65535:
+            print(f"kipwire-broker: {flag} {port} is not a port", file=sys.stderr)
+            return 2
+    if args.record_max_bytes is not None and (args.record is None or args.record_max_bytes < 1):
+        print("kipwire-broker: --record-max-bytes needs --record and N >= 1", file=sys.stderr)
         return 2
     try:
         _security_kwargs(args)
     except ValueError as exc:
         print(f"kipwire-broker: {exc}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        logging.basicConfig(format="%(asctime)s %(name)s %(message)s", level=logging.WARNING)
-        logging.getLogger("kipwire.mockbroker").setLevel(logging.DEBUG)
+    _configure_logging(args)
     try:
-        trio.run(_serve, args)
+        config = _config(args)
+    except (ConfigError, PropertiesError, OSError) as exc:
+        print(f"kipwire-broker: {exc}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_serve, args, config)
     except (OSError, ClusterError, BaseExceptionGroup) as exc:
         cause = _start_up_error(exc)
         if cause is None:

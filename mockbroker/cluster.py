@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
@@ -27,15 +27,18 @@ import trio
 
 from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
 
+from . import views
 from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
+from .controller.broker_configs import check_cluster_config
 from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.groups import GroupCoordinator
 from .coordinators.transactions import TransactionCoordinator
+from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .handlers.registry import listed
 from .metrics import cluster_metrics
@@ -76,10 +79,6 @@ _BROKER_ONLY = {
 }
 
 
-class ClusterError(RuntimeError):
-    """A cluster operation that could not be done (a controller error, an unknown broker)."""
-
-
 class Cluster(SecurityApi):
     """A running mock cluster; made by `open_cluster` (trio) or `MockCluster` (sync)."""
 
@@ -92,11 +91,14 @@ class Cluster(SecurityApi):
         record: str | None = None,
         port: int = 0,
         cluster_id: str = "kipwire-mock",
+        record_clients_only: bool = False,
+        record_max_bytes: int | None = None,
         **security: Any,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
-        self.config = {**DEFAULT_CONFIG, **{k: str(v) for k, v in (config or {}).items()}}
+        # unknown keys and bad values are refused here, with Kafka's message (ConfigError)
+        self.config = {**DEFAULT_CONFIG, **check_cluster_config(config or {})}
         # security_protocol, sasl_mechanisms, users, super_users, authorizer, ssl_client_auth
         settings = SecurityConfig.from_arguments(**security)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None
@@ -117,7 +119,16 @@ class Cluster(SecurityApi):
         self.transactions = TransactionCoordinator(self.consumer_groups, self._write_marker)
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
-        self.recorder = Recorder(record) if record else None
+        self.recorder = (
+            Recorder(
+                record,
+                clients_only=record_clients_only,
+                is_node=lambda peer: self.faults.source_of(peer) is not None,
+                max_bytes=record_max_bytes,
+            )
+            if record
+            else None
+        )
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[int, trio.CancelScope] = {}
         self._ended: dict[int, trio.Event] = {}
@@ -335,7 +346,8 @@ class Cluster(SecurityApi):
         try:
             return self.nodes[broker_id]
         except KeyError:
-            raise ClusterError(f"no broker {broker_id} (brokers: {sorted(self.nodes)})") from None
+            brokers = sorted(self.nodes)
+            raise UnknownResource(f"no broker {broker_id} (brokers: {brokers})") from None
 
     async def stop_broker(self, broker_id: int, clean: bool = True) -> None:
         """Stop a broker. clean: a controlled shutdown (it leaves every ISR and leadership), its
@@ -343,7 +355,7 @@ class Cluster(SecurityApi):
         record above each log's flushed offset (flush.messages, flush.ms, `flush`)."""
         node = self.node(broker_id)
         if not node.running:
-            raise ClusterError(f"broker {broker_id} is not running")
+            raise WrongState(f"broker {broker_id} is not running")
         if clean:
             for _ in range(100):  # a controlled shutdown takes a few heartbeats at most
                 if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
@@ -375,7 +387,7 @@ class Cluster(SecurityApi):
         epoch of its CleanShutdownFile as PreviousBrokerEpoch (-1 after an unclean stop)."""
         node = self.node(broker_id)
         if node.running:
-            raise ClusterError(f"broker {broker_id} is already running")
+            raise WrongState(f"broker {broker_id} is already running")
         previous = node.log_dirs.take_previous_epoch()
         node.reset_incarnation()
         await self._start_node(node, previous_epoch=previous)
@@ -450,7 +462,7 @@ class Cluster(SecurityApi):
         result = response["topics"][0]
         if result["error_code"]:
             message = result.get("error_message") or ErrorCode(result["error_code"]).name
-            raise ClusterError(f"create_topic({name!r}): {message}")
+            raise ClusterError(f"create_topic({name!r}): {message}", result["error_code"])
 
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
@@ -479,13 +491,24 @@ class Cluster(SecurityApi):
             return self.controller_node.internal_address
         if isinstance(node_id, int):
             return self.node(node_id).internal_address
-        raise ClusterError(f"no node {node_id!r} (brokers are ints, the controller {CONTROLLER!r})")
+        raise UnknownResource(
+            f"no node {node_id!r} (brokers are ints, the controller {CONTROLLER!r})"
+        )
 
-    def partition_network(self, a: NodeId, b: NodeId) -> CutInjection:
-        """Cut the link between two nodes (broker ids or CONTROLLER) both ways, until `heal` or
-        the handle's `remove()`."""
-        self._address_of(a), self._address_of(b)
-        return self.faults.cut(a, b)
+    def partition_network(self, *groups: NodeId | Iterable[NodeId]) -> CutInjection:
+        """Cut the network until `heal` or the handle's `remove()`: `partition_network(a, b)`
+        cuts the link between two nodes (broker ids or CONTROLLER) both ways;
+        `partition_network([1], [2, CONTROLLER])` every link between nodes of different groups."""
+        if len(groups) < 2:
+            raise ValueError(f"a network partition needs two groups or more, got {len(groups)}")
+        if len(groups) == 2 and all(isinstance(g, int | str) for g in groups):
+            a, b = groups
+            self._address_of(a), self._address_of(b)
+            return self.faults.cut(a, b)
+        lists = [[g] if isinstance(g, int | str) else list(g) for g in groups]
+        for node in (n for group in lists for n in group):
+            self._address_of(node)
+        return self.faults.cut_groups(lists)
 
     def isolate(self, broker_id: NodeId) -> CutInjection:
         """Cut a node off from every other node; its clients still reach it."""
@@ -529,6 +552,14 @@ class Cluster(SecurityApi):
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""
         return cluster_metrics(self)
+
+    def describe(self) -> dict[str, Any]:
+        """Every broker (id, host, port, state: running, stopped or fenced) and the controller."""
+        return views.describe_cluster(self)
+
+    def describe_partition(self, topic: str, index: int) -> dict[str, Any]:
+        """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
+        return views.describe_partition(self, topic, index)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -10,13 +10,15 @@ dialing side); this module keeps their handles and tells the network what is in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .network import CONTROLLER, Network, NodeId
 
 #: (topic, partition index).
 PartitionKey = tuple[str, int]
+#: An error injection's count that never runs out: it fires until removed.
+UNTIL_REMOVED = -1
 
 
 @dataclass(eq=False)
@@ -36,7 +38,8 @@ class FaultHandle:
 
 @dataclass(eq=False)
 class ErrorInjection(FaultHandle):
-    """The next `remaining` requests of `api_key` matched answer `error_code`."""
+    """The next `remaining` requests of `api_key` matched answer `error_code` (-1: every one,
+    until removed)."""
 
     api_key: int = -1
     error_code: int = 0
@@ -57,10 +60,12 @@ class LatencyInjection(FaultHandle):
 
 @dataclass(eq=False)
 class CutInjection(FaultHandle):
-    """A cut link (`a`, `b`), or a node isolated from every other (`b` is None)."""
+    """A cut link (`a`, `b`), a node isolated from every other (`b` is None), or a partition
+    of the network into groups (`links`: every link between two groups is cut)."""
 
     a: NodeId = CONTROLLER
     b: NodeId | None = None
+    links: tuple[tuple[NodeId, NodeId], ...] = ()
 
 
 class Faults:
@@ -87,8 +92,8 @@ class Faults:
         """The next `count` requests of `api_key` get `error_code`: to `broker`, or sent over
         `link` = (source node, destination node; the controller too), or to any broker; with
         `partition` = (topic, index) only that partition of a request answers the error."""
-        if count < 1:
-            raise ValueError(f"count must be at least 1, got {count}")
+        if count < 1 and count != UNTIL_REMOVED:
+            raise ValueError(f"count must be at least 1 (or -1: until removed), got {count}")
         if broker is not None and link is not None:
             raise ValueError("inject_error takes a broker or a link, not both")
         injection = ErrorInjection(
@@ -128,6 +133,26 @@ class Faults:
         self._cuts.append(injection)
         return injection
 
+    def cut_groups(self, groups: Sequence[Sequence[NodeId]]) -> CutInjection:
+        """Cut every link between nodes of different groups (a node in no group is untouched)."""
+        seen: set[NodeId] = set()
+        for group in groups:
+            if seen & set(group):
+                raise ValueError(f"a node is in two groups: {sorted(map(str, seen & set(group)))}")
+            seen |= set(group)
+        links = tuple(
+            (a, b)
+            for i, group in enumerate(groups)
+            for other in groups[i + 1 :]
+            for a in group
+            for b in other
+        )
+        for a, b in links:
+            self.network.cut(a, b)
+        injection = CutInjection("partition", _faults=self, links=links)
+        self._cuts.append(injection)
+        return injection
+
     def isolate(self, node: NodeId) -> CutInjection:
         """Cut `node` off from every other node (its clients still reach it)."""
         self.network.isolate(node)
@@ -153,7 +178,10 @@ class Faults:
                 self._apply_link_latency(*handle.link)
         elif isinstance(handle, CutInjection) and handle in self._cuts:
             self._cuts.remove(handle)
-            if handle.b is None:
+            if handle.links:
+                for a, b in handle.links:
+                    self.network.uncut(a, b)
+            elif handle.b is None:
                 self.network.unisolate(handle.a)
             else:
                 self.network.uncut(handle.a, handle.b)
@@ -176,9 +204,10 @@ class Faults:
 
     def _fire(self, injection: ErrorInjection) -> int:
         injection.fired += 1
-        injection.remaining -= 1
-        if injection.remaining == 0:
-            self.remove(injection)
+        if injection.remaining != UNTIL_REMOVED:
+            injection.remaining -= 1
+            if injection.remaining == 0:
+                self.remove(injection)
         return injection.error_code
 
     def take_error(self, api_key: int, node: NodeId, source: NodeId | None) -> int | None:
@@ -222,7 +251,11 @@ class Faults:
         pair = {src, dst}
         if kind == "held":
             for cut in self._cuts:
-                if (cut.a in pair) if cut.b is None else ({cut.a, cut.b} == pair):
+                if cut.links:
+                    hit = any({a, b} == pair for a, b in cut.links)
+                else:
+                    hit = (cut.a in pair) if cut.b is None else ({cut.a, cut.b} == pair)
+                if hit:
                     cut.fired += 1
             return
         for injection in reversed(self._latencies):

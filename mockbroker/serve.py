@@ -120,8 +120,12 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
             raise CloseConnection(f"{name} v{version}: malformed body: {exc}") from None
         node.log.info("%s v%d cid %d: malformed body: %s", name, version, cid, exc)
         return _error(handler, version, cid, None, ErrorCode.INVALID_REQUEST)
-    node.log.debug("%s v%d cid %d from %s", name, version, cid, header.client_id)
     source = node.faults.source_of(PEER.get())
+    # traffic between nodes (heartbeats, metadata and replica fetches) only at DEBUG, marked
+    # `internal` so `kipwire-broker serve --log-internal` can show it: one line per client request
+    level = logging.DEBUG if source is not None else logging.INFO
+    extra = {"internal": source is not None}
+    node.log.log(level, "%s v%d cid %d from %s", name, version, cid, header.client_id, extra=extra)
     injected = node.faults.take_error(key, node.node_id, source)
     if injected is not None:
         response = handler.fail(body, injected, version)

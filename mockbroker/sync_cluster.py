@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import trio
 
 from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
+from .controller.broker_configs import check_cluster_config
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
 from .security.acls import Acl
@@ -33,6 +34,11 @@ class SyncFaultHandle:
         return self._handle.fired
 
     @property
+    def remaining(self) -> int | None:
+        """An error injection's requests still to fail (-1: until removed); None for others."""
+        return getattr(self._handle, "remaining", None)
+
+    @property
     def active(self) -> bool:
         """False once the fault is spent or removed."""
         return self._handle.active
@@ -54,6 +60,8 @@ class MockCluster:
         record: str | None = None,
         port: int = 0,
         clock: trio.abc.Clock | None = None,
+        record_clients_only: bool = False,
+        record_max_bytes: int | None = None,
         *,
         security_protocol: str = "PLAINTEXT",
         sasl_mechanisms: tuple[str, ...] | None = None,
@@ -65,6 +73,7 @@ class MockCluster:
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
         self._clock = clock
+        check_cluster_config(config or {})  # refused here, in the caller's thread, not at start
         self._kwargs = dict(
             brokers=brokers,
             semantics=semantics,
@@ -72,6 +81,8 @@ class MockCluster:
             features=features,
             record=record,
             port=port,
+            record_clients_only=record_clients_only,
+            record_max_bytes=record_max_bytes,
         )
         security = dict(
             security_protocol=security_protocol,
@@ -216,9 +227,10 @@ class MockCluster:
         """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
         return SyncFaultHandle(self._in_trio(self.cluster.add_latency, ms, broker, link), self)
 
-    def partition_network(self, a: NodeId, b: NodeId) -> SyncFaultHandle:
-        """Cut the link between two nodes (broker ids or "controller") both ways, until `heal`."""
-        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, a, b), self)
+    def partition_network(self, *groups: NodeId | Iterable[NodeId]) -> SyncFaultHandle:
+        """Cut the link between two nodes (broker ids or "controller") both ways, or every link
+        between groups (`partition_network([1], [2, 3])`), until `heal`."""
+        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, *groups), self)
 
     def isolate(self, broker_id: NodeId) -> SyncFaultHandle:
         """Cut a node off from every other node; its clients still reach it."""
@@ -297,3 +309,11 @@ class MockCluster:
     def acls(self) -> list[Acl]:
         """Every ACL in the metadata log, by name."""
         return self._in_trio(self.cluster.acls)
+
+    def describe(self) -> dict[str, Any]:
+        """Every broker (id, host, port, state: running, stopped or fenced) and the controller."""
+        return self._in_trio(self.cluster.describe)
+
+    def describe_partition(self, topic: str, index: int) -> dict[str, Any]:
+        """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
+        return self._in_trio(self.cluster.describe_partition, topic, index)

@@ -6,9 +6,13 @@ environment's bin first on PATH. Lines after a command are its expected output (
 together): `...` inside a line matches any text, a line of just `...` any number of lines, and no
 lines at all leaves the output unchecked. A command that exits non-zero must be followed by
 `$ echo $?` showing its status. Only quick kipwire commands run here (`python -m kipwire...`,
-`kipwire-capture`, `kipwire-broker --help`); a block with any other command, or one too slow for
-a test, is marked ```console no-run. A capture decode must say `--engine local`: Spark never
-starts in these tests. A failure names the doc and the line.
+`kipwire-capture`, `kipwire-broker --help`, a `kipwire-broker serve` that is refused at once and
+shows `$ echo $?`); a block with any other command, or one too slow for a test, is marked
+```console no-run. A dev broker runs in the background (`$ kipwire-broker serve ...
+--control-port N &`) until the doc's end, on a free port that replaces N in the later commands and
+their output, so parallel runs never collide; `curl` runs against it (127.0.0.1 only). A capture
+decode must say `--engine local`: Spark never starts in these tests. A failure names the doc and
+the line.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
+from doc_servers import Servers, background_serve
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_DIR = ROOT / "docs"
@@ -138,20 +143,28 @@ def _where(block: Block, offset: int) -> str:
     return f"{_shown(block.path)}:{block.line + offset}"
 
 
-def refusal(argv: list[str]) -> str | None:
-    """Why a command may not run in the doc tests, or None when it may."""
+def refusal(argv: list[str], follows: list[str] | None = None) -> str | None:
+    """Why a command may not run in the doc tests, or None when it may (`follows`: the next)."""
     if argv == ["echo", "$?"]:
         return None
     program = argv[0] if argv else ""
     if program == "python":
         allowed = argv[1:2] == ["-m"] and argv[2:3] != [] and argv[2].split(".")[0] == "kipwire"
     elif program == "kipwire-broker":
-        allowed = bool({"-h", "--help"} & set(argv))
+        allowed = (
+            bool({"-h", "--help", "--version"} & set(argv))
+            or background_serve(argv)
+            or (argv[1:2] == ["serve"] and follows == ["echo", "$?"])  # refused at once
+        )
+    elif program == "curl":
+        urls = [a for a in argv[1:] if "://" in a]
+        allowed = bool(urls) and all(u.startswith("http://127.0.0.1:") for u in urls)
     else:
         allowed = program == "kipwire-capture"
     if not allowed:
         return (
-            "only `python -m kipwire...`, `kipwire-capture` and `kipwire-broker --help` run in "
+            "only `python -m kipwire...`, `kipwire-capture`, `kipwire-broker --help`, a "
+            "background `kipwire-broker serve ... --control-port N &` and `curl` to it run in "
             "the doc tests; mark the block ```console no-run"
         )
     decodes = any(tuple(argv[: len(c)]) == c for c in _DECODE_COMMANDS)
@@ -214,10 +227,12 @@ def _command_env() -> dict[str, str]:
     return env
 
 
-def _run_console(block: Block, cwd: Path) -> None:
+def _run_console(block: Block, cwd: Path, servers: Servers | None = None) -> None:
+    servers = servers if servers is not None else Servers()
     commands = parse_commands(block)
-    for command in commands:
-        why = refusal(command.argv)
+    for n, command in enumerate(commands):
+        follows = commands[n + 1].argv if n + 1 < len(commands) else None
+        why = refusal(command.argv, follows)
         if why is not None:
             raise DocExampleError(f"{_shown(block.path)}:{command.line}: {why}")
     status: int | None = None
@@ -225,6 +240,14 @@ def _run_console(block: Block, cwd: Path) -> None:
     for n, command in enumerate(commands):
         where = f"{_shown(block.path)}:{command.line}"
         shown = shlex.join(command.argv)
+        if command.argv[0] == "kipwire-broker" and background_serve(command.argv):
+            servers.start(command.argv, where, cwd, env)
+            status = 0
+            continue
+        if command.argv[0] == "curl" and shutil.which("curl") is None:
+            pytest.skip(f"{where}: curl is not installed")
+        argv = [servers.rewrite(a) for a in command.argv]
+        expected = [servers.rewrite(line) for line in command.expected]
         if command.argv == ["echo", "$?"]:
             if status is None:
                 raise DocExampleError(f"{where}: `echo $?` with no command before it")
@@ -232,7 +255,7 @@ def _run_console(block: Block, cwd: Path) -> None:
         else:
             try:
                 proc = subprocess.run(
-                    command.argv,
+                    argv,
                     cwd=cwd,
                     env=env,
                     stdout=subprocess.PIPE,
@@ -254,7 +277,7 @@ def _run_console(block: Block, cwd: Path) -> None:
                     f"{where}: `{shown}` exited {status} (show it with `$ echo $?` if meant):"
                     f"\n{output}"
                 )
-        if command.expected and not output_matches(command.expected, output):
+        if expected and not output_matches(expected, output):
             raise DocExampleError(
                 f"{where}: `{shown}` printed:\n{output}\nbut the doc shows:\n"
                 + "\n".join(command.expected)
@@ -266,6 +289,7 @@ def run_doc(path: Path, workdir: Path) -> int:
     namespace: dict = {"__name__": "doc_example"}
     saved_path = list(sys.path)
     saved_modules = set(sys.modules)
+    servers = Servers()
     ran = 0
     try:
         for block in extract_blocks(path):
@@ -275,9 +299,10 @@ def run_doc(path: Path, workdir: Path) -> int:
                 _run_python(block, namespace)
                 ran += 1
             elif block.lang in SHELL_LANGS and "$ " in block.text:
-                _run_console(block, workdir)
+                _run_console(block, workdir, servers)
                 ran += 1
     finally:
+        servers.stop()
         sys.path[:] = saved_path
         # modules a doc imported from its own folder (a compiled package) go with the folder
         for name in set(sys.modules) - saved_modules:

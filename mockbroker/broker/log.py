@@ -11,8 +11,11 @@ shutdown.
 from __future__ import annotations
 
 import bisect
+import struct
 import time
 from dataclasses import dataclass
+
+from crc32c import crc32c
 
 from kipwire.codec import DecodeError, EncodeError, ErrorCode, OffsetSpec
 from kipwire.codec.records import (
@@ -26,6 +29,12 @@ from kipwire.codec.records import (
 )
 
 from .producer_state import ProducerStates
+
+# A v2 batch's header: offsets of the fields LogAppendTime rewrites (Kafka's DefaultRecordBatch).
+_LENGTH_END, _MAGIC_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 12, 16, 17, 21, 35
+_V2_HEADER = 61
+_INT16, _INT32, _INT64, _UINT32 = (struct.Struct(f) for f in (">h", ">i", ">q", ">I"))
+_LOG_APPEND_TIME_BIT = 0x08
 
 #: ListOffsets' special timestamps.
 EARLIEST, LATEST, MAX_TIMESTAMP = OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP
@@ -101,8 +110,12 @@ class PartitionLog:
             return min(min(self.open_txns.values()), self.high_watermark)
         return self.high_watermark
 
-    def append(self, records: bytes | bytearray | memoryview) -> AppendResult:
-        """Validate a produce's batches, check producer sequences and append them."""
+    def append(
+        self, records: bytes | bytearray | memoryview, *, log_append_time: int | None = None
+    ) -> AppendResult:
+        """Validate a produce's batches, check producer sequences and append them; with
+        `log_append_time` (message.timestamp.type=LogAppendTime) the broker's time is stamped
+        into each batch, as Kafka's LogValidator does."""
         try:
             batches = list(iter_batches(records, verify_crc=True))
         except DecodeError as exc:
@@ -136,6 +149,8 @@ class PartitionLog:
             stamped = assign_offsets(bytearray(records), base, partition_leader_epoch=epoch)
         except EncodeError as exc:
             raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if log_append_time is not None:
+            stamp_log_append_time(stamped, log_append_time)
         self._store(stamped)
         if idempotent:
             self.producers.record(
@@ -273,22 +288,41 @@ class PartitionLog:
         return [t for t in self.aborted if t.first_offset < stop and t.last_offset >= start]
 
     def offset_for_time(self, timestamp: int) -> tuple[int, int, int]:
-        """(offset, timestamp, leader epoch) for a ListOffsets timestamp or special value."""
+        """(offset, timestamp, leader epoch) for a ListOffsets timestamp or special value.
+
+        By time, the first record at or after `timestamp`; MAX_TIMESTAMP, the first record with
+        the largest timestamp: record by record, as Kafka reads the batch its time index points
+        to (a LogAppendTime batch's records all carry the batch's time).
+        """
         if timestamp == EARLIEST:
             return self.log_start_offset, -1, self._epoch_at(self.log_start_offset)
         if timestamp == LATEST:
             return self.high_watermark, -1, self.leader_epoch
         live = [b for b in self.batches if b.last_offset >= self.log_start_offset]
-        if timestamp == MAX_TIMESTAMP:
+        exact = timestamp == MAX_TIMESTAMP
+        if exact:
             if not live:
                 return -1, -1, -1
-            best = max(live, key=lambda b: b.max_timestamp)
-            return best.last_offset, best.max_timestamp, best.leader_epoch
+            timestamp = max(b.max_timestamp for b in live)
         for stored in live:
             if stored.max_timestamp >= timestamp:
-                start = max(stored.base_offset, self.log_start_offset)
-                return start, stored.max_timestamp, stored.leader_epoch
+                found = self._first_record_at(stored, timestamp, exact=exact)
+                if found is not None:
+                    return found
         return -1, -1, -1
+
+    def _first_record_at(
+        self, stored: StoredBatch, timestamp: int, *, exact: bool
+    ) -> tuple[int, int, int] | None:
+        """The first record of a batch, at or above the log start, whose timestamp is at or after
+        `timestamp` (equal to it when `exact`), or None."""
+        for batch in iter_batches(stored.data, verify_crc=False):
+            for record in batch.records:
+                if record.offset < self.log_start_offset:
+                    continue
+                if record.timestamp == timestamp or (not exact and record.timestamp > timestamp):
+                    return record.offset, record.timestamp, stored.leader_epoch
+        return None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(largest epoch <= `epoch`, its end offset) as OffsetForLeaderEpoch answers."""
@@ -321,6 +355,21 @@ class PartitionLog:
             if start <= offset:
                 epoch = start_epoch
         return epoch
+
+
+def stamp_log_append_time(data: bytearray, now_ms: int) -> None:
+    """Mark every v2 batch in `data` LogAppendTime with `now_ms` as its max timestamp, and
+    recompute its CRC (which covers the attributes and the timestamps)."""
+    pos = 0
+    while pos + _V2_HEADER <= len(data):
+        size = _LENGTH_END + _INT32.unpack_from(data, pos + 8)[0]
+        if data[pos + _MAGIC_AT] == 2:
+            attributes = _INT16.unpack_from(data, pos + _ATTRIBUTES_AT)[0]
+            _INT16.pack_into(data, pos + _ATTRIBUTES_AT, attributes | _LOG_APPEND_TIME_BIT)
+            _INT64.pack_into(data, pos + _MAX_TIMESTAMP_AT, now_ms)
+            crc = crc32c(memoryview(data)[pos + _ATTRIBUTES_AT : pos + size])
+            _UINT32.pack_into(data, pos + _CRC_AT, crc)
+        pos += size
 
 
 def _now_ms() -> int:

@@ -12,6 +12,7 @@ REQUEST_TIMED_OUT when the request's timeout runs out first. The decisions are `
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,6 +29,8 @@ from .metadata_image import MetadataImage, PartitionInfo
 ACKS_ALL = -1
 #: Kafka's message.max.bytes default: the largest record batch a topic accepts.
 DEFAULT_MAX_MESSAGE_BYTES = "1048588"
+#: message.timestamp.type's value for broker-stamped timestamps.
+LOG_APPEND = "LogAppendTime"
 _BATCH_LENGTH = struct.Struct(">i")
 _BATCH_LENGTH_AT, _BATCH_OVERHEAD = 8, 12
 Key = tuple[str, int]
@@ -63,6 +66,8 @@ class Appended:
 
     base_offset: int
     log_start_offset: int
+    #: The broker's time stamped into the batches (LogAppendTime topics), else -1.
+    log_append_time: int = -1
 
 
 class Partition:
@@ -117,8 +122,13 @@ class Partition:
         check_batch_sizes(self._host.image, self.topic, records)
         log = self.log
         end = log.end_offset
-        result = log.append(records)
-        appended = Appended(result.base_offset, log.log_start_offset)
+        stamp = None
+        if self._host.image.topic_config(self.topic, "message.timestamp.type", "") == LOG_APPEND:
+            stamp = int(time.time() * 1000)
+        result = log.append(records, log_append_time=stamp)
+        appended = Appended(
+            result.base_offset, log.log_start_offset, -1 if stamp is None else stamp
+        )
         self._written()
         if acks == ACKS_ALL:
             # a repeated batch waits for the end it was first written below

@@ -8,6 +8,7 @@ from typing import Any
 
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
+from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
 from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
 from .result import ControllerResult, ControllerView
@@ -57,10 +58,16 @@ def _check_resource(draft: Draft, resource_type: int, name: str) -> tuple[int, s
 def _check_changes(
     draft: Draft, resource_type: int, name: str, changes: Mapping[str, str | None]
 ) -> tuple[int, str] | None:
+    release = draft.settings.semantics.release
     for key, value in changes.items():
-        problem = validate(key, value, draft.settings.semantics.release)
+        if resource_type == ConfigResourceType.BROKER:
+            # a broker resource takes broker configs and the topic configs' cluster defaults
+            problem = broker_config_problem(key, value, release) or dynamic_problem(key)
+        else:
+            problem = validate(key, value, release)
+            problem = None if problem is None else f"{key}: {problem}"
         if problem is not None:
-            return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
+            return ErrorCode.INVALID_CONFIG, problem
         # D.19: while ELR is on, min ISR lives at the cluster level only, and stays there.
         if (
             key == MIN_ISR
@@ -105,9 +112,14 @@ def incremental_alter_configs(view: ControllerView, version: int, body: Any) -> 
         if error is None:
             error = _check_changes(draft, rtype, rname, changes)
         if error is None and not body["validate_only"]:
-            write_configs(draft, rtype, rname, changes)
+            write_configs(draft, rtype, rname, _stored(rtype, changes))
         responses.append(_result(res, error))
     return draft.result({"responses": responses})
+
+
+def _stored(resource_type: int, changes: dict[str, str | None]) -> dict[str, str | None]:
+    """Broker changes with Kafka's log.* synonyms under the topic config they default."""
+    return normalise(changes) if resource_type == ConfigResourceType.BROKER else changes
 
 
 def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerResult:
@@ -123,7 +135,7 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
                 changes.setdefault(old, None)
             error = _check_changes(draft, rtype, rname, changes)
         if error is None and not body["validate_only"]:
-            write_configs(draft, rtype, rname, changes)
+            write_configs(draft, rtype, rname, _stored(rtype, changes))
         responses.append(_result(res, error))
     return draft.result({"responses": responses})
 
@@ -132,7 +144,10 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
     state = draft.state
     configs = known(draft.settings.semantics.release)
     out = []
-    for name in sorted(configs):
+    # a broker resource also describes the broker configs (not the log.* synonyms, which are
+    # stored and described under the topic config they default)
+    names = configs.keys() if rtype == ConfigResourceType.TOPIC else BROKER.keys() - SYNONYMS
+    for name in sorted(names | configs.keys()):
         if keys is not None and name not in keys:
             continue
         if rtype == ConfigResourceType.TOPIC:
@@ -148,7 +163,8 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
                 value = state.config(ConfigResourceType.BROKER, "", name)
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             if value is None:
-                value, source = configs[name][0], ConfigSource.DEFAULT_CONFIG
+                value = configs[name][0] if name in configs else BROKER[name].default
+                source = ConfigSource.DEFAULT_CONFIG
         entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
         if version == 0:
             entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG

@@ -5,9 +5,10 @@ The config APIs and D.19's ClearElrRecord are in config_apis.py.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kipwire.codec import ConfigResourceType, ConfigSource, UncleanRecoveryStrategy
 
@@ -188,11 +189,18 @@ def recovery_timeout_ms(state: ClusterState, topic: str) -> int:
     return int(resolve(state, topic, RECOVERY_TIMEOUT)[0])
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` Did you mean 'x'?` naming the closest known name (difflib), or an empty string."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
 def validate(name: str, value: str | None, release: str = "4.4") -> str | None:
     """Why a config value is refused under a release, or None."""
-    entry = known(release).get(name)
+    configs = known(release)
+    entry = configs.get(name)
     if entry is None:
-        return f"unknown config {name!r}"
+        return f"Unknown topic config name: {name}.{did_you_mean(name, configs)}"
     if value is None:
         return None
     return entry[1](value)

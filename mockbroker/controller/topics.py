@@ -115,7 +115,10 @@ def _create_one(draft: Draft, t: Any, validate_only: bool) -> dict:
         if sorted(assignments) != list(range(len(assignments))):
             raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partition indexes have gaps")
         count = len(assignments)
-    count = draft.settings.default_partitions if count == -1 else count
+    if count == -1:
+        # num.partitions may have been changed since start (a dynamic cluster-wide config)
+        dynamic = draft.state.config(ConfigResourceType.BROKER, "", "num.partitions")
+        count = int(dynamic) if dynamic is not None else draft.settings.default_partitions
     if count < 1:
         raise _Refused(ErrorCode.INVALID_PARTITIONS, f"{count} partitions")
     if rf == -1:

@@ -66,6 +66,7 @@ async def _append(
             error_code=ErrorCode.NONE,
             base_offset=appended.base_offset,
             log_start_offset=appended.log_start_offset,
+            log_append_time_ms=appended.log_append_time,
         )
     except LogError as exc:
         part.update(error_code=exc.code, base_offset=-1, error_message=str(exc))

@@ -3,9 +3,12 @@ request, stops cleanly on SIGINT; bad arguments exit 2 with a message, no traceb
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 from kafka_wire import WireClient
 
@@ -94,4 +97,133 @@ def test_a_port_in_use_is_reported():
         first.communicate(timeout=TIMEOUT)
     assert done.returncode == 2
     assert "already in use" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _refused(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def test_an_unknown_config_or_a_bad_value_exits_2_with_kafkas_message():
+    typo = _refused("--config", "min.insync.replica=2")
+    assert typo.returncode == 2
+    assert "'min.insync.replica' was supplied but isn't a known config" in typo.stderr
+    assert "Did you mean 'min.insync.replicas'?" in typo.stderr
+    bad = _refused("--config", "num.partitions=abc")
+    assert bad.returncode == 2
+    assert "Invalid value abc for configuration num.partitions" in bad.stderr
+    for done in (typo, bad, _refused("--config", "no-equals-sign")):
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_version_prints_the_package_version():
+    done = subprocess.run(
+        [sys.executable, "-m", "kipwire.mockbroker", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0
+    assert re.fullmatch(r"kipwire-broker \d+\.\d+\.\d+\S*\n", done.stdout)
+
+
+def _banner(proc: subprocess.Popen, until: str) -> list[str]:
+    lines = []
+    for _ in range(20):  # bootstrap, brokers, controller, metrics, control: a bounded banner
+        lines.append(proc.stdout.readline().strip())
+        if lines[-1].startswith(until):
+            return lines
+    raise AssertionError(f"no {until!r} line in {lines}")
+
+
+def test_a_config_file_with_unknown_keys_is_warned_about_and_applied(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "# Kafka's own keys the mock has no use for are skipped quietly\n"
+        "node.id=1\nprocess.roles=broker,controller\n"
+        "num.partitions = 3\n"
+        "min.insync.replica=2\n"
+        "auto.create.topics.enable: true\n"
+    )
+    proc = _serve("--brokers", "1", "--config-file", str(path), "--semantics", "KAFKA_4_0")
+    try:
+        lines = _banner(proc, "controller: ")
+        with WireClient(lines[0]) as client:
+            answer = client.call(ApiKey.METADATA, 12, {"topics": [{"name": "auto"}]})
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert lines[1] == f"broker 1: PLAINTEXT://{lines[0]}"
+    assert re.fullmatch(r"controller: 127\.0\.0\.1:\d+", lines[2])
+    assert len(answer["topics"][0]["partitions"]) == 3  # num.partitions from the file
+    assert "'min.insync.replica' was supplied but isn't a known config" in err
+    assert "Did you mean 'min.insync.replicas'?" in err
+    assert "node.id" not in err and "process.roles" not in err
+
+
+def _idle_log(*args: str) -> str:
+    """What a 1-broker cluster logs over a second of idling, after a client's one request."""
+    proc = _serve("--brokers", "1", *args)
+    try:
+        bootstrap = proc.stdout.readline().strip()
+        with WireClient(bootstrap) as client:
+            client.call(ApiKey.METADATA, 12, {"topics": []})
+        # the heartbeat interval is 200 ms: a second holds several of the nodes' own requests
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    return err
+
+
+def test_the_nodes_own_requests_are_logged_only_when_asked():
+    quiet = _idle_log()
+    assert "MetadataRequest v12" in quiet
+    assert "BrokerHeartbeatRequest" not in quiet
+    chatty = _idle_log("--log-internal")
+    assert "MetadataRequest v12" in chatty
+    assert "BrokerHeartbeatRequest" in chatty
+    assert _idle_log("--log-level", "warning").strip() == ""
+
+
+def _finalized_elr(*args: str) -> int:
+    """The eligible.leader.replicas.version a 1-broker `serve` finalizes (ApiVersions v3)."""
+    proc = _serve("--brokers", "1", "--quiet", *args)
+    try:
+        bootstrap = proc.stdout.readline().strip()
+        with WireClient(bootstrap) as client:
+            answer = client.call(ApiKey.API_VERSIONS, 3, {})
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    levels = {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
+    return levels.get("eligible.leader.replicas.version", 0)
+
+
+def test_elr_and_the_semantics_preset_are_chosen_on_the_command_line():
+    assert _finalized_elr() == 1
+    assert _finalized_elr("--elr", "off", "--semantics", "KAFKA_3_9") == 0
+    unknown = _refused("--semantics", "KAFKA_9_9")
+    assert unknown.returncode == 2 and "KAFKA_4_1" in unknown.stderr  # the presets are listed
+
+
+def test_a_control_port_in_use_is_reported():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _refused("--brokers", "1", "--quiet", "--control-port", str(port))
+    assert done.returncode == 2
+    assert f"control port {port} is already in use" in done.stderr
     assert "Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -58,3 +59,45 @@ def test_tshark_reads_the_recording(recording):
     )
     assert done.returncode == 0, done.stderr
     assert "Frames" in done.stdout
+
+
+def _produce(cluster: MockCluster, topic: str, count: int, size: int = 8) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(count):
+        producer.produce(topic, (b"r%d-" % i).ljust(size, b"x"))
+    assert producer.flush(10) == 0
+
+
+def test_clients_only_leaves_the_nodes_own_traffic_out(tmp_path):
+    path = tmp_path / "clients.pcapng"
+    with MockCluster(brokers=2, record=str(path), record_clients_only=True) as cluster:
+        ports = [int(a.rsplit(":", 1)[1]) for a in cluster.bootstrap_servers.split(",")]
+        ports.append(cluster.cluster.controller_node.port)
+        cluster.create_topic("only", partitions=1, replication_factor=2)
+        _produce(cluster, "only", 20)
+    rows = decode_capture(str(path), broker_ports=ports)
+    apis = Counter(r["api_name"] for r in rows.pdus)
+    assert rows.issues == []
+    assert apis["Produce"] >= 2
+    assert {"BrokerRegistration", "BrokerHeartbeat", "Fetch"} & set(apis) == set()
+
+
+def test_max_bytes_rotates_into_whole_pcapng_files(tmp_path):
+    path = tmp_path / "rotated.pcapng"
+    with MockCluster(brokers=1, record=str(path), record_max_bytes=20_000) as cluster:
+        ports = [int(cluster.bootstrap_servers.rsplit(":", 1)[1])]
+        ports.append(cluster.cluster.controller_node.port)
+        cluster.create_topic("rot", partitions=1)
+        for _ in range(5):
+            _produce(cluster, "rot", 100, size=200)
+        recorder = cluster.cluster.recorder
+    files = recorder.files
+    assert len(files) >= 3
+    assert files[:2] == [str(path), f"{path}1"]
+    for name in files:
+        with open(name, "rb") as f:
+            data = f.read()
+        assert data[:4] == b"\x0a\x0d\x0d\x0a"  # each starts with its own section header
+        assert decode_capture(name, broker_ports=ports).issues == []
+    # each file but the last stopped growing once it held the limit (one write past it at most)
+    assert all(os.path.getsize(name) >= 20_000 for name in files[:-1])

@@ -152,7 +152,8 @@ def test_list_offsets_by_time_and_special_values():
     log.advance_high_watermark(log.end_offset)  # a leader alone in its ISR commits at once
     assert log.offset_for_time(EARLIEST)[0] == 0
     assert log.offset_for_time(LATEST)[0] == 4
-    assert log.offset_for_time(300)[:2] == (2, 501)
+    # record by record, as Kafka: the first record at or after 300 (not its batch's max)
+    assert log.offset_for_time(300)[:2] == (2, 500)
     assert log.offset_for_time(MAX_TIMESTAMP)[:2] == (3, 501)
     assert log.offset_for_time(10_000) == (-1, -1, -1)
 
@@ -173,3 +174,23 @@ def test_epoch_end_offsets_and_delete_records():
         log.read(2, 100)
     with pytest.raises(LogError):
         log.delete_before(99)
+
+
+def test_by_time_skips_records_below_the_log_start_inside_a_batch():
+    log = PartitionLog()
+    log.append(_batch(4, ts=100))  # timestamps 100..103 at offsets 0..3
+    log.advance_high_watermark(log.end_offset)
+    log.delete_before(2)  # the batch stays, its first two records are gone
+    assert log.offset_for_time(0)[:2] == (2, 102)
+    assert log.offset_for_time(MAX_TIMESTAMP)[:2] == (3, 103)
+
+
+def test_log_append_time_is_stamped_into_each_batch_with_a_valid_crc():
+    log = PartitionLog()
+    log.append(_batch(3, ts=100) + _batch(2, ts=200), log_append_time=5_000)
+    batches = [b for s in log.batches for b in iter_batches(s.data, verify_crc=True)]
+    assert [b.timestamp_type.name for b in batches] == ["LOG_APPEND_TIME"] * 2
+    assert [r.timestamp for b in batches for r in b.records] == [5_000] * 5
+    log.advance_high_watermark(log.end_offset)
+    assert log.offset_for_time(4_000)[:2] == (0, 5_000)
+    assert log.offset_for_time(MAX_TIMESTAMP)[:2] == (0, 5_000)  # the first with the largest

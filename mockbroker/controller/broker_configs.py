@@ -1,0 +1,164 @@
+"""Broker configs (server.properties): the ones the mock takes, their checks, which ones
+IncrementalAlterConfigs may change, and Kafka's messages (with a did-you-mean) for the rest.
+
+A cluster's config (`MockCluster(config=...)`, `serve --config`, `--config-file`) holds broker
+configs and, as cluster-wide defaults, the topic configs of `configs.KNOWN`. Kafka's `log.*`
+synonyms of topic configs are stored under the topic config's name (`log.retention.ms` is the
+cluster default of `retention.ms`), which is where a topic's resolution falls back to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from .configs import KNOWN, _bool, _int_at_least, _long_at_least, did_you_mean, known
+
+Check = Callable[[str], "str | None"]
+
+
+class ConfigError(ValueError):
+    """A config the cluster refuses: unknown, or a value Kafka would not accept."""
+
+
+class BrokerConfig(NamedTuple):
+    """A broker config: Kafka's default, its check, and whether it may change while running."""
+
+    default: str
+    check: Check
+    dynamic: bool
+
+
+BROKER: dict[str, BrokerConfig] = {
+    # the mock applies these
+    "num.partitions": BrokerConfig("1", _int_at_least(1), True),
+    "default.replication.factor": BrokerConfig("1", _int_at_least(1), False),
+    "auto.create.topics.enable": BrokerConfig("true", _bool, False),
+    "log.dirs": BrokerConfig("", lambda value: None, False),
+    "message.max.bytes": BrokerConfig("1048588", _int_at_least(0), True),
+    "socket.request.max.bytes": BrokerConfig(str(100 * 1024 * 1024), _int_at_least(1), False),
+    "broker.heartbeat.interval.ms": BrokerConfig("2000", _int_at_least(1), False),
+    "broker.session.timeout.ms": BrokerConfig("9000", _int_at_least(1), False),
+    "replica.lag.time.max.ms": BrokerConfig("30000", _long_at_least(1), False),
+    "group.initial.rebalance.delay.ms": BrokerConfig("3000", _int_at_least(0), False),
+    # Kafka's log.* synonyms of topic configs (stored under the topic config's name)
+    "log.retention.ms": BrokerConfig("604800000", _long_at_least(-1), True),
+    "log.retention.minutes": BrokerConfig("10080", _int_at_least(-1), True),
+    "log.retention.hours": BrokerConfig("168", _int_at_least(-1), True),
+    "log.retention.bytes": BrokerConfig("-1", _long_at_least(-1), True),
+    "log.segment.bytes": BrokerConfig("1073741824", _int_at_least(1024 * 1024), True),
+    "log.cleanup.policy": BrokerConfig("delete", KNOWN["cleanup.policy"][1], True),
+    "log.flush.interval.messages": BrokerConfig("9223372036854775807", _long_at_least(1), True),
+    "log.flush.interval.ms": BrokerConfig("9223372036854775807", _long_at_least(0), True),
+    # kept and validated; the mock's internal topics and coordinators do not act on them
+    "offsets.topic.replication.factor": BrokerConfig("3", _int_at_least(1), False),
+    "offsets.topic.num.partitions": BrokerConfig("50", _int_at_least(1), False),
+    "group.min.session.timeout.ms": BrokerConfig("6000", _int_at_least(0), False),
+    "group.max.session.timeout.ms": BrokerConfig("1800000", _int_at_least(0), False),
+    "group.consumer.session.timeout.ms": BrokerConfig("45000", _int_at_least(1), False),
+    "group.consumer.heartbeat.interval.ms": BrokerConfig("5000", _int_at_least(1), False),
+    "transaction.max.timeout.ms": BrokerConfig("900000", _int_at_least(1), False),
+    "transaction.state.log.replication.factor": BrokerConfig("3", _int_at_least(1), False),
+    "transaction.state.log.min.isr": BrokerConfig("2", _int_at_least(1), False),
+    "transaction.state.log.num.partitions": BrokerConfig("50", _int_at_least(1), False),
+    "transactional.id.expiration.ms": BrokerConfig("604800000", _int_at_least(1), False),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
+        "10000", _int_at_least(1), False
+    ),
+}
+
+#: Every name a cluster config may have: broker configs and the topic configs' defaults.
+KNOWN_NAMES = frozenset(BROKER) | frozenset(known("4.4"))
+
+#: server.properties keys of a real Kafka node that mean nothing to the mock (its listeners,
+#: roles and quorum are its own): a config file may hold them, and they are skipped.
+IGNORED = frozenset(
+    {
+        "node.id",
+        "broker.id",
+        "process.roles",
+        "listeners",
+        "advertised.listeners",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "num.network.threads",
+        "num.io.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "num.recovery.threads.per.data.dir",
+        "log.retention.check.interval.ms",
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr",
+    }
+)
+
+#: A broker config stored as the cluster default of a topic config, and its unit in ms.
+SYNONYMS: dict[str, tuple[str, int]] = {
+    "log.retention.ms": ("retention.ms", 1),
+    "log.retention.minutes": ("retention.ms", 60_000),
+    "log.retention.hours": ("retention.ms", 3_600_000),
+    "log.retention.bytes": ("retention.bytes", 1),
+    "log.segment.bytes": ("segment.bytes", 1),
+    "log.cleanup.policy": ("cleanup.policy", 1),
+    "log.flush.interval.messages": ("flush.messages", 1),
+    "log.flush.interval.ms": ("flush.ms", 1),
+}
+
+
+def unknown_broker_config(name: str) -> str:
+    """Kafka's message for a server.properties key it does not know, with a did-you-mean."""
+    return f"The configuration '{name}' was supplied but isn't a known config." + did_you_mean(
+        name, [*BROKER, *known("4.4")]
+    )
+
+
+def invalid_value(name: str, value: str, problem: str) -> str:
+    """Kafka's ConfigException message for a value its check refuses."""
+    return f"Invalid value {value} for configuration {name}: {problem}"
+
+
+def broker_config_problem(name: str, value: str | None, release: str = "4.4") -> str | None:
+    """Why a cluster-level config (broker config, or a topic config's default) is refused."""
+    topic_configs = known(release)
+    if name in BROKER:
+        check = BROKER[name].check
+    elif name in topic_configs:
+        check = topic_configs[name][1]
+    else:
+        return unknown_broker_config(name)
+    if value is None:
+        return None
+    problem = check(value)
+    return None if problem is None else invalid_value(name, value, problem)
+
+
+def dynamic_problem(name: str) -> str | None:
+    """Why IncrementalAlterConfigs may not change a broker config at run time, or None."""
+    config = BROKER.get(name)
+    if config is None or config.dynamic:
+        return None
+    return f"Cannot update these configs dynamically: Set({name})"
+
+
+def normalise(config: Mapping[str, str | None]) -> dict[str, str | None]:
+    """`log.*` synonyms rewritten to the topic config they default (hours and minutes to ms)."""
+    out: dict[str, str | None] = {}
+    for name, value in config.items():
+        target, unit = SYNONYMS.get(name, (name, 1))
+        if value is not None and unit != 1:
+            value = str(int(value.strip()) * unit) if int(value.strip()) >= 0 else "-1"
+        out[target] = value
+    return out
+
+
+def check_cluster_config(config: Mapping[str, object]) -> dict[str, str]:
+    """A cluster's config as strings, synonyms normalised; ConfigError naming the first problem."""
+    text = {name: str(value) for name, value in config.items()}
+    for name, value in text.items():
+        problem = broker_config_problem(name, value)
+        if problem is not None:
+            raise ConfigError(problem)
+    return {k: v for k, v in normalise(text).items() if v is not None}
