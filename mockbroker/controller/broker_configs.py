@@ -57,6 +57,8 @@ BROKER: dict[str, BrokerConfig] = {
     "group.max.session.timeout.ms": BrokerConfig("1800000", _int_at_least(0), False),
     "group.consumer.session.timeout.ms": BrokerConfig("45000", _int_at_least(1), False),
     "group.consumer.heartbeat.interval.ms": BrokerConfig("5000", _int_at_least(1), False),
+    "group.consumer.assignors": BrokerConfig("uniform,range", lambda value: None, False),
+    "group.consumer.max.size": BrokerConfig(str(2**31 - 1), _int_at_least(1), False),
     "transaction.max.timeout.ms": BrokerConfig("900000", _int_at_least(1), False),
     "transaction.state.log.replication.factor": BrokerConfig("3", _int_at_least(1), False),
     "transaction.state.log.min.isr": BrokerConfig("2", _int_at_least(1), False),
@@ -65,6 +67,10 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
+    # security (issue 21): read by a secured cluster's listeners and controller
+    "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
+    "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),
+    "delegation.token.secret.key": BrokerConfig("", lambda value: None, False),
 }
 
 #: Every name a cluster config may have: broker configs and the topic configs' defaults.
