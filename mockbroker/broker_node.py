@@ -17,6 +17,7 @@ from kipwire.codec import ApiKey
 from .broker.state import BrokerState
 from .broker.topic_names import topic_name
 from .coordinators.groups import GroupCoordinator
+from .coordinators.share_groups import ShareCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
 from .handlers import HANDLERS, RequestContext
@@ -37,6 +38,7 @@ class ClusterServices:
     faults: Faults
     recorder: Taps | None
     groups: GroupCoordinator
+    share_groups: ShareCoordinator
     transactions: TransactionCoordinator
     #: The broker coordinating a group or transactional id (a stable hash over live ones).
     coordinator_for: Callable[[str], NodeAddress | None]
@@ -67,6 +69,7 @@ class BrokerNode(BrokerState):
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups
+        self.share_groups = services.share_groups
         self.transactions = services.transactions
         self._services = services
 

@@ -34,6 +34,7 @@ from .controller import Controller, Semantics
 from .controller.features import SUPPORTED_FEATURES
 from .controller_node import ControllerNode
 from .coordinators.groups import GroupCoordinator
+from .coordinators.share_groups import ShareCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .metrics import cluster_metrics
@@ -100,6 +101,7 @@ class Cluster:
             default_replication_factor=int(self.config["default.replication.factor"]),
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
+        self.share_groups = ShareCoordinator()
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
@@ -115,6 +117,7 @@ class Cluster:
             faults=self.faults,
             recorder=self.recorder,
             groups=self.groups,
+            share_groups=self.share_groups,
             transactions=self.transactions,
             coordinator_for=self.coordinator_for,
             caught_up=self.caught_up,
@@ -150,6 +153,7 @@ class Cluster:
                         starting.start_soon(self._start_node, node, -1)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
+                nursery.start_soon(self.share_groups.run_timers)
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)

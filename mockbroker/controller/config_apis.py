@@ -10,6 +10,7 @@ from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, Error
 
 from .configs import KNOWN, MIN_ISR, resolve, validate
 from .draft import Draft
+from .group_configs import check_group_config, describe_group
 from .result import ControllerResult, ControllerView
 
 
@@ -51,6 +52,8 @@ def _check_resource(draft: Draft, resource_type: int, name: str) -> tuple[int, s
         if name and not name.isdigit():
             return ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id"
         return None
+    if resource_type == ConfigResourceType.GROUP:
+        return None if name else (ErrorCode.INVALID_REQUEST, "a group resource needs a group id")
     return ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here"
 
 
@@ -58,6 +61,11 @@ def _check_changes(
     draft: Draft, resource_type: int, name: str, changes: Mapping[str, str | None]
 ) -> tuple[int, str] | None:
     for key, value in changes.items():
+        if resource_type == ConfigResourceType.GROUP:
+            problem = check_group_config(key, value)
+            if problem is not None:
+                return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
+            continue
         problem = validate(key, value)
         if problem is not None:
             return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
@@ -130,6 +138,8 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
 
 def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
     state = draft.state
+    if rtype == ConfigResourceType.GROUP:
+        return describe_group(state, version, rname, keys)
     out = []
     for name in sorted(KNOWN):
         if keys is not None and name not in keys:

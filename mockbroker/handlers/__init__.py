@@ -19,6 +19,9 @@ from . import (  # noqa: F401  (imported for their registrations)
     offset_for_leader_epoch,
     offsets,
     produce,
+    share_fetch,
+    share_groups,
+    share_offsets,
     transactions,
 )
 from .registry import HANDLERS, BrokerView, Handler, RequestContext

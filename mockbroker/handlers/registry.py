@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
     from ..coordinators.groups import GroupCoordinator
+    from ..coordinators.share_groups import ShareCoordinator
     from ..coordinators.transactions import TransactionCoordinator
 
 Body = Any
@@ -43,6 +44,7 @@ class BrokerView(Protocol):
     logs: Mapping[tuple[str, int], PartitionLog]
     cluster_id: str
     groups: GroupCoordinator
+    share_groups: ShareCoordinator
     transactions: TransactionCoordinator
 
     @property

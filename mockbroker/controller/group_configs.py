@@ -1,0 +1,118 @@
+"""Group configs (KIP-848, KIP-932: ConfigResourceType.GROUP), as `kafka-configs --entity-type
+groups` and `Admin.incrementalAlterConfigs` set them: ConfigRecords on the group's resource, which
+brokers replay and the share coordinator reads (`coordinators/share_settings.py`).
+
+Kafka's GroupConfig defines them with the broker's `group.*` configs as defaults; an unknown name
+is INVALID_CONFIG, as Kafka's GroupConfig.validate answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kipwire.codec import ConfigResourceType, ConfigSource
+
+from .configs import _number_in, _one_of
+from .state import ClusterState
+
+INT_MAX = 2**31 - 1
+
+
+def _offset_reset(value: str) -> str | None:
+    # earliest, latest, or by_duration:<ISO-8601 duration> (KIP-1106)
+    text = value.strip().lower()
+    if text in ("earliest", "latest") or (text.startswith("by_duration:") and len(text) > 12):
+        return None
+    return "must be earliest, latest or by_duration:<duration>"
+
+
+#: Group config -> (the broker config it defaults to, Kafka 4.4's default, its check).
+GROUP_CONFIGS: dict[str, tuple[str, str, Callable[[str], str | None]]] = {
+    "consumer.session.timeout.ms": (
+        "group.consumer.session.timeout.ms",
+        "45000",
+        _number_in(1, INT_MAX),
+    ),
+    "consumer.heartbeat.interval.ms": (
+        "group.consumer.heartbeat.interval.ms",
+        "5000",
+        _number_in(1, INT_MAX),
+    ),
+    "share.session.timeout.ms": ("group.share.session.timeout.ms", "45000", _number_in(1, INT_MAX)),
+    "share.heartbeat.interval.ms": (
+        "group.share.heartbeat.interval.ms",
+        "5000",
+        _number_in(1, INT_MAX),
+    ),
+    "share.record.lock.duration.ms": (
+        "group.share.record.lock.duration.ms",
+        "30000",
+        _number_in(1000, 3600000),
+    ),
+    "share.delivery.count.limit": (
+        "group.share.delivery.count.limit",
+        "5",
+        _number_in(2, 10),
+    ),
+    "share.partition.max.record.locks": (
+        "group.share.partition.max.record.locks",
+        "2000",
+        _number_in(100, 10000),
+    ),
+    "share.auto.offset.reset": ("", "latest", _offset_reset),
+    "share.isolation.level": (
+        "",
+        "read_uncommitted",
+        _one_of(("read_committed", "read_uncommitted")),
+    ),
+    "streams.session.timeout.ms": (
+        "group.streams.session.timeout.ms",
+        "45000",
+        _number_in(1, INT_MAX),
+    ),
+    "streams.heartbeat.interval.ms": (
+        "group.streams.heartbeat.interval.ms",
+        "5000",
+        _number_in(1, INT_MAX),
+    ),
+    "streams.num.standby.replicas": ("group.streams.num.standby.replicas", "0", _number_in(0, 2)),
+    "streams.initial.rebalance.delay.ms": (
+        "group.streams.initial.rebalance.delay.ms",
+        "3000",
+        _number_in(0, INT_MAX),
+    ),
+}
+
+
+def check_group_config(name: str, value: str | None) -> str | None:
+    """Why a group config change is refused, or None."""
+    known = GROUP_CONFIGS.get(name)
+    if known is None:
+        return "is not a group config"
+    return None if value is None else known[2](value)
+
+
+def describe_group(
+    state: ClusterState, version: int, group_id: str, keys: list[str] | None
+) -> list[dict]:
+    """A group's configs as DescribeConfigs lists them: set on the group, else the broker
+    default it falls back to."""
+    out = []
+    for name in sorted(GROUP_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        broker_key, default, _ = GROUP_CONFIGS[name]
+        value = state.config(ConfigResourceType.GROUP, group_id, name)
+        source = ConfigSource.GROUP_CONFIG
+        if value is None and broker_key:
+            value = state.config(ConfigResourceType.BROKER, "", broker_key)
+            source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if value is None:
+            value, source = default, ConfigSource.DEFAULT_CONFIG
+        entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
+        if version == 0:
+            entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
+        else:
+            entry["config_source"] = source
+        out.append(entry)
+    return out

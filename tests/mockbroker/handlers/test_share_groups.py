@@ -1,0 +1,337 @@
+"""Share groups on the wire (KIP-932 as Kafka 4.4 ships it): heartbeats and the assignor,
+ShareFetch and ShareAcknowledge with their sessions, acquisition locks and delivery counts, the
+share-group offset APIs, group configs and group admin."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from kafka_wire import WireClient
+
+from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode
+from kipwire.codec.records import build_batch, iter_batches
+from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.coordinators.share_partition import AcknowledgeType
+from kipwire.mockbroker.handlers import HANDLERS
+
+HEARTBEAT_V, FETCH_V = 1, 1
+ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One broker (so it coordinates every group and leads every partition), short locks."""
+    config = {
+        "group.share.record.lock.duration.ms": "1000",
+        "group.share.delivery.count.limit": "3",
+    }
+    with MockCluster(brokers=1, config=config) as running:
+        yield running
+
+
+@pytest.fixture
+def client(cluster):
+    with WireClient(cluster.bootstrap_servers) as wire:
+        yield wire
+
+
+def _produce(client: WireClient, topic: str, values: list[bytes]) -> None:
+    body = {
+        "acks": -1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [
+                    {"index": 0, "records": build_batch([{"value": v} for v in values])}
+                ],
+            }
+        ],
+    }
+    reply = client.call(ApiKey.PRODUCE, 9, body)
+    assert reply["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+
+
+def _set_group_config(client: WireClient, group: str, name: str, value: str) -> int:
+    body = {
+        "resources": [
+            {
+                "resource_type": ConfigResourceType.GROUP,
+                "resource_name": group,
+                "configs": [{"name": name, "config_operation": AlterConfigOp.SET, "value": value}],
+            }
+        ],
+        "validate_only": False,
+    }
+    return client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"][0]["error_code"]
+
+
+def _heartbeat(client: WireClient, group: str, member: str, epoch: int, topics=None) -> dict:
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "subscribed_topic_names": topics,
+    }
+    return client.call(ApiKey.SHARE_GROUP_HEARTBEAT, HEARTBEAT_V, body)
+
+
+def _topic_id(cluster: MockCluster, topic: str) -> uuid.UUID:
+    body = {
+        "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
+    with WireClient(cluster.bootstrap_servers) as wire:
+        return wire.call(ApiKey.METADATA, 12, body)["topics"][0]["topic_id"]
+
+
+class Member:
+    """A share consumer by hand: one session on the broker, acknowledgements on its fetches."""
+
+    def __init__(self, client: WireClient, cluster: MockCluster, group: str, topic: str) -> None:
+        self.client, self.group, self.topic = client, group, topic
+        self.topic_id = _topic_id(cluster, topic)
+        self.member_id = str(uuid.uuid4())
+        self.epoch = 0
+        self.joined = _heartbeat(client, group, self.member_id, 0, [topic])
+        assert self.joined["error_code"] == ErrorCode.NONE
+
+    def fetch(self, acks=(), wait_ms: int = 0, max_records: int = 500) -> dict:
+        batches = [
+            {"first_offset": f, "last_offset": last, "acknowledge_types": [t]}
+            for f, last, t in acks
+        ]
+        body = {
+            "group_id": self.group,
+            "member_id": self.member_id,
+            "share_session_epoch": self.epoch,
+            "max_wait_ms": wait_ms,
+            "min_bytes": 1,
+            "max_records": max_records,
+            "batch_size": max_records,
+            "topics": [
+                {
+                    "topic_id": self.topic_id,
+                    "partitions": [{"partition_index": 0, "acknowledgement_batches": batches}],
+                }
+            ],
+        }
+        reply = self.client.call(ApiKey.SHARE_FETCH, FETCH_V, body)
+        assert reply["error_code"] == ErrorCode.NONE, reply["error_message"]
+        self.epoch += 1
+        return reply
+
+    def acknowledge(self, acks, close: bool = False) -> dict:
+        body = {
+            "group_id": self.group,
+            "member_id": self.member_id,
+            "share_session_epoch": -1 if close else self.epoch,
+            "topics": [
+                {
+                    "topic_id": self.topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "acknowledgement_batches": [
+                                {"first_offset": f, "last_offset": last, "acknowledge_types": [t]}
+                                for f, last, t in acks
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+        reply = self.client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, body)
+        self.epoch += 1
+        return reply
+
+
+def _acquired(reply: dict) -> list[tuple[int, int, int]]:
+    return [
+        (a["first_offset"], a["last_offset"], a["delivery_count"])
+        for t in reply["responses"]
+        for p in t["partitions"]
+        for a in p["acquired_records"]
+    ]
+
+
+def _values(reply: dict) -> list[bytes]:
+    out = []
+    for t in reply["responses"]:
+        for p in t["partitions"]:
+            for batch in iter_batches(p["records"]):
+                out.extend(r.value for r in batch.records)
+    return out
+
+
+def test_heartbeat_joins_assigns_and_leaves(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=2)
+    tid = _topic_id(cluster, topic_name)
+    first = _heartbeat(client, "hb", "m1", 0, [topic_name])
+    assert first["error_code"] == ErrorCode.NONE
+    assert first["member_epoch"] >= 1 and first["heartbeat_interval_ms"] == 5000
+    assert first["assignment"]["topic_partitions"] == [{"topic_id": tid, "partitions": [0, 1]}]
+    # same epoch, nothing changed: no assignment in the answer
+    again = _heartbeat(client, "hb", "m1", first["member_epoch"])
+    assert again["assignment"] is None and again["member_epoch"] == first["member_epoch"]
+    second = _heartbeat(client, "hb", "m2", 0, [topic_name])
+    assert second["member_epoch"] == first["member_epoch"] + 1
+    # an epoch the member was never given is fenced
+    stale = _heartbeat(client, "hb", "m1", first["member_epoch"] + 7)
+    assert stale["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH
+    # the first member learns its new share and epoch with its next heartbeat
+    now = _heartbeat(client, "hb", "m1", first["member_epoch"])
+    assert now["error_code"] == ErrorCode.NONE
+    assert now["member_epoch"] == second["member_epoch"]
+    parts = now["assignment"]["topic_partitions"][0]["partitions"]
+    assert len(parts) == 1
+    assert second["assignment"]["topic_partitions"][0]["partitions"] != parts
+    left = _heartbeat(client, "hb", "m2", -1)
+    assert (left["error_code"], left["member_epoch"]) == (ErrorCode.NONE, -1)
+    unknown = _heartbeat(client, "hb", "m2", 5)
+    assert unknown["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert _heartbeat(client, "hb", "", 0, [topic_name])["error_code"] == ErrorCode.INVALID_REQUEST
+    assert _heartbeat(client, "hb", "m3", 0, None)["error_code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_describe_share_group(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    joined = _heartbeat(client, "described", "m1", 0, [topic_name])
+    body = {"group_ids": ["described", "nobody"], "include_authorized_operations": False}
+    found, missing = client.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, body)["groups"]
+    assert (found["error_code"], found["group_state"]) == (ErrorCode.NONE, "Stable")
+    assert found["assignor_name"] == "simple"
+    assert found["group_epoch"] == found["assignment_epoch"] == joined["member_epoch"]
+    (member,) = found["members"]
+    assert member["member_id"] == "m1" and member["subscribed_topic_names"] == [topic_name]
+    assert member["assignment"]["topic_partitions"][0]["topic_name"] == topic_name
+    assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_accept_release_reject_and_redelivery(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"g-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "earliest") == 0
+    _produce(client, topic_name, [b"a", b"b", b"c"])
+    member = Member(client, cluster, group, topic_name)
+    first = member.fetch(wait_ms=500)
+    assert _acquired(first) == [(0, 2, 1)]
+    assert _values(first) == [b"a", b"b", b"c"]
+    assert first["acquisition_lock_timeout_ms"] == 1000
+    # accept 0, release 1, reject 2: only 1 comes back, with a higher delivery count
+    second = member.fetch(acks=[(0, 0, ACCEPT), (1, 1, RELEASE), (2, 2, REJECT)])
+    (part,) = second["responses"][0]["partitions"]
+    assert part["acknowledge_error_code"] == ErrorCode.NONE
+    assert _acquired(second) == [(1, 1, 2)]
+    # acknowledging what this member does not hold is INVALID_RECORD_STATE
+    third = member.fetch(acks=[(0, 0, ACCEPT)])
+    assert third["responses"][0]["partitions"][0]["acknowledge_error_code"] == (
+        ErrorCode.INVALID_RECORD_STATE
+    )
+    done = member.acknowledge([(1, 1, ACCEPT)])
+    assert done["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+    offsets = client.call(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        0,
+        {
+            "groups": [
+                {"group_id": group, "topics": [{"topic_name": topic_name, "partitions": [0]}]}
+            ]
+        },
+    )
+    assert offsets["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == 3
+
+
+def test_lock_timeout_redelivers_until_the_delivery_limit(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"g-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "earliest") == 0
+    _produce(client, topic_name, [b"x"])
+    member = Member(client, cluster, group, topic_name)
+    counts = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and len(counts) < 4:
+        got = _acquired(member.fetch(wait_ms=1500))
+        counts.extend(c for _, _, c in got)
+        if not got and len(counts) == 3:
+            break
+    # the limit is 3: delivered three times, the locks expire, then the record is archived
+    assert counts == [1, 2, 3]
+    offsets = client.call(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        0,
+        {"groups": [{"group_id": group, "topics": None}]},
+    )
+    assert offsets["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == 1
+
+
+def test_two_members_never_get_the_same_record(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"g-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "earliest") == 0
+    one = Member(client, cluster, group, topic_name)
+    two = Member(client, cluster, group, topic_name)
+    both = _heartbeat(client, group, one.member_id, 0, [topic_name])
+    # one partition, two members: the simple assignor gives it to both
+    assert both["assignment"]["topic_partitions"][0]["partitions"] == [0]
+    for i in range(4):
+        _produce(client, topic_name, [f"r{i}".encode()])
+    seen_one = _values(one.fetch(max_records=1, wait_ms=200))
+    seen_two = _values(two.fetch(max_records=10, wait_ms=200))
+    assert seen_one and seen_two
+    assert not set(seen_one) & set(seen_two)
+    assert sorted(seen_one + seen_two) == [b"r0", b"r1", b"r2", b"r3"]
+
+
+def test_session_epochs(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    member = Member(client, cluster, f"g-{topic_name}", topic_name)
+    member.fetch()
+    member.epoch = 5
+    body = {
+        "group_id": member.group,
+        "member_id": member.member_id,
+        "share_session_epoch": 5,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_records": 1,
+        "batch_size": 1,
+        "topics": [],
+    }
+    reply = client.call(ApiKey.SHARE_FETCH, FETCH_V, body)
+    assert reply["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    reply = client.call(ApiKey.SHARE_FETCH, FETCH_V, {**body, "member_id": "stranger"})
+    assert reply["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    ack = member.acknowledge([], close=False)
+    assert ack["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+
+
+def test_group_config_rejects_unknown_names(cluster, client):
+    assert _set_group_config(client, "cfg", "share.no.such", "1") == ErrorCode.INVALID_CONFIG
+    assert _set_group_config(client, "cfg", "share.auto.offset.reset", "middle") == (
+        ErrorCode.INVALID_CONFIG
+    )
+    assert _set_group_config(client, "cfg", "share.record.lock.duration.ms", "15000") == 0
+    body = {
+        "resources": [
+            {
+                "resource_type": ConfigResourceType.GROUP,
+                "resource_name": "cfg",
+                "configuration_keys": ["share.record.lock.duration.ms"],
+            }
+        ],
+        "include_synonyms": False,
+        "include_documentation": False,
+    }
+    (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, body)["results"]
+    assert [(c["name"], c["value"]) for c in result["configs"]] == [
+        ("share.record.lock.duration.ms", "15000")
+    ]
+
+
+def test_share_apis_are_served_from_v1():
+    for key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE):
+        assert HANDLERS[key].advertised_min == 1  # v0 was withdrawn early access
