@@ -1,4 +1,9 @@
-"""Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42)."""
+"""Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42).
+
+Share groups (KIP-932) are listed with type and protocol type "share", deleted when empty, and
+not described here: DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for them, as for any group that
+is not a classic one (KIP-1043), older versions a Dead group.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,13 @@ from typing import Any
 from kipwire.codec import ApiKey, ErrorCode
 
 from ..coordinators.groups import GroupState
+from ..coordinators.share_groups import SHARE
 from .groups import not_coordinator
 from .registry import RequestContext, handles
+
+#: DescribeGroups v6 (KIP-1043) adds ErrorMessage and GROUP_ID_NOT_FOUND for groups it cannot
+#: describe.
+ERROR_MESSAGE_VERSION = 6
 
 
 @handles(ApiKey.LIST_GROUPS)
@@ -32,6 +42,19 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
                 "group_type": "classic",
             }
         )
+    for share in ctx.broker.share_groups.groups.values():
+        state = share.state.value
+        if not_coordinator(ctx, share.group_id) or (states and state.lower() not in states):
+            continue
+        if not types or SHARE in types:
+            listed.append(
+                {
+                    "group_id": share.group_id,
+                    "protocol_type": SHARE,
+                    "group_state": state,
+                    "group_type": SHARE,
+                }
+            )
     return {"error_code": ErrorCode.NONE, "groups": listed}
 
 
@@ -67,6 +90,10 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
         }
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
+        elif group is None and ctx.broker.share_groups.group(group_id) is not None:
+            if ctx.api_version >= ERROR_MESSAGE_VERSION:
+                entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+                entry["error_message"] = f"Group {group_id} is not a classic group."
         elif group is not None:
             stable = group.state is GroupState.STABLE
             entry.update(
@@ -105,7 +132,7 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
         if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
         elif group is None:
-            code = ErrorCode.GROUP_ID_NOT_FOUND
+            code = ctx.broker.share_groups.delete(group_id)
         elif group.members:
             code = ErrorCode.NON_EMPTY_GROUP
         else:

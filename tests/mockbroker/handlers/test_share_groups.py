@@ -335,3 +335,74 @@ def test_group_config_rejects_unknown_names(cluster, client):
 def test_share_apis_are_served_from_v1():
     for key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE):
         assert HANDLERS[key].advertised_min == 1  # v0 was withdrawn early access
+
+
+def test_group_admin_lists_and_deletes_share_groups(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"admin-{topic_name}"
+    joined = _heartbeat(client, group, "m1", 0, [topic_name])
+    listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
+    mine = [g for g in listed["groups"] if g["group_id"] == group]
+    assert [(g["group_type"], g["protocol_type"], g["group_state"]) for g in mine] == [
+        ("share", "share", "Stable")
+    ]
+    classic_only = client.call(
+        ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["classic"]}
+    )
+    assert group not in {g["group_id"] for g in classic_only["groups"]}
+    # DescribeGroups describes classic groups only: v6 says so, v5 reports a Dead group
+    (v6,) = client.call(ApiKey.DESCRIBE_GROUPS, 6, {"groups": [group]})["groups"]
+    assert v6["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert v6["error_message"] == f"Group {group} is not a classic group."
+    (v5,) = client.call(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group]})["groups"]
+    assert (v5["error_code"], v5["group_state"]) == (ErrorCode.NONE, "Dead")
+    delete = {"groups_names": [group]}
+    (busy,) = client.call(ApiKey.DELETE_GROUPS, 2, delete)["results"]
+    assert busy["error_code"] == ErrorCode.NON_EMPTY_GROUP
+    assert _heartbeat(client, group, "m1", -1)["error_code"] == ErrorCode.NONE
+    assert joined["member_epoch"] >= 1
+    (gone,) = client.call(ApiKey.DELETE_GROUPS, 2, delete)["results"]
+    assert gone["error_code"] == ErrorCode.NONE
+    (again,) = client.call(ApiKey.DELETE_GROUPS, 2, delete)["results"]
+    assert again["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_alter_and_delete_share_group_offsets(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"offsets-{topic_name}"
+    _produce(client, topic_name, [b"a", b"b", b"c", b"d"])
+    member = Member(client, cluster, group, topic_name)
+    alter = {
+        "group_id": group,
+        "topics": [
+            {"topic_name": topic_name, "partitions": [{"partition_index": 0, "start_offset": 2}]}
+        ],
+    }
+    busy = client.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+    assert busy["error_code"] == ErrorCode.NON_EMPTY_GROUP
+    assert _heartbeat(client, group, member.member_id, -1)["error_code"] == ErrorCode.NONE
+    altered = client.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+    assert altered["error_code"] == ErrorCode.NONE
+    assert altered["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+    # a new member starts where the offsets were set: c and d
+    again = Member(client, cluster, group, topic_name)
+    reply = again.fetch(wait_ms=200)
+    assert _acquired(reply) == [(2, 3, 1)]
+    assert _values(reply) == [b"a", b"b", b"c", b"d"]  # the whole batch; the client skips a, b
+    assert _acquired(again.fetch()) == []
+    assert again.acknowledge([(2, 3, ACCEPT)])["error_code"] == ErrorCode.NONE
+    assert _heartbeat(client, group, again.member_id, -1)["error_code"] == ErrorCode.NONE
+    described = client.call(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, {"groups": [{"group_id": group, "topics": None}]}
+    )
+    assert described["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == 4
+    deleted = client.call(
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+        0,
+        {"group_id": group, "topics": [{"topic_name": topic_name}]},
+    )
+    assert deleted["responses"][0]["error_code"] == ErrorCode.NONE
+    described = client.call(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, {"groups": [{"group_id": group, "topics": None}]}
+    )
+    assert described["groups"][0]["topics"] == []
