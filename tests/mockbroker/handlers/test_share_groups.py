@@ -406,3 +406,53 @@ def test_alter_and_delete_share_group_offsets(cluster, client, topic_name):
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, {"groups": [{"group_id": group, "topics": None}]}
     )
     assert described["groups"][0]["topics"] == []
+
+
+def test_v2_record_limit_and_renew(cluster, client, topic_name):
+    if HANDLERS[ApiKey.SHARE_FETCH].max_version < 2:
+        pytest.skip("ShareFetch v2 is served once ApiVersions lists Kafka 4.4's ranges")
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"g-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "earliest") == 0
+    _produce(client, topic_name, [b"a", b"b", b"c"])
+    member = Member(client, cluster, group, topic_name)
+    body = {
+        "group_id": group,
+        "member_id": member.member_id,
+        "share_session_epoch": 0,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "max_records": 2,
+        "batch_size": 2,
+        "share_acquire_mode": 1,  # record_limit: never more than MaxRecords
+        "topics": [
+            {
+                "topic_id": member.topic_id,
+                "partitions": [{"partition_index": 0, "acknowledgement_batches": []}],
+            }
+        ],
+    }
+    first = client.call(ApiKey.SHARE_FETCH, 2, body)
+    assert _acquired(first) == [(0, 1, 1)]
+    renew = {
+        **body,
+        "share_session_epoch": 1,
+        "is_renew_ack": True,
+        "topics": [
+            {
+                "topic_id": member.topic_id,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "acknowledgement_batches": [
+                            {"first_offset": 0, "last_offset": 1, "acknowledge_types": [4]}
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    renewed = client.call(ApiKey.SHARE_FETCH, 2, renew)
+    (part,) = renewed["responses"][0]["partitions"]
+    assert part["acknowledge_error_code"] == ErrorCode.NONE
+    assert part["acquired_records"] == []  # a renewal acquires nothing new
