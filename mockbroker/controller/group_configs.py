@@ -8,6 +8,7 @@ is INVALID_CONFIG, as Kafka's GroupConfig.validate answers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from kipwire.codec import ConfigResourceType, ConfigSource
@@ -16,14 +17,17 @@ from .configs import _number_in, _one_of
 from .state import ClusterState
 
 INT_MAX = 2**31 - 1
+_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
 
 
 def _offset_reset(value: str) -> str | None:
     # earliest, latest, or by_duration:<ISO-8601 duration> (KIP-1106)
-    text = value.strip().lower()
-    if text in ("earliest", "latest") or (text.startswith("by_duration:") and len(text) > 12):
+    kind, colon, duration = value.strip().partition(":")
+    if not colon and kind.lower() in ("earliest", "latest"):
         return None
-    return "must be earliest, latest or by_duration:<duration>"
+    if kind.lower() == "by_duration" and _DURATION.fullmatch(duration) and duration[1:]:
+        return None
+    return "must be earliest, latest or by_duration:<ISO-8601 duration>"
 
 
 #: Group config -> (the broker config it defaults to, Kafka 4.4's default, its check).

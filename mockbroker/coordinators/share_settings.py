@@ -4,6 +4,7 @@ resource), else the cluster's `group.share.*` broker config, else Kafka 4.4's de
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 from kipwire.codec import ConfigResourceType
@@ -48,6 +49,23 @@ class OffsetReset(enum.Enum):
 
     EARLIEST = "earliest"
     LATEST = "latest"
+    BY_DURATION = "by_duration"
+
+
+# java.time.Duration's ISO-8601 form as KIP-1106's by_duration takes it: PnDTnHnMn.nS
+_DURATION = re.compile(
+    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
+    re.IGNORECASE,
+)
+
+
+def duration_ms(text: str) -> int | None:
+    """Milliseconds of an ISO-8601 duration (PT1H, P1DT30M, PT0.5S), None if it is not one."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or not any(match.groupdict().values()):
+        return None
+    parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items()}
+    return int(((parts["d"] * 24 + parts["h"]) * 60 + parts["m"]) * 60_000 + parts["s"] * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +80,8 @@ class ShareSettings:
     max_size: int
     auto_offset_reset: OffsetReset
     read_committed: bool
+    #: for BY_DURATION: how far back from now a new share partition starts
+    reset_duration_ms: int = 0
 
     @classmethod
     def of(cls, image: MetadataImage, group_id: str) -> ShareSettings:
@@ -73,11 +93,18 @@ class ShareSettings:
             values[attr] = int(
                 value if value is not None else image.cluster_config(broker_key, default)
             )
-        reset = own.get(AUTO_OFFSET_RESET, OffsetReset.LATEST.value).strip().lower()
+        reset = own.get(AUTO_OFFSET_RESET, OffsetReset.LATEST.value).strip()
+        kind, _, duration = reset.partition(":")
+        back = duration_ms(duration) if kind.lower() == OffsetReset.BY_DURATION.value else None
+        if back is not None:
+            mode = OffsetReset.BY_DURATION
+        elif kind.lower() == OffsetReset.EARLIEST.value:
+            mode = OffsetReset.EARLIEST
+        else:
+            mode = OffsetReset.LATEST
         return cls(
             **values,
-            auto_offset_reset=(
-                OffsetReset.EARLIEST if reset == OffsetReset.EARLIEST.value else OffsetReset.LATEST
-            ),
+            auto_offset_reset=mode,
             read_committed=own.get(ISOLATION_LEVEL, "").strip() == "read_committed",
+            reset_duration_ms=back or 0,
         )

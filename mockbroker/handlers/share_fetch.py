@@ -15,6 +15,7 @@ AcquisitionLockTimeoutMs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -92,14 +93,23 @@ def share_partition(
     assert group is not None
     state = group.partitions.get((topic, index))
     if state is None:
-        start = (
-            log.log_start_offset
-            if settings.auto_offset_reset is OffsetReset.EARLIEST
-            else log.high_watermark
-        )
+        start = _start_offset(log, settings)
         state = group.partitions[topic, index] = SharePartition(start)
     state.skip_to(log.log_start_offset)
     return state, log
+
+
+def _start_offset(log: PartitionLog, settings: ShareSettings) -> int:
+    """Where a share partition without state starts (`share.auto.offset.reset`)."""
+    reset = settings.auto_offset_reset
+    if reset is OffsetReset.EARLIEST:
+        return log.log_start_offset
+    if reset is OffsetReset.BY_DURATION:
+        since = int(time.time() * 1000) - settings.reset_duration_ms
+        offset = log.offset_for_time(since)[0]
+        # no record that recent: start at the end, as Kafka does
+        return offset if offset >= 0 else log.high_watermark
+    return log.high_watermark
 
 
 def _acknowledge(

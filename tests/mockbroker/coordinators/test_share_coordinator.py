@@ -14,6 +14,7 @@ from kipwire.mockbroker.coordinators.share_groups import (
     assign,
 )
 from kipwire.mockbroker.coordinators.share_partition import RecordState, SharePartition
+from kipwire.mockbroker.coordinators.share_settings import duration_ms
 
 SESSION_MS, MAX_SIZE, LIMIT = 1000, 3, 5
 
@@ -99,3 +100,10 @@ def test_share_sessions_open_close_and_release():
         assert shares.delete("g") == ErrorCode.GROUP_ID_NOT_FOUND
 
     _run(story)
+
+
+def test_by_duration_reads_iso_8601_durations():
+    assert duration_ms("PT1H") == 3_600_000
+    assert duration_ms("P1DT30M") == 88_200_000
+    assert duration_ms("pt0.5s") == 500
+    assert duration_ms("P") is None and duration_ms("1h") is None

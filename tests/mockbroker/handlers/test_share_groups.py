@@ -456,3 +456,19 @@ def test_v2_record_limit_and_renew(cluster, client, topic_name):
     (part,) = renewed["responses"][0]["partitions"]
     assert part["acknowledge_error_code"] == ErrorCode.NONE
     assert part["acquired_records"] == []  # a renewal acquires nothing new
+
+
+def test_auto_offset_reset_latest_and_by_duration(cluster, client, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    _produce(client, topic_name, [b"old"])
+    latest = Member(client, cluster, f"latest-{topic_name}", topic_name)
+    assert _acquired(latest.fetch()) == []  # latest is the default: "old" is before the start
+    _produce(client, topic_name, [b"new"])
+    assert _values(latest.fetch(wait_ms=500)) == [b"new"]
+    group = f"recent-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "by_duration:PT1H") == 0
+    recent = Member(client, cluster, group, topic_name)
+    assert _values(recent.fetch(wait_ms=500)) == [b"old", b"new"]  # both within the hour
+    assert _set_group_config(client, group, "share.auto.offset.reset", "by_duration:1h") == (
+        ErrorCode.INVALID_CONFIG
+    )
