@@ -18,6 +18,7 @@ from .broker.state import BrokerState
 from .broker.topic_names import topic_name
 from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
+from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
 from .handlers import HANDLERS, RequestContext
@@ -39,6 +40,7 @@ class ClusterServices:
     recorder: Taps | None
     groups: GroupCoordinator
     share_groups: ShareCoordinator
+    streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
     #: The broker coordinating a group or transactional id (a stable hash over live ones).
     coordinator_for: Callable[[str], NodeAddress | None]
@@ -70,6 +72,7 @@ class BrokerNode(BrokerState):
         self.recorder = services.recorder
         self.groups = services.groups
         self.share_groups = services.share_groups
+        self.streams_groups = services.streams_groups
         self.transactions = services.transactions
         self._services = services
 

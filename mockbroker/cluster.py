@@ -35,6 +35,7 @@ from .controller.features import SUPPORTED_FEATURES
 from .controller_node import ControllerNode
 from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
+from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .metrics import cluster_metrics
@@ -102,6 +103,7 @@ class Cluster:
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.share_groups = ShareCoordinator()
+        self.streams_groups = StreamsCoordinator()
         self.transactions = TransactionCoordinator(self.groups, self._write_marker)
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
@@ -118,6 +120,7 @@ class Cluster:
             recorder=self.recorder,
             groups=self.groups,
             share_groups=self.share_groups,
+            streams_groups=self.streams_groups,
             transactions=self.transactions,
             coordinator_for=self.coordinator_for,
             caught_up=self.caught_up,
@@ -154,6 +157,7 @@ class Cluster:
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
                 nursery.start_soon(self.share_groups.run_timers)
+                nursery.start_soon(self.streams_groups.run_timers)
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)

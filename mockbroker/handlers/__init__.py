@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     share_fetch,
     share_groups,
     share_offsets,
+    streams_groups,
     transactions,
 )
 from .registry import HANDLERS, BrokerView, Handler, RequestContext

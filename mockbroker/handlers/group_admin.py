@@ -1,6 +1,7 @@
 """Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42).
 
-Share groups (KIP-932) are listed with type and protocol type "share", deleted when empty, and
+Share groups (KIP-932) and streams groups (KIP-1071) are listed with their type as type and
+protocol type ("share", "streams"), deleted when empty, and
 not described here: DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for them, as for any group that
 is not a classic one (KIP-1043), older versions a Dead group.
 """
@@ -13,6 +14,7 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from ..coordinators.groups import GroupState
 from ..coordinators.share_groups import SHARE
+from ..coordinators.streams_groups import STREAMS
 from .groups import not_coordinator
 from .registry import RequestContext, handles
 
@@ -55,6 +57,19 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
                     "group_type": SHARE,
                 }
             )
+    for streams in ctx.broker.streams_groups.groups.values():
+        state = streams.state.value
+        if not_coordinator(ctx, streams.group_id) or (states and state.lower() not in states):
+            continue
+        if not types or STREAMS in types:
+            listed.append(
+                {
+                    "group_id": streams.group_id,
+                    "protocol_type": STREAMS,
+                    "group_state": state,
+                    "group_type": STREAMS,
+                }
+            )
     return {"error_code": ErrorCode.NONE, "groups": listed}
 
 
@@ -90,7 +105,9 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
         }
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
-        elif group is None and ctx.broker.share_groups.group(group_id) is not None:
+        elif group is None and (
+            ctx.broker.share_groups.group(group_id) or ctx.broker.streams_groups.group(group_id)
+        ):
             if ctx.api_version >= ERROR_MESSAGE_VERSION:
                 entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
                 entry["error_message"] = f"Group {group_id} is not a classic group."
@@ -131,6 +148,8 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
         group = groups.group(group_id)
         if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
+        elif group is None and ctx.broker.streams_groups.group(group_id) is not None:
+            code = ctx.broker.streams_groups.delete(group_id)
         elif group is None:
             code = ctx.broker.share_groups.delete(group_id)
         elif group.members:

@@ -37,9 +37,14 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
     if not_coordinator(ctx, body["group_id"]):
         return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     image = ctx.broker.image
-    code, group = ctx.broker.groups.check_commit(
-        body["group_id"], body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
-    )
+    epoch, member_id = body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
+    streams = ctx.broker.streams_groups.group(body["group_id"])
+    if streams is not None:
+        # a streams group (KIP-1071) checks member epochs and keeps its own offsets
+        code = ctx.broker.streams_groups.check_commit(body["group_id"], member_id, epoch)
+        group: Any = streams
+    else:
+        code, group = ctx.broker.groups.check_commit(body["group_id"], epoch, member_id)
     topics = []
     for topic in body["topics"]:
         name = topic_name(image, topic)
@@ -102,7 +107,7 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
 
 def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -> list[dict]:
     image = ctx.broker.image
-    group = ctx.broker.groups.group(group_id)
+    group: Any = ctx.broker.streams_groups.group(group_id) or ctx.broker.groups.group(group_id)
     offsets = group.offsets if group else {}
     if requested is None:
         wanted: dict[str, list[int]] = {}

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..broker.partition import Partition
     from ..coordinators.groups import GroupCoordinator
     from ..coordinators.share_groups import ShareCoordinator
+    from ..coordinators.streams_groups import StreamsCoordinator
     from ..coordinators.transactions import TransactionCoordinator
 
 Body = Any
@@ -45,6 +46,7 @@ class BrokerView(Protocol):
     cluster_id: str
     groups: GroupCoordinator
     share_groups: ShareCoordinator
+    streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
 
     @property

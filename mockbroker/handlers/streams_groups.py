@@ -1,0 +1,372 @@
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89) and
+KIP-1331's StreamsGroupTopologyDescriptionUpdate (93).
+
+Behavior: the group coordinator keeps the members of a Kafka Streams application
+(`group.protocol=streams`). The first member registers the topology; the coordinator plans its
+tasks and creates the missing repartition and changelog topics itself (through the controller,
+before answering), reports MISSING_SOURCE_TOPICS while a source topic is absent, and hands out
+active and standby tasks (`streams.num.standby.replicas`, else `group.streams.num.standby.replicas`,
+0) with KIP-848's reconciliation. v1 asks for the topology description
+(TopologyDescriptionRequired) until a member has sent it for the current topology epoch.
+Version notes: v1 adds TopologyDescriptionRequired and AcceptableRecoveryLag as int64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
+
+from ..broker.metadata_image import MetadataImage
+from ..coordinators.streams_assignor import InternalTopic, Tasks, TopologyPlan, plan
+from ..coordinators.streams_groups import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    StreamsGroup,
+    StreamsMember,
+)
+from .groups import not_coordinator
+from .registry import BrokerView, RequestContext, handles
+from .share_groups import CLIENT_HOST
+
+CREATE_TOPICS_VERSION = 7
+#: (group config, broker config, Kafka 4.4's default)
+_SETTINGS = {
+    "session_timeout_ms": (
+        "streams.session.timeout.ms",
+        "group.streams.session.timeout.ms",
+        "45000",
+    ),
+    "heartbeat_interval_ms": (
+        "streams.heartbeat.interval.ms",
+        "group.streams.heartbeat.interval.ms",
+        "5000",
+    ),
+    "standbys": ("streams.num.standby.replicas", "group.streams.num.standby.replicas", "0"),
+}
+#: group.streams.* values Kafka 4.4 answers with and the mock does not act on
+ACCEPTABLE_RECOVERY_LAG = 10000
+TASK_OFFSET_INTERVAL_MS = 60000
+TOPOLOGY_DESCRIPTION_FROM = 1
+
+
+def _setting(image: MetadataImage, group_id: str, name: str) -> int:
+    group_key, broker_key, default = _SETTINGS[name]
+    own = image.configs.get((ConfigResourceType.GROUP, group_id), {}).get(group_key)
+    return int(own if own is not None else image.cluster_config(broker_key, default))
+
+
+def _fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "error_code": code,
+        "member_id": body["member_id"],
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "endpoint_information_epoch": 0,
+    }
+
+
+def _invalid(body: Any, message: str) -> dict:
+    return {**_fail(body, ErrorCode.INVALID_REQUEST, 0), "error_message": message}
+
+
+def _tasks(entries: Any) -> Tasks | None:
+    if entries is None:
+        return None
+    return {e["subtopology_id"]: sorted(e["partitions"]) for e in entries}
+
+
+def _task_list(tasks: Tasks | None) -> list[dict] | None:
+    if tasks is None:
+        return None
+    return [{"subtopology_id": s, "partitions": sorted(p)} for s, p in sorted(tasks.items()) if p]
+
+
+def partition_counts(image: MetadataImage) -> dict[str, int]:
+    """Every topic's partition count."""
+    return {name: len(info.partitions) for name, info in image.topics.items()}
+
+
+async def _create_internal(broker: BrokerView, topics: list[InternalTopic]) -> None:
+    """Create missing internal topics through the controller (as Kafka's coordinator does)."""
+    live = max(len(broker.image.live_brokers()), 1)
+    default_rf = int(broker.image.cluster_config("default.replication.factor", "1"))
+    await broker.forward(
+        ApiKey.CREATE_TOPICS,
+        CREATE_TOPICS_VERSION,
+        {
+            "topics": [
+                {
+                    "name": t.name,
+                    "num_partitions": t.partitions,
+                    "replication_factor": min(t.replication_factor or default_rf, live),
+                    "configs": [{"name": k, "value": v} for k, v in sorted(t.configs.items())],
+                }
+                for t in topics
+            ],
+            "timeout_ms": 0,
+        },
+    )
+
+
+async def _plan(broker: BrokerView, topology: dict | None) -> TopologyPlan | None:
+    """The topology's tasks once its internal topics exist (created here when missing)."""
+    if topology is None:
+        return None
+    subtopologies = topology["subtopologies"]
+    planned = plan(subtopologies, partition_counts(broker.image))
+    missing = [
+        t for t in planned.internal if t.name not in broker.image.topics and t.partitions > 0
+    ]
+    if missing:
+        await _create_internal(broker, missing)
+        planned = plan(subtopologies, partition_counts(broker.image))
+    return planned
+
+
+def _member(ctx: RequestContext, body: Any) -> StreamsMember:
+    endpoint = body.get("user_endpoint")
+    topology = body.get("topology")
+    return StreamsMember(
+        body["member_id"],
+        process_id=body.get("process_id") or "",
+        instance_id=body.get("instance_id"),
+        rack_id=body.get("rack_id"),
+        client_id=ctx.client_id or "",
+        client_host=CLIENT_HOST,
+        user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint else None,
+        client_tags={kv["key"]: kv["value"] for kv in body.get("client_tags") or []},
+        topology_epoch=topology["epoch"] if topology else 0,
+        owned=_tasks(body.get("active_tasks")),
+        task_offsets=list(body.get("task_offsets") or []),
+        task_end_offsets=list(body.get("task_end_offsets") or []),
+    )
+
+
+def _topology(body: Any) -> dict | None:
+    topology = body.get("topology")
+    if topology is None:
+        return None
+    return {
+        "epoch": topology["epoch"],
+        "subtopologies": [dict(s) for s in topology["subtopologies"]],
+    }
+
+
+@handles(ApiKey.STREAMS_GROUP_HEARTBEAT, fail=_fail)
+async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
+    """Join, stay in or leave a streams group; tasks when they changed."""
+    group_id, member_id, epoch = body["group_id"], body["member_id"], body["member_epoch"]
+    if not group_id:
+        return _invalid(body, "GroupId can't be empty.")
+    if not member_id:
+        return _invalid(body, "MemberId can't be empty.")
+    if epoch == 0 and body.get("topology") is None:
+        return _invalid(body, "Topology must be set when joining.")
+    if epoch == 0 and not body.get("process_id"):
+        return _invalid(body, "ProcessId must be set when joining.")
+    if epoch < STATIC_LEAVE_EPOCH:
+        return _invalid(body, f"MemberEpoch {epoch} is invalid.")
+    if not_coordinator(ctx, group_id):
+        return _fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    broker = ctx.broker
+    if broker.groups.group(group_id) is not None or broker.share_groups.group(group_id):
+        return {
+            **_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version),
+            "error_message": f"Group {group_id} is not a streams group.",
+        }
+    streams = broker.streams_groups
+    group = streams.group(group_id)
+    topology = _topology(body)
+    if (
+        group is not None
+        and group.topology is not None
+        and (topology is None or topology["epoch"] <= group.topology_epoch)
+    ):
+        topology_now = group.topology
+    else:
+        topology_now = topology
+    planned = (
+        None if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH) else await _plan(broker, topology_now)
+    )
+    result = streams.heartbeat(
+        group_id,
+        _member(ctx, body),
+        epoch,
+        topology,
+        planned,
+        _setting(broker.image, group_id, "session_timeout_ms"),
+        _setting(broker.image, group_id, "standbys"),
+    )
+    group = streams.group(group_id)
+    out: dict[str, Any] = {
+        "error_code": result.error,
+        "error_message": result.message,
+        "member_id": member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": _setting(broker.image, group_id, "heartbeat_interval_ms"),
+        "task_offset_interval_ms": TASK_OFFSET_INTERVAL_MS,
+        "status": [{"status_code": c, "status_detail": d} for c, d in result.status] or None,
+        "active_tasks": _task_list(result.active),
+        "standby_tasks": _task_list(result.standby),
+        "warmup_tasks": [] if result.active is not None else None,
+        "endpoint_information_epoch": group.endpoint_epoch if group else 0,
+    }
+    if ctx.api_version == 0:
+        out["acceptable_recovery_lag_legacy"] = ACCEPTABLE_RECOVERY_LAG
+    else:
+        out["acceptable_recovery_lag"] = ACCEPTABLE_RECOVERY_LAG
+        out["topology_description_required"] = bool(
+            group is not None
+            and result.error == ErrorCode.NONE
+            and group.topology is not None
+            and group.description_epoch != group.topology_epoch
+        )
+    if result.error:
+        out["heartbeat_interval_ms"] = 0
+    elif group is not None and body["endpoint_information_epoch"] < group.endpoint_epoch:
+        out["partitions_by_user_endpoint"] = _endpoints(group)
+    return out
+
+
+def _endpoints(group: StreamsGroup) -> list[dict]:
+    """Each member with a user endpoint and the source partitions of its tasks (for IQ)."""
+    sources: dict[str, list[str]] = {}
+    for sub in (group.topology or {}).get("subtopologies", []):
+        names = list(sub["source_topics"]) + [t["name"] for t in sub["repartition_source_topics"]]
+        sources[sub["subtopology_id"]] = names
+    out = []
+    for member in group.members.values():
+        if member.user_endpoint is None:
+            continue
+        host, port = member.user_endpoint
+
+        def partitions(tasks: Tasks) -> list[dict]:
+            by_topic: dict[str, list[int]] = {}
+            for sub, parts in tasks.items():
+                for topic in sources.get(sub, []):
+                    by_topic.setdefault(topic, []).extend(parts)
+            return [{"topic": t, "partitions": sorted(p)} for t, p in sorted(by_topic.items())]
+
+        out.append(
+            {
+                "user_endpoint": {"host": host, "port": port},
+                "active_partitions": partitions(member.active),
+                "standby_partitions": partitions(member.standby),
+            }
+        )
+    return out
+
+
+def _describe_fail(body: Any, code: int, version: int) -> dict:
+    return {
+        "groups": [
+            {"error_code": code, "group_id": g, "group_state": "", "members": []}
+            for g in body["group_ids"]
+        ]
+    }
+
+
+def _assignment(active: Tasks, standby: Tasks) -> dict:
+    return {
+        "active_tasks": _task_list(active),
+        "standby_tasks": _task_list(standby),
+        "warmup_tasks": [],
+    }
+
+
+def _describe_topology(group: StreamsGroup) -> dict | None:
+    if group.topology is None:
+        return None
+    keys = ("subtopology_id", "source_topics", "repartition_sink_topics")
+    return {
+        "epoch": group.topology_epoch,
+        "subtopologies": [
+            {
+                **{k: s[k] for k in keys},
+                "state_changelog_topics": s["state_changelog_topics"],
+                "repartition_source_topics": s["repartition_source_topics"],
+            }
+            for s in group.topology["subtopologies"]
+        ],
+    }
+
+
+@handles(ApiKey.STREAMS_GROUP_DESCRIBE, fail=_describe_fail)
+async def streams_group_describe(ctx: RequestContext, body: Any) -> dict:
+    """Each streams group's epochs, topology and members with their tasks."""
+    broker = ctx.broker
+    described = []
+    for group_id in body["group_ids"]:
+        entry: dict[str, Any] = {
+            "error_code": ErrorCode.NONE,
+            "group_id": group_id,
+            "group_state": "",
+            "members": [],
+        }
+        group = broker.streams_groups.group(group_id)
+        if not_coordinator(ctx, group_id):
+            entry["error_code"] = ErrorCode.NOT_COORDINATOR
+        elif group is None:
+            entry.update(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} not found.",
+            )
+        else:
+            entry.update(
+                group_state=group.state.value,
+                group_epoch=group.epoch,
+                assignment_epoch=group.assignment_epoch,
+                topology=_describe_topology(group),
+                members=[_describe_member(group, m) for m in group.members.values()],
+            )
+            if ctx.api_version >= TOPOLOGY_DESCRIPTION_FROM:
+                entry["assignor_name"] = "sticky"
+                if body.get("include_topology_description"):
+                    entry["topology_description"] = group.description
+        described.append(entry)
+    return {"groups": described}
+
+
+def _describe_member(group: StreamsGroup, m: StreamsMember) -> dict:
+    target = group.target.get(m.member_id, ({}, {}))
+    return {
+        "member_id": m.member_id,
+        "member_epoch": m.epoch,
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "topology_epoch": m.topology_epoch,
+        "process_id": m.process_id,
+        "user_endpoint": (
+            {"host": m.user_endpoint[0], "port": m.user_endpoint[1]} if m.user_endpoint else None
+        ),
+        "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
+        "task_offsets": m.task_offsets,
+        "task_end_offsets": m.task_end_offsets,
+        "assignment": _assignment(m.active, m.standby),
+        "target_assignment": _assignment(*target),
+        "is_classic": False,
+    }
+
+
+@handles(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+async def streams_group_topology_description_update(ctx: RequestContext, body: Any) -> dict:
+    """KIP-1331: a member sends the description of the group's current topology."""
+    group_id = body["group_id"]
+    if not_coordinator(ctx, group_id):
+        return {"error_code": ErrorCode.NOT_COORDINATOR}
+    group = ctx.broker.streams_groups.group(group_id)
+    if group is None:
+        return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"no group {group_id}"}
+    if body["member_id"] not in group.members:
+        return {"error_code": ErrorCode.UNKNOWN_MEMBER_ID}
+    if body["topology_epoch"] != group.topology_epoch:
+        return {
+            "error_code": ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH,
+            "error_message": f"topology epoch {body['topology_epoch']} is not current",
+        }
+    group.description = body["topology_description"]
+    group.description_epoch = group.topology_epoch
+    return {"error_code": ErrorCode.NONE}
