@@ -181,7 +181,7 @@ class ShareCoordinator:
         if group is None or (known is None and member_epoch != 0):
             return HeartbeatResult(
                 ErrorCode.UNKNOWN_MEMBER_ID,
-                f"member {member.member_id} is not in share group {group_id}",
+                f"Member {member.member_id} is not a member of group {group_id}.",
             )
         now = trio.current_time()
         if known is None:
@@ -194,9 +194,12 @@ class ShareCoordinator:
             log.info("share group %s: %s joins", group_id, member.member_id)
             group.dirty = True
         elif member_epoch not in (0, known.epoch):
+            relation = "greater" if member_epoch > known.epoch else "smaller"
             return HeartbeatResult(
                 ErrorCode.FENCED_MEMBER_EPOCH,
-                f"member epoch {member_epoch} is not {known.epoch}",
+                f"The share group member has a {relation} member epoch ({member_epoch}) than the"
+                f" one known by the group coordinator ({known.epoch}). The member must abandon"
+                " all its partitions and rejoin.",
             )
         else:
             if member_epoch == 0:
@@ -222,6 +225,7 @@ class ShareCoordinator:
         if not group.members:
             if group.dirty:
                 group.epoch += 1
+                group.assignment_epoch = group.epoch  # the empty target, as Kafka computes it
                 group.dirty = False
             group.topology = current
         elif group.dirty or current != group.topology:

@@ -155,7 +155,8 @@ class SharePartition:
     ) -> None:
         """Apply one acknowledgement batch, all or nothing; AcknowledgeError if refused.
 
-        One type covers the whole range; otherwise there is one type per offset.
+        One type covers the whole range; otherwise there is one type per offset. Offsets below
+        the start offset are finished already and skipped, as Kafka's SharePartition does.
         """
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             raise AcknowledgeError(
@@ -167,7 +168,7 @@ class SharePartition:
             raise AcknowledgeError(
                 ErrorCode.INVALID_REQUEST, f"unknown acknowledge type in {types}"
             ) from None
-        for offset in range(first, last + 1):
+        for offset in range(max(first, self.start_offset), last + 1):
             record = self.records.get(offset)
             if (
                 record is None
@@ -178,7 +179,7 @@ class SharePartition:
                     ErrorCode.INVALID_RECORD_STATE,
                     f"offset {offset} is not acquired by member {member_id}",
                 )
-        for offset in range(first, last + 1):
+        for offset in range(max(first, self.start_offset), last + 1):
             kind = kinds[0] if len(kinds) == 1 else kinds[offset - first]
             record = self.records[offset]
             if kind is AcknowledgeType.ACCEPT:

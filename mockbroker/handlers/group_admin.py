@@ -111,6 +111,9 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
             if ctx.api_version >= ERROR_MESSAGE_VERSION:
                 entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
                 entry["error_message"] = f"Group {group_id} is not a classic group."
+        elif group is None and ctx.api_version >= ERROR_MESSAGE_VERSION:
+            entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+            entry["error_message"] = f"Group {group_id} not found."
         elif group is not None:
             stable = group.state is GroupState.STABLE
             entry.update(

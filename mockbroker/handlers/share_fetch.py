@@ -203,7 +203,8 @@ async def share_fetch(ctx: RequestContext, body: Any) -> dict:
     try:
         session = _session(shares, body, broker.node_id, may_open=True)
     except _SessionError as exc:
-        return {**_fail(body, exc.code, ctx.api_version), "error_message": str(exc)}
+        # Kafka 4.4 answers session errors without a message
+        return _fail(body, exc.code, ctx.api_version)
     entries: dict[tuple[Any, int], dict] = {}
     for topic, part in acks:
         code, message = _acknowledge(broker, settings, body, topic, part)
@@ -334,13 +335,15 @@ async def share_acknowledge(ctx: RequestContext, body: Any) -> dict:
     try:
         session = _session(shares, body, broker.node_id, may_open=False)
     except _SessionError as exc:
-        return {**_fail(body, exc.code, ctx.api_version), "error_message": str(exc)}
+        return _fail(body, exc.code, ctx.api_version)
     responses = []
     leaders: set[int] = set()
     for topic in body["topics"]:
         parts = []
         name = topic_name(broker.image, topic)
         for part in topic["partitions"]:
+            if not part["acknowledgement_batches"]:
+                continue  # Kafka answers only the partitions that acknowledged something
             code, message = _acknowledge(broker, settings, body, topic, part)
             leader = _leader(broker, name, part["partition_index"])
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
@@ -353,7 +356,8 @@ async def share_acknowledge(ctx: RequestContext, body: Any) -> dict:
                     "current_leader": leader,
                 }
             )
-        responses.append({"topic_id": topic["topic_id"], "partitions": parts})
+        if parts:
+            responses.append({"topic_id": topic["topic_id"], "partitions": parts})
     if session is None:
         shares.close_session(
             body["group_id"], body["member_id"], broker.node_id, settings.delivery_count_limit

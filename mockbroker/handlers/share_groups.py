@@ -25,14 +25,15 @@ CLIENT_HOST = "/127.0.0.1"
 
 
 def _heartbeat_fail(body: Any, code: int, version: int) -> dict:
-    return {"error_code": code, "member_epoch": -1, "heartbeat_interval_ms": 0}
+    # Kafka 4.4 answers an error with epoch 0, no member id and no interval
+    return {"error_code": code, "member_epoch": 0, "heartbeat_interval_ms": 0}
 
 
-def _invalid(message: str) -> dict:
+def _invalid(message: str | None) -> dict:
     return {
         "error_code": ErrorCode.INVALID_REQUEST,
         "error_message": message,
-        "member_epoch": -1,
+        "member_epoch": 0,
         "heartbeat_interval_ms": 0,
     }
 
@@ -44,7 +45,7 @@ async def share_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
     if not group_id:
         return _invalid("GroupId can't be empty.")
     if not member_id:
-        return _invalid("MemberId can't be empty.")
+        return _invalid(None)  # Kafka 4.4 gives no message for this one
     if epoch < LEAVE_EPOCH:
         return _invalid(f"MemberEpoch {epoch} is invalid.")
     topics = body.get("subscribed_topic_names")
@@ -77,12 +78,17 @@ async def share_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         settings.max_size,
         settings.delivery_count_limit,
     )
+    if result.error:
+        return {
+            **_heartbeat_fail(body, result.error, ctx.api_version),
+            "error_message": result.message,
+        }
     out: dict[str, Any] = {
         "error_code": result.error,
-        "error_message": result.message,
         "member_id": member_id,
         "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": settings.heartbeat_interval_ms if not result.error else 0,
+        # a member that left is told no interval, as Kafka does
+        "heartbeat_interval_ms": settings.heartbeat_interval_ms if epoch != LEAVE_EPOCH else 0,
     }
     if result.assignment is not None:
         out["assignment"] = {"topic_partitions": _topic_partitions(broker.image, result.assignment)}

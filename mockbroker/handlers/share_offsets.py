@@ -23,6 +23,8 @@ from .groups import not_coordinator
 from .registry import BrokerView, RequestContext, handles
 
 NO_OFFSET = -1
+#: Kafka's message for UNKNOWN_TOPIC_OR_PARTITION, as AlterShareGroupOffsets answers it
+UNKNOWN_PARTITION = "This server does not host this topic-partition."
 
 
 def _describe_fail(body: Any, code: int, version: int) -> dict:
@@ -84,13 +86,9 @@ async def describe_share_group_offsets(ctx: RequestContext, body: Any) -> dict:
         group = broker.share_groups.group(group_id)
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
-        elif group is None:
-            entry.update(
-                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                error_message=f"Group {group_id} not found.",
-            )
-        else:
+        elif group is not None:
             entry["topics"] = _describe_topics(broker, group, request.get("topics"))
+        # a group that does not exist has no offsets: Kafka 4.4 answers it without an error
         groups.append(entry)
     return {"groups": groups}
 
@@ -108,7 +106,7 @@ def _empty_group(ctx: RequestContext, group_id: str) -> tuple[ShareGroup | None,
     if group.members:
         return None, {
             "error_code": ErrorCode.NON_EMPTY_GROUP,
-            "error_message": f"Share group {group_id} has members.",
+            "error_message": "The group is not empty.",
         }
     return group, None
 
@@ -128,7 +126,7 @@ async def alter_share_group_offsets(ctx: RequestContext, body: Any) -> dict:
             index, offset = part["partition_index"], part["start_offset"]
             code, message = ErrorCode.NONE, None
             if image.partition(name, index) is None:
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name}-{index} is unknown"
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_PARTITION
             elif offset < 0:
                 code, message = ErrorCode.INVALID_REQUEST, f"start offset {offset} is negative"
             else:

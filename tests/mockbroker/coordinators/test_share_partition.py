@@ -64,6 +64,8 @@ def test_acknowledge_types_and_the_start_offset():
     _ack(part, 1, 1, accept, member="other")
     _ack(part, 4, 7, accept)  # one type for a whole range
     assert part.start_offset == 8 and part.records == {}
+    _ack(part, 0, 7, reject)  # all below the start offset: finished, skipped
+    assert part.start_offset == 8
 
 
 def test_acknowledge_is_all_or_nothing_and_checks_the_owner():

@@ -193,6 +193,13 @@ def test_heartbeat_joins_assigns_and_leaves(cluster, client, topic_name):
     assert (left["error_code"], left["member_epoch"]) == (ErrorCode.NONE, -1)
     unknown = _heartbeat(client, "hb", "m2", 5)
     assert unknown["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    # Kafka 4.4's error answers: epoch 0, no member id, no interval
+    assert (unknown["member_epoch"], unknown["member_id"], unknown["heartbeat_interval_ms"]) == (
+        0,
+        None,
+        0,
+    )
+    assert unknown["error_message"] == "Member m2 is not a member of group hb."
     assert _heartbeat(client, "hb", "", 0, [topic_name])["error_code"] == ErrorCode.INVALID_REQUEST
     assert _heartbeat(client, "hb", "m3", 0, None)["error_code"] == ErrorCode.INVALID_REQUEST
 
@@ -226,11 +233,14 @@ def test_accept_release_reject_and_redelivery(cluster, client, topic_name):
     (part,) = second["responses"][0]["partitions"]
     assert part["acknowledge_error_code"] == ErrorCode.NONE
     assert _acquired(second) == [(1, 1, 2)]
-    # acknowledging what this member does not hold is INVALID_RECORD_STATE
-    third = member.fetch(acks=[(0, 0, ACCEPT)])
+    # acknowledging what nobody acquired is INVALID_RECORD_STATE; what is finished below the
+    # start offset is skipped without an error (Kafka 4.4 answers both so)
+    third = member.fetch(acks=[(3, 3, ACCEPT)])
     assert third["responses"][0]["partitions"][0]["acknowledge_error_code"] == (
         ErrorCode.INVALID_RECORD_STATE
     )
+    fourth = member.fetch(acks=[(0, 0, ACCEPT)])
+    assert fourth["responses"][0]["partitions"][0]["acknowledge_error_code"] == ErrorCode.NONE
     done = member.acknowledge([(1, 1, ACCEPT)])
     assert done["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
     offsets = client.call(
@@ -354,6 +364,11 @@ def test_group_admin_lists_and_deletes_share_groups(cluster, client, topic_name)
     (v6,) = client.call(ApiKey.DESCRIBE_GROUPS, 6, {"groups": [group]})["groups"]
     assert v6["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
     assert v6["error_message"] == f"Group {group} is not a classic group."
+    (nobody,) = client.call(ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["nobody"]})["groups"]
+    assert (nobody["error_code"], nobody["error_message"]) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+    )
     (v5,) = client.call(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group]})["groups"]
     assert (v5["error_code"], v5["group_state"]) == (ErrorCode.NONE, "Dead")
     delete = {"groups_names": [group]}
