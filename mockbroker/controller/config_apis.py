@@ -64,7 +64,7 @@ def _check_changes(
         if resource_type == ConfigResourceType.GROUP:
             problem = check_group_config(key, value)
             if problem is not None:
-                return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
+                return ErrorCode.INVALID_CONFIG, problem
             continue
         problem = validate(key, value)
         if problem is not None:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kipwire.codec import ConfigResourceType, ConfigSource
+from kipwire.codec import ConfigResourceType, ConfigSource, ConfigType
 
 from .configs import _number_in, _one_of
 from .state import ClusterState
 
 INT_MAX = 2**31 - 1
+#: DescribeConfigs v3 adds ConfigType and Documentation
+CONFIG_TYPE_VERSION = 3
+#: the group configs Kafka's GroupConfig types as strings; every other one is an int
+_STRINGS = {"share.auto.offset.reset", "share.isolation.level"}
 _DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
 
 
@@ -92,8 +96,10 @@ def check_group_config(name: str, value: str | None) -> str | None:
     """Why a group config change is refused, or None."""
     known = GROUP_CONFIGS.get(name)
     if known is None:
-        return "is not a group config"
-    return None if value is None else known[2](value)
+        return f"Unknown group config name: {name}"
+    problem = None if value is None else known[2](value)
+    # ConfigException's wording, as Kafka answers a bad value
+    return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
 
 
 def describe_group(
@@ -114,6 +120,9 @@ def describe_group(
         if value is None:
             value, source = default, ConfigSource.DEFAULT_CONFIG
         entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
+        if version >= CONFIG_TYPE_VERSION:
+            entry["config_type"] = ConfigType.STRING if name in _STRINGS else ConfigType.INT
+            entry["documentation"] = None
         if version == 0:
             entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
         else:

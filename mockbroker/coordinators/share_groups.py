@@ -229,6 +229,9 @@ class ShareCoordinator:
                 group.dirty = False
             group.topology = current
         elif group.dirty or current != group.topology:
+            if group.dirty and current != group.topology:
+                # Kafka bumps the epoch once for the members and once for the topics' metadata
+                group.epoch += 1
             group.reassign(current)
             log.info("share group %s: epoch %d", group.group_id, group.epoch)
 

@@ -154,7 +154,7 @@ async def delete_share_group_offsets(ctx: RequestContext, body: Any) -> dict:
         name = topic["topic_name"]
         code, message = ErrorCode.NONE, None
         if name not in image.topics:
-            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name} is unknown"
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_PARTITION
         for key in [k for k in group.partitions if k[0] == name]:
             del group.partitions[key]
         responses.append(

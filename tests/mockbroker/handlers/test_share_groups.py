@@ -10,7 +10,7 @@ import uuid
 import pytest
 from kafka_wire import WireClient
 
-from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode
+from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ConfigType, ErrorCode
 from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.coordinators.share_partition import AcknowledgeType
@@ -487,3 +487,48 @@ def test_auto_offset_reset_latest_and_by_duration(cluster, client, topic_name):
     assert _set_group_config(client, group, "share.auto.offset.reset", "by_duration:1h") == (
         ErrorCode.INVALID_CONFIG
     )
+
+
+def test_known_difference_the_first_heartbeat_already_assigns(cluster, client, topic_name):
+    """Kafka 4.4.0 answers a share member's first heartbeat with an empty assignment and hands
+    out the partitions on a later one, once the share coordinator has initialised their state
+    (seen on the wire against a real 4.4.0 broker). The mock's share state needs no
+    initialisation round, so the first answer already assigns; clients treat both alike."""
+    cluster.create_topic(topic_name, partitions=1)
+    first = _heartbeat(client, f"first-{topic_name}", "m1", 0, [topic_name])
+    assert first["assignment"]["topic_partitions"][0]["partitions"] == [0]
+    assert first["member_epoch"] == 2  # as Kafka: one bump for the member, one for the topics
+
+
+def test_group_config_errors_and_types(cluster, client):
+    body = {
+        "resources": [
+            {
+                "resource_type": ConfigResourceType.GROUP,
+                "resource_name": "typed",
+                "configs": [
+                    {"name": "share.nope", "config_operation": AlterConfigOp.SET, "value": "1"}
+                ],
+            }
+        ],
+        "validate_only": False,
+    }
+    (refused,) = client.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"]
+    assert refused["error_message"] == "Unknown group config name: share.nope"
+    describe = {
+        "resources": [
+            {
+                "resource_type": ConfigResourceType.GROUP,
+                "resource_name": "typed",
+                "configuration_keys": ["share.auto.offset.reset", "share.delivery.count.limit"],
+            }
+        ],
+        "include_synonyms": False,
+        "include_documentation": False,
+    }
+    (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, describe)["results"]
+    types = {c["name"]: (c["config_type"], c["value"]) for c in result["configs"]}
+    assert types == {
+        "share.auto.offset.reset": (ConfigType.STRING, "latest"),
+        "share.delivery.count.limit": (ConfigType.INT, "3"),  # the cluster's setting here
+    }
