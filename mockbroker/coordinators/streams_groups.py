@@ -147,7 +147,8 @@ class StreamsGroup:
         )
         self.target = {m: (active[m], standby[m]) for m in active}
         self.assignment_epoch = self.epoch
-        self.endpoint_epoch += 1
+        if any(m.user_endpoint for m in self.members.values()):
+            self.endpoint_epoch += 1  # the IQ endpoints' partitions changed
 
     def reconcile(self, member: StreamsMember) -> None:
         """Move `member` toward its target: revoke first, then take the new epoch."""
@@ -206,11 +207,15 @@ class StreamsCoordinator:
         if group is None or (known is None and member_epoch != 0):
             return StreamsHeartbeat(
                 ErrorCode.UNKNOWN_MEMBER_ID,
-                f"member {member.member_id} is not in streams group {group_id}",
+                f"Member {member.member_id} is not a member of group {group_id}.",
             )
         if known is not None and member_epoch not in (0, known.epoch):
+            relation = "greater" if member_epoch > known.epoch else "smaller"
             return StreamsHeartbeat(
-                ErrorCode.FENCED_MEMBER_EPOCH, f"member epoch {member_epoch} is not {known.epoch}"
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The streams group member has a {relation} member epoch ({member_epoch}) than"
+                f" the one known by the group coordinator ({known.epoch}). The member must"
+                " abandon all its partitions and rejoin.",
             )
         if topology is not None and topology["epoch"] > group.topology_epoch:
             group.topology = topology
@@ -272,6 +277,7 @@ class StreamsCoordinator:
             group.target.pop(member_id, None)
             if not group.members:
                 group.epoch += 1
+                group.assignment_epoch = group.epoch  # the empty target, as Kafka computes it
                 group.tasks = {}
             self._wake()
 

@@ -13,6 +13,7 @@ Version notes: v1 adds TopologyDescriptionRequired and AcceptableRecoveryLag as 
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
@@ -48,6 +49,19 @@ _SETTINGS = {
 ACCEPTABLE_RECOVERY_LAG = 10000
 TASK_OFFSET_INTERVAL_MS = 60000
 TOPOLOGY_DESCRIPTION_FROM = 1
+#: The mock's own setting (Kafka has no built-in store: a plugin provides one): keep the
+#: descriptions members send (KIP-1331) and ask members for them.
+DESCRIPTION_STORE = "kipwire.streams.topology.description.store"
+NO_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+class DescriptionStatus(enum.IntEnum):
+    """StreamsGroupDescribe v1 `TopologyDescriptionStatus`."""
+
+    NOT_REQUESTED = 0
+    NOT_STORED = 1
+    ERROR = 2
+    AVAILABLE = 3
 
 
 def _setting(image: MetadataImage, group_id: str, name: str) -> int:
@@ -57,11 +71,13 @@ def _setting(image: MetadataImage, group_id: str, name: str) -> int:
 
 
 def _fail(body: Any, code: int, version: int) -> dict:
+    # Kafka 4.4 answers an error with every field at its default: no member id, epoch 0
     return {
         "error_code": code,
-        "member_id": body["member_id"],
-        "member_epoch": -1,
+        "member_id": "",
+        "member_epoch": 0,
         "heartbeat_interval_ms": 0,
+        "status": [],
         "endpoint_information_epoch": 0,
     }
 
@@ -161,10 +177,10 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         return _invalid(body, "GroupId can't be empty.")
     if not member_id:
         return _invalid(body, "MemberId can't be empty.")
-    if epoch == 0 and body.get("topology") is None:
-        return _invalid(body, "Topology must be set when joining.")
-    if epoch == 0 and not body.get("process_id"):
-        return _invalid(body, "ProcessId must be set when joining.")
+    if epoch == 0:
+        problem = _join_problem(body)
+        if problem is not None:
+            return _invalid(body, problem)
     if epoch < STATIC_LEAVE_EPOCH:
         return _invalid(body, f"MemberEpoch {epoch} is invalid.")
     if not_coordinator(ctx, group_id):
@@ -198,35 +214,62 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         _setting(broker.image, group_id, "session_timeout_ms"),
         _setting(broker.image, group_id, "standbys"),
     )
+    if result.error:
+        return {**_fail(body, result.error, ctx.api_version), "error_message": result.message}
+    if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        # as Kafka: the leaving member's id and epoch, every other field at its default
+        left = {"member_id": member_id, "member_epoch": result.member_epoch}
+        return {**_fail(body, ErrorCode.NONE, ctx.api_version), **left}
     group = streams.group(group_id)
+    assert group is not None
     out: dict[str, Any] = {
-        "error_code": result.error,
-        "error_message": result.message,
+        "error_code": ErrorCode.NONE,
         "member_id": member_id,
         "member_epoch": result.member_epoch,
         "heartbeat_interval_ms": _setting(broker.image, group_id, "heartbeat_interval_ms"),
         "task_offset_interval_ms": TASK_OFFSET_INTERVAL_MS,
-        "status": [{"status_code": c, "status_detail": d} for c, d in result.status] or None,
+        "status": [{"status_code": c, "status_detail": d} for c, d in result.status],
         "active_tasks": _task_list(result.active),
         "standby_tasks": _task_list(result.standby),
         "warmup_tasks": [] if result.active is not None else None,
-        "endpoint_information_epoch": group.endpoint_epoch if group else 0,
+        "endpoint_information_epoch": group.endpoint_epoch,
     }
     if ctx.api_version == 0:
         out["acceptable_recovery_lag_legacy"] = ACCEPTABLE_RECOVERY_LAG
     else:
         out["acceptable_recovery_lag"] = ACCEPTABLE_RECOVERY_LAG
         out["topology_description_required"] = bool(
-            group is not None
-            and result.error == ErrorCode.NONE
+            _stores_descriptions(broker.image)
             and group.topology is not None
             and group.description_epoch != group.topology_epoch
         )
-    if result.error:
-        out["heartbeat_interval_ms"] = 0
-    elif group is not None and body["endpoint_information_epoch"] < group.endpoint_epoch:
+    if body["endpoint_information_epoch"] < group.endpoint_epoch:
         out["partitions_by_user_endpoint"] = _endpoints(group)
     return out
+
+
+def _join_problem(body: Any) -> str | None:
+    """Why a joining heartbeat is refused, checked in Kafka 4.4's order and words."""
+    for field, name in (
+        ("active_tasks", "ActiveTasks"),
+        ("standby_tasks", "StandbyTasks"),
+        ("warmup_tasks", "WarmupTasks"),
+    ):
+        if body.get(field) != []:
+            return f"{name} must be empty when (re-)joining."
+    if body.get("rebalance_timeout_ms", -1) == -1:
+        return "RebalanceTimeoutMs must be provided in first request."
+    if body.get("topology") is None:
+        return "Topology must be non-null when (re-)joining."
+    if not body.get("process_id"):
+        return "ProcessId can't be null."
+    return None
+
+
+def _stores_descriptions(image: MetadataImage) -> bool:
+    """Whether topology descriptions are kept: like Kafka 4.4 without a topology description
+    plugin the mock keeps none, unless the cluster sets this mock-only config to true."""
+    return image.cluster_config(DESCRIPTION_STORE, "false").strip().lower() == "true"
 
 
 def _endpoints(group: StreamsGroup) -> list[dict]:
@@ -275,17 +318,27 @@ def _assignment(active: Tasks, standby: Tasks) -> dict:
     }
 
 
-def _describe_topology(group: StreamsGroup) -> dict | None:
+def _describe_topology(group: StreamsGroup, image: MetadataImage) -> dict | None:
+    """The registered topology with internal topics' partition counts as planned (Kafka
+    describes the resolved counts, not the 0 a member sent)."""
     if group.topology is None:
         return None
+    sized = {
+        t.name: t.partitions
+        for t in plan(group.topology["subtopologies"], partition_counts(image)).internal
+    }
     keys = ("subtopology_id", "source_topics", "repartition_sink_topics")
+
+    def resolved(infos: list) -> list[dict]:
+        return [{**i, "partitions": i["partitions"] or sized.get(i["name"], 0)} for i in infos]
+
     return {
         "epoch": group.topology_epoch,
         "subtopologies": [
             {
                 **{k: s[k] for k in keys},
-                "state_changelog_topics": s["state_changelog_topics"],
-                "repartition_source_topics": s["repartition_source_topics"],
+                "state_changelog_topics": resolved(s["state_changelog_topics"]),
+                "repartition_source_topics": resolved(s["repartition_source_topics"]),
             }
             for s in group.topology["subtopologies"]
         ],
@@ -317,13 +370,17 @@ async def streams_group_describe(ctx: RequestContext, body: Any) -> dict:
                 group_state=group.state.value,
                 group_epoch=group.epoch,
                 assignment_epoch=group.assignment_epoch,
-                topology=_describe_topology(group),
+                topology=_describe_topology(group, broker.image),
                 members=[_describe_member(group, m) for m in group.members.values()],
             )
             if ctx.api_version >= TOPOLOGY_DESCRIPTION_FROM:
                 entry["assignor_name"] = "sticky"
                 if body.get("include_topology_description"):
+                    stored = group.description is not None
                     entry["topology_description"] = group.description
+                    entry["topology_description_status"] = (
+                        DescriptionStatus.AVAILABLE if stored else DescriptionStatus.NOT_STORED
+                    )
         described.append(entry)
     return {"groups": described}
 
@@ -357,6 +414,8 @@ async def streams_group_topology_description_update(ctx: RequestContext, body: A
     group_id = body["group_id"]
     if not_coordinator(ctx, group_id):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
+    if not _stores_descriptions(ctx.broker.image):
+        return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": NO_PLUGIN}
     group = ctx.broker.streams_groups.group(group_id)
     if group is None:
         return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"no group {group_id}"}

@@ -11,13 +11,18 @@ from kafka_wire import WireClient
 
 from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.handlers.streams_groups import DESCRIPTION_STORE
+
+JOIN = {"process_id": "p1", "rebalance_timeout_ms": 30000}
+JOIN_TASKS = {"active_tasks": [], "standby_tasks": [], "warmup_tasks": []}
 
 HEARTBEAT_V = 1
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    with MockCluster(brokers=1) as running:
+    """One broker that keeps topology descriptions (the mock's stand-in for Kafka's plugin)."""
+    with MockCluster(brokers=1, config={DESCRIPTION_STORE: "true"}) as running:
         yield running
 
 
@@ -73,20 +78,14 @@ def _partitions(client: WireClient, topic: str) -> int:
 def test_join_creates_internal_topics_and_assigns_tasks(cluster, client, topic_name):
     app = f"app-{topic_name}"
     missing = _heartbeat(
-        client,
-        app,
-        "m1",
-        0,
-        topology=_topology(app, topic_name),
-        process_id="p1",
-        rebalance_timeout_ms=30000,
+        client, app, "m1", 0, topology=_topology(app, topic_name), **JOIN, **JOIN_TASKS
     )
     assert missing["error_code"] == ErrorCode.NONE
     assert [s["status_code"] for s in missing["status"]] == [1]  # MISSING_SOURCE_TOPICS
     assert missing["active_tasks"] == []
     cluster.create_topic(topic_name, partitions=2)
     joined = _heartbeat(client, app, "m1", missing["member_epoch"])
-    assert joined["status"] is None
+    assert joined["status"] == []
     assert joined["active_tasks"] == [
         {"subtopology_id": "0", "partitions": [0, 1]},
         {"subtopology_id": "1", "partitions": [0, 1]},
@@ -130,13 +129,7 @@ def test_commits_are_checked_against_member_epochs(cluster, client, topic_name):
     app = f"app-{topic_name}"
     cluster.create_topic(topic_name, partitions=1)
     joined = _heartbeat(
-        client,
-        app,
-        "m1",
-        0,
-        topology=_topology(app, topic_name),
-        process_id="p1",
-        rebalance_timeout_ms=30000,
+        client, app, "m1", 0, topology=_topology(app, topic_name), **JOIN, **JOIN_TASKS
     )
 
     def commit(epoch: int) -> int:
@@ -168,3 +161,66 @@ def test_commits_are_checked_against_member_epochs(cluster, client, topic_name):
     assert client.call(ApiKey.DELETE_GROUPS, 2, delete)["results"][0]["error_code"] == (
         ErrorCode.NONE
     )
+
+
+def test_join_checks_and_answers_as_kafka_4_4(client, topic_name):
+    app = f"app-{topic_name}"
+    topology = _topology(app, topic_name)
+    no_tasks = _heartbeat(client, app, "m1", 0, topology=topology, **JOIN)
+    assert no_tasks["error_message"] == "ActiveTasks must be empty when (re-)joining."
+    # an error answer has every field at its default: no member id, epoch 0, status []
+    assert (no_tasks["member_id"], no_tasks["member_epoch"], no_tasks["status"]) == ("", 0, [])
+    no_timeout = _heartbeat(client, app, "m1", 0, topology=topology, process_id="p", **JOIN_TASKS)
+    assert no_timeout["error_message"] == "RebalanceTimeoutMs must be provided in first request."
+    no_topology = _heartbeat(client, app, "m1", 0, **JOIN, **JOIN_TASKS)
+    assert no_topology["error_message"] == "Topology must be non-null when (re-)joining."
+    unknown = _heartbeat(client, app, "m9", 4)
+    assert unknown["error_message"] == f"Member m9 is not a member of group {app}."
+
+
+def test_without_a_description_store_kafka_4_4_keeps_no_descriptions(topic_name):
+    """Kafka 4.4.0 has no built-in topology description store (KIP-1331 leaves it to a plugin):
+    heartbeats never ask for one, an update is UNSUPPORTED_VERSION, describe says NOT_STORED."""
+    with MockCluster(brokers=1) as plain, WireClient(plain.bootstrap_servers) as client:
+        plain.create_topic(topic_name, partitions=1)
+        app = f"plain-{topic_name}"
+        topology = _topology(app, topic_name)
+        joined = _heartbeat(client, app, "m1", 0, topology=topology, **JOIN, **JOIN_TASKS)
+        assert joined["topology_description_required"] is False
+        update = {
+            "group_id": app,
+            "member_id": "m1",
+            "topology_epoch": 1,
+            "topology_description": {"subtopologies": [], "global_stores": []},
+        }
+        refused = client.call(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, update)
+        assert refused["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+        assert refused["error_message"] == (
+            "The broker has no streams group topology description plugin configured."
+        )
+        body = {
+            "group_ids": [app],
+            "include_authorized_operations": False,
+            "include_topology_description": True,
+        }
+        (group,) = client.call(ApiKey.STREAMS_GROUP_DESCRIBE, 1, body)["groups"]
+        assert (group["topology_description"], group["topology_description_status"]) == (None, 1)
+        # the described topology carries the internal topics' partition counts as created
+        changelog = group["topology"]["subtopologies"][1]["state_changelog_topics"][0]
+        assert (changelog["name"], changelog["partitions"]) == (f"{app}-counts-changelog", 1)
+
+
+def test_known_difference_tasks_at_once(cluster, client, topic_name):
+    """Kafka 4.4.0 answers a first member with ASSIGNMENT_DELAYED (group.streams.initial
+    .rebalance.delay.ms, 3 s) and MISSING_INTERNAL_TOPICS while it creates them, and assigns the
+    tasks a few heartbeats later (seen on the wire). The mock creates the internal topics before
+    it answers and has no initial delay (as its classic groups by default): tasks come at once."""
+    cluster.create_topic(topic_name, partitions=1)
+    app = f"app-{topic_name}"
+    topology = _topology(app, topic_name)
+    joined = _heartbeat(client, app, "m1", 0, topology=topology, **JOIN, **JOIN_TASKS)
+    assert joined["status"] == []
+    assert joined["active_tasks"] == [
+        {"subtopology_id": "0", "partitions": [0]},
+        {"subtopology_id": "1", "partitions": [0]},
+    ]
