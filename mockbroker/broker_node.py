@@ -44,6 +44,9 @@ class ClusterServices:
     transactions: TransactionCoordinator
     #: The broker coordinating a group or transactional id (a stable hash over live ones).
     coordinator_for: Callable[[str], NodeAddress | None]
+    #: The high watermark a partition's leader has now, None when no running broker leads it
+    #: (what Kafka's coordinators ask a leader with ListOffsets, for share-group lag).
+    high_watermark: Callable[[str, int], int | None]
     #: Wait until every running broker has replayed the whole metadata log.
     caught_up: Callable[[], Awaitable[None]]
     #: A broker replayed metadata (wakes the cluster's waiters).
@@ -104,6 +107,10 @@ class BrokerNode(BrokerState):
         """New metadata in the image: wake this broker's waiters, then the cluster's."""
         super().metadata_replayed()
         self._services.metadata_changed()
+
+    def leader_high_watermark(self, topic: str, index: int) -> int | None:
+        """The high watermark of a partition at its leader, None when no running broker leads."""
+        return self._services.high_watermark(topic, index)
 
     def coordinator_for(self, key: str) -> NodeAddress | None:
         """The broker coordinating a group or transactional id, None when none is live."""

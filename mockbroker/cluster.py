@@ -123,6 +123,7 @@ class Cluster:
             streams_groups=self.streams_groups,
             transactions=self.transactions,
             coordinator_for=self.coordinator_for,
+            high_watermark=self._high_watermark,
             caught_up=self.caught_up,
             metadata_changed=self.metadata_changed,
             recovering_rejects_fetch=semantics.recovering_rejects_fetch,
@@ -433,6 +434,18 @@ class Cluster:
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
         return self.controller.partition(topic, index)
+
+    def _high_watermark(self, topic: str, index: int) -> int | None:
+        """The high watermark at a partition's leader (None when it is not running)."""
+        try:
+            leader = self.controller.partition(topic, index).leader
+        except KeyError:
+            return None
+        node = self.nodes.get(leader)
+        if node is None or not node.running:
+            return None
+        log = node.logs.get((topic, index))
+        return log.high_watermark if log is not None else 0
 
     def _write_marker(self, topic: str, index: int, pid: int, epoch: int, commit: bool) -> None:
         leader = self.controller.partition(topic, index).leader

@@ -6,8 +6,7 @@ Behavior: a share partition's offset is its start offset (SPSO); one the group n
 describes as -1. Altering and deleting need an empty group (NON_EMPTY_GROUP otherwise); an altered
 partition starts again at the given offset with nothing in flight, a deleted one starts afresh
 from `share.auto.offset.reset`. Version notes: DescribeShareGroupOffsets v1 adds Lag, the records
-below the high watermark not yet acknowledged or archived (-1 where this broker holds no replica
-of the partition: the mock's coordinator reads the high watermark from its own replica).
+below the leader's high watermark not yet acknowledged or archived (-1 without a running leader).
 """
 
 from __future__ import annotations
@@ -36,10 +35,10 @@ def _describe_fail(body: Any, code: int, version: int) -> dict:
 
 
 def _lag(broker: BrokerView, topic: str, index: int, state: SharePartition | None) -> int:
-    log = broker.logs.get((topic, index))
-    if state is None or log is None:
+    high_watermark = broker.leader_high_watermark(topic, index)
+    if state is None or high_watermark is None:
         return NO_OFFSET
-    return state.lag(log.high_watermark)
+    return state.lag(high_watermark)
 
 
 def _describe_topics(broker: BrokerView, group: ShareGroup, wanted: Any) -> list[dict]:

@@ -23,7 +23,10 @@ _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY
 _LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
 _QUORUM = "the mock controller is one node, not a Raft quorum"
 _KIP_848 = "KIP-848 consumer groups: the mock's group coordinator speaks the classic protocol"
-_KIP_932 = "KIP-932 share groups are not in the mock (nor their v1 schemas in the codec)"
+_KIP_932 = (
+    "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
+    "coordinator keeps share-partition state in-process"
+)
 _INTROSPECTION = "producer and transaction state introspection is not in the mock"
 _QUOTAS = "the mock enforces no quotas"
 
@@ -55,10 +58,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: _KIP_848,
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
     "(KIP-714/KIP-1142) is not in the mock",
-    ApiKey.SHARE_GROUP_HEARTBEAT: _KIP_932,
-    ApiKey.SHARE_GROUP_DESCRIBE: _KIP_932,
-    ApiKey.SHARE_FETCH: _KIP_932,
-    ApiKey.SHARE_ACKNOWLEDGE: _KIP_932,
     ApiKey.ADD_RAFT_VOTER: _QUORUM,
     ApiKey.REMOVE_RAFT_VOTER: _QUORUM,
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: _KIP_932,
@@ -66,9 +65,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.DELETE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _KIP_932,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _KIP_932,
-    91: _KIP_932,  # AlterShareGroupOffsets: not in the codec's schemas, so no ApiKey member
-    92: _KIP_932,  # DeleteShareGroupOffsets: not in the codec's schemas, so no ApiKey member
 }
 
 #: API key -> (Kafka 4.1's range, the mock's, why the mock's is narrower).

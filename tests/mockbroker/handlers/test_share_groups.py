@@ -532,3 +532,22 @@ def test_group_config_errors_and_types(cluster, client):
         "share.auto.offset.reset": (ConfigType.STRING, "latest"),
         "share.delivery.count.limit": (ConfigType.INT, "3"),  # the cluster's setting here
     }
+
+
+def test_describe_offsets_v1_lag(cluster, client, topic_name):
+    if HANDLERS[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS].max_version < 1:
+        pytest.skip("DescribeShareGroupOffsets v1 is served once ApiVersions lists Kafka 4.4's")
+    cluster.create_topic(topic_name, partitions=1)
+    group = f"lag-{topic_name}"
+    assert _set_group_config(client, group, "share.auto.offset.reset", "earliest") == 0
+    _produce(client, topic_name, [b"a", b"b", b"c", b"d"])
+    member = Member(client, cluster, group, topic_name)
+    member.fetch(wait_ms=500)
+    member.acknowledge([(0, 1, ACCEPT)])
+    _produce(client, topic_name, [b"e"])
+    body = {"groups": [{"group_id": group, "topics": None}]}
+    (part,) = client.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, body)["groups"][0]["topics"][0][
+        "partitions"
+    ]
+    # c, d (acquired, not acknowledged) and e (not yet delivered) are the lag
+    assert (part["start_offset"], part["lag"]) == (2, 3)
