@@ -29,6 +29,9 @@ SIMPLE_ASSIGNOR = "simple"
 #: ListGroups `ProtocolType` and `GroupType` of a share group.
 SHARE = "share"
 LEAVE_EPOCH = -1
+#: Kafka's `group.share.delivery.count.limit` default, for lock expiry before any request
+#: of the group said otherwise.
+DEFAULT_DELIVERY_LIMIT = 5
 
 TopicPartition = tuple[str, int]
 
@@ -314,7 +317,3 @@ class ShareCoordinator:
             upcoming = self.expire(trio.current_time())
             with trio.move_on_at(upcoming):
                 await self.changed.wait()
-
-
-#: Kafka's `group.share.delivery.count.limit` default.
-DEFAULT_DELIVERY_LIMIT = 5

@@ -233,7 +233,8 @@ async def share_fetch(ctx: RequestContext, body: Any) -> dict:
     deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
     while True:
         got = _acquire(broker, settings, body, session, entries)
-        if got or acks or trio.current_time() >= deadline:
+        failed = any(e["error_code"] for e in entries.values())
+        if got or acks or failed or trio.current_time() >= deadline:
             return _response(broker, entries, lock_ms)
         await _wait_for_change(broker, deadline)
 

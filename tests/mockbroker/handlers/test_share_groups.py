@@ -84,7 +84,7 @@ def _topic_id(cluster: MockCluster, topic: str) -> uuid.UUID:
         "allow_auto_topic_creation": False,
         "include_topic_authorized_operations": False,
     }
-    with WireClient(cluster.bootstrap_servers) as wire:
+    with WireClient(cluster.bootstrap_servers.split(",")[0]) as wire:
         return wire.call(ApiKey.METADATA, 12, body)["topics"][0]["topic_id"]
 
 
@@ -551,3 +551,33 @@ def test_describe_offsets_v1_lag(cluster, client, topic_name):
     ]
     # c, d (acquired, not acknowledged) and e (not yet delivered) are the lag
     assert (part["start_offset"], part["lag"]) == (2, 3)
+
+
+def test_share_fetch_from_a_follower_names_the_leader_at_once(topic_name):
+    with MockCluster(brokers=2) as two:
+        two.create_topic(topic_name, partitions=1)
+        leader = two.partition(topic_name, 0).leader
+        other = two.bootstrap_servers.split(",")[2 - leader]
+        body = {
+            "group_id": f"g-{topic_name}",
+            "member_id": "m",
+            "share_session_epoch": 0,
+            "max_wait_ms": 5000,
+            "min_bytes": 1,
+            "max_records": 10,
+            "batch_size": 10,
+            "topics": [
+                {
+                    "topic_id": _topic_id(two, topic_name),
+                    "partitions": [{"partition_index": 0, "acknowledgement_batches": []}],
+                }
+            ],
+        }
+        with WireClient(other) as wire:
+            started = time.monotonic()
+            reply = wire.call(ApiKey.SHARE_FETCH, FETCH_V, body)
+            assert time.monotonic() - started < 4  # an error answers without the long poll
+    (part,) = reply["responses"][0]["partitions"]
+    assert part["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert part["current_leader"]["leader_id"] == leader
+    assert [n["node_id"] for n in reply["node_endpoints"]] == [leader]
