@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, MutableMapping
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
@@ -33,7 +33,7 @@ from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
 from .controller.features import SUPPORTED_FEATURES
 from .controller_node import ControllerNode
-from .coordinators.groups import GroupCoordinator
+from .coordinators.groups import CommittedOffset, GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
@@ -104,7 +104,9 @@ class Cluster:
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.share_groups = ShareCoordinator()
         self.streams_groups = StreamsCoordinator()
-        self.transactions = TransactionCoordinator(self.groups, self._write_marker)
+        self.transactions = TransactionCoordinator(
+            self.groups, self._write_marker, self._committed_offsets
+        )
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
         self.recorder = Recorder(record) if record else None
@@ -434,6 +436,15 @@ class Cluster:
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
         return self.controller.partition(topic, index)
+
+    def _committed_offsets(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]:
+        """Where a group's offsets live: a streams group's own, else the classic group's."""
+        streams = self.streams_groups.group(group_id)
+        if streams is not None:
+            return streams.offsets
+        group = self.groups.group(group_id, create=True)
+        assert group is not None
+        return group.offsets
 
     def _high_watermark(self, topic: str, index: int) -> int | None:
         """The high watermark at a partition's leader (None when it is not running)."""

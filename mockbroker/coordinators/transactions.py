@@ -4,7 +4,7 @@ transaction, and the commit or abort that writes control markers to every partit
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 
 import trio
@@ -16,6 +16,8 @@ from .groups import CommittedOffset, GroupCoordinator
 MAX_EPOCH = 32767
 #: writes a COMMIT (True) or ABORT marker to a partition: (topic, index, pid, epoch, commit)
 MarkerWriter = Callable[[str, int, int, int, bool], None]
+#: group id -> the committed offsets of that group, where a committed transaction's offsets go
+OffsetStore = Callable[[str], MutableMapping[tuple[str, int], CommittedOffset]]
 
 
 @dataclass(slots=True)
@@ -36,11 +38,19 @@ class Transaction:
 class TransactionCoordinator:
     """Every transactional id of the cluster."""
 
-    def __init__(self, groups: GroupCoordinator, write_marker: MarkerWriter) -> None:
+    def __init__(
+        self,
+        groups: GroupCoordinator,
+        write_marker: MarkerWriter,
+        offsets_of: OffsetStore | None = None,
+    ) -> None:
         self._ids = itertools.count(1000)
         self.transactions: dict[str, Transaction] = {}
         self._groups = groups
         self._write_marker = write_marker
+        # where a group's committed offsets live (a streams group keeps its own); by default
+        # the classic group of that id
+        self._offsets_of = offsets_of or self._classic_offsets
         self._changed = trio.Event()
 
     def new_producer_id(self) -> int:
@@ -154,14 +164,17 @@ class TransactionCoordinator:
             with trio.move_on_at(upcoming):
                 await self._changed.wait()
 
+    def _classic_offsets(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]:
+        group = self._groups.group(group_id, create=True)
+        assert group is not None
+        return group.offsets
+
     def _finish(self, txn: Transaction, commit: bool) -> None:
         for topic, index in sorted(txn.partitions):
             self._write_marker(topic, index, txn.producer_id, txn.epoch, commit)
         if commit:
             for group_id, offsets in txn.offsets.items():
-                group = self._groups.group(group_id, create=True)
-                assert group is not None
-                group.offsets.update(offsets)
+                self._offsets_of(group_id).update(offsets)
         txn.partitions.clear()
         txn.groups.clear()
         txn.offsets.clear()

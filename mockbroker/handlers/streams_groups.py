@@ -186,12 +186,20 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
     if not_coordinator(ctx, group_id):
         return _fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     broker = ctx.broker
-    if broker.groups.group(group_id) is not None or broker.share_groups.group(group_id):
+    classic = broker.groups.group(group_id)
+    if (classic is not None and classic.members) or broker.share_groups.group(group_id):
         return {
             **_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version),
             "error_message": f"Group {group_id} is not a streams group.",
         }
     streams = broker.streams_groups
+    if classic is not None and epoch == 0:
+        # an empty classic group becomes the streams group, keeping its committed offsets
+        # (KIP-1071's upgrade of an application from the classic protocol)
+        created = streams.group(group_id, create=True)
+        assert created is not None
+        created.offsets.update(classic.offsets)
+        del broker.groups.groups[group_id]
     group = streams.group(group_id)
     topology = _topology(body)
     if (

@@ -61,3 +61,17 @@ async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced
             nursery.cancel_scope.cancel()
     assert markers == [("t", 0, pid, epoch + 1, False)]
     assert txns.end("tx", pid, epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+
+
+@pytest.mark.trio
+async def test_committed_offsets_go_where_the_group_keeps_them():
+    # a streams group (KIP-1071) keeps its own offsets: a transaction's land there
+    streams_offsets: dict = {}
+    groups = GroupCoordinator()
+    txns = TransactionCoordinator(groups, lambda *marker: None, lambda group: streams_offsets)
+    _, pid, epoch = txns.init_producer_id("tx", 60_000, -1, -1)
+    assert txns.add_offsets("tx", pid, epoch, "app") == 0
+    assert txns.commit_offsets("tx", pid, epoch, "app", {("t", 0): CommittedOffset(3, -1, "")}) == 0
+    assert txns.end("tx", pid, epoch, commit=True) == 0
+    assert streams_offsets[("t", 0)].offset == 3
+    assert groups.group("app") is None  # no classic group appears beside the streams group

@@ -224,3 +224,31 @@ def test_known_difference_tasks_at_once(cluster, client, topic_name):
         {"subtopology_id": "0", "partitions": [0]},
         {"subtopology_id": "1", "partitions": [0]},
     ]
+
+
+def test_an_empty_classic_group_becomes_the_streams_group_with_its_offsets(
+    cluster, client, topic_name
+):
+    cluster.create_topic(topic_name, partitions=1)
+    app = f"app-{topic_name}"
+    simple = {
+        "group_id": app,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [
+            {"name": topic_name, "partitions": [{"partition_index": 0, "committed_offset": 9}]}
+        ],
+    }
+    (committed,) = client.call(ApiKey.OFFSET_COMMIT, 9, simple)["topics"][0]["partitions"]
+    assert committed["error_code"] == ErrorCode.NONE
+    topology = _topology(app, topic_name)
+    joined = _heartbeat(client, app, "m1", 0, topology=topology, **JOIN, **JOIN_TASKS)
+    assert joined["error_code"] == ErrorCode.NONE
+    fetched = client.call(
+        ApiKey.OFFSET_FETCH,
+        9,
+        {"groups": [{"group_id": app, "topics": None}], "require_stable": False},
+    )
+    assert fetched["groups"][0]["topics"][0]["partitions"][0]["committed_offset"] == 9
+    listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    assert [g["group_type"] for g in listed["groups"] if g["group_id"] == app] == ["streams"]
