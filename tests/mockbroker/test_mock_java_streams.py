@@ -1,11 +1,13 @@
 """A Kafka Streams 4.4.0 word count with `group.protocol=streams` (KIP-1071) against the mock:
 two instances of one application share the tasks, the group coordinator creates the repartition
 and changelog topics, and after one instance stops the other carries on, so the final counts are
-those of every line (what real Kafka's word count ends with). Skipped with the reason where java
-or the jars are missing, or while the broker does not list StreamsGroupHeartbeat."""
+those of every line (what real Kafka's word count ends with), at least once and exactly once.
+Skipped with the reason where java or the jars are missing, or while the broker does not list
+StreamsGroupHeartbeat."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -76,7 +78,8 @@ def _expected(lines: list[str]) -> dict[str, int]:
     return counts
 
 
-def test_streams_word_count_with_two_instances_then_one(java):
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_streams_word_count_with_two_instances_then_one(java, guarantee):
     config = {"group.streams.heartbeat.interval.ms": "500"}
     with MockCluster(brokers=3, config=config) as cluster:
         if not _lists_streams(cluster):
@@ -102,6 +105,8 @@ def test_streams_word_count_with_two_instances_then_one(java):
             text=True,
             timeout=RUN_TIMEOUT_S,
             check=False,
+            # exactly_once_v2 commits offsets in transactions, read here read_committed
+            env={**os.environ, "PROCESSING_GUARANTEE": guarantee},
         )
         assert done.returncode == 0, done.stderr[-3000:]
         lines = done.stdout.splitlines()

@@ -85,6 +85,8 @@ public final class StreamsWordCount {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("wordcount").toString());
         props.put("consumer.auto.offset.reset", "earliest");
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            System.getenv().getOrDefault("PROCESSING_GUARANTEE", StreamsConfig.AT_LEAST_ONCE));
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
         return streams;
@@ -107,6 +109,7 @@ public final class StreamsWordCount {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", "wordcount-reader");
+        props.put("isolation.level", "read_committed");
         props.put("auto.offset.reset", "earliest");
         props.put("key.deserializer", StringDeserializer.class.getName());
         props.put("value.deserializer", LongDeserializer.class.getName());
