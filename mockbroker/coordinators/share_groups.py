@@ -246,6 +246,9 @@ class ShareCoordinator:
         group.dirty = True
         for partition in group.partitions.values():
             partition.release_member(member_id, delivery_limit)
+        # its share sessions on every broker end with it
+        for key in [k for k in self.sessions if k[:2] == (group.group_id, member_id)]:
+            del self.sessions[key]
         self.wake()
 
     # -- share sessions -------------------------------------------------------------------------

@@ -73,12 +73,14 @@ def test_an_expired_member_is_removed_and_its_records_released():
         assert group is not None
         part = group.partitions["t", 0] = SharePartition(0)
         part.acquire("a", [(0, 0)], 1, 10, deadline=60.0, max_in_flight=100)
+        shares.open_session("g", "a", 1)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(shares.run_timers)
             await trio.sleep(SESSION_MS / 1000 + 0.5)
             nursery.cancel_scope.cancel()
         assert group.state is ShareGroupState.EMPTY
         assert part.state_of(0).state is RecordState.AVAILABLE
+        assert shares.session("g", "a", 1) is None
 
     _run(story)
 
