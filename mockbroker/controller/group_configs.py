@@ -9,7 +9,7 @@ is INVALID_CONFIG, as Kafka's GroupConfig.validate answers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from kipwire.codec import ConfigResourceType, ConfigSource, ConfigType
 
@@ -21,7 +21,20 @@ INT_MAX = 2**31 - 1
 CONFIG_TYPE_VERSION = 3
 #: the group configs Kafka's GroupConfig types as strings; every other one is an int
 _STRINGS = {"share.auto.offset.reset", "share.isolation.level"}
-_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
+# java.time.Duration's ISO-8601 form as KIP-1106's by_duration takes it: PnDTnHnMn.nS
+_DURATION = re.compile(
+    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
+    re.IGNORECASE,
+)
+
+
+def duration_ms(text: str) -> int | None:
+    """Milliseconds of an ISO-8601 duration (PT1H, P1DT30M, PT0.5S), None if it is not one."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or not any(match.groupdict().values()):
+        return None
+    parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items()}
+    return int(((parts["d"] * 24 + parts["h"]) * 60 + parts["m"]) * 60_000 + parts["s"] * 1000)
 
 
 def _offset_reset(value: str) -> str | None:
@@ -29,7 +42,7 @@ def _offset_reset(value: str) -> str | None:
     kind, colon, duration = value.strip().partition(":")
     if not colon and kind.lower() in ("earliest", "latest"):
         return None
-    if kind.lower() == "by_duration" and _DURATION.fullmatch(duration) and duration[1:]:
+    if kind.lower() == "by_duration" and duration_ms(duration) is not None:
         return None
     return "must be earliest, latest or by_duration:<ISO-8601 duration>"
 
@@ -90,6 +103,16 @@ GROUP_CONFIGS: dict[str, tuple[str, str, Callable[[str], str | None]]] = {
         _number_in(0, INT_MAX),
     ),
 }
+
+
+def group_config(own: Mapping[str, str], cluster: Mapping[str, str], name: str) -> str:
+    """A group config in force: the group's own value, else the broker config it defaults to
+    (cluster-wide), else Kafka 4.4's default."""
+    value = own.get(name)
+    if value is not None:
+        return value
+    broker_key, default, _ = GROUP_CONFIGS[name]
+    return cluster.get(broker_key, default) if broker_key else default
 
 
 def check_group_config(name: str, value: str | None) -> str | None:

@@ -1,47 +1,27 @@
-"""A share group's settings: its own `share.*` group config (IncrementalAlterConfigs on a GROUP
-resource), else the cluster's `group.share.*` broker config, else Kafka 4.4's default."""
+"""A group's settings as a broker resolves them from its metadata image: the group's own config
+(IncrementalAlterConfigs on a GROUP resource), else the cluster's `group.*` broker config, else
+Kafka 4.4's default (`controller/group_configs.py` holds the names and defaults)."""
 
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 
 from kipwire.codec import ConfigResourceType
 
 from ..broker.metadata_image import MetadataImage
+from ..controller.group_configs import duration_ms, group_config
 
-#: (group config, broker config, Kafka 4.4's default) of each setting the mock acts on.
-SETTINGS = {
-    "session_timeout_ms": (
-        "share.session.timeout.ms",
-        "group.share.session.timeout.ms",
-        "45000",
-    ),
-    "heartbeat_interval_ms": (
-        "share.heartbeat.interval.ms",
-        "group.share.heartbeat.interval.ms",
-        "5000",
-    ),
-    "record_lock_duration_ms": (
-        "share.record.lock.duration.ms",
-        "group.share.record.lock.duration.ms",
-        "30000",
-    ),
-    "delivery_count_limit": (
-        "share.delivery.count.limit",
-        "group.share.delivery.count.limit",
-        "5",
-    ),
-    "max_record_locks": (
-        "share.partition.max.record.locks",
-        "group.share.partition.max.record.locks",
-        "2000",
-    ),
-    "max_size": ("", "group.share.max.size", "200"),
+#: The share group configs the mock acts on, by ShareSettings field.
+_SHARE_CONFIGS = {
+    "session_timeout_ms": "share.session.timeout.ms",
+    "heartbeat_interval_ms": "share.heartbeat.interval.ms",
+    "record_lock_duration_ms": "share.record.lock.duration.ms",
+    "delivery_count_limit": "share.delivery.count.limit",
+    "max_record_locks": "share.partition.max.record.locks",
 }
-AUTO_OFFSET_RESET = "share.auto.offset.reset"
-ISOLATION_LEVEL = "share.isolation.level"
+#: A broker config only: no group overrides it.
+MAX_SIZE = ("group.share.max.size", "200")
 
 
 class OffsetReset(enum.Enum):
@@ -52,20 +32,11 @@ class OffsetReset(enum.Enum):
     BY_DURATION = "by_duration"
 
 
-# java.time.Duration's ISO-8601 form as KIP-1106's by_duration takes it: PnDTnHnMn.nS
-_DURATION = re.compile(
-    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
-    re.IGNORECASE,
-)
-
-
-def duration_ms(text: str) -> int | None:
-    """Milliseconds of an ISO-8601 duration (PT1H, P1DT30M, PT0.5S), None if it is not one."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None or not any(match.groupdict().values()):
-        return None
-    parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items()}
-    return int(((parts["d"] * 24 + parts["h"]) * 60 + parts["m"]) * 60_000 + parts["s"] * 1000)
+def group_setting(image: MetadataImage, group_id: str, name: str) -> str:
+    """The group config `name` in force for `group_id` on a broker with this image."""
+    own = image.configs.get((ConfigResourceType.GROUP, group_id), {})
+    cluster = image.configs.get((ConfigResourceType.BROKER, ""), {})
+    return group_config(own, cluster, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +57,10 @@ class ShareSettings:
     @classmethod
     def of(cls, image: MetadataImage, group_id: str) -> ShareSettings:
         """The settings of `group_id` from a broker's metadata image."""
-        own = image.configs.get((ConfigResourceType.GROUP, group_id), {})
-        values = {}
-        for attr, (group_key, broker_key, default) in SETTINGS.items():
-            value = own.get(group_key) if group_key else None
-            values[attr] = int(
-                value if value is not None else image.cluster_config(broker_key, default)
-            )
-        reset = own.get(AUTO_OFFSET_RESET, OffsetReset.LATEST.value).strip()
+        values = {
+            attr: int(group_setting(image, group_id, name)) for attr, name in _SHARE_CONFIGS.items()
+        }
+        reset = group_setting(image, group_id, "share.auto.offset.reset").strip()
         kind, _, duration = reset.partition(":")
         back = duration_ms(duration) if kind.lower() == OffsetReset.BY_DURATION.value else None
         if back is not None:
@@ -102,9 +69,11 @@ class ShareSettings:
             mode = OffsetReset.EARLIEST
         else:
             mode = OffsetReset.LATEST
+        isolation = group_setting(image, group_id, "share.isolation.level").strip()
         return cls(
             **values,
+            max_size=int(image.cluster_config(*MAX_SIZE)),
             auto_offset_reset=mode,
-            read_committed=own.get(ISOLATION_LEVEL, "").strip() == "read_committed",
+            read_committed=isolation == "read_committed",
             reset_duration_ms=back or 0,
         )

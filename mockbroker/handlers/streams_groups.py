@@ -16,9 +16,10 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
+from ..coordinators.share_settings import group_setting
 from ..coordinators.streams_assignor import InternalTopic, Tasks, TopologyPlan, plan
 from ..coordinators.streams_groups import (
     LEAVE_EPOCH,
@@ -31,19 +32,11 @@ from .registry import BrokerView, RequestContext, handles
 from .share_groups import CLIENT_HOST
 
 CREATE_TOPICS_VERSION = 7
-#: (group config, broker config, Kafka 4.4's default)
+#: The streams group configs the mock acts on, by what they set.
 _SETTINGS = {
-    "session_timeout_ms": (
-        "streams.session.timeout.ms",
-        "group.streams.session.timeout.ms",
-        "45000",
-    ),
-    "heartbeat_interval_ms": (
-        "streams.heartbeat.interval.ms",
-        "group.streams.heartbeat.interval.ms",
-        "5000",
-    ),
-    "standbys": ("streams.num.standby.replicas", "group.streams.num.standby.replicas", "0"),
+    "session_timeout_ms": "streams.session.timeout.ms",
+    "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
+    "standbys": "streams.num.standby.replicas",
 }
 #: group.streams.* values Kafka 4.4 answers with and the mock does not act on
 ACCEPTABLE_RECOVERY_LAG = 10000
@@ -65,9 +58,7 @@ class DescriptionStatus(enum.IntEnum):
 
 
 def _setting(image: MetadataImage, group_id: str, name: str) -> int:
-    group_key, broker_key, default = _SETTINGS[name]
-    own = image.configs.get((ConfigResourceType.GROUP, group_id), {}).get(group_key)
-    return int(own if own is not None else image.cluster_config(broker_key, default))
+    return int(group_setting(image, group_id, _SETTINGS[name]))
 
 
 def _fail(body: Any, code: int, version: int) -> dict:

@@ -7,6 +7,7 @@ import trio
 import trio.testing
 
 from kipwire.codec import ErrorCode
+from kipwire.mockbroker.controller.group_configs import duration_ms
 from kipwire.mockbroker.coordinators.share_groups import (
     ShareCoordinator,
     ShareGroupState,
@@ -14,7 +15,6 @@ from kipwire.mockbroker.coordinators.share_groups import (
     assign,
 )
 from kipwire.mockbroker.coordinators.share_partition import RecordState, SharePartition
-from kipwire.mockbroker.coordinators.share_settings import duration_ms
 
 SESSION_MS, MAX_SIZE, LIMIT = 1000, 3, 5
 
