@@ -133,6 +133,22 @@ class SharePartition:
         record.member_id = member_id
         record.deadline = deadline
 
+    def archive(self, runs: list[Acquired], offsets: set[int]) -> list[Acquired]:
+        """Archive acquired `offsets` a member must never see (an aborted transaction's records
+        under read_committed, as Kafka's SharePartition filters them); the runs without them."""
+        for offset in offsets:
+            record = self.records.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED:
+                record.state = RecordState.ARCHIVED
+        self._advance()
+        kept = [
+            (o, r.delivery_count)
+            for r in runs
+            for o in range(r.first_offset, r.last_offset + 1)
+            if o not in offsets
+        ]
+        return _runs(kept)
+
     def skip_to(self, offset: int) -> None:
         """Records below `offset` are gone from the log (deleted or never there): forget them."""
         if offset > self.start_offset:

@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from kipwire.codec import ApiKey, ErrorCode
+from kipwire.codec.records import iter_batches
 
 from ..broker.log import LogError, PartitionLog
 from ..broker.topic_names import topic_name
@@ -291,6 +292,8 @@ def _acquire(
             max_in_flight=settings.max_record_locks,
             mode=mode,
         )
+        if runs and settings.read_committed:
+            runs = state.archive(runs, _aborted(log, runs[0].first_offset, runs[-1].last_offset))
         if not runs:
             continue
         total += sum(r.last_offset - r.first_offset + 1 for r in runs)
@@ -307,6 +310,19 @@ def _acquire(
     if total:
         broker.share_groups.wake()  # the timer learns the new lock deadlines
     return total
+
+
+def _aborted(log: PartitionLog, first: int, last: int) -> set[int]:
+    """Offsets in [first, last] of records whose transaction aborted (the marker excluded)."""
+    out: set[int] = set()
+    for txn in log.aborted_in(first, last + 1):
+        for stored in log.batches:
+            if stored.last_offset < txn.first_offset or stored.base_offset >= txn.last_offset:
+                continue
+            for batch in iter_batches(stored.data, verify_crc=False):
+                if batch.producer_id == txn.producer_id and not batch.is_control:
+                    out.update(range(batch.base_offset, batch.last_offset + 1))
+    return {o for o in out if first <= o <= last}
 
 
 def _response(broker: BrokerView, entries: dict[tuple[Any, int], dict], lock_ms: int) -> dict:

@@ -31,12 +31,14 @@ def cluster():
         yield running
 
 
-def _earliest(cluster: MockCluster, group: str) -> None:
+def _earliest(cluster: MockCluster, group: str, **more: str) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    entry = ConfigEntry(
-        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
-    )
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
+    configs = {"share.auto.offset.reset": "earliest", **more}
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
     admin.incremental_alter_configs([resource])[resource].result(timeout=10)
 
 
@@ -107,3 +109,28 @@ def test_two_consumers_split_a_partition(cluster):
     assert sorted(v for _, v, _ in delivered) == sorted(values)  # every record, once
     assert {count for _, _, count in delivered} == {1}
     assert {who for who, _, _ in delivered} == {0, 1}  # both consumers got records
+
+
+def test_read_committed_never_delivers_an_aborted_transaction(cluster):
+    cluster.create_topic("ck-txn", partitions=1, replication_factor=2)
+    _earliest(cluster, "ck-txn-group", **{"share.isolation.level": "read_committed"})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "ck-txn-producer"}
+    )
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce("ck-txn", b"aborted", partition=0)
+    producer.flush(10)
+    producer.abort_transaction(10)
+    producer.begin_transaction()
+    producer.produce("ck-txn", b"committed", partition=0)
+    producer.commit_transaction(10)
+    consumer = _consumer(cluster, "ck-txn-group", "implicit")
+    consumer.subscribe(["ck-txn"])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + DEADLINE_S
+    while b"committed" not in seen and time.monotonic() < deadline:
+        seen.extend(m.value() for m in consumer.poll(0.5) or [] if m.error() is None)
+    seen.extend(m.value() for m in consumer.poll(1.0) or [] if m.error() is None)
+    consumer.close()
+    assert seen == [b"committed"]

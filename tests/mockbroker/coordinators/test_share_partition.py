@@ -123,3 +123,12 @@ def test_in_flight_limit_reset_skip_and_lag():
     part.reset(6)
     assert (part.start_offset, part.next_offset, part.records) == (6, 6, {})
     assert _acquire(part) == [Acquired(6, 7, 1)]
+
+
+def test_archive_cuts_aborted_records_out_of_what_was_acquired():
+    part = SharePartition(0)
+    runs = _acquire(part)  # 0..7
+    kept = part.archive(runs, {0, 1, 2, 5})
+    assert kept == [Acquired(3, 4, 1), Acquired(6, 7, 1)]
+    assert part.start_offset == 3  # the archived prefix is finished
+    assert part.state_of(5).state is RecordState.ARCHIVED
