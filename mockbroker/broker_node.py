@@ -21,8 +21,8 @@ from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
-from .handlers import HANDLERS, RequestContext
-from .handlers.registry import NodeAddress
+from .handlers import RequestContext
+from .handlers.registry import NodeAddress, handlers_for
 from .network import Network
 from .serve import Taps
 
@@ -53,12 +53,13 @@ class ClusterServices:
     metadata_changed: Callable[[], None]
     #: Semantics.recovering_rejects_fetch, the broker's static configuration.
     recovering_rejects_fetch: bool
+    #: Semantics.release: the Kafka release whose ApiVersions ranges and features it presents.
+    release: str
 
 
 class BrokerNode(BrokerState):
     """A broker serving clients on 127.0.0.1:`port`."""
 
-    handlers = HANDLERS
     closes_on_malformed = False
 
     def __init__(self, node_id: int, port: int, services: ClusterServices) -> None:
@@ -71,6 +72,8 @@ class BrokerNode(BrokerState):
         self.host = "127.0.0.1"
         self.port = port
         self.cluster_id = services.cluster_id
+        self.release = services.release
+        self.handlers = handlers_for(services.release)
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups

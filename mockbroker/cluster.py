@@ -31,13 +31,14 @@ from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
-from .controller.features import SUPPORTED_FEATURES
+from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
 from .coordinators.groups import CommittedOffset, GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
+from .handlers.registry import listed
 from .metrics import cluster_metrics
 from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
@@ -61,7 +62,6 @@ DEFAULT_CONFIG = {
 }
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
-DEFAULT_FEATURES = {"eligible.leader.replicas.version": 1}
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
 _BROKER_ONLY = {
     "socket.request.max.bytes",
@@ -91,9 +91,10 @@ class Cluster:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         self.config = {**DEFAULT_CONFIG, **{k: str(v) for k, v in (config or {}).items()}}
-        self.features = {**DEFAULT_FEATURES, **(features or {})}
+        semantics = semantics or Semantics.KAFKA_4_4
+        served = [h.api_key for h in listed(semantics.release)]
+        self.features = {**fresh_features(semantics.release, served), **(features or {})}
         self.cluster_id = cluster_id
-        semantics = semantics or Semantics.KAFKA_4_1
         self.controller = Controller(
             semantics=semantics,
             cluster_id=cluster_id,
@@ -129,6 +130,7 @@ class Cluster:
             caught_up=self.caught_up,
             metadata_changed=self.metadata_changed,
             recovering_rejects_fetch=semantics.recovering_rejects_fetch,
+            release=semantics.release,
         )
         self.nodes = {
             i: BrokerNode(i, port + i - 1 if port else 0, services) for i in range(1, brokers + 1)
@@ -235,7 +237,7 @@ class Cluster:
                         await connection.aclose()
 
     async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
-        low, high = SUPPORTED_FEATURES["metadata.version"]
+        low, high = CONTROLLER_FEATURES[self.controller.semantics.release][METADATA_VERSION]
         response = await node.controller_connection.call(
             ApiKey.BROKER_REGISTRATION,
             BROKER_REGISTRATION_VERSION,

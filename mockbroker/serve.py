@@ -87,7 +87,7 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
     handler = node.handlers.get(key)
     name = APIS[key][1] if key in APIS else f"API {key}"
     if handler is None or not handler.min_version <= version <= handler.max_version:
-        # Kafka 4.1 answers only ApiVersions (KIP-511); any other API or version its listener
+        # Kafka answers only ApiVersions (KIP-511); any other API or version its listener
         # does not serve fails the header check and the connection is closed unanswered
         if handler is not None and handler.unsupported is not None:
             return frame(handler.unsupported(cid))

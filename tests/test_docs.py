@@ -446,11 +446,17 @@ def test_the_kip_notes_show_the_story_real_kafka_recorded() -> None:
 def test_the_presets_table_is_what_the_presets_set() -> None:
     from kipwire.mockbroker import Semantics
 
-    presets = [Semantics.KAFKA_3_9, Semantics.KAFKA_4_0, Semantics.KAFKA_4_1, Semantics.KIP]
+    presets = [
+        Semantics.KAFKA_3_9,
+        Semantics.KAFKA_4_0,
+        Semantics.KAFKA_4_1,
+        Semantics.KAFKA_4_4,
+        Semantics.KIP,
+    ]
     rows = {}
     for line in (DOCS_DIR / "mockbroker.md").read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| `") and len(cells) == 6:
+        if line.startswith("| `") and len(cells) == 7:
             rows[cells[0].strip("`")] = cells[2:]
     flags = [f.name for f in dataclasses.fields(Semantics) if f.name != "name"]
     assert rows == {f: [str(getattr(p, f)) for p in presets] for f in flags}

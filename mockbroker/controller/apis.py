@@ -27,6 +27,8 @@ from .result import ControllerResult, ControllerView
 from .semantics import Semantics
 
 Rule = Callable[[ControllerView, int, Any], ControllerResult]
+#: The first ApiVersions version whose request names a cluster and node (KIP-1242).
+IDENTITY_VERSION = 5
 
 
 class Api(NamedTuple):
@@ -39,7 +41,11 @@ class Api(NamedTuple):
 
 
 def api_versions(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """ApiVersions v0-v4: the APIs served here, and (v3+) the finalized features."""
+    """ApiVersions v0-v5: the APIs served here, and (v3+) the finalized features. Kafka 4.4's
+    controller checks a v5 request's identity only for completeness (ApiVersionsRequest#isValid:
+    ClusterId and NodeId together or neither); comparing them is the brokers' (KIP-1242)."""
+    if version >= IDENTITY_VERSION and (body["cluster_id"] is None) != (body["node_id"] == -1):
+        return ControllerResult(response=error_body(ErrorCode.INVALID_REQUEST))
     state = view.state
     keys = [
         {
@@ -56,7 +62,9 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
             "api_keys": keys,
             "supported_features": [
                 {"name": name, "min_version": lo, "max_version": hi}
-                for name, (lo, hi) in sorted(features.SUPPORTED_FEATURES.items())
+                for name, (lo, hi) in sorted(
+                    features.CONTROLLER_FEATURES[view.settings.semantics.release].items()
+                )
             ],
             "finalized_features_epoch": state.features_epoch,
             "finalized_features": [
@@ -68,7 +76,7 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
 
 
 SERVED: dict[int, Api] = {
-    ApiKey.API_VERSIONS: Api("ApiVersions", 0, 4, api_versions),
+    ApiKey.API_VERSIONS: Api("ApiVersions", 0, 5, api_versions),
     ApiKey.CREATE_TOPICS: Api("CreateTopics", 0, 7, topics.create_topics),
     ApiKey.DELETE_TOPICS: Api("DeleteTopics", 0, 6, topics.delete_topics),
     ApiKey.DESCRIBE_CONFIGS: Api("DescribeConfigs", 0, 4, config_apis.describe_configs),
@@ -87,16 +95,24 @@ SERVED: dict[int, Api] = {
     ApiKey.ALTER_PARTITION: Api("AlterPartition", 0, 3, alter_partition.alter_partition),
     ApiKey.UPDATE_FEATURES: Api("UpdateFeatures", 0, 2, update_features.update_features),
     ApiKey.BROKER_REGISTRATION: Api("BrokerRegistration", 0, 4, brokers.register_broker),
-    ApiKey.BROKER_HEARTBEAT: Api("BrokerHeartbeat", 0, 1, brokers.broker_heartbeat),
+    ApiKey.BROKER_HEARTBEAT: Api("BrokerHeartbeat", 0, 2, brokers.broker_heartbeat),
     ApiKey.UNREGISTER_BROKER: Api("UnregisterBroker", 0, 0, brokers.unregister_broker),
 }
 
 
+#: release -> the versions added since that release's controller listener, held back under it.
+RELEASE_MAX_VERSIONS: Mapping[str, Mapping[int, int]] = {
+    "4.1": {ApiKey.API_VERSIONS: 4, ApiKey.BROKER_HEARTBEAT: 1},
+    "4.4": {},
+}
+
+
 def max_version(semantics: Semantics, api_key: int) -> int:
-    """The highest version served; ElectLeaders v3 (DesiredLeaders) only with designation on."""
+    """The highest version served under a preset's release; ElectLeaders v3 (DesiredLeaders)
+    only with designation on."""
     if api_key == ApiKey.ELECT_LEADERS and not semantics.elect_leaders_designation:
         return 2
-    return SERVED[api_key].max_version
+    return RELEASE_MAX_VERSIONS[semantics.release].get(api_key, SERVED[api_key].max_version)
 
 
 def error_body(code: int) -> dict:
@@ -139,7 +155,9 @@ def handle(view: ControllerView, api_key: int, version: int, body: Any) -> Contr
                         {
                             "api_key": ApiKey.API_VERSIONS,
                             "min_version": api.min_version,
-                            "max_version": api.max_version,
+                            "max_version": max_version(
+                                view.settings.semantics, ApiKey.API_VERSIONS
+                            ),
                         }
                     ],
                 }

@@ -206,8 +206,12 @@ def register_broker(view: ControllerView, version: int, body: Any) -> Controller
 
 
 def broker_heartbeat(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """BrokerHeartbeat v0-v1 (BrokerHeartbeatManager#calculateNextBrokerState): unfence a
-    caught-up broker, walk a shutting-down one through controlled shutdown (D.17)."""
+    """BrokerHeartbeat v0-v2 (BrokerHeartbeatManager#calculateNextBrokerState): unfence a
+    caught-up broker, walk a shutting-down one through controlled shutdown (D.17).
+
+    v2's CordonedLogDirs (KIP-1066) are accepted and not recorded: the mock's brokers have one
+    in-memory log per partition, so there is no log dir to keep new replicas off.
+    """
     draft = Draft(view)
     broker_id = body["broker_id"]
     b = draft.state.brokers.get(broker_id)

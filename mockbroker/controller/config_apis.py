@@ -8,7 +8,7 @@ from typing import Any
 
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
-from .configs import KNOWN, MIN_ISR, resolve, validate
+from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
 from .group_configs import check_group_config, describe_group
 from .result import ControllerResult, ControllerView
@@ -66,7 +66,7 @@ def _check_changes(
             if problem is not None:
                 return ErrorCode.INVALID_CONFIG, problem
             continue
-        problem = validate(key, value)
+        problem = validate(key, value, draft.settings.semantics.release)
         if problem is not None:
             return ErrorCode.INVALID_CONFIG, f"{key}: {problem}"
         # D.19: while ELR is on, min ISR lives at the cluster level only, and stays there.
@@ -140,8 +140,9 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
     state = draft.state
     if rtype == ConfigResourceType.GROUP:
         return describe_group(state, version, rname, keys)
+    configs = known(draft.settings.semantics.release)
     out = []
-    for name in sorted(KNOWN):
+    for name in sorted(configs):
         if keys is not None and name not in keys:
             continue
         if rtype == ConfigResourceType.TOPIC:
@@ -157,7 +158,7 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
                 value = state.config(ConfigResourceType.BROKER, "", name)
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             if value is None:
-                value, source = KNOWN[name][0], ConfigSource.DEFAULT_CONFIG
+                value, source = configs[name][0], ConfigSource.DEFAULT_CONFIG
         entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
         if version == 0:
             entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
@@ -168,7 +169,8 @@ def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any)
 
 
 def describe_configs(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """DescribeConfigs v0-v4 for topics and brokers (the configs in KNOWN); writes nothing."""
+    """DescribeConfigs v0-v4 for topics and brokers (the configs the release knows); writes
+    nothing."""
     draft = Draft(view)
     results = []
     for res in body["resources"]:

@@ -141,6 +141,21 @@ KNOWN: dict[str, tuple[str, Callable[[str], str | None]]] = {
     "segment.ms": ("604800000", _long_at_least(1)),
 }
 
+#: The topic configs Kafka 4.2-4.4 added (kafka-storage 4.4.0's LogConfig, Kafka's defaults and
+#: checks): known under the 4.4 release, kept and described, not acted on by the mock.
+ADDED_BY_KAFKA_4_4: dict[str, tuple[str, Callable[[str], str | None]]] = {
+    "errors.deadletterqueue.group.enable": ("false", _bool),
+    "max.decompressed.message.bytes": ("2147483639", _number_in(1, 2147483639)),
+    "remote.copy.lag.bytes": ("-1", _long_at_least(-1)),
+    "remote.copy.lag.ms": ("0", _long_at_least(-1)),
+}
+_EVERY = {**KNOWN, **ADDED_BY_KAFKA_4_4}
+
+
+def known(release: str) -> dict[str, tuple[str, Callable[[str], str | None]]]:
+    """The configs a release knows: each with Kafka's default and its check."""
+    return KNOWN if release == "4.1" else _EVERY
+
 
 def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, ConfigSource]:
     """A topic config's value and source: topic, then cluster default, then built-in default."""
@@ -150,7 +165,7 @@ def resolve(state: ClusterState, topic: str, name: str) -> tuple[str, ConfigSour
     value = state.config(ConfigResourceType.BROKER, "", name)
     if value is not None:
         return value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-    return KNOWN[name][0], ConfigSource.DEFAULT_CONFIG
+    return _EVERY[name][0], ConfigSource.DEFAULT_CONFIG
 
 
 def min_insync_replicas(state: ClusterState, topic: str) -> int:
@@ -173,11 +188,11 @@ def recovery_timeout_ms(state: ClusterState, topic: str) -> int:
     return int(resolve(state, topic, RECOVERY_TIMEOUT)[0])
 
 
-def validate(name: str, value: str | None) -> str | None:
-    """Why a config value is refused, or None."""
-    known = KNOWN.get(name)
-    if known is None:
+def validate(name: str, value: str | None, release: str = "4.4") -> str | None:
+    """Why a config value is refused under a release, or None."""
+    entry = known(release).get(name)
+    if entry is None:
         return f"unknown config {name!r}"
     if value is None:
         return None
-    return known[1](value)
+    return entry[1](value)

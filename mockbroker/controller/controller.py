@@ -15,7 +15,7 @@ from kipwire.codec import ApiKey, decode_record
 
 from . import apis, brokers, draft, elect_leaders
 from .election import Election
-from .features import record_version
+from .features import LATEST_METADATA_VERSION, record_version
 from .metadata_log import LogEntry, encode, latest_version
 from .metrics import Metrics
 from .recovery import Recovery
@@ -33,7 +33,7 @@ class Controller:
 
     def __init__(
         self,
-        semantics: Semantics = Semantics.KAFKA_4_1,
+        semantics: Semantics = Semantics.KAFKA_4_4,
         cluster_id: str = "kipwire",
         *,
         session_timeout_ms: int = 9000,
@@ -45,7 +45,7 @@ class Controller:
         self.session_timeout_ms = session_timeout_ms
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
-        self.state = ClusterState()
+        self.state = ClusterState(LATEST_METADATA_VERSION[semantics.release])
         self.log: list[LogEntry] = []
         self.now_ms = 0
         # Live heartbeat sessions, as Kafka's BrokerHeartbeatManager keeps them: not replayed.

@@ -10,11 +10,14 @@ from typing import ClassVar, Literal
 class Semantics:
     """Behaviour flags that differ between Kafka releases and the KIP texts (kip-rules table).
 
-    `dataclasses.replace(Semantics.KAFKA_4_1, flag=...)` makes a variant. Whether ELR is on is
+    `dataclasses.replace(Semantics.KAFKA_4_4, flag=...)` makes a variant. Whether ELR is on is
     not a flag: it is the feature `eligible.leader.replicas.version`, as in Kafka.
     """
 
     name: str = "custom"
+    # The Kafka release whose wire surface the nodes present: its ApiVersions ranges, the
+    # features they support and finalize, KIP-1242's ApiVersions v5 check ("4.1" or "4.4").
+    release: Literal["4.1", "4.4"] = "4.4"
     # E.21 step 3: 4.1+ (KAFKA-19522) elects the last known leader only if it is acceptable.
     last_known_leader_must_be_live: bool = True
     # D.18: 4.0+ (KAFKA-18106) honours PreviousBrokerEpoch (request v3+) to tell a clean restart.
@@ -35,6 +38,7 @@ class Semantics:
     KAFKA_3_9: ClassVar[Semantics]
     KAFKA_4_0: ClassVar[Semantics]
     KAFKA_4_1: ClassVar[Semantics]
+    KAFKA_4_4: ClassVar[Semantics]
     KIP: ClassVar[Semantics]
 
     def __post_init__(self) -> None:
@@ -42,10 +46,16 @@ class Semantics:
             raise ValueError(
                 f"last_known_elr must be 'leader' or 'set', not {self.last_known_elr!r}"
             )
+        if self.release not in RELEASES:
+            raise ValueError(f"release must be one of {RELEASES}, not {self.release!r}")
 
+
+#: The releases whose wire surface a preset can present.
+RELEASES = ("4.1", "4.4")
 
 Semantics.KAFKA_3_9 = Semantics(
     name="KAFKA_3_9",
+    release="4.1",
     last_known_leader_must_be_live=False,
     clean_shutdown_detection=False,
     clear_elr_on_min_isr_change=False,
@@ -53,10 +63,14 @@ Semantics.KAFKA_3_9 = Semantics(
 )
 Semantics.KAFKA_4_0 = Semantics(
     name="KAFKA_4_0",
+    release="4.1",
     last_known_leader_must_be_live=False,
     elr_election_metric=False,
 )
-Semantics.KAFKA_4_1 = Semantics(name="KAFKA_4_1")
+Semantics.KAFKA_4_1 = Semantics(name="KAFKA_4_1", release="4.1")
+# 4.2-4.4 changed no controller rule the flags cover (KIP-966's second part never shipped):
+# what differs is the wire surface, the release.
+Semantics.KAFKA_4_4 = Semantics(name="KAFKA_4_4")
 Semantics.KIP = Semantics(
     name="KIP",
     last_known_elr="set",

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from kipwire.codec import ConfigResourceType, LeaderRecoveryState
 
-from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST
+from .features import ELR_VERSION, LATEST_METADATA_VERSION, METADATA_VERSION, MV_4_0_IV1
 
 # The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
 NO_LEADER = -1
@@ -201,7 +201,9 @@ class TopicState:
 class ClusterState:
     """Everything the metadata log describes; changed only by `replay`."""
 
-    def __init__(self) -> None:
+    def __init__(self, latest_metadata_version: int = LATEST_METADATA_VERSION["4.4"]) -> None:
+        # the level in force until a FeatureLevelRecord sets one: the release's latest
+        self.latest_metadata_version = latest_metadata_version
         self.brokers: MutableMapping[int, BrokerState] = {}
         self.topics: MutableMapping[UUID, TopicState] = {}
         self.topic_ids: MutableMapping[str, UUID] = {}
@@ -213,7 +215,7 @@ class ClusterState:
     @property
     def metadata_version(self) -> int:
         """The finalized metadata.version level (the latest known when none was replayed)."""
-        return self.features.get(METADATA_VERSION, MV_LATEST)
+        return self.features.get(METADATA_VERSION, self.latest_metadata_version)
 
     @property
     def elr_enabled(self) -> bool:
@@ -328,6 +330,7 @@ class DraftState(ClusterState):
         self.configs = _Overlay(base.configs)
         self.features = _Overlay(base.features)
         self.features_epoch = base.features_epoch
+        self.latest_metadata_version = base.latest_metadata_version
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
         self._own: dict[int, object] = {}
 

@@ -124,7 +124,7 @@ def _create_one(draft: Draft, t: Any, validate_only: bool) -> dict:
         raise _Refused(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {rf}")
     configs = {}
     for cfg in t["configs"]:
-        problem = validate(cfg["name"], cfg["value"])
+        problem = validate(cfg["name"], cfg["value"], draft.settings.semantics.release)
         if problem is not None:
             raise _Refused(ErrorCode.INVALID_CONFIG, f"{cfg['name']}: {problem}")
         configs[cfg["name"]] = cfg["value"]

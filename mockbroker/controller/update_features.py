@@ -8,22 +8,27 @@ from kipwire.codec import ConfigResourceType, ErrorCode
 
 from .configs import MIN_ISR
 from .draft import Draft
-from .features import ELR_VERSION, METADATA_VERSION, MV_4_0_IV1, MV_LATEST, SUPPORTED_FEATURES
+from .features import CONTROLLER_FEATURES, ELR_VERSION, METADATA_VERSION, MV_4_0_IV1
 from .result import ControllerResult, ControllerView
 
 
 def _check_update(draft: Draft, version: int, update: Any, levels: dict[str, int]) -> str | None:
     name, level = update["feature"], update["max_version_level"]
-    if name not in SUPPORTED_FEATURES:
+    supported = CONTROLLER_FEATURES[draft.settings.semantics.release]
+    if name not in supported:
         return f"the controller does not know feature {name!r}"
-    low, high = SUPPORTED_FEATURES[name]
+    low, high = supported[name]
     if level != 0 and not low <= level <= high:
         return f"{name} level {level} is outside {low}-{high}"
     current = levels.get(name, 0 if name != METADATA_VERSION else draft.state.metadata_version)
     downgrade_allowed = update["allow_downgrade"] if version == 0 else update["upgrade_type"] > 1
     if level < current and not downgrade_allowed:
         return f"{name} {current} -> {level} is a downgrade"
-    if name == ELR_VERSION and level >= 1 and levels.get(METADATA_VERSION, MV_LATEST) < MV_4_0_IV1:
+    if (
+        name == ELR_VERSION
+        and level >= 1
+        and levels.get(METADATA_VERSION, draft.state.metadata_version) < MV_4_0_IV1
+    ):
         return f"{ELR_VERSION} needs metadata.version >= {MV_4_0_IV1}"
     return None
 

@@ -33,6 +33,9 @@ class Transaction:
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
+    #: (producer id, epoch) of the EndTxn v5 that ended the last transaction and bumped the
+    #: epoch: its retry is answered alike until the next transaction begins.
+    bumped_from: tuple[int, int] | None = None
 
 
 class TransactionCoordinator:
@@ -73,6 +76,7 @@ class TransactionCoordinator:
         if txn.state == "Ongoing":
             self._finish(txn, commit=False)
         txn.timeout_ms = timeout_ms
+        txn.bumped_from = None
         if txn.epoch >= MAX_EPOCH - 1:
             txn.producer_id, txn.epoch = self.new_producer_id(), 0
         else:
@@ -136,7 +140,35 @@ class TransactionCoordinator:
         self._finish(txn, commit)
         return ErrorCode.NONE
 
+    def end_and_bump(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
+        """EndTxn v5 (transactions v2, KIP-890 part 2): end as `end` does, then bump the epoch
+        the producer's next transaction uses; (error, producer id, epoch) to answer with.
+
+        Kafka writes the markers at the bumped epoch; here they carry the transaction's own
+        and the bump follows, which a producer cannot tell apart: its next batch starts the
+        new epoch at sequence 0 either way.
+        """
+        txn = self.transactions.get(transactional_id)
+        if txn is not None and txn.bumped_from == (producer_id, epoch):
+            # a retry of the EndTxn that already ended it (its answer was lost)
+            done = "CompleteCommit" if commit else "CompleteAbort"
+            if txn.state != done:
+                return ErrorCode.INVALID_TXN_STATE, -1, -1
+            return ErrorCode.NONE, txn.producer_id, txn.epoch
+        code = self.end(transactional_id, producer_id, epoch, commit)
+        if code != ErrorCode.NONE or txn is None or txn.epoch != epoch:
+            return code, -1, -1
+        if txn.epoch >= MAX_EPOCH - 1:
+            txn.producer_id, txn.epoch = self.new_producer_id(), 0
+        else:
+            txn.epoch += 1
+        txn.bumped_from = (producer_id, epoch)
+        return ErrorCode.NONE, txn.producer_id, txn.epoch
+
     def _begin(self, txn: Transaction) -> None:
+        txn.bumped_from = None
         if txn.state != "Ongoing":
             txn.state = "Ongoing"
             txn.deadline = trio.current_time() + txn.timeout_ms / 1000

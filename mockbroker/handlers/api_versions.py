@@ -1,53 +1,69 @@
-"""ApiVersions (18): the versions this broker serves, from the codec's schemas (KIP-511)."""
+"""ApiVersions (18): the versions this broker serves, as its Kafka release lists them (KIP-511),
+and from v5 the check that the client reached the cluster and node it meant to (KIP-1242)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kipwire.codec import ApiKey, ErrorCode, encode_response
 
-from .registry import HANDLERS, KAFKA_4_1_BROKER_VERSIONS, RequestContext, handles
+from ..controller.features import BROKER_FEATURES, LATEST_METADATA_VERSION, METADATA_VERSION
+from .registry import Handler, RequestContext, handles, listed
 
-METADATA_VERSION = "metadata.version"
-#: What a Kafka 4.1 broker reports it supports, beside the finalized levels.
-SUPPORTED_FEATURES = {
-    METADATA_VERSION: (7, 27),
-    "kraft.version": (0, 1),
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
-    "eligible.leader.replicas.version": (0, 1),
-}
+#: The first version whose request names the cluster and node it is meant for (KIP-1242).
+IDENTITY_VERSION = 5
 
 
-def api_ranges() -> list[dict]:
-    """(key, min, max) of every API served, in key order, as Kafka 4.1 lists them."""
+def api_ranges(release: str, handlers: Mapping[int, Handler] | None = None) -> list[dict]:
+    """(key, min, max) of every API served (by `handlers`, else by a broker of the release), in
+    key order, as Kafka `release` lists them."""
     return [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
-        for _, h in sorted(HANDLERS.items())
-        # served for the controller (GetReplicaLogInfo), never listed: Kafka 4.1 does not ship it
-        if h.api_key in KAFKA_4_1_BROKER_VERSIONS
+        for h in listed(release, handlers)
     ]
 
 
-def unsupported_version_reply(correlation_id: int) -> bytes:
-    """The v0 answer to an ApiVersions version the broker lacks: the error and, as Kafka 4.1
+def unsupported_version_reply(release: str, correlation_id: int) -> bytes:
+    """The v0 answer to an ApiVersions version the broker lacks: the error and, as Kafka
     answers (ApiVersionsRequest#getErrorResponse), ApiVersions' own range alone."""
-    own = next(r for r in api_ranges() if r["api_key"] == ApiKey.API_VERSIONS)
+    own = next(r for r in api_ranges(release) if r["api_key"] == ApiKey.API_VERSIONS)
     body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [own]}
     return encode_response(ApiKey.API_VERSIONS, 0, body, correlation_id=correlation_id)
 
 
+def identity_error(version: int, body: Any, cluster_id: str, node_id: int) -> int:
+    """KIP-1242 as Kafka 4.4 checks a v5+ request: ClusterId and NodeId come together or not at
+    all (one without the other is INVALID_REQUEST, ApiVersionsRequest#isValid); when given, a
+    cluster or node other than this one is REBOOTSTRAP_REQUIRED; absent, nothing is checked."""
+    if version < IDENTITY_VERSION:
+        return ErrorCode.NONE
+    cluster, node = body["cluster_id"], body["node_id"]
+    if (cluster is None) != (node == -1):
+        return ErrorCode.INVALID_REQUEST
+    if cluster is not None and (cluster != cluster_id or node != node_id):
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
+
+
 @handles(ApiKey.API_VERSIONS, unsupported=unsupported_version_reply)
-async def api_versions(ctx: RequestContext, body: object) -> dict:
+async def api_versions(ctx: RequestContext, body: Any) -> dict:
     """The API ranges, supported features and finalized feature levels."""
-    image = ctx.broker.image
+    broker = ctx.broker
+    error = identity_error(ctx.api_version, body, broker.cluster_id, broker.node_id)
+    if error != ErrorCode.NONE:
+        # Kafka answers a refused ApiVersions with the error alone (getErrorResponse)
+        return {"error_code": error}
+    image = broker.image
     # Kafka always finalizes metadata.version; until the metadata log sets a level, the mock's
-    # controller works at the latest this broker supports, so that is the level in force
-    finalized = {METADATA_VERSION: SUPPORTED_FEATURES[METADATA_VERSION][1], **image.features}
+    # controller works at the release's latest, so that is the level in force
+    finalized = {METADATA_VERSION: LATEST_METADATA_VERSION[broker.release], **image.features}
     return {
         "error_code": ErrorCode.NONE,
-        "api_keys": api_ranges(),
+        "api_keys": api_ranges(broker.release, broker.handlers),
         "supported_features": [
             {"name": name, "min_version": low, "max_version": high}
-            for name, (low, high) in SUPPORTED_FEATURES.items()
+            for name, (low, high) in BROKER_FEATURES[broker.release].items()
         ],
         "finalized_features_epoch": image.offset,
         "finalized_features": [

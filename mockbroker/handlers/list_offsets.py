@@ -10,6 +10,8 @@ from ..broker.log import LogError
 from .registry import PartitionShape, RequestContext, handles
 
 LEADER_EPOCH_FROM = 4
+#: Offset specs that name tiered-storage offsets (KIP-1005 v9, KIP-1023 v11).
+_TIERED_ONLY = (OffsetSpec.LATEST_TIERED, OffsetSpec.EARLIEST_PENDING_UPLOAD)
 
 _SHAPE = PartitionShape("topics", "partitions", "name", "partition_index", "topics", "partitions")
 
@@ -32,7 +34,10 @@ async def list_offsets(ctx: RequestContext, body: Any) -> dict:
                 if timestamp == OffsetSpec.EARLIEST_LOCAL:
                     # no tiered storage: the local log is the whole log
                     timestamp = OffsetSpec.EARLIEST
-                if timestamp == OffsetSpec.LATEST and committed:
+                if timestamp in _TIERED_ONLY:
+                    # no tiered storage: no tiered offset, nothing pending upload (v9, v11)
+                    offset, found, epoch = -1, -1, -1
+                elif timestamp == OffsetSpec.LATEST and committed:
                     offset, found, epoch = log.last_stable_offset, -1, log.leader_epoch
                 else:
                     offset, found, epoch = log.offset_for_time(timestamp)

@@ -13,6 +13,8 @@ from .registry import RequestContext, handles
 
 #: OffsetFetch v8 batches groups; its topic entries may carry ids (used from v10)
 GROUPS_FROM = 8
+#: OffsetCommit and OffsetFetch v10 name topics by id only (KIP-848).
+BY_TOPIC_ID = 10
 
 
 def _commit_fail(body: Any, code: int, version: int) -> dict:
@@ -51,7 +53,9 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
         parts = []
         for p in topic["partitions"]:
             part_code = code
-            if not part_code and (
+            if not part_code and name is None and ctx.api_version >= BY_TOPIC_ID:
+                part_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif not part_code and (
                 name is None or image.partition(name, p["partition_index"]) is None
             ):
                 part_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

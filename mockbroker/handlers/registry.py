@@ -8,10 +8,14 @@ the controller channel, never the cluster object itself.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache, partial
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kipwire.codec import APIS, MESSAGES, ApiKey, api_versions
+from kipwire.codec import APIS, ApiKey
+
+from .releases import BROKER_VERSIONS, HELD_BACK
 
 if TYPE_CHECKING:
     from ..broker.log import PartitionLog
@@ -41,6 +45,11 @@ class BrokerView(Protocol):
 
     node_id: int
     epoch: int
+    #: The Kafka release whose wire surface the broker presents (`Semantics.release`).
+    release: str
+    #: What this broker serves, by API key (`handlers_for(release)`, or more on a node that
+    #: serves more); ApiVersions lists those its release's Kafka lists.
+    handlers: Mapping[int, Handler]
     image: MetadataImage
     logs: Mapping[tuple[str, int], PartitionLog]
     cluster_id: str
@@ -172,7 +181,7 @@ class PartitionShape:
 class Handler:
     """How the broker serves one API: its versions, its handler and its error response.
 
-    `advertised_min` is what ApiVersions lists; it is below `min_version` only where Kafka 4.1
+    `advertised_min` is what ApiVersions lists; it is below `min_version` only where Kafka
     itself lists versions it refuses (Produce v0-v2). `partitions` says where the request names
     partitions (for per-partition faults); `unsupported` answers a version out of range
     (ApiVersions, KIP-511) instead of closing the connection.
@@ -188,101 +197,54 @@ class Handler:
     unsupported: Callable[[int], bytes] | None = None
 
 
+#: Every handler with the versions its code answers (the codec's range, without extension
+#: versions); `handlers_for(release)` narrows them to what a broker of a release serves.
 HANDLERS: dict[int, Handler] = {}
-
-#: Kafka 4.1.2's broker listener as ApiVersions v4 answers it (api key: (min, max)); the
-#: recorded tests/realkafka/data/api_versions_kafka_4_1.json, which a test keeps equal to this.
-KAFKA_4_1_BROKER_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 13),
-    ApiKey.FETCH: (4, 18),
-    ApiKey.LIST_OFFSETS: (1, 10),
-    ApiKey.METADATA: (0, 13),
-    ApiKey.OFFSET_COMMIT: (2, 9),
-    ApiKey.OFFSET_FETCH: (1, 9),
-    ApiKey.FIND_COORDINATOR: (0, 6),
-    ApiKey.JOIN_GROUP: (0, 9),
-    ApiKey.HEARTBEAT: (0, 4),
-    ApiKey.LEAVE_GROUP: (0, 5),
-    ApiKey.SYNC_GROUP: (0, 5),
-    ApiKey.DESCRIBE_GROUPS: (0, 6),
-    ApiKey.LIST_GROUPS: (0, 5),
-    ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 6),
-    ApiKey.DELETE_RECORDS: (0, 2),
-    ApiKey.INIT_PRODUCER_ID: (0, 5),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-    ApiKey.END_TXN: (0, 5),
-    ApiKey.WRITE_TXN_MARKERS: (1, 1),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
-    ApiKey.DESCRIBE_ACLS: (1, 3),
-    ApiKey.CREATE_ACLS: (1, 3),
-    ApiKey.DELETE_ACLS: (1, 3),
-    ApiKey.DESCRIBE_CONFIGS: (1, 4),
-    ApiKey.ALTER_CONFIGS: (0, 2),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
-    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
-    ApiKey.SASL_AUTHENTICATE: (0, 2),
-    ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.CREATE_DELEGATION_TOKEN: (1, 3),
-    ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
-    ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2),
-    ApiKey.DESCRIBE_DELEGATION_TOKEN: (1, 3),
-    ApiKey.DELETE_GROUPS: (0, 2),
-    ApiKey.ELECT_LEADERS: (0, 2),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
-    ApiKey.OFFSET_DELETE: (0, 0),
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
-    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.DESCRIBE_QUORUM: (0, 2),
-    ApiKey.UPDATE_FEATURES: (0, 2),
-    ApiKey.DESCRIBE_CLUSTER: (0, 2),
-    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
-    ApiKey.UNREGISTER_BROKER: (0, 0),
-    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
-    ApiKey.LIST_TRANSACTIONS: (0, 2),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
-    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
-    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
-    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 1),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
-    ApiKey.ADD_RAFT_VOTER: (0, 0),
-    ApiKey.REMOVE_RAFT_VOTER: (0, 0),
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 0),
-    # AlterShareGroupOffsets and DeleteShareGroupOffsets: Kafka 4.1 lists them, the codec's
-    # schemas do not have them yet, so ApiKey has no name for them
-    91: (0, 0),
-    92: (0, 0),
-}
-
-#: Kafka's stable versions the codec knows, from the codec's index.
-_CODEC_BROKER_VERSIONS = {
-    a["api_key"]: (a["min_version"], a["max_version"]) for a in api_versions("broker")
-}
+#: api key -> its answer to a version out of range, for a release and a correlation id.
+_UNSUPPORTED: dict[int, Callable[[str, int], bytes]] = {}
 
 
-def advertised_versions(api_key: int) -> tuple[int, int]:
-    """What a broker lists for an API key: Kafka 4.1's range within the codec's stable one."""
-    low, high = _CODEC_BROKER_VERSIONS.get(api_key) or MESSAGES[APIS[api_key][1]][3]
-    kafka = KAFKA_4_1_BROKER_VERSIONS.get(api_key)
+def _codec_versions(api_key: int) -> tuple[int, int]:
+    """The versions the codec knows for a key, without extension versions of a shipped key."""
+    api = APIS[api_key]
+    low, high = api.versions
+    if api.extension is not None and api.extension != api.versions:
+        high = api.extension[0] - 1
+    return low, high
+
+
+def for_release(handler: Handler, release: str) -> Handler:
+    """A handler narrowed to a release: Kafka's range for the key within what the handler
+    answers, less what the mock holds back; a key Kafka does not list is served as it is."""
+    reply = _UNSUPPORTED.get(handler.api_key)
+    if reply is not None:
+        handler = replace(handler, unsupported=partial(reply, release))
+    kafka = BROKER_VERSIONS[release].get(handler.api_key)
     if kafka is None:
-        return low, high
-    return max(low, kafka[0]), min(high, kafka[1])
+        return handler
+    held = HELD_BACK[release].get(handler.api_key)
+    high = min(handler.max_version, kafka[1], held[0] if held else kafka[1])
+    return replace(
+        handler,
+        min_version=max(handler.min_version, kafka[0]),
+        max_version=high,
+        advertised_min=max(handler.advertised_min, kafka[0]),
+    )
+
+
+@cache
+def handlers_for(release: str) -> Mapping[int, Handler]:
+    """The handler table of a broker presenting a Kafka release (after every handler module
+    has registered: `kipwire.mockbroker.handlers` imports them all)."""
+    return MappingProxyType({key: for_release(h, release) for key, h in sorted(HANDLERS.items())})
+
+
+def listed(release: str, handlers: Mapping[int, Handler] | None = None) -> list[Handler]:
+    """The handlers a broker of a release lists in ApiVersions, in key order: of those it
+    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists
+    (GetReplicaLogInfo is served for the controller, never listed)."""
+    table = handlers_for(release) if handlers is None else handlers
+    return [h for key, h in sorted(table.items()) if key in BROKER_VERSIONS[release]]
 
 
 def top_level_error(body: Body, code: int, version: int) -> dict:
@@ -295,19 +257,20 @@ def handles(
     *,
     min_version: int | None = None,
     fail: Fail = top_level_error,
-    unsupported: Callable[[int], bytes] | None = None,
+    unsupported: Callable[[str, int], bytes] | None = None,
 ) -> Callable[[Handle], Handle]:
-    """Register the decorated coroutine as the handler of `api_key`; `min_version` raises the
-    lowest version served above the lowest advertised (a version Kafka lists but refuses); a
-    `PartitionShape` as `fail` also makes the API's partitions targets of partition faults."""
-    low, high = advertised_versions(api_key)
+    """Register the decorated coroutine as the handler of `api_key`, answering every version
+    the codec knows; `min_version` raises the lowest version served above the lowest advertised
+    (a version Kafka lists but refuses); a `PartitionShape` as `fail` also makes the API's
+    partitions targets of partition faults."""
+    low, high = _codec_versions(api_key)
     served_low = low if min_version is None else max(low, min_version)
     shape = fail if isinstance(fail, PartitionShape) else None
 
     def register(handle: Handle) -> Handle:
-        HANDLERS[api_key] = Handler(
-            api_key, served_low, high, handle, fail, low, shape, unsupported
-        )
+        HANDLERS[api_key] = Handler(api_key, served_low, high, handle, fail, low, shape)
+        if unsupported is not None:
+            _UNSUPPORTED[api_key] = unsupported
         return handle
 
     return register

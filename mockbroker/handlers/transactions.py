@@ -7,9 +7,15 @@ from typing import Any
 
 from kipwire.codec import ApiKey, ErrorCode
 
+from ..broker.topic_names import topic_name
 from ..coordinators.groups import CommittedOffset
 from .groups import not_coordinator
 from .registry import RequestContext, handles
+
+#: EndTxn v5 is transactions v2: the coordinator bumps the epoch at every transaction's end.
+BUMPING_END_TXN = 5
+#: TxnOffsetCommit v6 names topics by id only (KIP-1319).
+TXN_OFFSETS_BY_ID = 6
 
 #: Kafka's transaction.max.timeout.ms default: the longest transaction timeout a producer may ask.
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = "900000"
@@ -120,9 +126,15 @@ async def add_offsets_to_txn(ctx: RequestContext, body: Any) -> dict:
 
 @handles(ApiKey.END_TXN)
 async def end_txn(ctx: RequestContext, body: Any) -> dict:
-    """Commit or abort: markers to every partition of the transaction."""
+    """Commit or abort: markers to every partition of the transaction; from v5 (transactions
+    v2) the epoch is bumped and the response carries the producer's next id and epoch."""
     if not_coordinator(ctx, body["transactional_id"]):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
+    if ctx.api_version >= BUMPING_END_TXN:
+        code, producer_id, epoch = ctx.broker.transactions.end_and_bump(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+        )
+        return {"error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
     code = ctx.broker.transactions.end(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
@@ -137,7 +149,8 @@ def _txn_offsets_fail(body: Any, code: int, version: int) -> dict:
     return {
         "topics": [
             {
-                "name": t["name"],
+                "name": t.get("name"),
+                "topic_id": t.get("topic_id"),
                 "partitions": [
                     {"partition_index": p["partition_index"], "error_code": code}
                     for p in t["partitions"]
@@ -153,11 +166,15 @@ async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
     """Offsets committed inside a transaction, visible once it commits (group coordinator)."""
     if not_coordinator(ctx, body["group_id"]):
         return _txn_offsets_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    names = [topic_name(ctx.broker.image, t) for t in body["topics"]]
+    # v6 names topics by id: an unknown id fails its own partitions (UNKNOWN_TOPIC_ID, KIP-1319)
+    known = [(n, t) for n, t in zip(names, body["topics"], strict=True) if n is not None]
+    unknown = [t for n, t in zip(names, body["topics"], strict=True) if n is None]
     offsets = {
-        (t["name"], p["partition_index"]): CommittedOffset(
+        (name, p["partition_index"]): CommittedOffset(
             p["committed_offset"], p.get("committed_leader_epoch", -1), p["committed_metadata"]
         )
-        for t in body["topics"]
+        for name, t in known
         for p in t["partitions"]
     }
     code = ctx.broker.transactions.commit_offsets(
@@ -167,4 +184,8 @@ async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
         body["group_id"],
         offsets,
     )
-    return _txn_offsets_fail(body, code, ctx.api_version)
+    if ctx.api_version < TXN_OFFSETS_BY_ID or not unknown:
+        return _txn_offsets_fail(body, code, ctx.api_version)
+    answered = _txn_offsets_fail({"topics": [t for _, t in known]}, code, ctx.api_version)
+    missing = _txn_offsets_fail({"topics": unknown}, ErrorCode.UNKNOWN_TOPIC_ID, ctx.api_version)
+    return {"topics": answered["topics"] + missing["topics"]}

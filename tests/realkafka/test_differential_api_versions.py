@@ -2,7 +2,8 @@
 the same, or the difference is listed here with its reason; likewise the finalized features.
 
 The mock advertises Kafka 4.1's ranges within the codec's stable ones
-(`mockbroker.handlers.registry.KAFKA_4_1_BROKER_VERSIONS`), for the APIs it serves.
+(`mockbroker.handlers.releases.KAFKA_4_1_BROKER_VERSIONS`) under `Semantics.KAFKA_4_1`, for the
+APIs it serves.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mistake_scenarios import api_versions_unsupported_reply
 from realkafka_wire import call
 
 from kipwire.codec import APIS, ApiKey, ErrorCode
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, Semantics
 
 _SASL = "the mock's listeners are PLAINTEXT only: no SASL"
 _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
@@ -119,8 +120,8 @@ def real(kafka_single: KafkaCluster) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def mock_cluster() -> Iterator[MockCluster]:
-    """A one-broker mock cluster."""
-    with MockCluster(brokers=1) as cluster:
+    """A one-broker mock cluster presenting Kafka 4.1, the release this file compares with."""
+    with MockCluster(brokers=1, semantics=Semantics.KAFKA_4_1) as cluster:
         yield cluster
 
 

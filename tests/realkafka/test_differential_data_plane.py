@@ -17,7 +17,7 @@ import mistake_scenarios as mistakes
 import pytest
 from kafka_harness import KafkaCluster
 
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, Semantics
 
 MOCK_BROKERS = 3
 #: kafka_harness.KafkaCluster.properties, the keys the mock knows, for 3 brokers.
@@ -84,8 +84,11 @@ KNOWN_CONFIG_DIFFERENCES: dict[tuple[str, str], tuple[str, str, str]] = {
 
 @pytest.fixture(scope="module")
 def mock_bootstrap() -> Iterator[str]:
-    """bootstrap.servers of a 3-broker mock cluster configured like the real harness."""
-    with MockCluster(brokers=MOCK_BROKERS, config=HARNESS_CONFIG) as cluster:
+    """bootstrap.servers of a 3-broker mock cluster configured like the real harness, presenting
+    Kafka 4.1 (the harness's release: 4.4 knows topic configs 4.1 does not)."""
+    with MockCluster(
+        brokers=MOCK_BROKERS, semantics=Semantics.KAFKA_4_1, config=HARNESS_CONFIG
+    ) as cluster:
         yield cluster.bootstrap_servers
 
 

@@ -8,6 +8,7 @@ import uuid
 from kipwire.codec import ApiKey, ConfigResourceType, decode_record
 from kipwire.mockbroker.broker.metadata_image import MetadataImage
 from kipwire.mockbroker.controller import Controller
+from kipwire.mockbroker.controller.features import LATEST_METADATA_VERSION
 
 
 def _register(ctl: Controller, broker_id: int) -> None:
@@ -30,7 +31,7 @@ def _register(ctl: Controller, broker_id: int) -> None:
                 {
                     "name": "metadata.version",
                     "min_supported_version": 1,
-                    "max_supported_version": 27,
+                    "max_supported_version": LATEST_METADATA_VERSION[ctl.semantics.release],
                 }
             ],
             "rack": None,

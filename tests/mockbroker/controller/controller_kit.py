@@ -25,10 +25,17 @@ from kipwire.codec import (
     message,
 )
 from kipwire.mockbroker.controller import Controller, Semantics
+from kipwire.mockbroker.controller.features import LATEST_METADATA_VERSION
 
 TOPIC_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
 ELR = "eligible.leader.replicas.version"
-PRESETS = [Semantics.KAFKA_3_9, Semantics.KAFKA_4_0, Semantics.KAFKA_4_1, Semantics.KIP]
+PRESETS = [
+    Semantics.KAFKA_3_9,
+    Semantics.KAFKA_4_0,
+    Semantics.KAFKA_4_1,
+    Semantics.KAFKA_4_4,
+    Semantics.KIP,
+]
 
 
 def call(ctl: Controller, api_key: int, version: int, body: dict) -> Any:
@@ -168,7 +175,12 @@ def register(
             }
         ],
         "features": [
-            {"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 27}
+            {
+                "name": "metadata.version",
+                "min_supported_version": 1,
+                # a broker of the controller's release: it supports that release's latest level
+                "max_supported_version": LATEST_METADATA_VERSION[ctl.semantics.release],
+            }
         ],
         "rack": None,
     }

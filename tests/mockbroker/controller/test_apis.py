@@ -316,7 +316,7 @@ def test_api_versions_lists_served_apis_and_finalized_features() -> None:
     assert keys[ApiKey.BROKER_REGISTRATION] == (0, 4)
     assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
     finalized = {f.name: f.max_version_level for f in resp.finalized_features}
-    assert finalized == {ELR: 1, "metadata.version": 27}
+    assert finalized == {ELR: 1, "metadata.version": 27}  # replay_cluster runs KAFKA_4_1
     kip = call(Controller(semantics=Semantics.KIP), ApiKey.API_VERSIONS, 0, {})
     assert {k.api_key: k.max_version for k in kip.api_keys}[ApiKey.ELECT_LEADERS] == 3
 
@@ -394,3 +394,49 @@ def test_incremental_alter_configs_refusals(resource: tuple, op: int, code: int)
     )
     assert resp.responses[0].error_code == code
     assert (ctl.end_offset == start) is (code != ErrorCode.NONE)
+
+
+@pytest.mark.parametrize("semantics", [Semantics.KAFKA_4_4, Semantics.KAFKA_4_1])
+def test_topic_configs_are_the_releases(semantics: Semantics) -> None:
+    ctl = replay_cluster(semantics)
+    resource = {
+        "resource_type": ConfigResourceType.TOPIC,
+        "resource_name": "t",
+        "configuration_keys": None,
+    }
+    resp = call(ctl, ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [resource]})
+    described = {c.name: c.value for c in resp.results[0].configs}
+    # what kafka-storage 4.4.0's LogConfig added since 4.1, with its defaults
+    added = {
+        "errors.deadletterqueue.group.enable": "false",
+        "max.decompressed.message.bytes": "2147483639",
+        "remote.copy.lag.bytes": "-1",
+        "remote.copy.lag.ms": "0",
+    }
+    if semantics.release == "4.4":
+        assert described.items() >= added.items()
+    else:
+        assert not set(added) & set(described)
+    topic = {
+        "name": "big",
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [{"name": "max.decompressed.message.bytes", "value": "0"}],
+    }
+    created = call(ctl, ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout_ms": 0})
+    # below Kafka 4.4's minimum of 1, or unknown to 4.1: refused either way, with the reason
+    (result,) = created.topics
+    assert result.error_code == ErrorCode.INVALID_CONFIG
+    reason = "must be an integer" if semantics.release == "4.4" else "unknown config"
+    assert reason in result.error_message
+
+
+def test_features_the_mock_leaves_unset_cannot_be_finalized() -> None:
+    # Kafka 4.4 takes share.version 2; the mock serves no share-group API, so its controller
+    # refuses the level rather than tell clients to use a protocol no broker answers
+    ctl = replay_cluster(Semantics.KAFKA_4_4)
+    update = {"feature": "share.version", "max_version_level": 2, "upgrade_type": 1}
+    resp = call(ctl, ApiKey.UPDATE_FEATURES, 2, {"feature_updates": [update]})
+    assert resp.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert "share.version" in resp.error_message

@@ -17,7 +17,7 @@ from controller_kit import (
 )
 
 from kipwire.codec import ApiKey, ErrorCode
-from kipwire.mockbroker.controller import Controller, ReplayError
+from kipwire.mockbroker.controller import Controller, ReplayError, Semantics
 from kipwire.mockbroker.controller.apis import SERVED
 
 GARBAGE = [
@@ -65,11 +65,17 @@ def test_versions_and_keys_the_controller_lacks(api_key: int, version: int) -> N
     assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
 
 
-def test_api_versions_too_new_answers_in_v0_with_its_own_range() -> None:
-    resp = Controller().handle(ApiKey.API_VERSIONS, 99, {})
+@pytest.mark.parametrize(
+    ("semantics", "newest"), [(Semantics.KAFKA_4_4, 5), (Semantics.KAFKA_4_1, 4)]
+)
+def test_api_versions_too_new_answers_in_v0_with_its_own_range(
+    semantics: Semantics, newest: int
+) -> None:
+    resp = Controller(semantics=semantics).handle(ApiKey.API_VERSIONS, 99, {})
     assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    # the preset's release: Kafka 4.4 added ApiVersions v5 (KIP-1242)
     assert resp["api_keys"] == [
-        {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": 4}
+        {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": newest}
     ]
 
 
@@ -112,3 +118,22 @@ def test_replay_of_an_impossible_record_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="not a metadata record"):
         ctl.append("AlterPartitionRequest", {})
     assert ctl.end_offset == 0
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "node_id", "error"),
+    [
+        (None, -1, ErrorCode.NONE),
+        ("other", 7, ErrorCode.NONE),  # Kafka 4.4's controller does not compare them
+        ("other", -1, ErrorCode.INVALID_REQUEST),
+        (None, 7, ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_api_versions_v5_identity_must_be_whole_on_the_controller(
+    cluster_id: str | None, node_id: int, error: int
+) -> None:
+    body = {"client_software_name": "x", "client_software_version": "1"}
+    resp = Controller().handle(
+        ApiKey.API_VERSIONS, 5, {**body, "cluster_id": cluster_id, "node_id": node_id}
+    )
+    assert resp["error_code"] == error

@@ -260,3 +260,32 @@ def test_broker_change_record_versions_follow_kafka() -> None:
     old = replay_cluster(isr=[1, 2, 3], metadata_version=5, elr_enabled=False)
     old.fence(3)
     assert old.log[-1].name == "FenceBrokerRecord"
+
+
+@pytest.mark.parametrize(
+    ("semantics", "served"), [(Semantics.KAFKA_4_4, True), (Semantics.KAFKA_4_1, False)]
+)
+def test_heartbeat_v2_cordoned_log_dirs_accepted_under_4_4(
+    semantics: Semantics, served: bool
+) -> None:
+    ctl = replay_cluster(semantics)
+    start = ctl.end_offset
+    resp = ctl.handle(
+        ApiKey.BROKER_HEARTBEAT,
+        2,
+        {
+            "broker_id": 1,
+            "broker_epoch": ctl.broker(1).epoch,
+            "current_metadata_offset": ctl.end_offset,
+            "want_fence": False,
+            "want_shut_down": False,
+            "cordoned_log_dirs": [uuid.UUID(int=7)],
+        },
+    )
+    if not served:  # Kafka 4.1's controller stops at v1
+        assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+        return
+    assert resp["error_code"] == ErrorCode.NONE and not resp["is_fenced"]
+    # difference from Kafka 4.4, which records the cordoned dirs (KIP-1066): the mock's brokers
+    # have no log dirs to keep new replicas off, so nothing is written
+    assert ctl.end_offset == start

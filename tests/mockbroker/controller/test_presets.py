@@ -47,9 +47,13 @@ def clean_restart(semantics: Semantics):
 
 
 def test_presets_are_frozen_and_named() -> None:
-    assert [s.name for s in PRESETS] == ["KAFKA_3_9", "KAFKA_4_0", "KAFKA_4_1", "KIP"]
-    # The defaults are the shipped 4.1 behaviour.
-    assert replace(Semantics.KAFKA_4_1, name="custom") == Semantics()
+    assert [s.name for s in PRESETS] == ["KAFKA_3_9", "KAFKA_4_0", "KAFKA_4_1", "KAFKA_4_4", "KIP"]
+    # The defaults are the shipped 4.4 behaviour; 4.1 differs in its wire surface alone.
+    assert replace(Semantics.KAFKA_4_4, name="custom") == Semantics()
+    assert replace(Semantics.KAFKA_4_1, name="custom", release="4.4") == Semantics()
+    assert [s.release for s in PRESETS] == ["4.1", "4.1", "4.1", "4.4", "4.4"]
+    with pytest.raises(ValueError, match="release"):
+        Semantics(release="4.2")  # type: ignore[arg-type]
     assert len({replace(s, name="") for s in PRESETS}) == len(PRESETS)
     with pytest.raises(FrozenInstanceError):
         Semantics.KAFKA_4_1.unclean_recovery = True  # type: ignore[misc]

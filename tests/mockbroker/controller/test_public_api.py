@@ -116,4 +116,5 @@ def test_semantics_flags_and_presets_have_the_issue_names() -> None:
     assert (
         Semantics.KIP.recovering_rejects_fetch and not Semantics.KAFKA_4_1.recovering_rejects_fetch
     )
-    assert Controller().semantics is Semantics.KAFKA_4_1
+    assert Controller().semantics is Semantics.KAFKA_4_4
+    assert (Semantics.KAFKA_4_4.release, Semantics.KAFKA_4_1.release) == ("4.4", "4.1")

@@ -15,7 +15,7 @@ from controller_kit import (
 )
 
 from kipwire.codec import ApiKey, ErrorCode, decode_record
-from kipwire.mockbroker.controller import Controller
+from kipwire.mockbroker.controller import Controller, Semantics
 
 
 def reassign(ctl, replicas):
@@ -158,3 +158,18 @@ def test_log_records_reencode_byte_identically_and_replay_to_the_same_state() ->
     assert reencodes(ctl)
     assert replayed(ctl).state.snapshot() == ctl.state.snapshot()
     assert [decode_record(e.data)[0] for e in ctl.records_since(3)] == [e.name for e in ctl.log[3:]]
+
+
+@pytest.mark.parametrize(
+    ("semantics", "version"), [(Semantics.KAFKA_4_4, 4), (Semantics.KAFKA_4_1, 3)]
+)
+def test_register_broker_record_version_follows_the_release(
+    semantics: Semantics, version: int
+) -> None:
+    # MetadataVersion#registerBrokerRecordVersion: v4 (CordonedLogDirs) from 4.3-IV0 (level 30)
+    ctl = Controller(semantics=semantics)
+    register(ctl, 1)
+    (entry,) = [e for e in ctl.log if e.name == "RegisterBrokerRecord"]
+    assert entry.version == version
+    # null until the broker's heartbeats report any (the mock's never do)
+    assert entry.record.get("cordoned_log_dirs") is None
