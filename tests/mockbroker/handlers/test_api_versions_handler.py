@@ -81,13 +81,22 @@ def test_finalized_features_under_4_4(cluster: MockCluster) -> None:
     supported = {
         f["name"]: (f["min_version"], f["max_version"]) for f in body["supported_features"]
     }
-    # metadata.version 4.4-IV2; ELR on, as Kafka 4.4 finalizes both for a fresh cluster
-    assert finalized == {"metadata.version": 33, "eligible.leader.replicas.version": 1}
+    # metadata.version 4.4-IV2; ELR on, share groups v2 and streams groups, as Kafka 4.4
+    # finalizes them for a fresh cluster (the mock serves the share and streams APIs)
+    assert finalized == {
+        "metadata.version": 33,
+        "eligible.leader.replicas.version": 1,
+        "share.version": 2,
+        "streams.version": 1,
+    }
     assert supported["share.version"] == (0, 2) and supported["streams.version"] == (0, 1)
-    # Kafka 4.4 finalizes these too; the mock leaves them unset while it serves none of their
-    # APIs (KIP-848, KIP-932, KIP-1071) nor transactions v2, so no client negotiates them
     ranges = _ranges(body)
-    for name in ("group.version", "share.version", "streams.version"):
+    for name in ("share.version", "streams.version"):
+        needs = FEATURE_NEEDS[name]
+        assert needs is not None and needs <= set(ranges), name
+    # Kafka 4.4 finalizes these too; the mock leaves them unset while it serves none of their
+    # APIs (KIP-848) nor transactions v2, so no client negotiates them
+    for name in ("group.version",):
         needs = FEATURE_NEEDS[name]
         assert name not in finalized and needs is not None and not needs <= set(ranges), name
     assert "transaction.version" not in finalized and FEATURE_NEEDS["transaction.version"] is None
@@ -95,10 +104,14 @@ def test_finalized_features_under_4_4(cluster: MockCluster) -> None:
 
 def test_a_feature_is_finalized_once_its_apis_are_served() -> None:
     served = {h.api_key for h in listed("4.4")}
-    assert fresh_features("4.4", served) == {"eligible.leader.replicas.version": 1}
+    assert fresh_features("4.4", served) == {
+        "eligible.leader.replicas.version": 1,
+        "share.version": 2,
+        "streams.version": 1,
+    }
     share = FEATURE_NEEDS["share.version"]
     assert share is not None
-    assert fresh_features("4.4", served | share)["share.version"] == 2
+    assert "share.version" not in fresh_features("4.4", served - share)
     # transactions v2 needs the coordinator, not an API: never finalized by the mock
     assert "transaction.version" not in fresh_features("4.4", set(KAFKA_4_4_BROKER_VERSIONS))
 

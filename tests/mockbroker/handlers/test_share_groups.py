@@ -15,6 +15,7 @@ from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.coordinators.share_partition import AcknowledgeType
 from kipwire.mockbroker.handlers import HANDLERS
+from kipwire.mockbroker.handlers.registry import listed
 
 HEARTBEAT_V, FETCH_V = 1, 1
 ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
@@ -343,8 +344,10 @@ def test_group_config_rejects_unknown_names(cluster, client):
 
 
 def test_share_apis_are_served_from_v1():
+    served = {h.api_key: h for h in listed("4.4")}
     for key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE):
-        assert HANDLERS[key].advertised_min == 1  # v0 was withdrawn early access
+        # v0 was withdrawn early access: never listed, never served
+        assert (served[key].advertised_min, served[key].min_version) == (1, 1)
 
 
 def test_group_admin_lists_and_deletes_share_groups(cluster, client, topic_name):
