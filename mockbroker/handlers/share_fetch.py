@@ -163,7 +163,9 @@ def _endpoints(broker: BrokerView, leaders: set[int]) -> list[dict]:
 def _records_for(log: PartitionLog, runs: list[Acquired]) -> bytes:
     """The whole batches holding the acquired offsets (the client reads only those offsets)."""
     parts = []
-    for stored in log.batches:
+    for stored in log.batches_from(runs[0].first_offset):
+        if stored.base_offset > runs[-1].last_offset:
+            break
         if any(
             r.first_offset <= stored.last_offset and stored.base_offset <= r.last_offset
             for r in runs
@@ -285,7 +287,7 @@ def _acquire(
         end = log.last_stable_offset if settings.read_committed else log.high_watermark
         runs = state.acquire(
             body["member_id"],
-            ((b.base_offset, b.last_offset) for b in log.batches),
+            ((b.base_offset, b.last_offset) for b in log.batches_from(state.next_offset)),
             end,
             budget - total,
             deadline=deadline,
@@ -316,9 +318,9 @@ def _aborted(log: PartitionLog, first: int, last: int) -> set[int]:
     """Offsets in [first, last] of records whose transaction aborted (the marker excluded)."""
     out: set[int] = set()
     for txn in log.aborted_in(first, last + 1):
-        for stored in log.batches:
-            if stored.last_offset < txn.first_offset or stored.base_offset >= txn.last_offset:
-                continue
+        for stored in log.batches_from(txn.first_offset):
+            if stored.base_offset >= txn.last_offset:
+                break
             for batch in iter_batches(stored.data, verify_crc=False):
                 if batch.producer_id == txn.producer_id and not batch.is_control:
                     out.update(range(batch.base_offset, batch.last_offset + 1))

@@ -173,3 +173,13 @@ def test_epoch_end_offsets_and_delete_records():
         log.read(2, 100)
     with pytest.raises(LogError):
         log.delete_before(99)
+
+
+def test_batches_from_starts_at_the_batch_holding_the_offset():
+    log = PartitionLog()
+    for _ in range(3):
+        log.append(_batch(4))
+    assert [b.base_offset for b in log.batches_from(5)] == [4, 8]
+    assert [b.base_offset for b in log.batches_from(0)] == [0, 4, 8]
+    assert [b.base_offset for b in log.batches_from(11)] == [8]
+    assert list(log.batches_from(12)) == [log.batches[-1]]  # past the end: the last batch
