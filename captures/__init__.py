@@ -4,7 +4,8 @@ The face, importable from here (each loaded on first use, so `import kipwire.cap
 light): `decode_capture` (one capture to rows, in process), `write_tables` (rows to Parquet,
 pyarrow), `run_local` (many inputs to Parquet in process, pyarrow), `run_decode` (the same on
 Spark, pyspark), `compare` and `write_report` (two decoded folders to a report; its ranked
-headline is a list of `SemanticDifference`), and `pcap`.
+headline is a list of `SemanticDifference`), `replay` (a capture's client requests sent again to
+any cluster, the answers compared), and `pcap`.
 
 Stages, arrows pointing down (a stage imports only the stages above it):
 
@@ -52,9 +53,21 @@ Stages, arrows pointing down (a stage imports only the stages above it):
   `comparing.report`     report.md, self-contained report.html, diff.json
   `comparing.charts`     the PNG charts of the report, standard library only
 
+`replaying/` (every stage above, and `kipwire.client` to talk to the target cluster):
+  `replaying.extract`    client connections and their request frames out of captures, and
+                         what cannot be replayed (`NotReplayed` rows)
+  `replaying.rules`      the rewrite rules: producer ids, member ids, topic ids, fetch sessions
+  `replaying.routing`    which target broker: leaders by Metadata, coordinators
+  `replaying.auth`       TLS and SASL (PLAIN, SCRAM) with the target's own credentials
+  `replaying.spark_extract`  the same extraction in Spark tasks, for large captures (pyspark)
+  `replaying.causality`  no request before the responses it may depend on
+  `replaying.sender`     the connections again, against the target, recorded
+  `replaying.result`     both sides decoded and compared, and the `ReplayResult`
+  `replaying.replay`     `replay`, the steps joined
+
 `pcap` is the stable name of the reading stage's capture files (`PcapngWriter`, `PacketReader`,
 `scan_index`) for other packages; `cli` is `kipwire-capture` (`python -m kipwire.captures`):
-`decode`, `compare` and `py-files`.
+`decode`, `compare`, `replay` and `py-files`.
 """
 
 from __future__ import annotations
@@ -69,12 +82,14 @@ if TYPE_CHECKING:
     from .engines.local import run_local
     from .engines.schema import write_tables
     from .engines.spark_job import run_decode
+    from .replaying.replay import replay
 
 __all__ = [
     "SemanticDifference",
     "compare",
     "decode_capture",
     "pcap",
+    "replay",
     "run_decode",
     "run_local",
     "write_report",
@@ -91,6 +106,7 @@ _WHERE = {
     "run_local": ".engines.local",
     "write_tables": ".engines.schema",
     "run_decode": ".engines.spark_job",
+    "replay": ".replaying.replay",
 }
 
 

@@ -1,4 +1,5 @@
-"""`kipwire-capture` (`python -m kipwire.captures`): decode captures into tables, compare decodes.
+"""`kipwire-capture` (`python -m kipwire.captures`): decode captures into tables, compare decodes,
+replay a capture against a cluster.
 
 `decode` runs in this process (`--engine local`, pyarrow only) or on Spark (`--engine spark`,
 or `--master`, or under spark-submit); `--engine auto` picks local below `--local-max-mb` of
@@ -14,7 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["format_summary", "main"]
 
@@ -313,18 +314,129 @@ def _spark_errors_in_one_line(run: Any, *args: Any, **kwargs: Any) -> Any:
         raise _SparkFailed(f"Spark failed: {text[0] if text else type(exc).__name__}") from None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose complaints are one line (`_Usage`), not usage and an error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Usage(f"{self.prog}: {message}")
+
+
+def _replay_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(
+        prog="kipwire-capture replay",
+        description="Send a capture's client requests again to a cluster and compare its "
+        "answers with the captured ones.",
+    )
+    p.add_argument(
+        "captures", nargs="+", metavar="CAPTURE", help="pcap, pcapng, tcpflow folders, frame dumps"
+    )
+    p.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="the target cluster")
+    p.add_argument("--out", required=True, metavar="DIR", help="replay.pcapng and the report")
+    p.add_argument(
+        "--pace",
+        choices=("original", "max"),
+        default="max",
+        help="max (default): as fast as the target answers; original: the captured timing",
+    )
+    p.add_argument("--client-id", metavar="REGEX", help="replay only these clients' connections")
+    p.add_argument(
+        "--security-protocol",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        default="PLAINTEXT",
+        help="how the target is reached (default PLAINTEXT)",
+    )
+    p.add_argument(
+        "--sasl-mechanism",
+        choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+        help="the SASL mechanism the target's credentials use",
+    )
+    p.add_argument("--user", metavar="NAME:PASSWORD", help="the target's own SASL credentials")
+    p.add_argument("--ca", metavar="FILE", help="the CA (PEM) the target's TLS certificate has")
+    p.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="local (default): read the captures in this process; spark: read them and cut "
+        "their connections into requests in Spark tasks (the sending stays here)",
+    )
+    p.add_argument("--master", help="Spark master URL with --engine spark (default local[*])")
+    p.add_argument(
+        "--fail-on",
+        default="",
+        metavar="KINDS",
+        help="exit 1 when the compare finds differences of these kinds (as `compare`: "
+        "semantic, functional, all, or a comma list of kinds)",
+    )
+    return p
+
+
+def replay_main(argv: Sequence[str]) -> int:
+    """The `replay` subcommand."""
+    p = _replay_parser()
+    try:
+        args = p.parse_args(list(argv))
+    except SystemExit as exc:  # --help
+        return 2 if exc.code else 0
+    from .comparing.compare import parse_fail_on
+    from .replaying.replay import ReplayError, replay
+
+    try:
+        fail_on = parse_fail_on(args.fail_on)
+        if args.client_id is not None:
+            re.compile(args.client_id)
+    except (ValueError, re.error) as exc:
+        raise _Usage(f"replay: {exc}") from None
+    try:
+        result = replay(
+            args.captures,
+            bootstrap=args.bootstrap,
+            out=args.out,
+            pace=args.pace,
+            client_id=args.client_id,
+            progress=lambda msg: print(msg, file=sys.stderr),
+            security_protocol=args.security_protocol,
+            sasl_mechanism=args.sasl_mechanism,
+            user=args.user,
+            ca=args.ca,
+            engine=args.engine,
+            master=args.master,
+        )
+    except ReplayError as exc:
+        raise _Usage(f"replay: {exc}") from None
+    kinds = result.report.kinds()
+    summary = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "no differences"
+    print(
+        f"replayed {result.requests_sent} request(s) on {result.connections} connection(s): "
+        f"{summary}"
+    )
+    for reason, n in sorted(result.not_replayed_counts().items()):
+        print(f"not replayed: {n} request(s), {reason}")
+    sem = result.semantic_differences
+    print(f"semantic differences {len(sem)}" + (f", first: {sem[0].summary}" if sem else ""))
+    print(f"report: {result.paths['md']}")
+    hits = sorted(k for k in kinds if k in fail_on)
+    if sem and "semantic" in fail_on:
+        hits.insert(0, "semantic")
+    if hits:
+        print(f"failing: differences of kind {', '.join(hits)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _run(cmd: str, rest: list[str]) -> int:
     if cmd == "decode":
         return decode_main(rest)
     if cmd == "py-files":
         return py_files_main(rest)
+    if cmd == "replay":
+        return replay_main(rest)
     from .comparing.compare import main_compare  # imported only when used
 
     return main_compare(rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: `decode ...`, `compare ...` or `py-files ...`."""
+    """Entry point: `decode ...`, `compare ...`, `replay ...` or `py-files ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = (
         "usage: kipwire-capture decode INPUT... --out DIR [--engine auto|local|spark] "
@@ -332,13 +444,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "[--fail-on STATUSES]\n"
         "       kipwire-capture compare BASELINE_DIR CANDIDATE_DIR --out REPORT_DIR "
         "[--fail-on KINDS|semantic] [--rules FILE] [--clients-only]\n"
+        "       kipwire-capture replay CAPTURE... --bootstrap HOST:PORT --out DIR "
+        "[--pace original|max] [--client-id REGEX] [--fail-on KINDS]\n"
+        "              [--security-protocol P] [--sasl-mechanism M] [--user NAME:PASSWORD] "
+        "[--ca FILE] [--engine local|spark] [--master URL]\n"
         "       kipwire-capture py-files OUT.zip    (kipwire for spark-submit --py-files)"
     )
     if not argv or argv[0] in ("-h", "--help"):
         print(usage)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd not in ("decode", "compare", "py-files"):
+    if cmd not in ("decode", "compare", "replay", "py-files"):
         print(f"unknown command {cmd!r}\n{usage}", file=sys.stderr)
         return 2
     try:

@@ -179,7 +179,8 @@ def merge(name: str, sources: list[Source], withdrawn: Versions = NONE) -> dict:
         out["deprecatedVersions"] = deprecated
     if not withdrawn.empty:
         out["withdrawnVersions"] = str(withdrawn)
-    if any(s.spec.latest_version_unstable for s in ctx.newest):
+    # The newest folder has the last word: a snapshot's unstable v5 may be a release's stable one.
+    if max(ctx.newest, key=lambda s: s.rank).spec.latest_version_unstable:
         out["latestVersionUnstable"] = True
     extension = _union(name, "extensionVersions", [s.spec.extension_versions for s in live])
     if not extension.empty:

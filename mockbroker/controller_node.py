@@ -31,6 +31,9 @@ from .network import CONTROLLER, Network
 from .serve import Taps
 
 TICK_INTERVAL = 0.1
+#: A gap between the controller's turns longer than its tick by this much is a stall of the
+#: event loop (liveness first: a broker is not fenced for heartbeats the loop could not hear).
+STALL_MARGIN = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ class ControllerNode:
         self.port = 0
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
+        self._last_turn: float | None = None
         self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
             math.inf
         )
@@ -113,7 +117,7 @@ class ControllerNode:
     def apply(self, api_key: int, api_version: int, body: Any) -> Any:
         """Hand a request to the controller; wake the fetchers if it wrote records."""
         end = self.controller.end_offset
-        self.controller.tick(self.now_ms())
+        self._tick()
         response = self.controller.handle(api_key, api_version, body)
         if self.controller.end_offset != end:
             self.log_grew()
@@ -126,9 +130,21 @@ class ControllerNode:
             nursery.start_soon(self._send_requests, nursery)
             while True:
                 await trio.sleep(TICK_INTERVAL)
-                if self.controller.tick(self.now_ms()):
+                if self._tick():
                     self.log_grew()
                 self._post_outbox()
+
+    def _tick(self) -> bool:
+        """Tick the controller, first forgiving sessions the time the event loop stalled;
+        True if the tick wrote records."""
+        now = trio.current_time()
+        if self._last_turn is not None:
+            gap = now - self._last_turn - TICK_INTERVAL
+            if gap > STALL_MARGIN:
+                self.log.warning("the controller could not run for %.2f s", gap)
+                self.controller.stalled(int(gap * 1000))
+        self._last_turn = now
+        return bool(self.controller.tick(self.now_ms()))
 
     def _post_outbox(self) -> None:
         for request in self.controller.outbox():
@@ -155,7 +171,7 @@ class ControllerNode:
             with trio.CancelScope(shield=True):
                 await connection.aclose()
         end = self.controller.end_offset
-        self.controller.tick(self.now_ms())
+        self._tick()
         self.controller.deliver(broker_id, api_key, api_version, response)
         if self.controller.end_offset != end:
             self.log_grew()

@@ -571,7 +571,7 @@ APIS = {
     ),
     26: Api(
         'EndTxn', 'EndTxnRequest', 'EndTxnResponse', versions=(0, 5),
-        listeners=('broker', 'zkBroker'), unstable=(5,), deprecated=None, extension=None,
+        listeners=('broker', 'zkBroker'), unstable=(), deprecated=None, extension=None,
         withdrawn=None,
     ),
     27: Api(
@@ -782,7 +782,7 @@ APIS = {
     ),
     68: Api(
         'ConsumerGroupHeartbeat', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse',
-        versions=(0, 1), listeners=('broker', 'zkBroker'), unstable=(1,), deprecated=None,
+        versions=(0, 1), listeners=('broker', 'zkBroker'), unstable=(), deprecated=None,
         extension=None, withdrawn=None,
     ),
     69: Api(
@@ -853,12 +853,12 @@ APIS = {
     ),
     83: Api(
         'InitializeShareGroupState', 'InitializeShareGroupStateRequest',
-        'InitializeShareGroupStateResponse', versions=(0, 0), listeners=('broker',), unstable=(0,),
+        'InitializeShareGroupStateResponse', versions=(0, 0), listeners=('broker',), unstable=(),
         deprecated=None, extension=None, withdrawn=None,
     ),
     84: Api(
         'ReadShareGroupState', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse',
-        versions=(0, 0), listeners=('broker',), unstable=(0,), deprecated=None, extension=None,
+        versions=(0, 0), listeners=('broker',), unstable=(), deprecated=None, extension=None,
         withdrawn=None,
     ),
     85: Api(
@@ -868,7 +868,7 @@ APIS = {
     ),
     86: Api(
         'DeleteShareGroupState', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse',
-        versions=(0, 0), listeners=('broker',), unstable=(0,), deprecated=None, extension=None,
+        versions=(0, 0), listeners=('broker',), unstable=(), deprecated=None, extension=None,
         withdrawn=None,
     ),
     87: Api(

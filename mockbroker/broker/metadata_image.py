@@ -1,4 +1,9 @@
-"""A broker's view of the cluster, rebuilt by replaying the controller's metadata records."""
+"""A broker's view of the cluster, rebuilt by replaying the controller's metadata records.
+
+Each record is applied as a delta: it touches only the partitions it names, and the image keeps
+what changed since the last `take_delta()` (the partitions touched, whether brokers or configs
+changed), so the broker's runtime revisits only those (cost per change, not per cluster).
+"""
 
 from __future__ import annotations
 
@@ -42,6 +47,20 @@ class PartitionInfo:
 
 
 @dataclass(slots=True)
+class MetadataDelta:
+    """What replayed records changed: partitions by (topic, index), brokers, configs."""
+
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    brokers: bool = False
+    configs: bool = False
+
+    @property
+    def cluster_wide(self) -> bool:
+        """A change that can affect every partition (a broker's state, a config)."""
+        return self.brokers or self.configs
+
+
+@dataclass(slots=True)
 class TopicInfo:
     """A topic: its id and partitions."""
 
@@ -60,6 +79,7 @@ class MetadataImage:
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.features: dict[str, int] = {}
         self.offset = -1  # the last metadata offset replayed
+        self.delta = MetadataDelta()
 
     def replay(self, offset: int, name: str, record: Mapping[str, Any]) -> None:
         """Apply one metadata record; records this image does not model are skipped."""
@@ -67,6 +87,11 @@ class MetadataImage:
         if apply is not None:
             apply(record)
         self.offset = offset
+
+    def take_delta(self) -> MetadataDelta:
+        """What changed since the last call (and start collecting anew)."""
+        delta, self.delta = self.delta, MetadataDelta()
+        return delta
 
     def live_brokers(self) -> list[BrokerInfo]:
         """Registered, unfenced brokers in id order."""
@@ -88,6 +113,7 @@ class MetadataImage:
         return default if value is None else value
 
     def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.brokers = True
         endpoint = r["end_points"][0] if r["end_points"] else {"host": "", "port": -1}
         self.brokers[r["broker_id"]] = BrokerInfo(
             r["broker_id"],
@@ -100,17 +126,21 @@ class MetadataImage:
         )
 
     def _UnregisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.brokers = True
         self.brokers.pop(r["broker_id"], None)
 
     def _FenceBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.brokers = True
         if r["id"] in self.brokers:
             self.brokers[r["id"]].fenced = True
 
     def _UnfenceBrokerRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.brokers = True
         if r["id"] in self.brokers:
             self.brokers[r["id"]].fenced = False
 
     def _BrokerRegistrationChangeRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.brokers = True
         broker = self.brokers.get(r["broker_id"])
         if broker is None:
             return
@@ -130,6 +160,7 @@ class MetadataImage:
     def _RemoveTopicRecord(self, r: Mapping[str, Any]) -> None:
         info = self.topics_by_id.pop(r["topic_id"], None)
         if info is not None:
+            self.delta.partitions.update((info.name, i) for i in info.partitions)
             self.topics.pop(info.name, None)
             self.configs.pop((ConfigResourceType.TOPIC, info.name), None)
 
@@ -137,6 +168,7 @@ class MetadataImage:
         info = self.topics_by_id.get(r["topic_id"])
         if info is None:
             return
+        self.delta.partitions.add((info.name, r["partition_id"]))
         info.partitions[r["partition_id"]] = PartitionInfo(
             info.name,
             r["partition_id"],
@@ -155,6 +187,7 @@ class MetadataImage:
         part = info.partitions.get(r["partition_id"]) if info else None
         if part is None:
             return
+        self.delta.partitions.add((part.topic, part.index))
         if r.get("isr") is not None:
             part.isr = list(r["isr"])
         if r.get("replicas") is not None:
@@ -179,11 +212,13 @@ class MetadataImage:
                 # ELR fields it empties takes a new partition epoch, or the leader's next
                 # AlterPartition would carry a stale one.
                 if part.elr or part.last_known_elr:
+                    self.delta.partitions.add((part.topic, part.index))
                     part.elr = []
                     part.last_known_elr = []
                     part.partition_epoch += 1
 
     def _ConfigRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.configs = True
         configs = self.configs.setdefault((r["resource_type"], r["resource_name"]), {})
         if r["value"] is None:
             configs.pop(r["name"], None)
@@ -191,4 +226,5 @@ class MetadataImage:
             configs[r["name"]] = r["value"]
 
     def _FeatureLevelRecord(self, r: Mapping[str, Any]) -> None:
+        self.delta.configs = True
         self.features[r["name"]] = r["feature_level"]

@@ -54,7 +54,7 @@ class PartitionHost(Protocol):
 
     def replica_log(self, topic: str, index: int) -> PartitionLog: ...
     def data_arrived(self) -> None: ...
-    async def wait_for_data(self) -> None: ...
+    async def wait_for_data(self, key: Key | None = None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,7 @@ class Partition:
             if trio.current_time() >= deadline:
                 raise LogError(ErrorCode.REQUEST_TIMED_OUT, "replicas did not catch up in time")
             with trio.move_on_at(deadline):
-                await self._host.wait_for_data()
+                await self._host.wait_for_data(self.key)
 
 
 def check_batch_sizes(image: MetadataImage, topic: str, records: bytes) -> None:

@@ -16,6 +16,7 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
@@ -54,16 +55,19 @@ class BrokerState:
         self.running = False
         self.log = logging.getLogger(f"kipwire.mockbroker.broker.{node_id}")
         self._data_arrived = trio.Event()
+        self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
+        self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
+        self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
     def replica_log(self, topic: str, index: int) -> PartitionLog:
@@ -122,19 +126,35 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        self.replication.metadata_changed()
+        self.replication.metadata_changed(self.image.take_delta())
         self.data_arrived()
+        waits, self._partition_waits = self._partition_waits, {}
+        for waiting in waits.values():  # leadership may have moved under any of them
+            waiting.set()
 
     async def wait_for_metadata(self, offset: int) -> None:
         """Return once the image has replayed the metadata log up to `offset`."""
         while self.image.offset < offset:
             await self._replayed.wait()
 
-    def data_arrived(self) -> None:
-        """Wake every fetch waiting on this broker (records or marks moved)."""
+    def data_arrived(self, key: tuple[str, int] | None = None) -> None:
+        """Wake every fetch waiting on this broker (records or marks moved); with `key`, also
+        what waits on that one partition: its acks=all appends and the followers' sessions."""
         self._data_arrived.set()
         self._data_arrived = trio.Event()
+        if key is not None:
+            waiting = self._partition_waits.pop(key, None)
+            if waiting is not None:
+                waiting.set()
+            self.fetch_sessions.changed(key)
 
-    async def wait_for_data(self) -> None:
-        """Sleep until the next `data_arrived`."""
-        await self._data_arrived.wait()
+    async def wait_for_data(self, key: tuple[str, int] | None = None) -> None:
+        """Sleep until the next `data_arrived` (of `key`, or a metadata change, when given): a
+        partition's waiters are not woken by every other partition's changes."""
+        if key is None:
+            await self._data_arrived.wait()
+            return
+        waiting = self._partition_waits.get(key)
+        if waiting is None:
+            waiting = self._partition_waits[key] = trio.Event()
+        await waiting.wait()

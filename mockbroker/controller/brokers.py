@@ -101,8 +101,7 @@ def _unfence(draft: Draft, broker_id: int) -> None:
         _change_record(draft, broker_id, 0, fenced=UNFENCE)
     else:
         draft.add("UnfenceBrokerRecord", {"id": broker_id, "epoch": b.epoch})
-    leaderless = [p for p in draft.state.partitions() if p.leader == NO_LEADER]
-    update_partitions(draft, leaderless, add=broker_id)
+    update_partitions(draft, draft.state.leaderless_partitions(), add=broker_id)
 
 
 def _controlled_shutdown(draft: Draft, broker_id: int) -> None:

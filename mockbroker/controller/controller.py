@@ -150,6 +150,12 @@ class Controller:
             self.recovery.scan(self.view())
         return entries
 
+    def stalled(self, ms: int) -> None:
+        """The controller could not run for `ms` (its event loop was busy elsewhere): no
+        broker's heartbeat session runs out for that time, as no heartbeat could be heard."""
+        for broker_id in self.sessions:
+            self.sessions[broker_id] += ms
+
     def tick(self, now_ms: int) -> list[LogEntry]:
         """Advance time: session timeouts, periodic unclean elections, recovery deadlines."""
         start = self.end_offset

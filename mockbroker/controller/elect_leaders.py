@@ -105,10 +105,11 @@ def elect_unclean_leaders(view: ControllerView) -> ControllerResult:
     draft = Draft(view)
     if draft.settings.semantics.unclean_recovery:
         return draft.result()
-    for t in list(draft.state.topics.values()):
-        if not unclean_election_enabled(draft.state, t.name):
-            continue
-        for p in list(t.partitions.values()):
-            if p.leader == NO_LEADER:
-                change_partition(draft, p, Target(election=Election.UNCLEAN))
+    # only the leaderless partitions (an index kept by replay): an idle tick costs nothing
+    enabled: dict[str, bool] = {}
+    for p in draft.state.leaderless_partitions():
+        if p.topic not in enabled:
+            enabled[p.topic] = unclean_election_enabled(draft.state, p.topic)
+        if enabled[p.topic]:
+            change_partition(draft, p, Target(election=Election.UNCLEAN))
     return draft.result()

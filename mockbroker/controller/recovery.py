@@ -168,7 +168,7 @@ class Recovery:
             p = _partition(view.state, key)
             if p is None or p.leader != NO_LEADER:
                 del self.pending[key]
-        for p in view.state.partitions():
+        for p in view.state.leaderless_partitions():  # only they can need a recovery
             if (p.topic_id, p.partition_id) in self.pending:
                 continue
             strategy = needs_recovery(view.state, p)

@@ -211,6 +211,9 @@ class ClusterState:
         self.features: MutableMapping[str, int] = {}
         # The offset of the last FeatureLevelRecord (ApiVersions' FinalizedFeaturesEpoch).
         self.features_epoch = -1
+        # (topic id, index) of every partition without a leader: an index kept by replay, so
+        # the periodic elections and recovery scans visit those alone.
+        self.leaderless: set[tuple[UUID, int]] = set()
 
     @property
     def metadata_version(self) -> int:
@@ -234,6 +237,19 @@ class ClusterState:
     def partitions(self) -> list[PartitionState]:
         """Every partition, topics in creation order."""
         return [p for t in self.topics.values() for p in t.partitions.values()]
+
+    def leaderless_partitions(self) -> list[PartitionState]:
+        """The partitions without a leader, in `partitions()` order."""
+        if not self.leaderless:
+            return []
+        ids = {topic_id for topic_id, _ in self.leaderless}
+        return [
+            p
+            for t in self.topics.values()
+            if t.topic_id in ids
+            for p in t.partitions.values()
+            if (t.topic_id, p.partition_id) in self.leaderless
+        ]
 
     def replay(self, name: str, record: Mapping[str, Any], offset: int) -> None:
         """Replay one metadata record into the state."""
@@ -262,6 +278,9 @@ class ClusterState:
 
     def _writable_topic(self, topic_id: UUID) -> TopicState:
         return self.topics[topic_id]
+
+    def _writable_leaderless(self) -> set[tuple[UUID, int]]:
+        return self.leaderless
 
     def _writable_partition(self, topic_id: UUID, index: int) -> PartitionState:
         return self.topics[topic_id].partitions[index]
@@ -331,6 +350,8 @@ class DraftState(ClusterState):
         self.features = _Overlay(base.features)
         self.features_epoch = base.features_epoch
         self.latest_metadata_version = base.latest_metadata_version
+        self.leaderless = base.leaderless
+        self._leaderless_owned = False
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
         self._own: dict[int, object] = {}
 
@@ -361,6 +382,12 @@ class DraftState(ClusterState):
         configs = self.configs[key]
         configs = self.configs[key] = self._owned(configs, configs.copy)
         return configs
+
+    def _writable_leaderless(self) -> set[tuple[UUID, int]]:
+        if not self._leaderless_owned:
+            self.leaderless = set(self.leaderless)
+            self._leaderless_owned = True
+        return self.leaderless
 
 
 def _register_broker(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
@@ -416,17 +443,33 @@ def _topic_of(state: ClusterState, topic_id: UUID) -> TopicState:
 def _partition(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     _topic_of(state, r["topic_id"])
     topic = state._writable_topic(r["topic_id"])
-    topic.partitions[r["partition_id"]] = PartitionState(topic.name, topic.topic_id, r)
+    p = topic.partitions[r["partition_id"]] = PartitionState(topic.name, topic.topic_id, r)
+    _index_leader(state, p)
+
+
+def _index_leader(state: ClusterState, p: PartitionState) -> None:
+    key = (p.topic_id, p.partition_id)
+    if (p.leader == NO_LEADER) != (key in state.leaderless):
+        leaderless = state._writable_leaderless()
+        if p.leader == NO_LEADER:
+            leaderless.add(key)
+        else:
+            leaderless.discard(key)
 
 
 def _partition_change(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     if r["partition_id"] not in _topic_of(state, r["topic_id"]).partitions:
         raise ReplayError(f"no partition {r['partition_id']} in topic {r['topic_id']}")
-    state._writable_partition(r["topic_id"], r["partition_id"]).merge(r)
+    p = state._writable_partition(r["topic_id"], r["partition_id"])
+    p.merge(r)
+    _index_leader(state, p)
 
 
 def _remove_topic(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
     topic = _topic_of(state, r["topic_id"])
+    gone = {(topic.topic_id, index) for index in topic.partitions} & state.leaderless
+    if gone:
+        state._writable_leaderless().difference_update(gone)
     del state.topics[topic.topic_id]
     del state.topic_ids[topic.name]
     state.configs.pop((ConfigResourceType.TOPIC, topic.name), None)

@@ -23,6 +23,7 @@ async def delete_records(ctx: RequestContext, body: Any) -> dict:
             index = p["partition_index"]
             try:
                 low = broker.partition(topic["name"], index).log.delete_before(p["offset"])
+                broker.data_arrived((topic["name"], index))
                 parts.append(
                     {"partition_index": index, "low_watermark": low, "error_code": ErrorCode.NONE}
                 )
@@ -31,5 +32,4 @@ async def delete_records(ctx: RequestContext, body: Any) -> dict:
                     {"partition_index": index, "low_watermark": -1, "error_code": exc.code}
                 )
         topics.append({"name": topic["name"], "partitions": parts})
-    broker.data_arrived()
     return {"topics": topics}

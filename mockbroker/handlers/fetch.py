@@ -1,8 +1,11 @@
 """Fetch (1): records up to the high watermark (or LSO), long-polled with MaxWaitMs/MinBytes.
 
-Fetch sessions (KIP-227) are answered the way a broker with a full session cache answers them:
-session id 0, so every fetch is a full fetch, which clients handle; an unknown session id gets
-FETCH_SESSION_ID_NOT_FOUND.
+Fetch sessions (KIP-227): a follower's fetch opening one (SessionId 0, SessionEpoch 0) gets a
+session (`broker.fetch_sessions`), and its incremental fetches name only the partitions whose
+fetch state changed and hear only of partitions with news; their long poll wakes on an append,
+a moved mark or a metadata change to one of the session's partitions. A client's fetch is
+answered the way a broker with a full session cache answers it: session id 0, so every fetch is
+a full fetch, which clients handle; an unknown session id gets FETCH_SESSION_ID_NOT_FOUND.
 
 A fetch from a follower (ReplicaState.ReplicaId, or ReplicaId before v15, >= 0) reads up to the
 log end and tells the leader's ISR state machine the follower's offset and broker epoch. Under
@@ -17,10 +20,15 @@ import trio
 
 from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
+from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
+from ..broker.fetcher import BATCH
 from ..broker.log import LogError
 from ..broker.topic_names import topic_id, topic_name
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
+#: The long poll's cap while a session lacks a partition its follower should fetch here: the
+#: follower names it in its next fetch, so that fetch should come soon.
+MISSING_WAIT = 0.02
 _SHAPE = PartitionShape(
     "topics",
     "partitions",
@@ -38,14 +46,19 @@ _SHAPE = PartitionShape(
 async def fetch(ctx: RequestContext, body: Any) -> dict:
     """Read every requested partition; wait for MinBytes until MaxWaitMs when there is less."""
     broker = ctx.broker
-    if body.get("session_id", 0) != 0:
+    replica_id, replica_epoch = _replica(body)
+    session_id, session_epoch = body.get("session_id", 0), body.get("session_epoch", -1)
+    if replica_id >= 0 and (session_id != 0 or session_epoch == 0):
+        answer = await _session_fetch(broker, body, replica_id, replica_epoch)
+        if answer is not None:
+            return answer
+    elif session_id != 0:
         return {
             "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             "session_id": 0,
             "responses": [],
         }
     deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
-    replica_id, replica_epoch = _replica(body)
     if replica_id >= 0:
         _record_follower_fetch(broker, body, replica_id, replica_epoch)
     while True:
@@ -54,6 +67,182 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
             return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
             await broker.wait_for_data()
+
+
+async def _session_fetch(
+    broker: Any, body: Any, replica_id: int, replica_epoch: int
+) -> dict | None:
+    """A follower's fetch in a session; None when it closes its session (SessionEpoch -1) and
+    is answered as a sessionless fetch."""
+    sessions = broker.fetch_sessions
+    session = _find_session(sessions, body, replica_id)
+    if session is None or isinstance(session, dict):
+        return session
+    session.replica_epoch = replica_epoch
+    session.last_fetch_ms = broker.replication.now_ms()
+    full = body.get("session_id", 0) == 0
+    named, unknown = await _take_request(broker, session, body)
+    broker.replication.session_fetched(session, named)
+    if full:
+        session.missing = {
+            k
+            for k, state in broker.replication.leaders.items()
+            if replica_id in state.followers and k not in session.partitions
+        }
+    deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
+    wanted = set(session.partitions) if full else named | session.dirty
+    while True:
+        session.wake = trio.Event()
+        session.dirty -= wanted
+        responses, news = _read_session(broker, session, wanted, body, full)
+        for topic, index in unknown:
+            news = True
+            responses.append(
+                {
+                    "topic": topic.get("topic"),
+                    "topic_id": topic.get("topic_id"),
+                    "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)],
+                }
+            )
+        now = trio.current_time()
+        if news or full or now >= deadline or sessions.get(session.session_id) is not session:
+            return {
+                "error_code": ErrorCode.NONE,
+                "session_id": session.session_id,
+                "responses": responses,
+            }
+        # a session missing a partition answers soon: its follower's next fetch names it
+        if session.missing:
+            deadline = min(deadline, now + MISSING_WAIT)
+        with trio.move_on_at(deadline):
+            await session.wake.wait()
+        unknown = []
+        wanted = set(session.dirty)
+
+
+def _find_session(
+    sessions: FetchSessions, body: Any, replica_id: int
+) -> FetchSession | dict | None:
+    """The fetch's session (a new one for SessionId 0), an error answer, or None once closed."""
+    session_id, session_epoch = body.get("session_id", 0), body["session_epoch"]
+    if session_id == 0:
+        return sessions.create(replica_id)
+    found = sessions.get(session_id)
+    if found is None or found.replica_id != replica_id:
+        return _session_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    if session_epoch == -1:
+        sessions.close(found)
+        return None
+    if session_epoch != found.epoch:
+        return _session_error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    found.advance_epoch()
+    return found
+
+
+async def _take_request(
+    broker: Any, session: FetchSession, body: Any
+) -> tuple[set[tuple[str, int]], list[tuple[Any, int]]]:
+    """Apply the fetch to the session: forget what it forgets, take the fetch state of what it
+    names (a follower fetch for each); the keys named, and the (topic, index) it named unknown."""
+    replica_id = session.replica_id
+    for topic in body.get("forgotten_topics_data") or []:
+        for index in topic["partitions"]:
+            key = session.forget(topic.get("topic_id"), index)
+            state = broker.replication.leaders.get(key) if key is not None else None
+            if state is not None and replica_id in state.followers:
+                session.missing.add(key)
+    image = broker.image
+    named: set[tuple[str, int]] = set()
+    unknown: list[tuple[Any, int]] = []
+    for topic in body["topics"]:
+        name = topic_name(image, topic, "topic")
+        info = image.topics.get(name) if name is not None else None
+        for request in topic["partitions"]:
+            if len(named) % BATCH == BATCH - 1:
+                await trio.lowlevel.checkpoint()  # bounded work per task switch
+            index = request["partition"]
+            if info is None:
+                unknown.append((topic, index))
+                continue
+            key = (name, index)
+            cached = CachedPartition(
+                info.topic_id,
+                request["fetch_offset"],
+                request.get("current_leader_epoch", -1),
+                request["partition_max_bytes"],
+            )
+            old = session.partitions.get(key)
+            if old is not None:  # what the follower was told still stands
+                cached.high_watermark = old.high_watermark
+                cached.log_start_offset = old.log_start_offset
+                cached.last_stable_offset = old.last_stable_offset
+            session.add(key, cached, index)
+            named.add(key)
+            broker.replica(name, index).follower_fetched(
+                replica_id, session.replica_epoch, request["fetch_offset"]
+            )
+    return named, unknown
+
+
+def _session_error(code: ErrorCode) -> dict:
+    return {"error_code": code, "session_id": 0, "responses": []}
+
+
+def _failed(index: int, code: int) -> dict:
+    return {"partition_index": index, "error_code": code, "high_watermark": -1, "records": b""}
+
+
+def _read_session(
+    broker: Any, session: FetchSession, keys: set[tuple[str, int]], body: Any, full: bool
+) -> tuple[list[dict], bool]:
+    """The session's partitions among `keys` with news (all of them in a full answer); a
+    partition left out for want of bytes stays dirty."""
+    budget = body.get("max_bytes", 0x7FFFFFFF)
+    total = 0
+    news = False
+    by_topic: dict[str, list[dict]] = {}
+    for key in sorted(keys):
+        cached = session.partitions.get(key)
+        if cached is None:
+            continue
+        if total >= budget:
+            session.dirty.add(key)
+            continue
+        try:
+            log = broker.partition(key[0], key[1], cached.current_leader_epoch).log
+            records = log.read(
+                cached.fetch_offset,
+                min(cached.max_bytes, budget - total),
+                committed=False,
+                min_one=total == 0,
+                replica=True,
+            )
+        except LogError as exc:
+            news = True
+            by_topic.setdefault(key[0], []).append(_failed(key[1], exc.code))
+            continue
+        marks = (log.high_watermark, log.log_start_offset, log.last_stable_offset)
+        told = (cached.high_watermark, cached.log_start_offset, cached.last_stable_offset)
+        if records or marks != told or full:
+            news = news or bool(records) or marks != told
+            total += len(records)
+            cached.high_watermark, cached.log_start_offset, cached.last_stable_offset = marks
+            by_topic.setdefault(key[0], []).append(
+                {
+                    "partition_index": key[1],
+                    "error_code": ErrorCode.NONE,
+                    "high_watermark": marks[0],
+                    "last_stable_offset": marks[2],
+                    "log_start_offset": marks[1],
+                    "records": records,
+                }
+            )
+    image = broker.image
+    responses = [
+        {"topic": name, "topic_id": topic_id(image, name), "partitions": parts}
+        for name, parts in by_topic.items()
+    ]
+    return responses, news
 
 
 def _replica(body: Any) -> tuple[int, int]:

@@ -150,6 +150,21 @@ def test_project_schema_is_wire_equivalent_to_upstream_file(upstream: str):
 
 
 @needs_shared
+def test_the_release_decides_which_latest_version_is_unstable():
+    # A snapshot's unstable EndTxn v5 is stable in Kafka 4.4.0; the release has the last word.
+    wrong = []
+    for path, _, spec in upstream_files():
+        mine = project().get(spec.name)
+        if path.parent != RELEASE_DIRS[0] or spec.type != "request" or mine is None:
+            continue
+        same_latest = mine.valid_versions.hi == spec.valid_versions.hi
+        if same_latest and mine.latest_version_unstable != spec.latest_version_unstable:
+            wrong.append(spec.name)
+    assert wrong == []
+    assert not project()["EndTxnRequest"].latest_version_unstable
+
+
+@needs_shared
 def test_overlapping_upstream_folders_agree_except_the_listed_cases():
     by_name: dict[str, list[tuple[Path, MessageSpec]]] = {}
     for path, _, spec in upstream_files():

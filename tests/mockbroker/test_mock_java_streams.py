@@ -28,24 +28,10 @@ FIRST = ["the quick brown fox", "jumps over the lazy dog", "The dog sleeps"]
 SECOND = ["a quick dog", "the end"]
 
 
-def _streams_jars() -> kafka_dist.KafkaDist:
-    ensure = getattr(kafka_dist, "ensure_kafka_streams", None)
-    if ensure is not None:
-        return ensure()
-    # before kafka_dist had ensure_kafka_streams: the same cache folder, fetched the same way
-    version = kafka_dist.CLIENTS_VERSION
-    folder = kafka_dist._ensure(
-        f"kafka-streams-{version}",
-        [("org.apache.kafka", "kafka-streams", version)],
-        f"kafka-streams-{version}.jar",
-    )
-    return kafka_dist.KafkaDist(kafka_dist.find_java(), folder)
-
-
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> tuple[kafka_dist.KafkaDist, Path]:
     try:
-        dist = _streams_jars()
+        dist = kafka_dist.ensure_kafka_streams()
     except kafka_dist.KafkaUnavailable as exc:
         pytest.skip(f"Kafka Streams unavailable: {exc}")
     javac = shutil.which("javac")

@@ -1,5 +1,7 @@
 """Fixtures that run real Apache Kafka: the fetched jars, a single-node cluster, and the
 four-node ELR cluster whose brokers the KIP-966 story stops and restarts (run once, recorded).
+All on Kafka 4.4.0, the codec's reference release, but `kafka_single_4_1`: Kafka 4.1.2, for the
+tests that keep the mock's `Semantics.KAFKA_4_1` preset true to the release it names.
 
 Every test in this folder is marked `realkafka` (deselect with `-m "not realkafka"`) and skips,
 with the reason, when Kafka cannot run here (no Java 17+, no mvn, Maven Central unreachable).
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from kafka_capture import record
-from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka
+from kafka_dist import KAFKA_4_1, KafkaDist, KafkaUnavailable, ensure_kafka
 from kafka_harness import KafkaCluster, NodeSpec, elr, single
 from kip966_story import PartitionView, StoryRun, run_story
 
@@ -33,13 +35,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.realkafka)
 
 
-@pytest.fixture(scope="session")
-def kafka_dist() -> KafkaDist:
-    """Kafka's jars (fetched once per machine), or a skip that says why not."""
+def _dist(version: str | None = None) -> KafkaDist:
     try:
-        return ensure_kafka()
+        return ensure_kafka() if version is None else ensure_kafka(version)
     except KafkaUnavailable as e:
         pytest.skip(f"real Kafka unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def kafka_dist() -> KafkaDist:
+    """Kafka 4.4.0's jars (fetched once per machine), or a skip that says why not."""
+    return _dist()
+
+
+@pytest.fixture(scope="session")
+def kafka_dist_4_1() -> KafkaDist:
+    """Kafka 4.1.2's jars, for the tests of the mock's KAFKA_4_1 preset."""
+    return _dist(KAFKA_4_1)
 
 
 def _started(dist: KafkaDist, workdir: Path, layout: list[NodeSpec]) -> KafkaCluster:
@@ -55,6 +67,18 @@ def kafka_single(
 ) -> Iterator[KafkaCluster]:
     """One combined controller+broker node, shared by the session's read-mostly tests."""
     cluster = _started(kafka_dist, tmp_path_factory.mktemp("kafka-single"), single())
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_single_4_1(
+    kafka_dist_4_1: KafkaDist, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    """One combined Kafka 4.1.2 node, for the tests of the mock's KAFKA_4_1 preset."""
+    cluster = _started(kafka_dist_4_1, tmp_path_factory.mktemp("kafka-single-4-1"), single())
     try:
         yield cluster
     finally:

@@ -53,7 +53,13 @@ def admin_calls(bootstrap: str) -> dict[str, Any]:
     change = ConfigEntry("retention.ms", "120000", incremental_operation=AlterConfigOpType.SET)
     res_alter = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[change])
     admin.incremental_alter_configs([res_alter])[res_alter].result(timeout=30)
+    # a KRaft broker answers DescribeConfigs from its metadata image, which applies the
+    # controller's ConfigRecord a moment after the alter returns: read until it shows
     altered = admin.describe_configs([res])[res].result(timeout=30)
+    loop = deadline_loop(POLL_TIMEOUT_S)
+    while altered["retention.ms"].value != "120000" and loop():
+        time.sleep(0.1)
+        altered = admin.describe_configs([res])[res].result(timeout=30)
     admin.create_partitions([NewPartitions(name, 4)])[name].result(timeout=30)
     loop = deadline_loop(POLL_TIMEOUT_S)
     partitions = 0

@@ -1,9 +1,11 @@
 """Apache Kafka's jars from Maven Central, fetched once per machine into a cache folder.
 
-`ensure_kafka()` returns the folder of jars (the classpath), fetching it with `mvn` the first
-time; `ensure_kafka_clients()` does the same for kafka-clients alone (Kafka's own codec, the
-`*Data` classes), at a version of its own (4.4.0) while the broker harness stays on 4.1.2. Two
-pytest processes may ask at once: an exclusive file lock serialises them, and the folder appears
+`ensure_kafka(version)` returns the folder of jars (the classpath), fetching it with `mvn` the
+first time: Kafka 4.4.0 by default, the codec's reference release, and 4.1.2 (`KAFKA_4_1`) for
+the tests that keep the mock's `Semantics.KAFKA_4_1` preset true to it. `ensure_kafka_clients()`
+does the same for kafka-clients alone (Kafka's own codec, the `*Data` classes, and the Java
+producer and consumer), `ensure_kafka_streams()` for Kafka Streams. Two pytest processes may ask
+at once: an exclusive file lock serialises them, and the folder appears
 by an atomic rename only once every jar is in, so a half-fetched folder is never used. Anything
 that keeps the jars from being had (no java, no mvn, Maven Central slow or refusing) raises
 `KafkaUnavailable` with the reason, which the tests turn into a skip.
@@ -20,23 +22,29 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-KAFKA_VERSION = "4.1.2"
+# the codec's reference release: the harness runs it unless a test asks for another
+KAFKA_VERSION = "4.4.0"
+# the release the mock's Semantics.KAFKA_4_1 preset follows
+KAFKA_4_1 = "4.1.2"
 # kafka-clients of the codec's reference release: its generated *Data classes are Kafka's codec
-CLIENTS_VERSION = "4.4.0"
-# log4j-api comes in at this version through Kafka's own dependencies; core and the slf4j 1.x
-# binding (Kafka 4.1 still uses slf4j-api 1.7) must match it
-LOG4J_VERSION = "2.25.3"
+CLIENTS_VERSION = KAFKA_VERSION
+# log4j-api comes in at this version through each release's own dependencies; core and the
+# slf4j 1.x binding (Kafka 4.1 and 4.4 use slf4j-api 1.7) must match it
+LOG4J_VERSIONS = {KAFKA_VERSION: "2.25.5", KAFKA_4_1: "2.25.3"}
 FETCH_TIMEOUT_S = float(os.environ.get("KIPWIRE_KAFKA_FETCH_TIMEOUT", "300"))
 MIN_JAVA = 17
 
-_ARTIFACTS = [
-    ("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
-    ("org.apache.kafka", "kafka-server", KAFKA_VERSION),
-    ("org.apache.kafka", "kafka-metadata", KAFKA_VERSION),
-    ("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
-    ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
-    ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
-]
+
+def artifacts(version: str = KAFKA_VERSION) -> list[tuple[str, str, str]]:
+    """(group, artifact, version) of everything a KRaft node of Kafka `version` needs."""
+    log4j = LOG4J_VERSIONS.get(version)
+    if log4j is None:
+        raise KafkaUnavailable(f"no log4j version known for Kafka {version}: add it here")
+    kafka = ("kafka_2.13", "kafka-server", "kafka-metadata", "kafka-tools")
+    return [("org.apache.kafka", a, version) for a in kafka] + [
+        ("org.apache.logging.log4j", "log4j-core", log4j),
+        ("org.apache.logging.log4j", "log4j-slf4j-impl", log4j),
+    ]
 
 
 class KafkaUnavailable(Exception):
@@ -45,10 +53,11 @@ class KafkaUnavailable(Exception):
 
 @dataclass(frozen=True)
 class KafkaDist:
-    """A fetched Kafka: the java binary and the folder of jars."""
+    """A fetched Kafka: the java binary, the folder of jars and the release they are."""
 
     java: str
     libs: Path
+    version: str = KAFKA_VERSION
 
     @property
     def classpath(self) -> str:
@@ -81,20 +90,19 @@ def find_java() -> str:
     """The java binary to run Kafka with: Java 17 or newer, or KafkaUnavailable."""
     java = shutil.which("java")
     if java is None:
-        raise KafkaUnavailable("java is not installed (Kafka 4.1 needs Java 17 or newer)")
+        raise KafkaUnavailable("java is not installed (Kafka 4 needs Java 17 or newer)")
     major = java_major(java)
     if major < MIN_JAVA:
-        raise KafkaUnavailable(f"{java} is Java {major}; Kafka 4.1 needs Java {MIN_JAVA}+")
+        raise KafkaUnavailable(f"{java} is Java {major}; Kafka 4 needs Java {MIN_JAVA}+")
     return java
 
 
-def pom_xml(artifacts: list[tuple[str, str, str]] | None = None) -> str:
-    """A throwaway pom whose runtime dependencies are everything a KRaft node needs (or
-    `artifacts`)."""
+def pom_xml(wanted: list[tuple[str, str, str]] | None = None) -> str:
+    """A throwaway pom whose runtime dependencies are `wanted` (default: a Kafka 4.4.0 node)."""
     deps = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
         f"<version>{v}</version></dependency>"
-        for g, a, v in (_ARTIFACTS if artifacts is None else artifacts)
+        for g, a, v in (artifacts() if wanted is None else wanted)
     )
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -107,16 +115,11 @@ def pom_xml(artifacts: list[tuple[str, str, str]] | None = None) -> str:
 """
 
 
-def _fetch(
-    mvn: str,
-    target: Path,
-    artifacts: list[tuple[str, str, str]] | None = None,
-    jar: str = f"kafka_2.13-{KAFKA_VERSION}.jar",
-) -> None:
+def _fetch(mvn: str, target: Path, wanted: list[tuple[str, str, str]], jar: str) -> None:
     what = jar.removesuffix(".jar")
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        (work / "pom.xml").write_text(pom_xml(artifacts))
+        (work / "pom.xml").write_text(pom_xml(wanted))
         libs = work / "libs"
         cmd = [mvn, "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies"]
         cmd += ["-DincludeScope=runtime", f"-DoutputDirectory={libs}"]
@@ -140,19 +143,28 @@ def _fetch(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def ensure_kafka() -> KafkaDist:
-    """The cached Kafka jars, fetched from Maven Central on first use; KafkaUnavailable if not."""
-    return KafkaDist(find_java(), _ensure(f"kafka-{KAFKA_VERSION}", None, None))
+def ensure_kafka(version: str = KAFKA_VERSION) -> KafkaDist:
+    """Kafka `version`'s cached jars, fetched from Maven Central on first use; KafkaUnavailable
+    if not."""
+    folder = _ensure(f"kafka-{version}", artifacts(version), f"kafka_2.13-{version}.jar")
+    return KafkaDist(find_java(), folder, version)
 
 
 def ensure_kafka_clients(version: str = CLIENTS_VERSION) -> KafkaDist:
     """kafka-clients `version` and its runtime jars, cached like `ensure_kafka()`."""
-    artifacts = [("org.apache.kafka", "kafka-clients", version)]
-    folder = _ensure(f"kafka-clients-{version}", artifacts, f"kafka-clients-{version}.jar")
-    return KafkaDist(find_java(), folder)
+    wanted = [("org.apache.kafka", "kafka-clients", version)]
+    folder = _ensure(f"kafka-clients-{version}", wanted, f"kafka-clients-{version}.jar")
+    return KafkaDist(find_java(), folder, version)
 
 
-def _ensure(name: str, artifacts: list[tuple[str, str, str]] | None, jar: str | None) -> Path:
+def ensure_kafka_streams(version: str = KAFKA_VERSION) -> KafkaDist:
+    """kafka-streams `version` and the kafka-clients it runs on, cached like `ensure_kafka()`."""
+    wanted = [("org.apache.kafka", "kafka-streams", version)]
+    folder = _ensure(f"kafka-streams-{version}", wanted, f"kafka-streams-{version}.jar")
+    return KafkaDist(find_java(), folder, version)
+
+
+def _ensure(name: str, wanted: list[tuple[str, str, str]], jar: str) -> Path:
     """The cache folder `name`, fetched under its lock on first use."""
     root = cache_root()
     target = root / name
@@ -165,8 +177,5 @@ def _ensure(name: str, artifacts: list[tuple[str, str, str]] | None, jar: str | 
             fcntl.flock(lock, fcntl.LOCK_EX)
             # the process that held the lock before may have fetched it already
             if not target.is_dir():
-                if jar is None:
-                    _fetch(mvn, target)
-                else:
-                    _fetch(mvn, target, artifacts, jar)
+                _fetch(mvn, target, wanted, jar)
     return target

@@ -1,5 +1,5 @@
 """Real Kafka's `__cluster_metadata` log read twice: by kipwire.codec and by Kafka's own
-`kafka.tools.DumpLogSegments --cluster-metadata-decoder`, each into {offset: MetadataEntry}.
+`DumpLogSegments --cluster-metadata-decoder`, each into {offset: MetadataEntry}.
 
 The segment files of a running node are copied first, so both readers see the same bytes.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_dist import KAFKA_4_1
 from kafka_harness import KafkaCluster
 
 from kipwire.codec import RECORDS, decode_record, encode_record, to_json
@@ -68,9 +69,14 @@ def read_with_codec(segment: Path) -> dict[int, MetadataEntry]:
                 name = getattr(control.type, "name", str(control.type))
                 out[record.offset] = MetadataEntry(name, None, to_json(control.value))
             else:
-                name, version, body = decode_record(record.value)
-                out[record.offset] = MetadataEntry(upper_snake(name), version, to_json(body))
+                out[record.offset] = decode_entry(record.value)
     return out
+
+
+def decode_entry(value: bytes) -> MetadataEntry:
+    """One framed metadata record (a record's value, or a mock controller's LogEntry.data)."""
+    name, version, body = decode_record(value)
+    return MetadataEntry(upper_snake(name), version, to_json(body))
 
 
 _CONTROL_NAMES = {
@@ -82,10 +88,16 @@ _CONTROL_NAMES = {
 }
 
 
+# the tool's class where it is not org.apache.kafka.tools' (the tools module's Java, since 4.2):
+# Kafka 4.1 still had it in core's Scala
+_DUMP_LOG_SEGMENTS = {KAFKA_4_1: "kafka.tools.DumpLogSegments"}
+
+
 def read_with_kafka(cluster: KafkaCluster, segment: Path) -> dict[int, MetadataEntry]:
     """Every record DumpLogSegments --cluster-metadata-decoder prints for the segment."""
+    main = _DUMP_LOG_SEGMENTS.get(cluster.dist.version, "org.apache.kafka.tools.DumpLogSegments")
     text = cluster.run_tool(
-        "kafka.tools.DumpLogSegments",
+        main,
         "--cluster-metadata-decoder",
         "--files",
         str(segment),

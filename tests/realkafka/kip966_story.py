@@ -4,8 +4,8 @@ after each step DescribeTopicPartitions (sent with kipwire.codec) says what the 
 decided.
 
 `run_story` takes any cluster with the `StoryCluster` methods, so the same story runs against
-real Kafka now and against kipwire's MockCluster (Semantics.KAFKA_4_1) later. `EXPECTED` is the
-story kip-rules.md predicts and real Kafka 4.1 tells: per step, ISR, ELR, LastKnownElr, leader.
+real Kafka and against kipwire's MockCluster. `EXPECTED` is the story kip-rules.md
+predicts and real Kafka tells (4.1.2 and 4.4.0 alike): per step, ISR, ELR, LastKnownElr, leader.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from kafka_dist import KAFKA_VERSION, KafkaDist, java_major, pom_xml
+from kafka_dist import KAFKA_4_1, KAFKA_VERSION, KafkaDist, artifacts, java_major, pom_xml
 from kafka_harness import KafkaCluster, is_alive, single
 
 
@@ -15,7 +15,14 @@ def test_pom_asks_for_the_server_the_tools_and_a_log_backend() -> None:
     artifacts = set(re.findall(r"<artifactId>([^<]+)</artifactId>", pom))
     assert {"kafka_2.13", "kafka-server", "kafka-metadata", "kafka-tools"} <= artifacts
     assert {"log4j-core", "log4j-slf4j-impl"} <= artifacts
+    assert KAFKA_VERSION == "4.4.0"
     assert pom.count(f"<version>{KAFKA_VERSION}</version>") == 4
+
+
+def test_the_kafka_4_1_preset_release_is_a_version_parameter() -> None:
+    pom = pom_xml(artifacts(KAFKA_4_1))
+    assert pom.count(f"<version>{KAFKA_4_1}</version>") == 4
+    assert KAFKA_VERSION not in pom
 
 
 def test_java_is_new_enough(kafka_dist: KafkaDist) -> None:

@@ -19,7 +19,7 @@ from kafka_metadata_log import (
 )
 from kip966_story import TOPIC
 
-RECORDED = Path(__file__).parent / "data" / "kip966_kafka_4_1.json"
+RECORDED = Path(__file__).parent / "data" / "kip966_kafka_4_4.json"
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ class _Broker:
         self._arrived.set()
         self._arrived = trio.Event()
 
-    async def wait_for_data(self) -> None:
+    async def wait_for_data(self, key: tuple[str, int] | None = None) -> None:
         await self._arrived.wait()
 
 
