@@ -6,8 +6,10 @@ Behavior: the group coordinator keeps the members of a Kafka Streams application
 tasks and creates the missing repartition and changelog topics itself (through the controller,
 before answering), reports MISSING_SOURCE_TOPICS while a source topic is absent, and hands out
 active and standby tasks (`streams.num.standby.replicas`, else `group.streams.num.standby.replicas`,
-0) with KIP-848's reconciliation. v1 asks for the topology description
-(TopologyDescriptionRequired) until a member has sent it for the current topology epoch.
+0) with KIP-848's reconciliation. Topology descriptions are kept only with the mock-only
+`kipwire.streams.topology.description.store` config (Kafka 4.4 keeps them only through a plugin
+and has none by default): then v1 asks for one (TopologyDescriptionRequired) until a member has
+sent it for the current topology epoch; without it, an update is UNSUPPORTED_VERSION as in Kafka.
 Version notes: v1 adds TopologyDescriptionRequired and AcceptableRecoveryLag as int64.
 """
 
