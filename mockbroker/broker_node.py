@@ -16,6 +16,7 @@ from kipwire.codec import ApiKey
 
 from .broker.state import BrokerState
 from .broker.topic_names import topic_name
+from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
@@ -39,6 +40,7 @@ class ClusterServices:
     faults: Faults
     recorder: Taps | None
     groups: GroupCoordinator
+    consumer_groups: ConsumerGroupCoordinator
     share_groups: ShareCoordinator
     streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
@@ -77,6 +79,7 @@ class BrokerNode(BrokerState):
         self.faults = services.faults
         self.recorder = services.recorder
         self.groups = services.groups
+        self.consumer_groups = services.consumer_groups
         self.share_groups = services.share_groups
         self.streams_groups = services.streams_groups
         self.transactions = services.transactions

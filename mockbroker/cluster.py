@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
@@ -33,7 +33,9 @@ from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
 from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
-from .coordinators.groups import CommittedOffset, GroupCoordinator
+from .coordinators.consumer_groups import ConsumerGroupCoordinator
+from .coordinators.group_offsets import GroupOffsets
+from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
@@ -54,6 +56,8 @@ DEFAULT_CONFIG = {
     "broker.heartbeat.interval.ms": "200",
     # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
     "group.initial.rebalance.delay.ms": "0",
+    # Kafka's default is 5000: a KIP-848 member learns of a rebalance at its next heartbeat
+    "group.consumer.heartbeat.interval.ms": "500",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
     "broker.session.timeout.ms": "2000",
@@ -103,10 +107,12 @@ class Cluster:
             default_replication_factor=int(self.config["default.replication.factor"]),
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
+        self.consumer_groups = ConsumerGroupCoordinator(self.groups)
         self.share_groups = ShareCoordinator()
         self.streams_groups = StreamsCoordinator()
+        # a committed transaction's offsets go where the group keeps them, whatever its kind
         self.transactions = TransactionCoordinator(
-            self.groups, self._write_marker, self._committed_offsets
+            GroupOffsets(self.consumer_groups, self.streams_groups), self._write_marker
         )
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
@@ -122,6 +128,7 @@ class Cluster:
             faults=self.faults,
             recorder=self.recorder,
             groups=self.groups,
+            consumer_groups=self.consumer_groups,
             share_groups=self.share_groups,
             streams_groups=self.streams_groups,
             transactions=self.transactions,
@@ -161,6 +168,7 @@ class Cluster:
                         starting.start_soon(self._start_node, node, -1)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
+                nursery.start_soon(self.consumer_groups.run_timers)
                 nursery.start_soon(self.share_groups.run_timers)
                 nursery.start_soon(self.streams_groups.run_timers)
                 nursery.start_soon(self.transactions.run_timers)
@@ -438,15 +446,6 @@ class Cluster:
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
         return self.controller.partition(topic, index)
-
-    def _committed_offsets(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]:
-        """Where a group's offsets live: a streams group's own, else the classic group's."""
-        streams = self.streams_groups.group(group_id)
-        if streams is not None:
-            return streams.offsets
-        group = self.groups.group(group_id, create=True)
-        assert group is not None
-        return group.offsets
 
     def _high_watermark(self, topic: str, index: int) -> int | None:
         """The high watermark at a partition's leader (None when it is not running)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from kipwire.codec.records import build_batch
 
 from .broker.controller_channel import METADATA_TOPIC_ID, ControllerConnection
 from .controller import METADATA_TOPIC, Controller
+from .controller.quorum import QuorumState
 from .faults import Faults
 from .handlers.registry import Handler, top_level_error
 from .network import CONTROLLER, Network
@@ -59,7 +61,10 @@ class ControllerHandlers(Mapping[int, Handler]):
             if api is None:
                 raise KeyError(api_key)
             low, high = api.versions
-            handle = self._node.fetch if api_key == ApiKey.FETCH else self._node.handle_request
+            handle = {
+                ApiKey.FETCH: self._node.fetch,
+                ApiKey.DESCRIBE_QUORUM: self._node.describe_quorum,
+            }.get(api_key, self._node.handle_request)
             handler = Handler(api_key, low, high, handle, top_level_error, low)
             self._table[api_key] = handler
         return handler
@@ -96,6 +101,7 @@ class ControllerNode:
         self.log = logging.getLogger("kipwire.mockbroker.controller")
         self._grew = trio.Event()
         self._last_turn: float | None = None
+        self.quorum = QuorumState()
         self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
             math.inf
         )
@@ -191,6 +197,12 @@ class ControllerNode:
         """A request for the sans-I/O controller (every API but the metadata log's Fetch)."""
         return self.apply(ctx.api_key, ctx.api_version, body)
 
+    async def describe_quorum(self, ctx: ControllerRequest, body: Any) -> dict:
+        """DescribeQuorum: this controller leads, the brokers observe (`controller.quorum`)."""
+        return self.quorum.describe(
+            ctx.api_version, body, self.controller.end_offset, _wall_ms(), (self.host, self.port)
+        )
+
     async def fetch(self, ctx: ControllerRequest, body: Any) -> dict:
         """Metadata log records from the fetch offset; waits up to MaxWaitMs for new ones."""
         topics = body["topics"]
@@ -205,6 +217,8 @@ class ControllerNode:
             return {"error_code": ErrorCode.INVALID_REQUEST, "responses": []}
         request = topics[0]["partitions"][0]
         offset = request["fetch_offset"]
+        replica = (body.get("replica_state") or {}).get("replica_id", body.get("replica_id", -1))
+        self.quorum.fetched(replica, offset, self.controller.end_offset, _wall_ms())
         with trio.move_on_after(max(body["max_wait_ms"], 0) / 1000):
             while offset >= self.controller.end_offset:
                 await self._grew.wait()
@@ -231,3 +245,8 @@ class ControllerNode:
                 {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [part]}
             ],
         }
+
+
+def _wall_ms() -> int:
+    # DescribeQuorum's timestamps are wall-clock, as Kafka's are, whatever trio's clock says
+    return int(time.time() * 1000)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kipwire.codec import ErrorCode
@@ -16,6 +18,7 @@ RECENT_BATCHES = 5
 class _Producer:
     epoch: int
     last_sequence: int = -1
+    last_timestamp: int = -1  # wall-clock ms of its last batch (DescribeProducers)
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
@@ -70,7 +73,18 @@ class ProducerStates:
             state = self._producers[producer_id] = _Producer(epoch)
         last = _next_sequence(first_sequence, count - 1)
         state.last_sequence = last
+        state.last_timestamp = int(time.time() * 1000)
         state.recent.append((first_sequence, last, base_offset))
+
+    def epoch_of(self, producer_id: int) -> int | None:
+        """The producer's current epoch, None when the partition has no state for it."""
+        state = self._producers.get(producer_id)
+        return state.epoch if state is not None else None
+
+    def active(self) -> Iterator[tuple[int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp ms) of every known producer."""
+        for producer_id, state in sorted(self._producers.items()):
+            yield producer_id, state.epoch, state.last_sequence, state.last_timestamp
 
     def bump(self, producer_id: int, epoch: int) -> None:
         """A transaction marker at `epoch`: later batches of older epochs are fenced."""

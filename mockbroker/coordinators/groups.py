@@ -180,6 +180,12 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         return group
 
+    def offsets_for(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """Where a group's offsets are committed (the group is created when new)."""
+        group = self.group(group_id, create=True)
+        assert group is not None
+        return group.offsets
+
     def new_member_id(self, client_id: str) -> str:
         """A fresh member id, Kafka style: client id, dash, UUID."""
         return f"{client_id}-{uuid.uuid4()}"

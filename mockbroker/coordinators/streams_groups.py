@@ -150,6 +150,40 @@ class StreamsGroup:
         if any(m.user_endpoint for m in self.members.values()):
             self.endpoint_epoch += 1  # the IQ endpoints' partitions changed
 
+    def is_subscribed(self, topic: str) -> bool:
+        """Whether the registered topology reads the topic, as a source or a repartition source
+        (OffsetDelete refuses its offsets; Kafka's StreamsGroup#isSubscribedToTopic)."""
+        for sub in (self.topology or {}).get("subtopologies", []):
+            repartition = {t["name"] for t in sub.get("repartition_source_topics") or []}
+            if topic in (sub.get("source_topics") or []) or topic in repartition:
+                return True
+        return False
+
+    def check_commit(self, member_id: str, epoch: int, version: int = -1) -> int:
+        """Whether an OffsetCommit may write (Kafka's StreamsGroup#validateOffsetCommit): a
+        memberless commit while the group is empty, else a member at its current epoch. The
+        same signature as a consumer group's (`consumer_group.py`); `version` changes nothing."""
+        if not member_id and epoch < 0:
+            return ErrorCode.UNKNOWN_MEMBER_ID if self.members else ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def check_fetch(self, member_id: str | None, epoch: int) -> int:
+        """Whether an OffsetFetch (v9+) may read (Kafka's StreamsGroup#validateOffsetFetch): an
+        admin (no member, epoch -1) or a member at its current epoch."""
+        if member_id is None and epoch < 0:
+            return ErrorCode.NONE
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
     def reconcile(self, member: StreamsMember) -> None:
         """Move `member` toward its target: revoke first, then take the new epoch."""
         target_active, target_standby = self.target.get(member.member_id, ({}, {}))
@@ -284,16 +318,7 @@ class StreamsCoordinator:
     def check_commit(self, group_id: str, member_id: str, epoch: int) -> int | None:
         """OffsetCommit's check for a streams group; None when `group_id` is not one."""
         group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if not member_id and epoch < 0:
-            return ErrorCode.UNKNOWN_MEMBER_ID if group.members else ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return None if group is None else group.check_commit(member_id, epoch)
 
     def delete(self, group_id: str) -> int:
         """DeleteGroups for a streams group: only an empty one goes, with its offsets."""

@@ -4,20 +4,28 @@ transaction, and the commit or abort that writes control markers to every partit
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
 from kipwire.codec import ErrorCode
 
-from .groups import CommittedOffset, GroupCoordinator
+from .groups import CommittedOffset
 
 MAX_EPOCH = 32767
 #: writes a COMMIT (True) or ABORT marker to a partition: (topic, index, pid, epoch, commit)
 MarkerWriter = Callable[[str, int, int, int, bool], None]
-#: group id -> the committed offsets of that group, where a committed transaction's offsets go
-OffsetStore = Callable[[str], MutableMapping[tuple[str, int], CommittedOffset]]
+
+
+class OffsetStores(Protocol):
+    """Where groups' committed offsets live, whichever kind holds the group id: a classic
+    coordinator, a consumer-group one (it falls back to the classic group), or the cluster's
+    `GroupOffsets` over every kind (streams groups keep their own offsets)."""
+
+    def offsets_for(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]: ...
 
 
 @dataclass(slots=True)
@@ -30,6 +38,7 @@ class Transaction:
     timeout_ms: int
     state: str = "Empty"
     deadline: float = 0.0  # trio time at which an ongoing transaction is aborted
+    started_ms: int = -1  # wall-clock ms the ongoing transaction began (DescribeTransactions)
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
@@ -41,19 +50,11 @@ class Transaction:
 class TransactionCoordinator:
     """Every transactional id of the cluster."""
 
-    def __init__(
-        self,
-        groups: GroupCoordinator,
-        write_marker: MarkerWriter,
-        offsets_of: OffsetStore | None = None,
-    ) -> None:
+    def __init__(self, groups: OffsetStores, write_marker: MarkerWriter) -> None:
         self._ids = itertools.count(1000)
         self.transactions: dict[str, Transaction] = {}
         self._groups = groups
         self._write_marker = write_marker
-        # where a group's committed offsets live (a streams group keeps its own); by default
-        # the classic group of that id
-        self._offsets_of = offsets_of or self._classic_offsets
         self._changed = trio.Event()
 
     def new_producer_id(self) -> int:
@@ -172,6 +173,7 @@ class TransactionCoordinator:
         if txn.state != "Ongoing":
             txn.state = "Ongoing"
             txn.deadline = trio.current_time() + txn.timeout_ms / 1000
+            txn.started_ms = int(time.time() * 1000)
             self._changed.set()
             self._changed = trio.Event()
 
@@ -196,17 +198,12 @@ class TransactionCoordinator:
             with trio.move_on_at(upcoming):
                 await self._changed.wait()
 
-    def _classic_offsets(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]:
-        group = self._groups.group(group_id, create=True)
-        assert group is not None
-        return group.offsets
-
     def _finish(self, txn: Transaction, commit: bool) -> None:
         for topic, index in sorted(txn.partitions):
             self._write_marker(topic, index, txn.producer_id, txn.epoch, commit)
         if commit:
             for group_id, offsets in txn.offsets.items():
-                self._offsets_of(group_id).update(offsets)
+                self._groups.offsets_for(group_id).update(offsets)
         txn.partitions.clear()
         txn.groups.clear()
         txn.offsets.clear()

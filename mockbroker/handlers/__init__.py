@@ -6,8 +6,10 @@ Handlers reach the broker through `RequestContext.broker` (a `registry.BrokerVie
 from . import (  # noqa: F401  (imported for their registrations)
     admin,
     api_versions,
+    consumer_groups,
     delete_records,
     describe_cluster,
+    describe_quorum,
     describe_topic_partitions,
     fetch,
     find_coordinator,
@@ -23,6 +25,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     share_groups,
     share_offsets,
     streams_groups,
+    transaction_admin,
     transactions,
 )
 from .registry import HANDLERS, BrokerView, Handler, RequestContext

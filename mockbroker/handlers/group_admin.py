@@ -1,26 +1,38 @@
-"""Group administration: ListGroups (16), DescribeGroups (15), DeleteGroups (42).
+"""Group administration of every kind of group: ListGroups (16), DescribeGroups (15),
+DeleteGroups (42), OffsetDelete (47).
 
-Share groups (KIP-932) and streams groups (KIP-1071) are listed with their type as type and
-protocol type ("share", "streams"), deleted when empty, and
-not described here: DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for them, as for any group that
-is not a classic one (KIP-1043), older versions a Dead group.
+Behavior: ListGroups lists classic groups, KIP-848 consumer groups, KIP-932 share groups and
+KIP-1071 streams groups with their type (v5) and state, the non-classic kinds with their type as
+protocol type ("consumer", "share", "streams"). DescribeGroups describes classic groups only,
+and answers any other kind as Kafka does: Dead, with GROUP_ID_NOT_FOUND and "Group X is not a
+classic group." from v6 (KIP-1043), without an error before (clients describe those groups with
+ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe); an unknown group is
+GROUP_ID_NOT_FOUND "Group X not found." from v6, Dead before. DeleteGroups deletes an empty
+group of any kind with its offsets (NON_EMPTY_GROUP while it has members). OffsetDelete, of a
+classic, consumer or streams group, refuses a partition of a topic the group still subscribes to
+(GROUP_SUBSCRIBED_TO_TOPIC; a streams group's topology reads it), and a classic group with members
+that does not use the consumer protocol (NON_EMPTY_GROUP).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
-from kipwire.codec import ApiKey, ErrorCode
+from kipwire.codec import ApiKey, DecodeError, ErrorCode, message
 
-from ..coordinators.groups import GroupState
-from ..coordinators.share_groups import SHARE
-from ..coordinators.streams_groups import STREAMS
-from .groups import not_coordinator
+from ..coordinators.groups import Group, GroupState
+from .consumer_config import image_topics
+from .groups import group_kinds, group_type, not_coordinator
 from .registry import RequestContext, handles
 
-#: DescribeGroups v6 (KIP-1043) adds ErrorMessage and GROUP_ID_NOT_FOUND for groups it cannot
-#: describe.
-ERROR_MESSAGE_VERSION = 6
+#: DescribeGroups v6 says GROUP_ID_NOT_FOUND for a group that is not there, or is not a
+#: classic group (KIP-1043), with an ErrorMessage.
+NOT_FOUND_FROM = 6
+#: The classic protocol type of Kafka consumers, and the one ListGroups gives consumer groups.
+CONSUMER_PROTOCOL = "consumer"
+#: The newest ConsumerProtocolSubscription version the codec reads.
+SUBSCRIPTION_VERSION = 3
 
 
 @handles(ApiKey.LIST_GROUPS)
@@ -29,6 +41,21 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     listed = []
+    for kind, coordinator in group_kinds(ctx.broker).items():
+        # consumer, share and streams groups: the type is the protocol type too
+        for other in coordinator.groups.values():
+            state = other.state.value
+            if not_coordinator(ctx, other.group_id) or (states and state.lower() not in states):
+                continue
+            if not types or kind in types:
+                listed.append(
+                    {
+                        "group_id": other.group_id,
+                        "protocol_type": kind,
+                        "group_state": state,
+                        "group_type": kind,
+                    }
+                )
     for group in ctx.broker.groups.groups.values():
         if group.state is GroupState.DEAD or not_coordinator(ctx, group.group_id):
             continue
@@ -44,32 +71,6 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
                 "group_type": "classic",
             }
         )
-    for share in ctx.broker.share_groups.groups.values():
-        state = share.state.value
-        if not_coordinator(ctx, share.group_id) or (states and state.lower() not in states):
-            continue
-        if not types or SHARE in types:
-            listed.append(
-                {
-                    "group_id": share.group_id,
-                    "protocol_type": SHARE,
-                    "group_state": state,
-                    "group_type": SHARE,
-                }
-            )
-    for streams in ctx.broker.streams_groups.groups.values():
-        state = streams.state.value
-        if not_coordinator(ctx, streams.group_id) or (states and state.lower() not in states):
-            continue
-        if not types or STREAMS in types:
-            listed.append(
-                {
-                    "group_id": streams.group_id,
-                    "protocol_type": STREAMS,
-                    "group_state": state,
-                    "group_type": STREAMS,
-                }
-            )
     return {"error_code": ErrorCode.NONE, "groups": listed}
 
 
@@ -105,13 +106,11 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
         }
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
-        elif group is None and (
-            ctx.broker.share_groups.group(group_id) or ctx.broker.streams_groups.group(group_id)
-        ):
-            if ctx.api_version >= ERROR_MESSAGE_VERSION:
+        elif group_type(ctx.broker, group_id) is not None:
+            if ctx.api_version >= NOT_FOUND_FROM:
                 entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
                 entry["error_message"] = f"Group {group_id} is not a classic group."
-        elif group is None and ctx.api_version >= ERROR_MESSAGE_VERSION:
+        elif group is None and ctx.api_version >= NOT_FOUND_FROM:
             entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
             entry["error_message"] = f"Group {group_id} not found."
         elif group is not None:
@@ -151,10 +150,10 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
         group = groups.group(group_id)
         if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
-        elif group is None and ctx.broker.streams_groups.group(group_id) is not None:
-            code = ctx.broker.streams_groups.delete(group_id)
+        elif (kind := group_type(ctx.broker, group_id)) is not None:
+            code = group_kinds(ctx.broker)[kind].delete(group_id)
         elif group is None:
-            code = ctx.broker.share_groups.delete(group_id)
+            code = ErrorCode.GROUP_ID_NOT_FOUND
         elif group.members:
             code = ErrorCode.NON_EMPTY_GROUP
         else:
@@ -162,3 +161,72 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
             code = ErrorCode.NONE
         results.append({"group_id": group_id, "error_code": code})
     return {"results": results}
+
+
+def _offset_delete_fail(body: Any, code: int, version: int) -> dict:
+    return {"error_code": code, "topics": []}
+
+
+@handles(ApiKey.OFFSET_DELETE, fail=_offset_delete_fail)
+async def offset_delete(ctx: RequestContext, body: Any) -> dict:
+    """Delete a group's committed offsets of partitions no member subscribes to."""
+    group_id = body["group_id"]
+    if not_coordinator(ctx, group_id):
+        return _offset_delete_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+    consumer = ctx.broker.consumer_groups.group(group_id)
+    classic = ctx.broker.groups.group(group_id)
+    if consumer is not None:
+        topics = image_topics(ctx.broker.image)
+        offsets = consumer.offsets
+
+        def subscribed(name: str) -> bool:
+            return consumer.is_subscribed(name, topics)
+
+    elif (streams := ctx.broker.streams_groups.group(group_id)) is not None:
+        offsets = streams.offsets
+
+        def subscribed(name: str) -> bool:
+            return streams.is_subscribed(name)
+
+    elif classic is not None and classic.state is not GroupState.DEAD:
+        if classic.members and classic.protocol_type != CONSUMER_PROTOCOL:
+            return _offset_delete_fail(body, ErrorCode.NON_EMPTY_GROUP, ctx.api_version)
+        offsets = classic.offsets
+        subscriptions = _classic_subscriptions(classic)
+
+        def subscribed(name: str) -> bool:
+            return name in subscriptions
+
+    else:
+        return _offset_delete_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version)
+    results = []
+    for topic in body["topics"]:
+        refused = subscribed(topic["name"])
+        parts = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            if not refused:
+                offsets.pop((topic["name"], index), None)
+            code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if refused else ErrorCode.NONE
+            parts.append({"partition_index": index, "error_code": code})
+        results.append({"name": topic["name"], "partitions": parts})
+    return {"error_code": ErrorCode.NONE, "topics": results}
+
+
+def _classic_subscriptions(group: Group) -> set[str]:
+    """The topics a classic consumer-protocol group's members subscribe to, from their
+    ConsumerProtocolSubscription metadata (a version, then the subscription)."""
+    topics: set[str] = set()
+    for member in group.members.values():
+        metadata = dict(member.protocols).get(group.protocol or "")
+        if metadata is None and member.protocols:
+            metadata = member.protocols[0][1]
+        if not metadata or len(metadata) < 2:
+            continue
+        (version,) = struct.unpack_from(">h", metadata)
+        codec = message("ConsumerProtocolSubscription", min(max(version, 0), SUBSCRIPTION_VERSION))
+        try:
+            topics.update(codec.parse(metadata[2:])["topics"])
+        except DecodeError:
+            continue
+    return topics

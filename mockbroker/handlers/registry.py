@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..broker.log import PartitionLog
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
+    from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
     from ..coordinators.share_groups import ShareCoordinator
     from ..coordinators.streams_groups import StreamsCoordinator
@@ -54,6 +55,7 @@ class BrokerView(Protocol):
     logs: Mapping[tuple[str, int], PartitionLog]
     cluster_id: str
     groups: GroupCoordinator
+    consumer_groups: ConsumerGroupCoordinator
     share_groups: ShareCoordinator
     streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator

@@ -16,9 +16,9 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
 from ..broker.topic_names import topic_id
-from ..coordinators.share_groups import LEAVE_EPOCH, SIMPLE_ASSIGNOR, ShareMember
+from ..coordinators.share_groups import LEAVE_EPOCH, SHARE, SIMPLE_ASSIGNOR, ShareMember
 from ..coordinators.share_settings import ShareSettings
-from .groups import not_coordinator
+from .groups import group_type, not_coordinator
 from .registry import RequestContext, handles
 
 CLIENT_HOST = "/127.0.0.1"
@@ -54,7 +54,10 @@ async def share_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
     if not_coordinator(ctx, group_id):
         return _heartbeat_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     broker = ctx.broker
-    if broker.groups.group(group_id) is not None:
+    if broker.groups.group(group_id) is not None or group_type(broker, group_id) not in (
+        None,
+        SHARE,
+    ):
         return {
             **_heartbeat_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version),
             "error_message": f"Group {group_id} is not a share group.",

@@ -26,10 +26,11 @@ from ..coordinators.streams_assignor import InternalTopic, Tasks, TopologyPlan, 
 from ..coordinators.streams_groups import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    STREAMS,
     StreamsGroup,
     StreamsMember,
 )
-from .groups import not_coordinator
+from .groups import group_type, not_coordinator
 from .registry import BrokerView, RequestContext, handles
 from .share_groups import CLIENT_HOST
 
@@ -180,7 +181,10 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         return _fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     broker = ctx.broker
     classic = broker.groups.group(group_id)
-    if (classic is not None and classic.members) or broker.share_groups.group(group_id):
+    if (classic is not None and classic.members) or group_type(broker, group_id) not in (
+        None,
+        STREAMS,
+    ):
         return {
             **_fail(body, ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version),
             "error_message": f"Group {group_id} is not a streams group.",

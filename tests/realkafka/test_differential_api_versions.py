@@ -26,19 +26,15 @@ _SASL = "the mock's listeners are PLAINTEXT only: no SASL"
 _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
 _LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
 _QUORUM = "the mock controller is one node, not a Raft quorum"
-_KIP_848 = "KIP-848 consumer groups: the mock's group coordinator speaks the classic protocol"
 _KIP_932 = (
     "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
     "coordinator keeps share-partition state in-process"
 )
-_INTROSPECTION = "producer and transaction state introspection is not in the mock"
 _QUOTAS = "the mock enforces no quotas"
 
 #: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.SASL_HANDSHAKE: _SASL,
-    ApiKey.WRITE_TXN_MARKERS: "WriteTxnMarkers is inter-broker: the mock's transaction "
-    "coordinator writes markers into the partition logs in-process",
     ApiKey.DESCRIBE_ACLS: _NO_AUTHORIZER,
     ApiKey.CREATE_ACLS: _NO_AUTHORIZER,
     ApiKey.DELETE_ACLS: _NO_AUTHORIZER,
@@ -49,17 +45,10 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.RENEW_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.EXPIRE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.DESCRIBE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
-    ApiKey.OFFSET_DELETE: "OffsetDelete is not in the mock's group coordinator",
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _QUOTAS,
     ApiKey.ALTER_CLIENT_QUOTAS: _QUOTAS,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
-    ApiKey.DESCRIBE_QUORUM: _QUORUM,
-    ApiKey.DESCRIBE_PRODUCERS: _INTROSPECTION,
-    ApiKey.DESCRIBE_TRANSACTIONS: _INTROSPECTION,
-    ApiKey.LIST_TRANSACTIONS: _INTROSPECTION,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: _KIP_848,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: _KIP_848,
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
     "(KIP-714/KIP-1142) is not in the mock",
     ApiKey.ADD_RAFT_VOTER: _QUORUM,
@@ -80,7 +69,6 @@ NOT_SERVED_BY_MOCK_4_4: dict[int, str] = {
 #: feature -> (Kafka 4.4.0's finalized level, the KAFKA_4_4 mock's, why they differ); None: not
 #: finalized (controller.features.FEATURE_NEEDS: the APIs that would lift each one).
 FEATURE_DIFFERENCES_4_4: dict[str, tuple[int | None, int | None, str]] = {
-    "group.version": (1, None, "group.version 1 turns on " + _KIP_848),
     "transaction.version": (
         2,
         None,
@@ -102,12 +90,6 @@ NARROWER_IN_MOCK_4_1: dict[int, tuple[tuple[int, int], tuple[int, int], str]] = 
 #: feature -> (Kafka 4.1's finalized level, the KAFKA_4_1 mock's, why they differ); None: not
 #: finalized.
 FEATURE_DIFFERENCES_4_1: dict[str, tuple[int | None, int | None, str]] = {
-    "group.version": (
-        1,
-        None,
-        "group.version 1 turns on KIP-848 consumer groups; the mock serves only the classic "
-        "protocol, so it leaves the level unset and clients stay on JoinGroup/SyncGroup",
-    ),
     "transaction.version": (
         2,
         None,

@@ -98,6 +98,11 @@ def test_a_task_moves_only_after_its_owner_revoked_it():
         assert streams.check_commit("app", "a", 1) == ErrorCode.STALE_MEMBER_EPOCH
         assert streams.check_commit("app", "nobody", 2) == ErrorCode.UNKNOWN_MEMBER_ID
         assert streams.check_commit("other", "a", 2) is None  # not a streams group
+        # OffsetFetch checks member epochs as a consumer group's does (admins read freely)
+        assert group.check_fetch(None, -1) == ErrorCode.NONE
+        assert group.check_fetch("a", 2) == ErrorCode.NONE
+        assert group.check_fetch("a", 1) == ErrorCode.STALE_MEMBER_EPOCH
+        assert group.check_fetch("nobody", 2) == ErrorCode.UNKNOWN_MEMBER_ID
         assert beat("b", 7).error == ErrorCode.FENCED_MEMBER_EPOCH
         assert beat("b", -1).member_epoch == -1
         assert streams.delete("app") == ErrorCode.NON_EMPTY_GROUP

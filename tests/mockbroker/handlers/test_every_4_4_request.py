@@ -224,6 +224,36 @@ def _offset_fetch(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.OFFSET_FETCH, v, {"groups": [{"group_id": group, "topics": topics}]})
 
 
+def _offset_delete(ctx: Ctx, v: int) -> Any:
+    group = ctx.fresh("offset-delete")
+    _commit(ctx, 9, group)
+    topic = {"name": TOPIC, "partitions": [{"partition_index": 0}]}
+    return ctx.call(ApiKey.OFFSET_DELETE, v, {"group_id": group, "topics": [topic]})
+
+
+def _consumer_join(ctx: Ctx, v: int, group: str) -> Any:
+    """A KIP-848 member joins `group` (member ids are the client's from v1; v0 may give one)."""
+    body = {
+        "group_id": group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 5000,
+        "subscribed_topic_names": [TOPIC],
+        "topic_partitions": [],
+    }
+    return ctx.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, v, body)
+
+
+def _consumer_group_heartbeat(ctx: Ctx, v: int) -> Any:
+    return _consumer_join(ctx, v, ctx.fresh("consumer"))
+
+
+def _consumer_group_describe(ctx: Ctx, v: int) -> Any:
+    group = ctx.fresh("consumer-describe")
+    _consumer_join(ctx, 1, group)
+    return ctx.call(ApiKey.CONSUMER_GROUP_DESCRIBE, v, {"group_ids": [group]})
+
+
 def _delete_groups(ctx: Ctx, v: int) -> Any:
     group = ctx.fresh("delete")
     _commit(ctx, 9, group)
@@ -287,6 +317,35 @@ def _txn_offset_commit(ctx: Ctx, v: int) -> Any:
     part = {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
     topic = {**_topic(ctx, v, 6), "partitions": [part]}
     return ctx.call(ApiKey.TXN_OFFSET_COMMIT, v, {**ids, "group_id": group, "topics": [topic]})
+
+
+def _describe_producers(ctx: Ctx, v: int) -> Any:
+    topics = [{"name": TOPIC, "partition_indexes": [0]}]
+    return ctx.call(ApiKey.DESCRIBE_PRODUCERS, v, {"topics": topics})
+
+
+def _describe_transactions(ctx: Ctx, v: int) -> Any:
+    txn = ctx.fresh("txn")
+    _init(ctx, txn)
+    return ctx.call(ApiKey.DESCRIBE_TRANSACTIONS, v, {"transactional_ids": [txn]})
+
+
+def _list_transactions(ctx: Ctx, v: int) -> Any:
+    body: dict = {"state_filters": [], "producer_id_filters": []}
+    if v >= 1:
+        body["duration_filter"] = -1
+    return ctx.call(ApiKey.LIST_TRANSACTIONS, v, body)
+
+
+def _write_txn_markers(ctx: Ctx, v: int) -> Any:
+    # what `kafka-transactions abort` sends: an ABORT marker for a producer on one partition
+    marker = {
+        **_init(ctx, None),
+        "transaction_result": False,
+        "topics": [{"name": TOPIC, "partition_indexes": [1]}],
+        "coordinator_epoch": 0,
+    }
+    return ctx.call(ApiKey.WRITE_TXN_MARKERS, v, {"markers": [marker]})
 
 
 # ---------------------------------------------------------------- admin
@@ -374,6 +433,11 @@ def _api_versions(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.API_VERSIONS, v, CLIENT if v >= 3 else {})
 
 
+def _describe_quorum(ctx: Ctx, v: int) -> Any:
+    topic = {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+    return ctx.call(ApiKey.DESCRIBE_QUORUM, v, {"topics": [topic]})
+
+
 def _unregister_broker(ctx: Ctx, v: int) -> Any:
     # a broker of its own cluster, stopped first: unregistering a live one would end it
     with MockCluster(brokers=2) as other, WireClient(other.bootstrap_servers.split(",")[0]) as c:
@@ -418,6 +482,14 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.UNREGISTER_BROKER: _unregister_broker,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_QUORUM: _describe_quorum,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
