@@ -18,6 +18,8 @@ from .broker.state import BrokerState
 from .broker.topic_names import topic_name
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.groups import GroupCoordinator
+from .coordinators.share_groups import ShareCoordinator
+from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
 from .handlers import RequestContext
@@ -43,9 +45,14 @@ class ClusterServices:
     recorder: Taps | None
     groups: GroupCoordinator
     consumer_groups: ConsumerGroupCoordinator
+    share_groups: ShareCoordinator
+    streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
     #: The broker coordinating a group or transactional id (a stable hash over live ones).
     coordinator_for: Callable[[str], NodeAddress | None]
+    #: The high watermark a partition's leader has now, None when no running broker leads it
+    #: (what Kafka's coordinators ask a leader with ListOffsets, for share-group lag).
+    high_watermark: Callable[[str, int], int | None]
     #: Wait until every running broker has replayed the whole metadata log.
     caught_up: Callable[[], Awaitable[None]]
     #: A broker replayed metadata (wakes the cluster's waiters).
@@ -80,6 +87,8 @@ class BrokerNode(BrokerState):
         self.recorder = services.recorder
         self.groups = services.groups
         self.consumer_groups = services.consumer_groups
+        self.share_groups = services.share_groups
+        self.streams_groups = services.streams_groups
         self.transactions = services.transactions
         self._services = services
         self.listener_security = None
@@ -136,6 +145,10 @@ class BrokerNode(BrokerState):
         """New metadata in the image: wake this broker's waiters, then the cluster's."""
         super().metadata_replayed()
         self._services.metadata_changed()
+
+    def leader_high_watermark(self, topic: str, index: int) -> int | None:
+        """The high watermark of a partition at its leader, None when no running broker leads."""
+        return self._services.high_watermark(topic, index)
 
     def coordinator_for(self, key: str) -> NodeAddress | None:
         """The broker coordinating a group or transactional id, None when none is live."""

@@ -36,7 +36,10 @@ from .controller.broker_configs import check_cluster_config
 from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
+from .coordinators.group_offsets import GroupOffsets
 from .coordinators.groups import GroupCoordinator
+from .coordinators.share_groups import ShareCoordinator
+from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
 from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
@@ -116,7 +119,12 @@ class Cluster(SecurityApi):
         )
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.consumer_groups = ConsumerGroupCoordinator(self.groups)
-        self.transactions = TransactionCoordinator(self.consumer_groups, self._write_marker)
+        self.share_groups = ShareCoordinator()
+        self.streams_groups = StreamsCoordinator()
+        # a committed transaction's offsets go where the group keeps them, whatever its kind
+        self.transactions = TransactionCoordinator(
+            GroupOffsets(self.consumer_groups, self.streams_groups), self._write_marker
+        )
         self.network = Network(self._address_of)
         self.faults = Faults(self.network)
         self.recorder = (
@@ -141,8 +149,11 @@ class Cluster(SecurityApi):
             recorder=self.recorder,
             groups=self.groups,
             consumer_groups=self.consumer_groups,
+            share_groups=self.share_groups,
+            streams_groups=self.streams_groups,
             transactions=self.transactions,
             coordinator_for=self.coordinator_for,
+            high_watermark=self._high_watermark,
             caught_up=self.caught_up,
             metadata_changed=self.metadata_changed,
             recovering_rejects_fetch=semantics.recovering_rejects_fetch,
@@ -188,6 +199,8 @@ class Cluster(SecurityApi):
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
                 nursery.start_soon(self.consumer_groups.run_timers)
+                nursery.start_soon(self.share_groups.run_timers)
+                nursery.start_soon(self.streams_groups.run_timers)
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
@@ -467,6 +480,18 @@ class Cluster(SecurityApi):
     def partition(self, topic: str, index: int) -> Any:
         """The controller's view of a partition."""
         return self.controller.partition(topic, index)
+
+    def _high_watermark(self, topic: str, index: int) -> int | None:
+        """The high watermark at a partition's leader (None when it is not running)."""
+        try:
+            leader = self.controller.partition(topic, index).leader
+        except KeyError:
+            return None
+        node = self.nodes.get(leader)
+        if node is None or not node.running:
+            return None
+        log = node.logs.get((topic, index))
+        return log.high_watermark if log is not None else 0
 
     def _write_marker(self, topic: str, index: int, pid: int, epoch: int, commit: bool) -> None:
         leader = self.controller.partition(topic, index).leader

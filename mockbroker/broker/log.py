@@ -11,8 +11,10 @@ shutdown.
 from __future__ import annotations
 
 import bisect
+import itertools
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -282,6 +284,11 @@ class PartitionLog:
             parts.append(stored.data)
             size += len(stored.data)
         return b"".join(parts)
+
+    def batches_from(self, offset: int) -> Iterator[StoredBatch]:
+        """The stored batches in order, from the one holding `offset` (found by bisection)."""
+        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        return itertools.islice(self.batches, index, None)
 
     def aborted_in(self, start: int, stop: int) -> list[AbortedTxn]:
         """Aborted transactions that overlap offsets [start, stop)."""

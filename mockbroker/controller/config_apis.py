@@ -11,6 +11,7 @@ from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, Error
 from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
 from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
+from .group_configs import check_group_config, describe_group
 from .result import ControllerResult, ControllerView
 
 
@@ -52,6 +53,8 @@ def _check_resource(draft: Draft, resource_type: int, name: str) -> tuple[int, s
         if name and not name.isdigit():
             return ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id"
         return None
+    if resource_type == ConfigResourceType.GROUP:
+        return None if name else (ErrorCode.INVALID_REQUEST, "a group resource needs a group id")
     return ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here"
 
 
@@ -60,6 +63,11 @@ def _check_changes(
 ) -> tuple[int, str] | None:
     release = draft.settings.semantics.release
     for key, value in changes.items():
+        if resource_type == ConfigResourceType.GROUP:
+            problem = check_group_config(key, value)
+            if problem is not None:
+                return ErrorCode.INVALID_CONFIG, problem
+            continue
         if resource_type == ConfigResourceType.BROKER:
             # a broker resource takes broker configs and the topic configs' cluster defaults
             problem = broker_config_problem(key, value, release) or dynamic_problem(key)
@@ -142,6 +150,8 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
 
 def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
     state = draft.state
+    if rtype == ConfigResourceType.GROUP:
+        return describe_group(state, version, rname, keys)
     configs = known(draft.settings.semantics.release)
     out = []
     # a broker resource also describes the broker configs (not the log.* synonyms, which are

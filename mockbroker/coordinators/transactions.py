@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,9 +21,11 @@ MarkerWriter = Callable[[str, int, int, int, bool], None]
 
 
 class OffsetStores(Protocol):
-    """Where groups' committed offsets live (a classic or a consumer-group coordinator)."""
+    """Where groups' committed offsets live, whichever kind holds the group id: a classic
+    coordinator, a consumer-group one (it falls back to the classic group), or the cluster's
+    `GroupOffsets` over every kind (streams groups keep their own offsets)."""
 
-    def offsets_for(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]: ...
+    def offsets_for(self, group_id: str) -> MutableMapping[tuple[str, int], CommittedOffset]: ...
 
 
 @dataclass(slots=True)

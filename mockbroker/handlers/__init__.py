@@ -21,6 +21,10 @@ from . import (  # noqa: F401  (imported for their registrations)
     offset_for_leader_epoch,
     offsets,
     produce,
+    share_fetch,
+    share_groups,
+    share_offsets,
+    streams_groups,
     transaction_admin,
     transactions,
 )

@@ -264,7 +264,7 @@ async def _group_member(caller: Caller, ctx: RequestContext, body: Any, handler:
     return await handler.handle(ctx, body)
 
 
-@rule(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+@rule(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT)
 async def _consumer_group(caller: Caller, ctx: RequestContext, body: Any, h: Handler) -> Any:
     # KIP-848 members need READ on their group, as classic ones do
     if not caller.may(Op.READ, Res.GROUP, body["group_id"]):
@@ -272,7 +272,7 @@ async def _consumer_group(caller: Caller, ctx: RequestContext, body: Any, h: Han
     return await h.handle(ctx, body)
 
 
-@rule(ApiKey.CONSUMER_GROUP_DESCRIBE)
+@rule(ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.STREAMS_GROUP_DESCRIBE)
 async def _consumer_group_describe(
     caller: Caller, ctx: RequestContext, body: Any, handler: Handler
 ) -> Any:
@@ -282,6 +282,23 @@ async def _consumer_group_describe(
     served = {g["group_id"]: g for g in response.get("groups", [])}
     failed = handler.fail(body, GROUP_DENIED, ctx.api_version)["groups"]
     return {**response, "groups": [served.get(g["group_id"], g) for g in failed]}
+
+
+_SHARE_GROUP_OPERATION = {
+    ApiKey.SHARE_FETCH: Op.READ,
+    ApiKey.SHARE_ACKNOWLEDGE: Op.READ,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: Op.READ,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: Op.DELETE,
+}
+
+
+@rule(*_SHARE_GROUP_OPERATION)
+async def _share_group(caller: Caller, ctx: RequestContext, body: Any, handler: Handler) -> Any:
+    # the whole request names one share group; its topics are not checked here
+    operation = _SHARE_GROUP_OPERATION[ctx.api_key]
+    if not caller.may(operation, Res.GROUP, body.get("group_id") or ""):
+        return handler.fail(body, GROUP_DENIED, ctx.api_version)
+    return await handler.handle(ctx, body)
 
 
 @rule(ApiKey.FIND_COORDINATOR)

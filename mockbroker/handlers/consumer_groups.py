@@ -19,10 +19,11 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.metadata_image import MetadataImage
 from ..coordinators.assignors import Assignment
+from ..coordinators.consumer_classic import PROTOCOL_TYPE
 from ..coordinators.consumer_group import ConsumerGroup
 from ..coordinators.consumer_groups import GroupSettings, Heartbeat
 from .consumer_config import group_settings, image_topics
-from .groups import not_coordinator
+from .groups import group_type, not_coordinator
 from .registry import RequestContext, handles
 
 #: ConsumerGroupHeartbeat from v1: SubscribedTopicRegex, and the client generates member ids.
@@ -43,6 +44,12 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
     """Join, heartbeat or leave a consumer group; the member's epoch and assignment back."""
     if not_coordinator(ctx, body["group_id"]):
         return {"error_code": ErrorCode.NOT_COORDINATOR}
+    if group_type(ctx.broker, body["group_id"]) not in (None, PROTOCOL_TYPE):
+        # a share or streams group holds the id (group ids are one namespace across kinds)
+        return {
+            "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+            "error_message": f"Group {body['group_id']} is not a consumer group.",
+        }
     names = body["subscribed_topic_names"]
     request = Heartbeat(
         group_id=body["group_id"],
@@ -60,7 +67,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
     )
     image = ctx.broker.image
     result = ctx.broker.consumer_groups.heartbeat(
-        request, image_topics(image), group_settings(image), trio.current_time()
+        request, image_topics(image), group_settings(image, request.group_id), trio.current_time()
     )
     assignment = None
     if result.assignment is not None:

@@ -1,11 +1,16 @@
-"""Group administration of classic and KIP-848 consumer groups alike: ListGroups (16),
-DescribeGroups (15), DeleteGroups (42), OffsetDelete (47).
+"""Group administration of every kind of group: ListGroups (16), DescribeGroups (15),
+DeleteGroups (42), OffsetDelete (47).
 
-Behavior: ListGroups lists both kinds with their type (v5) and state; DescribeGroups describes
-classic groups only, and answers a consumer group as Kafka does: Dead, with GROUP_ID_NOT_FOUND
-and "Group X is not a classic group." from v6 (KIP-1043), without an error before (clients
-describe consumer groups with ConsumerGroupDescribe). OffsetDelete refuses a partition of a
-topic the group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC), and a classic group with members
+Behavior: ListGroups lists classic groups, KIP-848 consumer groups, KIP-932 share groups and
+KIP-1071 streams groups with their type (v5) and state, the non-classic kinds with their type as
+protocol type ("consumer", "share", "streams"). DescribeGroups describes classic groups only,
+and answers any other kind as Kafka does: Dead, with GROUP_ID_NOT_FOUND and "Group X is not a
+classic group." from v6 (KIP-1043), without an error before (clients describe those groups with
+ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe); an unknown group is
+GROUP_ID_NOT_FOUND "Group X not found." from v6, Dead before. DeleteGroups deletes an empty
+group of any kind with its offsets (NON_EMPTY_GROUP while it has members). OffsetDelete, of a
+classic, consumer or streams group, refuses a partition of a topic the group still subscribes to
+(GROUP_SUBSCRIBED_TO_TOPIC; a streams group's topology reads it), and a classic group with members
 that does not use the consumer protocol (NON_EMPTY_GROUP).
 """
 
@@ -18,10 +23,11 @@ from kipwire.codec import ApiKey, DecodeError, ErrorCode, message
 
 from ..coordinators.groups import Group, GroupState
 from .consumer_config import image_topics
-from .groups import not_coordinator
+from .groups import group_kinds, group_type, not_coordinator
 from .registry import RequestContext, handles
 
-#: DescribeGroups v6 says GROUP_ID_NOT_FOUND for a group that is not there (KIP-1043).
+#: DescribeGroups v6 says GROUP_ID_NOT_FOUND for a group that is not there, or is not a
+#: classic group (KIP-1043), with an ErrorMessage.
 NOT_FOUND_FROM = 6
 #: The classic protocol type of Kafka consumers, and the one ListGroups gives consumer groups.
 CONSUMER_PROTOCOL = "consumer"
@@ -35,21 +41,21 @@ async def list_groups(ctx: RequestContext, body: Any) -> dict:
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     listed = []
-    for consumer in ctx.broker.consumer_groups.groups.values():
-        if not_coordinator(ctx, consumer.group_id):
-            continue
-        if states and consumer.state.value.lower() not in states:
-            continue
-        if types and "consumer" not in types:
-            continue
-        listed.append(
-            {
-                "group_id": consumer.group_id,
-                "protocol_type": CONSUMER_PROTOCOL,
-                "group_state": consumer.state.value,
-                "group_type": "consumer",
-            }
-        )
+    for kind, coordinator in group_kinds(ctx.broker).items():
+        # consumer, share and streams groups: the type is the protocol type too
+        for other in coordinator.groups.values():
+            state = other.state.value
+            if not_coordinator(ctx, other.group_id) or (states and state.lower() not in states):
+                continue
+            if not types or kind in types:
+                listed.append(
+                    {
+                        "group_id": other.group_id,
+                        "protocol_type": kind,
+                        "group_state": state,
+                        "group_type": kind,
+                    }
+                )
     for group in ctx.broker.groups.groups.values():
         if group.state is GroupState.DEAD or not_coordinator(ctx, group.group_id):
             continue
@@ -100,10 +106,13 @@ async def describe_groups(ctx: RequestContext, body: Any) -> dict:
         }
         if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
-        elif ctx.broker.consumer_groups.group(group_id) is not None:
+        elif group_type(ctx.broker, group_id) is not None:
             if ctx.api_version >= NOT_FOUND_FROM:
                 entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
                 entry["error_message"] = f"Group {group_id} is not a classic group."
+        elif group is None and ctx.api_version >= NOT_FOUND_FROM:
+            entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+            entry["error_message"] = f"Group {group_id} not found."
         elif group is not None:
             stable = group.state is GroupState.STABLE
             entry.update(
@@ -141,8 +150,8 @@ async def delete_groups(ctx: RequestContext, body: Any) -> dict:
         group = groups.group(group_id)
         if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
-        elif ctx.broker.consumer_groups.group(group_id) is not None:
-            code = ctx.broker.consumer_groups.delete(group_id)
+        elif (kind := group_type(ctx.broker, group_id)) is not None:
+            code = group_kinds(ctx.broker)[kind].delete(group_id)
         elif group is None:
             code = ErrorCode.GROUP_ID_NOT_FOUND
         elif group.members:
@@ -172,6 +181,12 @@ async def offset_delete(ctx: RequestContext, body: Any) -> dict:
 
         def subscribed(name: str) -> bool:
             return consumer.is_subscribed(name, topics)
+
+    elif (streams := ctx.broker.streams_groups.group(group_id)) is not None:
+        offsets = streams.offsets
+
+        def subscribed(name: str) -> bool:
+            return streams.is_subscribed(name)
 
     elif classic is not None and classic.state is not GroupState.DEAD:
         if classic.members and classic.protocol_type != CONSUMER_PROTOCOL:

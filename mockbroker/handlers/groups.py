@@ -6,18 +6,46 @@ group (the online migration) by `coordinators/consumer_classic.py`.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import trio
 
 from kipwire.codec import ApiKey, ErrorCode
 
 from ..coordinators import consumer_classic
+from ..coordinators.share_groups import SHARE
+from ..coordinators.streams_groups import STREAMS
 from .consumer_config import group_settings, image_topics
-from .registry import RequestContext, handles
+from .registry import BrokerView, RequestContext, handles
 
 #: KIP-394: from JoinGroup v4 a new member must rejoin with the member id it is given.
 MEMBER_ID_REQUIRED_FROM = 4
+
+
+class GroupKind(Protocol):
+    """A coordinator of one kind of group other than classic (consumer, share, streams)."""
+
+    @property
+    def groups(self) -> Mapping[str, Any]: ...
+
+    def delete(self, group_id: str) -> int: ...
+
+
+def group_kinds(broker: BrokerView) -> dict[str, GroupKind]:
+    """The coordinators of the non-classic group types, by ListGroups' GroupType name: KIP-848
+    consumer groups, KIP-932 share groups, KIP-1071 streams groups."""
+    return {
+        consumer_classic.PROTOCOL_TYPE: broker.consumer_groups,
+        SHARE: broker.share_groups,
+        STREAMS: broker.streams_groups,
+    }
+
+
+def group_type(broker: BrokerView, group_id: str) -> str | None:
+    """Which non-classic kind of group holds the id (group ids are one namespace across kinds),
+    None for a classic group or no group."""
+    return next((k for k, c in group_kinds(broker).items() if group_id in c.groups), None)
 
 
 def not_coordinator(ctx: RequestContext, key: str) -> bool:
@@ -64,7 +92,7 @@ async def join_group(ctx: RequestContext, body: Any) -> dict:
             group,
             *arguments,
             image_topics(image),
-            group_settings(image),
+            group_settings(image, body["group_id"]),
             trio.current_time(),
         )
     return {

@@ -1,12 +1,15 @@
-"""Committed offsets: OffsetCommit (8) and OffsetFetch (9), of classic and consumer groups.
+"""Committed offsets: OffsetCommit (8) and OffsetFetch (9), of classic, consumer and streams
+groups.
 
-A classic group checks generations (`coordinators/groups.py`); a KIP-848 consumer group checks
-member epochs (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; `coordinators/consumer_groups.py`).
+A classic group checks generations (`coordinators/groups.py`); a KIP-848 consumer group and a
+KIP-1071 streams group check member epochs alike (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID;
+`coordinators/consumer_group.py`, `coordinators/streams_groups.py`), each keeping its own offsets.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import MutableMapping
+from typing import Any, Protocol
 
 from kipwire.codec import ApiKey, ErrorCode
 
@@ -19,6 +22,25 @@ from .registry import RequestContext, handles
 GROUPS_FROM = 8
 #: OffsetCommit and OffsetFetch v10 name topics by id only (KIP-848).
 BY_TOPIC_ID = 10
+
+
+class EpochGroup(Protocol):
+    """A group whose members commit and fetch with member epochs: a consumer or a streams one."""
+
+    @property
+    def offsets(self) -> MutableMapping[tuple[str, int], CommittedOffset]: ...
+
+    def check_commit(self, member_id: str, member_epoch: int, version: int) -> int: ...
+
+    def check_fetch(self, member_id: str | None, member_epoch: int) -> int: ...
+
+
+def _epoch_group(ctx: RequestContext, group_id: str) -> EpochGroup | None:
+    """The consumer or streams group holding the id; None for a classic group (or none)."""
+    consumer = ctx.broker.consumer_groups.group(group_id)
+    if consumer is not None:
+        return consumer
+    return ctx.broker.streams_groups.group(group_id)
 
 
 def _commit_fail(body: Any, code: int, version: int) -> dict:
@@ -44,10 +66,10 @@ async def offset_commit(ctx: RequestContext, body: Any) -> dict:
         return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     image = ctx.broker.image
     epoch, member_id = body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
-    consumer = ctx.broker.consumer_groups.group(body["group_id"])
-    offsets: dict | None
-    if consumer is not None:
-        code, offsets = consumer.check_commit(member_id, epoch, ctx.api_version), consumer.offsets
+    epochs = _epoch_group(ctx, body["group_id"])
+    offsets: MutableMapping | None
+    if epochs is not None:
+        code, offsets = epochs.check_commit(member_id, epoch, ctx.api_version), epochs.offsets
     else:
         code, group = ctx.broker.groups.check_commit(body["group_id"], epoch, member_id)
         offsets = group.offsets if group is not None else None
@@ -107,9 +129,9 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
                 }
             )
             continue
-        consumer = ctx.broker.consumer_groups.group(request["group_id"])
-        if consumer is not None:
-            code = consumer.check_fetch(request.get("member_id"), request.get("member_epoch", -1))
+        epochs = _epoch_group(ctx, request["group_id"])
+        if epochs is not None:
+            code = epochs.check_fetch(request.get("member_id"), request.get("member_epoch", -1))
             if code:
                 groups.append({"group_id": request["group_id"], "topics": [], "error_code": code})
                 continue
@@ -122,8 +144,8 @@ async def offset_fetch(ctx: RequestContext, body: Any) -> dict:
 
 def _group_offsets(ctx: RequestContext, group_id: str, requested: list | None) -> list[dict]:
     image = ctx.broker.image
-    consumer = ctx.broker.consumer_groups.group(group_id)
-    group = consumer if consumer is not None else ctx.broker.groups.group(group_id)
+    epochs = _epoch_group(ctx, group_id)
+    group: Any = epochs if epochs is not None else ctx.broker.groups.group(group_id)
     offsets = group.offsets if group else {}
     if requested is None:
         wanted: dict[str, list[int]] = {}

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ..broker.partition import Partition
     from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
+    from ..coordinators.share_groups import ShareCoordinator
+    from ..coordinators.streams_groups import StreamsCoordinator
     from ..coordinators.transactions import TransactionCoordinator
 
 Body = Any
@@ -54,6 +56,8 @@ class BrokerView(Protocol):
     cluster_id: str
     groups: GroupCoordinator
     consumer_groups: ConsumerGroupCoordinator
+    share_groups: ShareCoordinator
+    streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
 
     @property
@@ -62,6 +66,7 @@ class BrokerView(Protocol):
     def replica(self, topic: str, index: int) -> Partition: ...
     def partition_log(self, topic: str, index: int, leader_epoch: int = -1) -> PartitionLog: ...
     def coordinator_for(self, key: str) -> NodeAddress | None: ...
+    def leader_high_watermark(self, topic: str, index: int) -> int | None: ...
     def data_arrived(self, key: tuple[str, int] | None = None) -> None: ...
     async def wait_for_data(self) -> None: ...
     async def forward(self, api_key: int, api_version: int, body: Any) -> Any: ...

@@ -26,9 +26,11 @@ _SASL = "the mock's listeners are PLAINTEXT only: no SASL"
 _NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
 _LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
 _QUORUM = "the mock controller is one node, not a Raft quorum"
-_KIP_932 = "KIP-932 share groups are not in the mock"
+_KIP_932 = (
+    "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
+    "coordinator keeps share-partition state in-process"
+)
 _QUOTAS = "the mock enforces no quotas"
-_KIP_1071 = "KIP-1071 streams groups are not in the mock"
 
 #: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
@@ -49,10 +51,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "
     "(KIP-714/KIP-1142) is not in the mock",
-    ApiKey.SHARE_GROUP_HEARTBEAT: _KIP_932,
-    ApiKey.SHARE_GROUP_DESCRIBE: _KIP_932,
-    ApiKey.SHARE_FETCH: _KIP_932,
-    ApiKey.SHARE_ACKNOWLEDGE: _KIP_932,
     ApiKey.ADD_RAFT_VOTER: _QUORUM,
     ApiKey.REMOVE_RAFT_VOTER: _QUORUM,
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: _KIP_932,
@@ -60,17 +58,11 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.DELETE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _KIP_932,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _KIP_932,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _KIP_932,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _KIP_932,
 }
 
 #: API key -> why the mock does not serve what Kafka 4.4.0's broker listener advertises besides.
 NOT_SERVED_BY_MOCK_4_4: dict[int, str] = {
     **NOT_SERVED_BY_MOCK,
-    ApiKey.STREAMS_GROUP_HEARTBEAT: _KIP_1071,
-    ApiKey.STREAMS_GROUP_DESCRIBE: _KIP_1071,
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: _KIP_1071,
     ApiKey.UNREGISTER_CONTROLLER: _QUORUM + ": there is no other controller to unregister",
 }
 
@@ -83,8 +75,6 @@ FEATURE_DIFFERENCES_4_4: dict[str, tuple[int | None, int | None, str]] = {
         "transaction.version 2 turns on transactions v2 (KIP-890 part 2), which the mock's "
         "brokers do not serve as a whole yet, so clients must not be told to use it",
     ),
-    "share.version": (2, None, "share.version 2 turns on share groups: " + _KIP_932),
-    "streams.version": (1, None, "streams.version 1 turns on streams groups: " + _KIP_1071),
 }
 
 #: API key -> (Kafka 4.1's range, the KAFKA_4_1 mock's, why the mock's is narrower).

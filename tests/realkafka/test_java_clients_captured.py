@@ -1,7 +1,7 @@
 """Kafka 4.4.0's own Java clients on the wire: the producer and consumer
 (`java/ProduceConsume.java`, `group.protocol=classic`, and `consumer` against real Kafka only: the
 mock's group coordinator speaks the classic protocol) and a Kafka Streams word count
-(`java/WordCount.java`, `group.protocol=streams`, KIP-1071, against real Kafka only).
+(`java/WordCount.java`, `group.protocol=streams`, KIP-1071, against real Kafka and the mock).
 
 Against real Kafka 4.4.0 tcpdump records the broker listener; against the mock, its own recorder
 (`MockCluster(record=...)`). Every PDU of every capture decodes `ok` with kipwire.captures (no
@@ -103,7 +103,7 @@ def app_args(protocol: str, bootstrap: str, name: str, state: Path) -> tuple[str
 
 @pytest.fixture(
     scope="module",
-    params=["real-classic", "real-consumer", "real-streams", "mock-classic"],
+    params=["real-classic", "real-consumer", "real-streams", "mock-classic", "mock-streams"],
 )
 def java_capture(
     request: pytest.FixtureRequest,

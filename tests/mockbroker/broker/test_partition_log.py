@@ -194,3 +194,13 @@ def test_log_append_time_is_stamped_into_each_batch_with_a_valid_crc():
     log.advance_high_watermark(log.end_offset)
     assert log.offset_for_time(4_000)[:2] == (0, 5_000)
     assert log.offset_for_time(MAX_TIMESTAMP)[:2] == (0, 5_000)  # the first with the largest
+
+
+def test_batches_from_starts_at_the_batch_holding_the_offset():
+    log = PartitionLog()
+    for _ in range(3):
+        log.append(_batch(4))
+    assert [b.base_offset for b in log.batches_from(5)] == [4, 8]
+    assert [b.base_offset for b in log.batches_from(0)] == [0, 4, 8]
+    assert [b.base_offset for b in log.batches_from(11)] == [8]
+    assert list(log.batches_from(12)) == [log.batches[-1]]  # past the end: the last batch

@@ -6,7 +6,11 @@ import pytest
 import trio
 
 from kipwire.codec import ErrorCode
+from kipwire.mockbroker.coordinators.consumer_group import ConsumerGroup
+from kipwire.mockbroker.coordinators.consumer_groups import ConsumerGroupCoordinator
+from kipwire.mockbroker.coordinators.group_offsets import GroupOffsets
 from kipwire.mockbroker.coordinators.groups import CommittedOffset, GroupCoordinator
+from kipwire.mockbroker.coordinators.streams_groups import StreamsCoordinator
 from kipwire.mockbroker.coordinators.transactions import TransactionCoordinator
 
 
@@ -61,3 +65,28 @@ async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced
             nursery.cancel_scope.cancel()
     assert markers == [("t", 0, pid, epoch + 1, False)]
     assert txns.end("tx", pid, epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+
+
+@pytest.mark.trio
+async def test_committed_offsets_go_where_the_group_keeps_them():
+    # a streams group (KIP-1071) and a consumer group (KIP-848) keep their own offsets: a
+    # transaction's land there; any other id is a classic group's
+    groups = GroupCoordinator()
+    consumers = ConsumerGroupCoordinator(groups)
+    consumers.groups["billing"] = ConsumerGroup("billing")
+    streams = StreamsCoordinator()
+    app = streams.group("app", create=True)
+    assert app is not None
+    txns = TransactionCoordinator(GroupOffsets(consumers, streams), lambda *marker: None)
+    _, pid, epoch = txns.init_producer_id("tx", 60_000, -1, -1)
+    for group_id, offset in (("app", 3), ("billing", 4), ("plain", 5)):
+        assert txns.add_offsets("tx", pid, epoch, group_id) == 0
+        committed = {("t", 0): CommittedOffset(offset, -1, "")}
+        assert txns.commit_offsets("tx", pid, epoch, group_id, committed) == 0
+    assert txns.end("tx", pid, epoch, commit=True) == 0
+    assert app.offsets[("t", 0)].offset == 3
+    assert groups.group("app") is None  # no classic group appears beside the streams group
+    assert consumers.groups["billing"].offsets[("t", 0)].offset == 4
+    assert groups.group("billing") is None  # nor beside the consumer group
+    plain = groups.group("plain")
+    assert plain is not None and plain.offsets[("t", 0)].offset == 5

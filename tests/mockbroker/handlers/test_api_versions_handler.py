@@ -81,20 +81,23 @@ def test_finalized_features_under_4_4(cluster: MockCluster) -> None:
     supported = {
         f["name"]: (f["min_version"], f["max_version"]) for f in body["supported_features"]
     }
-    # metadata.version 4.4-IV2; ELR on and KIP-848 consumer groups (group.version 1), as Kafka
-    # 4.4 finalizes them for a fresh cluster
+    # metadata.version 4.4-IV2; ELR on, KIP-848 consumer groups (group.version 1), share groups
+    # v2 and streams groups, as Kafka 4.4 finalizes them for a fresh cluster (the mock serves
+    # the consumer, share and streams APIs)
     assert finalized == {
         "metadata.version": 33,
         "eligible.leader.replicas.version": 1,
         "group.version": 1,
+        "share.version": 2,
+        "streams.version": 1,
     }
     assert supported["share.version"] == (0, 2) and supported["streams.version"] == (0, 1)
-    # Kafka 4.4 finalizes these too; the mock leaves them unset while it serves none of their
-    # APIs (KIP-932, KIP-1071) nor transactions v2, so no client negotiates them
     ranges = _ranges(body)
-    for name in ("share.version", "streams.version"):
+    for name in ("group.version", "share.version", "streams.version"):
         needs = FEATURE_NEEDS[name]
-        assert name not in finalized and needs is not None and not needs <= set(ranges), name
+        assert needs is not None and needs <= set(ranges), name
+    # Kafka 4.4 finalizes transactions v2 too; the mock leaves it unset (it needs the
+    # coordinator's transactions v2, not an API), so no client negotiates it
     assert "transaction.version" not in finalized and FEATURE_NEEDS["transaction.version"] is None
 
 
@@ -103,10 +106,12 @@ def test_a_feature_is_finalized_once_its_apis_are_served() -> None:
     assert fresh_features("4.4", served) == {
         "eligible.leader.replicas.version": 1,
         "group.version": 1,  # ConsumerGroupHeartbeat and ConsumerGroupDescribe are served
+        "share.version": 2,
+        "streams.version": 1,
     }
     share = FEATURE_NEEDS["share.version"]
     assert share is not None
-    assert fresh_features("4.4", served | share)["share.version"] == 2
+    assert "share.version" not in fresh_features("4.4", served - share)
     # transactions v2 needs the coordinator, not an API: never finalized by the mock
     assert "transaction.version" not in fresh_features("4.4", set(KAFKA_4_4_BROKER_VERSIONS))
 

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from group_requests import GroupRequests
 from kafka_wire import WireClient
 
 from kipwire.codec import APIS, AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode, OffsetSpec
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.handlers.registry import listed
+from kipwire.mockbroker.handlers.streams_groups import DESCRIPTION_STORE
 
 TOPIC = "every-version"
 CLIENT = {"client_software_name": "kipwire-tests", "client_software_version": "1"}
@@ -41,8 +43,9 @@ class Ctx:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[MockCluster]:
-    """One broker: it leads every partition and coordinates every group and transaction."""
-    with MockCluster(brokers=1) as running:
+    """One broker: it leads every partition and coordinates every group and transaction (and
+    keeps streams topology descriptions, so that their update is answered without an error)."""
+    with MockCluster(brokers=1, config={DESCRIPTION_STORE: "true"}) as running:
         running.create_topic(TOPIC, partitions=2)
         yield running
 
@@ -487,6 +490,7 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    **GroupRequests(TOPIC, _produce).table(),
 }
 
 CASES = [

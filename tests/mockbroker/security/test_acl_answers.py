@@ -280,3 +280,24 @@ def test_kip_848_group_apis_need_the_group(secured):
         secured.add_acl("User:alice", "GROUP", group, "READ")
         joined = alice.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
         assert joined["error_code"] != ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_share_group_apis_need_the_group(secured):
+    group = _name("share")
+    heartbeat = {
+        "group_id": group,
+        "member_id": "AAAAAAAAAAAAAAAAAAAAAA",
+        "member_epoch": 0,
+        "subscribed_topic_names": [],
+    }
+    with _as(secured, "alice") as alice:
+        joined = alice.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, heartbeat)
+        assert joined["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        described = alice.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group]})
+        assert described["groups"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        fetch = {"group_id": group, "member_id": "AAAAAAAAAAAAAAAAAAAAAA", "share_session_epoch": 0}
+        fetched = alice.call(ApiKey.SHARE_FETCH, 1, fetch)
+        assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        secured.add_acl("User:alice", "GROUP", group, "READ")
+        joined = alice.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, heartbeat)
+        assert joined["error_code"] != ErrorCode.GROUP_AUTHORIZATION_FAILED
