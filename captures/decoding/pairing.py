@@ -23,6 +23,7 @@ from kipwire.codec import ErrorCode
 
 from ..reading.reassembly import Connection
 from .framing import FrameItem, split_frames
+from .redaction import is_redacted_token
 from .roles import orient
 
 __all__ = [
@@ -65,6 +66,7 @@ PDU_COLUMNS = (
     "captured_bytes",
     "trailing_bytes",
     "topic_ids",
+    "redacted",
 )
 PAIR_COLUMNS = (
     "capture",
@@ -302,10 +304,12 @@ class _Decoded:
         "json",
         "trailing",
         "error_code",
+        "redacted",
     )
 
     def __init__(self) -> None:
         self.status = "ok"
+        self.redacted = False
         self.trailing: int | None = None
         self.error_code: int | None = None  # of a response that did not decode
         self.error: str | None = None
@@ -378,6 +382,8 @@ def _decode(
         if request:
             msg = decoder.decode_request(frame, **api.trailing)
             d.client_id = msg.client_id
+            if api.names[api_key] == "SaslAuthenticate":
+                d.redacted = is_redacted_token(bytes(msg.body["auth_bytes"]))
         else:
             msg = decoder.decode_response(frame, api_key, api_version, **api.trailing)
         d.trailing = getattr(msg, "trailing_bytes", 0)
@@ -463,6 +469,7 @@ def decode_connection(
                 body_json=d.json,
                 topic_ids=d.facts[4],
                 trailing_bytes=d.trailing,
+                redacted=d.redacted,
             )
         else:
             row["client_id"] = api.client_id(it.data)
@@ -565,6 +572,7 @@ def _pdu_row(base: dict[str, Any], direction: str, index: int, it: FrameItem) ->
         decode_error=it.note or None,
         stream_offset=it.offset,
         captured_bytes=it.captured,
+        redacted=False,
     )
     if it.kind == "skipped":
         row["decode_error"] = f"{it.length} bytes skipped: {it.note}"

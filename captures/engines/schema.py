@@ -65,6 +65,7 @@ PDUS = pa.schema(
         ("captured_bytes", pa.int64()),
         ("trailing_bytes", pa.int64()),  # bytes after the decoded body, which Kafka ignores
         ("topic_ids", pa.list_(pa.string())),  # topics named by id (Fetch v13+, Metadata v10+)
+        ("redacted", pa.bool_()),  # a SASL secret the recorder replaced by `*` bytes
     ]
 )
 

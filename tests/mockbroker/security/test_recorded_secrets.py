@@ -7,6 +7,8 @@ import base64
 
 from sasl_wire import ScramClient, authenticate, connect, handshake, plain_login, scram_login
 
+from kipwire.captures import decode_capture
+from kipwire.captures.decoding.redaction import is_redacted_token
 from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.security.oauth import unsecured_token
@@ -22,6 +24,17 @@ def test_redact_token_keeps_lengths():
     )
     assert redact_token("SCRAM-SHA-256", b"c=biws,r=xyz,p=UHJvb2Y=") == b"c=biws,r=xyz,p=********"
     assert redact_token("SCRAM-SHA-256", b"n,,n=alice,r=xyz") == b"n,,n=alice,r=xyz"
+
+
+def test_a_redacted_token_is_told_from_a_real_one():
+    for mechanism, token in (
+        ("PLAIN", b"\0alice\0pw"),
+        ("OAUTHBEARER", b"n,,\x01auth=Bearer abc.def.\x01\x01"),
+        ("SCRAM-SHA-256", b"c=biws,r=xyz,p=UHJvb2Y="),
+    ):
+        assert not is_redacted_token(token)
+        assert is_redacted_token(redact_token(mechanism, token))
+    assert not is_redacted_token(b"n,,n=alice,r=xyz")  # SCRAM's first message holds no secret
 
 
 def test_a_recording_holds_no_secret(tmp_path):
@@ -55,3 +68,12 @@ def test_a_recording_holds_no_secret(tmp_path):
     assert b"auth=Bearer " + b"*" * len(token) in recorded
     assert b",p=" + b"*" * len(base64.b64encode(bytes(64))) in recorded
     assert proof.first_bare.encode() in recorded  # the rest of the exchange is kept
+    # decoded, the three secret-bearing SaslAuthenticate requests say they were redacted
+    rows = decode_capture(str(path), broker_ports={int(address.rsplit(":", 1)[1])})
+    sasl = [
+        r["redacted"]
+        for r in rows.pdus
+        if r["api_name"] == "SaslAuthenticate" and r["direction"] == "request"
+    ]
+    assert sorted(sasl) == [False, True, True, True]  # SCRAM's client-first is not a secret
+    assert not any(r["redacted"] for r in rows.pdus if r["api_name"] != "SaslAuthenticate")
