@@ -155,19 +155,25 @@ def _librdkafka(
     return out
 
 
+def _python_sasl(out: dict[str, Any], sasl: Sasl, token_provider: str) -> None:
+    """kafka-python's and aiokafka's SASL settings, which share their names."""
+    if sasl is None:
+        return
+    mechanism, user, password = sasl
+    out["sasl_mechanism"] = mechanism
+    if mechanism == "OAUTHBEARER":
+        from . import oauth  # only OAUTHBEARER clients need its token providers
+
+        out["sasl_oauth_token_provider"] = getattr(oauth, token_provider)(user)
+    else:
+        out["sasl_plain_username"], out["sasl_plain_password"] = user, password
+
+
 def _kafka_python(
     protocol: str, bootstrap: str, sasl: Sasl, ca: str | None, cert: tuple[str, str] | None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"bootstrap_servers": bootstrap, "security_protocol": protocol}
-    if sasl is not None:
-        mechanism, user, password = sasl
-        out["sasl_mechanism"] = mechanism
-        if mechanism == "OAUTHBEARER":
-            from .oauth import kafka_python_token_provider
-
-            out["sasl_oauth_token_provider"] = kafka_python_token_provider(user)
-        else:
-            out["sasl_plain_username"], out["sasl_plain_password"] = user, password
+    _python_sasl(out, sasl, "kafka_python_token_provider")
     if ca is not None:
         out["ssl_cafile"] = ca
         out["ssl_check_hostname"] = True
@@ -180,15 +186,7 @@ def _aiokafka(
     protocol: str, bootstrap: str, sasl: Sasl, ca: str | None, cert: tuple[str, str] | None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"bootstrap_servers": bootstrap, "security_protocol": protocol}
-    if sasl is not None:
-        mechanism, user, password = sasl
-        out["sasl_mechanism"] = mechanism
-        if mechanism == "OAUTHBEARER":
-            from .oauth import aiokafka_token_provider
-
-            out["sasl_oauth_token_provider"] = aiokafka_token_provider(user)
-        else:
-            out["sasl_plain_username"], out["sasl_plain_password"] = user, password
+    _python_sasl(out, sasl, "aiokafka_token_provider")
     if ca is not None:
         import ssl
 
