@@ -32,7 +32,7 @@ from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
 from .controller import Controller, Semantics
-from .controller.broker_configs import check_cluster_config
+from .controller.broker_configs import MOCK_DEFAULTS, check_cluster_config
 from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
 from .controller_node import ControllerNode
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
@@ -56,21 +56,6 @@ from .serve import open_listeners
 BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION, CREATE_TOPICS_VERSION = 4, 1, 7
 #: SecurityProtocol.PLAINTEXT's id in a registration's listeners.
 PLAINTEXT = 0
-DEFAULT_CONFIG = {
-    "auto.create.topics.enable": "true",
-    "num.partitions": "1",
-    "default.replication.factor": "1",
-    "broker.heartbeat.interval.ms": "200",
-    # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
-    "group.initial.rebalance.delay.ms": "0",
-    # Kafka's default is 5000: a KIP-848 member learns of a rebalance at its next heartbeat
-    "group.consumer.heartbeat.interval.ms": "500",
-    "socket.request.max.bytes": str(100 * 1024 * 1024),
-    # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
-    "broker.session.timeout.ms": "2000",
-    # Kafka's default is 30000; a follower that stops fetching leaves the ISR within 3 s here
-    "replica.lag.time.max.ms": "1500",
-}
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
@@ -101,7 +86,7 @@ class Cluster(SecurityApi):
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         # unknown keys and bad values are refused here, with Kafka's message (ConfigError)
-        self.config = {**DEFAULT_CONFIG, **check_cluster_config(config or {})}
+        self.config = {**MOCK_DEFAULTS, **check_cluster_config(config or {})}
         # security_protocol, sasl_mechanisms, users, super_users, authorizer, ssl_client_auth
         settings = SecurityConfig.from_arguments(**security)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None

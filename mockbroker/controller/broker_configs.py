@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from .configs import KNOWN, _bool, _int_at_least, _long_at_least, did_you_mean, known
+from .group_configs import GROUP_CONFIGS
 
 Check = Callable[[str], "str | None"]
 
@@ -71,6 +72,33 @@ BROKER: dict[str, BrokerConfig] = {
     "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
     "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),
     "delegation.token.secret.key": BrokerConfig("", lambda value: None, False),
+}
+
+# the broker defaults of the group configs (group.share.*, group.streams.*), with their checks
+BROKER.update(
+    (broker_key, BrokerConfig(default, check, False))
+    for broker_key, default, check in GROUP_CONFIGS.values()
+    if broker_key and broker_key not in BROKER
+)
+BROKER["group.share.max.size"] = BrokerConfig("200", _int_at_least(1), False)
+# the mock's own: keep the streams topology descriptions members send (handlers.streams_groups)
+BROKER["kipwire.streams.topology.description.store"] = BrokerConfig("false", _bool, False)
+
+#: The mock's own defaults where they differ from Kafka's: shorter timings for tests.
+MOCK_DEFAULTS = {
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "broker.heartbeat.interval.ms": "200",
+    # Kafka's default is 3000; a mock answers at once unless a test asks for the delay
+    "group.initial.rebalance.delay.ms": "0",
+    # Kafka's default is 5000: a KIP-848 member learns of a rebalance at its next heartbeat
+    "group.consumer.heartbeat.interval.ms": "500",
+    "socket.request.max.bytes": str(100 * 1024 * 1024),
+    # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
+    "broker.session.timeout.ms": "2000",
+    # Kafka's default is 30000; a follower that stops fetching leaves the ISR within 3 s here
+    "replica.lag.time.max.ms": "1500",
 }
 
 #: Every name a cluster config may have: broker configs and the topic configs' defaults.
