@@ -12,7 +12,9 @@ controller's own replayed ACLs (`ClusterState.acls`) with the brokers' `Authoriz
 - CreateTopics (CREATE on the cluster, else per topic), DeleteTopics (DELETE, per topic, by name
   or id), CreatePartitions (ALTER per topic) answer TOPIC_AUTHORIZATION_FAILED per topic and let
   the controller serve the rest; the config APIs check each resource (CLUSTER_, TOPIC_ or
-  GROUP_AUTHORIZATION_FAILED).
+  GROUP_AUTHORIZATION_FAILED);
+- delegation tokens are the requester's own (another owner needs CREATE_TOKENS on that user),
+  renewed or expired only by their owner or a renewer, as the brokers check before forwarding.
 
 Only connections with a principal (`security.context.PRINCIPAL`: the secured client listener)
 are checked; the internal listener the brokers dial has none, and a cluster without the
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -36,13 +38,13 @@ from ..handlers.authorization import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED,
 from ..handlers.registry import HANDLERS, Handle, top_level_error
 from ..handlers.scram_credentials import SCRAM_APIS
 from .authorizer import Authorizer
-from .context import CLIENT_HOST, PRINCIPAL
+from .context import CLIENT_HOST, PRINCIPAL, TOKEN_AUTHENTICATED
+from .tokens import find_by_hmac, split_principal
 
 if TYPE_CHECKING:
     from ..controller.state import ClusterState
 
 ZERO_UUID = UUID(int=0)
-METADATA_TOPIC = "__cluster_metadata"
 Serve = Callable[[Any], Awaitable[Any]]
 #: Kafka's default messages (Errors.java), which ApiError(error) carries in per-entry results.
 MESSAGES = {
@@ -60,6 +62,10 @@ class Check:
     api_key: int
     version: int
     state: ClusterState
+    #: delegation.token.secret.key (None: tokens are disabled)
+    token_secret: bytes | None
+    #: serves the request at another version (the token owner's fields are v3+)
+    serve_at: Callable[[int, Any], Awaitable[Any]]
 
     def fail(self, body: Any, code: int) -> dict:
         """The API's error response with `code` everywhere (Kafka's getErrorResponse)."""
@@ -109,9 +115,15 @@ CLUSTER_OPERATION: Mapping[int, int] = {
 class ControllerAuthorization:
     """Wraps the controller's handlers with Kafka's checks (one per cluster with the authorizer)."""
 
-    def __init__(self, authorizer: Authorizer, state: Callable[[], ClusterState]) -> None:
+    def __init__(
+        self,
+        authorizer: Authorizer,
+        state: Callable[[], ClusterState],
+        token_secret: bytes | None = None,
+    ) -> None:
         self.authorizer = authorizer
         self._state = state
+        self.token_secret = token_secret
 
     def guard(self, api_key: int, handle: Handle) -> Handle:
         """`handle` checked first when a principal sends `api_key` (unchanged without a rule)."""
@@ -125,7 +137,11 @@ class ControllerAuthorization:
                 return await handle(ctx, body)
             state = self._state()
             caller = Caller(self.authorizer, state.acls, principal, CLIENT_HOST.get())
-            check = Check(caller, ctx.api_key, ctx.api_version, state)
+
+            def serve_at(version: int, b: Any) -> Awaitable[Any]:
+                return handle(replace(ctx, api_version=version), b)
+
+            check = Check(caller, ctx.api_key, ctx.api_version, state, self.token_secret, serve_at)
             return await rule(check, body, lambda b: handle(ctx, b))
 
         checked.__doc__ = f"{handle.__doc__} (authorized first)"
@@ -179,9 +195,8 @@ def _duplicates(keys: list[Any]) -> set[Any]:
 async def _create_topics(check: Check, body: Any, serve: Serve) -> Any:
     caller = check.caller
     names = [t["name"] for t in body["topics"]]
-    # duplicates and the metadata topic are refused before authorization (the controller's
-    # own INVALID_REQUEST answers them)
-    skip = _duplicates(names) | {METADATA_TOPIC}
+    # duplicates are refused before authorization (the controller's own INVALID_REQUEST)
+    skip = _duplicates(names)
     cluster_wide = caller.may_cluster(Op.CREATE)
     if cluster_wide:
         denied: set[str] = set()
@@ -331,3 +346,63 @@ async def _configs(check: Check, body: Any, serve: Serve) -> Any:
             entry["configs"] = []
         response[out_key].append(entry)
     return response
+
+
+#: The first CreateDelegationToken version that names an owner.
+OWNER_VERSION = 3
+
+
+@_rule(ApiKey.CREATE_DELEGATION_TOKEN)
+async def _create_token(check: Check, body: Any, serve: Serve) -> Any:
+    # the controller writes the token for the owner the request names: the requester unless
+    # it names another, which needs CREATE_TOKENS on that user (Kafka's checks)
+    requester = check.caller.principal
+    owner_name = body.get("owner_principal_name")
+    kind = body.get("owner_principal_type") or "User"
+    owner = f"{kind}:{owner_name}" if owner_name else requester
+    code = None
+    if check.token_secret is None:
+        code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+    elif TOKEN_AUTHENTICATED.get():
+        code = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    elif any(r["principal_type"] != "User" for r in body["renewers"]):
+        code = ErrorCode.INVALID_PRINCIPAL_TYPE
+    elif owner != requester and not check.caller.may(Op.CREATE_TOKENS, Res.USER, owner):
+        code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+    if code is not None:
+        return {"error_code": code, "principal_type": "", "principal_name": "", "token_id": ""}
+    kind, name = split_principal(owner)
+    asked = {
+        "owner_principal_type": kind,
+        "owner_principal_name": name,
+        "renewers": body["renewers"],
+        "max_lifetime_ms": body["max_lifetime_ms"],
+    }
+    response = dict(await check.serve_at(max(check.version, OWNER_VERSION), asked))
+    if check.version < OWNER_VERSION:
+        response.pop("token_requester_principal_type", None)
+        response.pop("token_requester_principal_name", None)
+    else:
+        kind, name = split_principal(requester)
+        response.update(token_requester_principal_type=kind, token_requester_principal_name=name)
+    return response
+
+
+@_rule(ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN)
+async def _owned_token(check: Check, body: Any, serve: Serve) -> Any:
+    # only the token's owner or one of its renewers renews or expires it
+    code = None
+    if check.token_secret is None:
+        code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+    elif TOKEN_AUTHENTICATED.get():
+        code = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    else:
+        token = find_by_hmac(check.token_secret, check.state.tokens, bytes(body["hmac"]))
+        principal = check.caller.principal
+        if token is None:
+            code = ErrorCode.DELEGATION_TOKEN_NOT_FOUND
+        elif principal != token.owner and principal not in token.renewers:
+            code = ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+    if code is not None:
+        return {"error_code": code, "expiry_timestamp_ms": -1}
+    return await serve(body)

@@ -93,7 +93,7 @@ class ClusterSecurity:
         node.advertised_extra = self.controller_api_ranges(node.controller.semantics.release)
         if self.config.authorizer:
             authorizer = Authorizer(self.config.super_users)
-            node.authorization = ControllerAuthorization(authorizer, state)
+            node.authorization = ControllerAuthorization(authorizer, state, self.token_secret)
         return self.listener(
             lambda user, mechanism: state().scram.get((user, MECHANISM_TYPES[mechanism])),
             lambda: state().tokens,

@@ -36,7 +36,7 @@ def secured() -> Iterator[MockCluster]:
     with MockCluster(
         brokers=1,
         security_protocol="SASL_PLAINTEXT",
-        sasl_mechanisms=("PLAIN",),
+        sasl_mechanisms=("PLAIN", "SCRAM-SHA-256"),  # SCRAM enables delegation tokens
         users=USERS,
         super_users=("admin",),
         authorizer=True,
@@ -157,6 +157,43 @@ def test_delete_topics_needs_delete_and_hides_what_it_may_not_describe(secured):
     assert state.topic(gone) is None
 
 
+def test_delete_by_id_names_only_a_describable_topic(secured):
+    hidden, seen = _name(), _name()
+    secured.create_topic(hidden)
+    secured.create_topic(seen)
+    state = secured.cluster.controller.state
+    ids = {n: state.topic_ids[n] for n in (hidden, seen)}
+    topics = [{"name": None, "topic_id": i} for i in ids.values()]
+    with (
+        _controller_as(secured, "alice") as client,
+        _acl(secured, "User:alice", "TOPIC", seen, "DESCRIBE"),
+    ):
+        response = client.call(ApiKey.DELETE_TOPICS, 6, {"topics": topics, "timeout_ms": 5000})
+    answers = {r["topic_id"]: (r["name"], r["error_code"]) for r in response["responses"]}
+    assert answers == {ids[hidden]: (None, TOPIC_DENIED), ids[seen]: (seen, TOPIC_DENIED)}
+    assert state.topic(hidden) is not None
+
+
+def test_a_refused_duplicate_is_never_served(secured):
+    name = _name()
+    secured.create_topic(name)
+    with _controller_as(secured, "alice") as client:
+        response = client.call(
+            ApiKey.DELETE_TOPICS, 5, {"topic_names": [name, name], "timeout_ms": 5000}
+        )
+        assert [(r["name"], r["error_code"]) for r in response["responses"]] == [
+            (name, ErrorCode.INVALID_REQUEST)
+        ]
+        twice = [{"name": name, "count": 3, "assignments": None}] * 2
+        results = client.call(ApiKey.CREATE_PARTITIONS, 3, {"topics": twice, "timeout_ms": 5000})[
+            "results"
+        ]
+        assert [(r["name"], r["error_code"]) for r in results] == [
+            (name, ErrorCode.INVALID_REQUEST)
+        ]
+    assert len(secured.cluster.controller.state.topic(name).partitions) == 1
+
+
 def test_create_partitions_needs_alter_on_the_topic(secured):
     name = _name()
     secured.create_topic(name)
@@ -213,6 +250,34 @@ def test_cluster_wide_apis_need_their_operation_on_the_cluster(secured):
         with _acl(secured, "User:alice", "CLUSTER", "kafka-cluster", "DESCRIBE"):
             described = _describe_quorum(client)
         assert described["error_code"] == ErrorCode.NONE
+
+
+def _token(client, owner: str | None = None) -> dict:
+    body = {"renewers": [], "max_lifetime_ms": -1, "owner_principal_type": None}
+    if owner is not None:
+        body.update(owner_principal_type="User", owner_principal_name=owner)
+    return client.call(ApiKey.CREATE_DELEGATION_TOKEN, 3, body)
+
+
+def test_delegation_tokens_are_the_requesters_own(secured):
+    with _controller_as(secured, "alice") as client:
+        refused = _token(client, owner="admin")
+        assert refused["error_code"] == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+        own = _token(client)
+        assert own["error_code"] == ErrorCode.NONE
+        assert (own["principal_name"], own["token_requester_principal_name"]) == ("alice", "alice")
+        # before v3 a request names no owner: still the requester's
+        old = client.call(
+            ApiKey.CREATE_DELEGATION_TOKEN, 1, {"renewers": [], "max_lifetime_ms": -1}
+        )
+        assert (old["error_code"], old["principal_name"]) == (ErrorCode.NONE, "alice")
+        with _controller_as(secured, "admin") as admin:
+            theirs = _token(admin)
+        renew = {"hmac": theirs["hmac"], "renew_period_ms": 1000}
+        answer = client.call(ApiKey.RENEW_DELEGATION_TOKEN, 2, renew)
+        assert answer["error_code"] == ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+        mine = {"hmac": own["hmac"], "renew_period_ms": 1000}
+        assert client.call(ApiKey.RENEW_DELEGATION_TOKEN, 2, mine)["error_code"] == ErrorCode.NONE
 
 
 def test_a_super_user_is_allowed_everything(secured):
