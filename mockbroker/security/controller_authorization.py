@@ -167,8 +167,8 @@ async def _cluster(check: Check, body: Any, serve: Serve) -> Any:
 async def _fetch(check: Check, body: Any, serve: Serve) -> Any:
     if check.caller.may_cluster(Op.CLUSTER_ACTION):
         return await serve(body)
-    # FetchRequest.getErrorResponse: v13+ the top-level code alone, older versions also per
-    # partition (they have no top-level code of their own to read)
+    # FetchRequest.getErrorResponse: v13+ the top-level code alone; older versions also per
+    # partition, for clients of versions that read errors only there
     topics = [] if check.version >= 13 else body["topics"]
     return {
         "error_code": CLUSTER_DENIED,
@@ -176,7 +176,7 @@ async def _fetch(check: Check, body: Any, serve: Serve) -> Any:
         "responses": [
             {
                 "topic": t.get("topic"),
-                "topic_id": t.get("topic_id", ZERO_UUID),
+                "topic_id": t.get("topic_id") or ZERO_UUID,
                 "partitions": [
                     {"partition_index": p["partition"], "error_code": CLUSTER_DENIED}
                     for p in t["partitions"]
