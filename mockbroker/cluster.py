@@ -50,7 +50,6 @@ from .recorder import Recorder
 from .security.api import SecurityApi
 from .security.config import SecurityConfig
 from .security.runtime import ClusterSecurity
-from .security.scram import MECHANISM_TYPES
 from .serve import open_listeners
 
 BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION, CREATE_TOPICS_VERSION = 4, 1, 7
@@ -153,14 +152,7 @@ class Cluster(SecurityApi):
         )
         self._controller_security = None
         if self.security is not None:
-            ranges = self.security.controller_api_ranges(semantics.release)
-            self.controller_node.advertised_extra = ranges
-            self._controller_security = self.security.listener(
-                lambda user, mechanism: self.controller.state.scram.get(
-                    (user, MECHANISM_TYPES[mechanism])
-                ),
-                lambda: self.controller.state.tokens,
-            )
+            self._controller_security = self.security.secure_controller(self.controller_node)
 
     # -- lifecycle --------------------------------------------------------------------------
 

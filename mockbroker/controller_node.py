@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -26,11 +26,15 @@ from kipwire.codec.records import build_batch
 
 from .broker.controller_channel import METADATA_TOPIC_ID, ControllerConnection
 from .controller import METADATA_TOPIC, Controller
+from .controller.apis import SERVED
 from .controller.quorum import QuorumState
 from .faults import Faults
 from .handlers.registry import Handler, top_level_error
 from .network import CONTROLLER, Network
 from .serve import Taps
+
+if TYPE_CHECKING:
+    from .security.controller_authorization import ControllerAuthorization
 
 TICK_INTERVAL = 0.1
 #: A gap between the controller's turns longer than its tick by this much is a stall of the
@@ -61,10 +65,13 @@ class ControllerHandlers(Mapping[int, Handler]):
             if api is None:
                 raise KeyError(api_key)
             low, high = api.versions
-            handle = {
-                ApiKey.FETCH: self._node.fetch,
-                ApiKey.DESCRIBE_QUORUM: self._node.describe_quorum,
-            }.get(api_key, self._node.handle_request)
+            node = self._node
+            own = {ApiKey.FETCH: node.fetch, ApiKey.DESCRIBE_QUORUM: node.describe_quorum}
+            handle = own.get(api_key, node.handle_request)
+            guard = node.authorization
+            # only what is served is checked: any other API keeps its protocol error
+            if guard is not None and (api_key in own or api_key in SERVED):
+                handle = guard.guard(api_key, handle)
             handler = Handler(api_key, low, high, handle, top_level_error, low)
             self._table[api_key] = handler
         return handler
@@ -89,8 +96,11 @@ class ControllerNode:
         faults: Faults,
         recorder: Taps | None,
         max_request_bytes: int,
+        authorization: ControllerAuthorization | None = None,
     ) -> None:
         self.controller = controller
+        #: Kafka's ControllerApis checks with `authorizer=True` (None: nothing is checked)
+        self.authorization = authorization
         self.network = network
         self.faults = faults
         self.recorder = recorder

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .authorizer import Authorizer
 from .config import SCRAM_MECHANISMS, SecurityConfig
+from .controller_authorization import ControllerAuthorization
 from .listener import ListenerSecurity
 from .oauth import OAuthBearerServer
 from .plain import PlainServer
@@ -22,6 +24,10 @@ from .sasl import Mechanism, SaslAuthenticator
 from .scram import MECHANISM_TYPES, ScramCredential, ScramServer, make_credential
 from .tls import CertificateAuthority
 from .tokens import TokenInfo, split_principal, token_credential
+
+if TYPE_CHECKING:
+    from ..controller.state import ClusterState
+    from ..controller_node import ControllerNode
 
 #: Kafka's default connection.failed.authentication.delay.ms.
 FAILED_AUTHENTICATION_DELAY_MS = 100
@@ -74,6 +80,24 @@ class ClusterSecurity:
             for key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
             for low, high in [BROKER_VERSIONS[release][key]]
         ]
+
+    def secure_controller(self, node: ControllerNode) -> ListenerSecurity:
+        """Secure the controller's client listener like the brokers' (its SASL APIs in
+        ApiVersions, its credentials and tokens, ControllerApis' checks with the authorizer);
+        the listener security to serve it with."""
+        controller = node.controller
+
+        def state() -> ClusterState:
+            return controller.state
+
+        node.advertised_extra = self.controller_api_ranges(node.controller.semantics.release)
+        if self.config.authorizer:
+            authorizer = Authorizer(self.config.super_users)
+            node.authorization = ControllerAuthorization(authorizer, state, self.token_secret)
+        return self.listener(
+            lambda user, mechanism: state().scram.get((user, MECHANISM_TYPES[mechanism])),
+            lambda: state().tokens,
+        )
 
     def bootstrap_records(self) -> list[tuple[str, dict[str, Any]]]:
         """The UserScramCredentialRecords of the configured users (a formatted cluster's
