@@ -301,3 +301,14 @@ def test_share_group_apis_need_the_group(secured):
         secured.add_acl("User:alice", "GROUP", group, "READ")
         joined = alice.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, heartbeat)
         assert joined["error_code"] != ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_describe_quorum_through_a_broker_needs_describe_on_the_cluster(secured):
+    topic = {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+    with _as(secured, "alice") as alice:
+        denied = alice.call(ApiKey.DESCRIBE_QUORUM, 2, {"topics": [topic]})
+    assert denied["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with _as(secured, "admin") as admin:
+        answered = admin.call(ApiKey.DESCRIBE_QUORUM, 2, {"topics": [topic]})
+    assert answered["error_code"] == ErrorCode.NONE
+    assert answered["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
