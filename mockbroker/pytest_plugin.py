@@ -16,10 +16,14 @@ from .sync_cluster import MockCluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Declare the marker so `--strict-markers` accepts it."""
+    """Declare the marker so `--strict-markers` accepts it; the trio fixture, or its absence."""
     config.addinivalue_line(
         "markers", "mock_cluster(**kwargs): arguments for the mock_cluster fixtures"
     )
+    # pytest itself runs no async fixture: without pytest-trio, say which package is missing
+    # instead of pytest's generic message
+    trio = config.pluginmanager.has_plugin("trio")
+    config.pluginmanager.register(TrioFixture() if trio else NoTrio(), "kipwire-trio-fixture")
 
 
 def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -38,8 +42,23 @@ def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
         yield cluster
 
 
-@pytest.fixture
-async def trio_mock_cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
-    """A running trio `Cluster` for pytest-trio tests."""
-    async with open_cluster(**_options(request)) as cluster:
-        yield cluster
+class TrioFixture:
+    """`trio_mock_cluster` where pytest-trio runs async fixtures."""
+
+    @pytest.fixture
+    async def trio_mock_cluster(self, request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+        """A running trio `Cluster` for pytest-trio tests."""
+        async with open_cluster(**_options(request)) as cluster:
+            yield cluster
+
+
+class NoTrio:
+    """`trio_mock_cluster` without pytest-trio: a usage error that names the package."""
+
+    @pytest.fixture
+    def trio_mock_cluster(self) -> Cluster:
+        """Refuse: async fixtures need pytest-trio."""
+        raise pytest.UsageError(
+            "trio_mock_cluster needs the pytest-trio plugin: pip install 'kipwire[pytest]' "
+            "(or pytest-trio), and mark the test @pytest.mark.trio"
+        )

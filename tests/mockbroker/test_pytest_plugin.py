@@ -36,3 +36,12 @@ def test_fixtures_and_marker(pytester):
     # the plugin loads through its pytest11 entry point, as in any project that installs kipwire
     result = pytester.runpytest_subprocess("--strict-markers", "-q")
     result.assert_outcomes(passed=3)
+
+
+def test_without_pytest_trio_the_trio_fixture_names_the_package(pytester):
+    pytester.makepyfile(TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:trio", "-q", "-k", "trio_cluster")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*trio_mock_cluster needs the pytest-trio plugin*kipwire[[]pytest[]]*"]
+    )
