@@ -13,8 +13,8 @@ Usage: ``python benchmarks/kip848_bench.py [--rounds N] [--side S]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,30 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realkafk
 
 from kafka_dist import KAFKA_VERSION, KafkaUnavailable, ensure_kafka  # noqa: E402
 from kafka_harness import BENCH_JVM_OPTS, KafkaCluster, single  # noqa: E402
+from mock_bench import kipwire_cluster  # noqa: E402  (this script's folder is on sys.path)
 
 TOPIC = "rebalance"
 PARTITIONS = 6
 MEMBERS = 3
 TIMEOUT = 60.0
-
-
-@contextmanager
-def kipwire_cluster() -> Iterator[str]:
-    """A one-broker kipwire cluster in a subprocess; yields its bootstrap server."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "1", "--quiet"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        bootstrap = proc.stdout.readline().strip()
-        if not bootstrap:
-            raise RuntimeError("kipwire-broker did not print its bootstrap servers")
-        yield bootstrap
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @contextmanager
@@ -69,7 +51,7 @@ def real_kafka_cluster() -> Iterator[str]:
 REAL = f"real Kafka {KAFKA_VERSION}"
 SIDES: dict[str, Callable[[], AbstractContextManager[str]]] = {
     REAL: real_kafka_cluster,
-    "kipwire": kipwire_cluster,
+    "kipwire": functools.partial(kipwire_cluster, brokers=1),
 }
 
 

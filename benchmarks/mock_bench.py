@@ -31,10 +31,10 @@ TIMEOUT = 120.0
 
 
 @contextmanager
-def kipwire_cluster() -> Iterator[str]:
-    """A 3-broker kipwire cluster in a subprocess; yields its bootstrap servers."""
+def kipwire_cluster(brokers: int = 3) -> Iterator[str]:
+    """A kipwire cluster in a subprocess; yields its bootstrap servers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3", "--quiet"],
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", str(brokers), "--quiet"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -43,7 +43,8 @@ def _epoch_group(ctx: RequestContext, group_id: str) -> EpochGroup | None:
     return ctx.broker.streams_groups.group(group_id)
 
 
-def _commit_fail(body: Any, code: int, version: int) -> dict:
+def commit_fail(body: Any, code: int, version: int) -> dict:
+    """OffsetCommit's (and TxnOffsetCommit's, the same shape) answer with `code` everywhere."""
     return {
         "topics": [
             {
@@ -59,11 +60,11 @@ def _commit_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-@handles(ApiKey.OFFSET_COMMIT, min_version=2, fail=_commit_fail)
+@handles(ApiKey.OFFSET_COMMIT, min_version=2, fail=commit_fail)
 async def offset_commit(ctx: RequestContext, body: Any) -> dict:
     """Store offsets for a group's current generation (or a simple, memberless commit)."""
     if not_coordinator(ctx, body["group_id"]):
-        return _commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+        return commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     image = ctx.broker.image
     epoch, member_id = body.get("generation_id_or_member_epoch", -1), body.get("member_id", "")
     epochs = _epoch_group(ctx, body["group_id"])

@@ -10,6 +10,7 @@ from kipwire.codec import ApiKey, ErrorCode
 from ..broker.topic_names import topic_name
 from ..coordinators.groups import CommittedOffset
 from .groups import not_coordinator
+from .offsets import commit_fail
 from .registry import RequestContext, handles
 
 #: EndTxn v5 is transactions v2: the coordinator bumps the epoch at every transaction's end.
@@ -145,27 +146,11 @@ async def end_txn(ctx: RequestContext, body: Any) -> dict:
     }
 
 
-def _txn_offsets_fail(body: Any, code: int, version: int) -> dict:
-    return {
-        "topics": [
-            {
-                "name": t.get("name"),
-                "topic_id": t.get("topic_id"),
-                "partitions": [
-                    {"partition_index": p["partition_index"], "error_code": code}
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body["topics"]
-        ]
-    }
-
-
-@handles(ApiKey.TXN_OFFSET_COMMIT, fail=_txn_offsets_fail)
+@handles(ApiKey.TXN_OFFSET_COMMIT, fail=commit_fail)
 async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
     """Offsets committed inside a transaction, visible once it commits (group coordinator)."""
     if not_coordinator(ctx, body["group_id"]):
-        return _txn_offsets_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
+        return commit_fail(body, ErrorCode.NOT_COORDINATOR, ctx.api_version)
     names = [topic_name(ctx.broker.image, t) for t in body["topics"]]
     # v6 names topics by id: an unknown id fails its own partitions (UNKNOWN_TOPIC_ID, KIP-1319)
     known = [(n, t) for n, t in zip(names, body["topics"], strict=True) if n is not None]
@@ -185,7 +170,7 @@ async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
         offsets,
     )
     if ctx.api_version < TXN_OFFSETS_BY_ID or not unknown:
-        return _txn_offsets_fail(body, code, ctx.api_version)
-    answered = _txn_offsets_fail({"topics": [t for _, t in known]}, code, ctx.api_version)
-    missing = _txn_offsets_fail({"topics": unknown}, ErrorCode.UNKNOWN_TOPIC_ID, ctx.api_version)
+        return commit_fail(body, code, ctx.api_version)
+    answered = commit_fail({"topics": [t for _, t in known]}, code, ctx.api_version)
+    missing = commit_fail({"topics": unknown}, ErrorCode.UNKNOWN_TOPIC_ID, ctx.api_version)
     return {"topics": answered["topics"] + missing["topics"]}
