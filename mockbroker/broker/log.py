@@ -147,6 +147,7 @@ class PartitionLog:
         self.epoch_starts: list[tuple[int, int]] = []  # (leader epoch, its first offset)
         self.high_watermark = 0  # offsets below it are visible to consumers
         self.flushed_offset = 0  # offsets below it survive an unclean shutdown
+        self.cleaned_offset = 0  # compaction's checkpoint: offsets below it are clean
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HWM forward to `offset` (capped at the log end); True if it moved."""
@@ -276,6 +277,7 @@ class PartitionLog:
         self.epoch_starts = [e for e in self.epoch_starts if e[1] < self.end_offset]
         self.high_watermark = min(self.high_watermark, self.end_offset)
         self.flushed_offset = min(self.flushed_offset, self.end_offset)
+        self.cleaned_offset = min(self.cleaned_offset, self.end_offset)
         self.aborted = [t for t in self.aborted if t.last_offset < self.end_offset]
         self.producers = ProducerStates()
         self.open_txns = {}

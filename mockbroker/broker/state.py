@@ -7,6 +7,7 @@ built with.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .cleaner import LogCleaner
 from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
 from .log_config import LogConfig
@@ -63,6 +65,7 @@ class BrokerState:
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
+        self.cleaner = LogCleaner(self)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""
@@ -81,7 +84,9 @@ class BrokerState:
     def new_log(self, topic: str, index: int) -> PartitionLog:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
-        return PartitionLog(config=LogConfig.of_topic(self.image, topic))
+        log = PartitionLog(config=LogConfig.of_topic(self.image, topic), clock=self.cleaner.now_ms)
+        log.on_roll = functools.partial(self.cleaner.watch, (topic, index))
+        return log
 
     def configs_changed(self) -> None:
         """A config changed: every log takes its topic's settings anew."""
