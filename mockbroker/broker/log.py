@@ -135,7 +135,6 @@ class PartitionLog:
         self._new_segment = new_segment
         self.clock = clock or _now_ms
         self.segments: list[Segment] = [new_segment(0, self.clock())]
-        self.batches = Batches(self.segments)
         #: Called after a new segment rolled (the broker's cleaner watches logs with several).
         self.on_roll: Callable[[], None] | None = None
         self.log_start_offset = 0
@@ -148,6 +147,11 @@ class PartitionLog:
         self.high_watermark = 0  # offsets below it are visible to consumers
         self.flushed_offset = 0  # offsets below it survive an unclean shutdown
         self.cleaned_offset = 0  # compaction's checkpoint: offsets below it are clean
+
+    @property
+    def batches(self) -> Batches:
+        """Every segment's batches, oldest first, as one read-only sequence."""
+        return Batches(self.segments)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HWM forward to `offset` (capped at the log end); True if it moved."""
