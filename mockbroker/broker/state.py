@@ -84,7 +84,11 @@ class BrokerState:
     def new_log(self, topic: str, index: int) -> PartitionLog:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
-        log = PartitionLog(config=LogConfig.of_topic(self.image, topic), clock=self.cleaner.now_ms)
+        log = PartitionLog(
+            name=f"{topic}-{index}",
+            config=LogConfig.of_topic(self.image, topic),
+            clock=self.cleaner.now_ms,
+        )
         log.on_roll = functools.partial(self.cleaner.watch, (topic, index))
         return log
 

@@ -3,9 +3,12 @@ and transaction markers removed after their delete horizon, aborted records remo
 
 from __future__ import annotations
 
+import pytest
+
+from kipwire.codec import ErrorCode
 from kipwire.codec.records import build_batch, iter_batches
 from kipwire.mockbroker.broker.compaction import compact
-from kipwire.mockbroker.broker.log import PartitionLog
+from kipwire.mockbroker.broker.log import LogError, PartitionLog
 from kipwire.mockbroker.broker.log_config import LogConfig
 
 DAY = 86_400_000
@@ -144,3 +147,16 @@ def test_an_open_transaction_bounds_the_cleanable_part():
     log.advance_high_watermark(log.end_offset)
     compact(log, now_ms=5_000)
     assert _records(log)[0] == (0, b"a", b"1")  # its key's later value is not committed yet
+
+
+def test_a_compacted_log_refuses_a_record_without_a_key():
+    log = PartitionLog(name="prices-0", config=LogConfig(compact=True))
+    with pytest.raises(LogError) as err:
+        log.append(build_batch([{"key": b"a", "value": b"1"}, {"key": None, "value": b"2"}]))
+    assert err.value.code == ErrorCode.INVALID_RECORD
+    assert str(err.value).endswith(
+        "1 record errors in total, and only showing the first three errors at most: "
+        "[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key "
+        "in topic partition prices-0')]"
+    )
+    assert log.end_offset == 0
