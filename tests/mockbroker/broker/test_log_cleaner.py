@@ -80,6 +80,9 @@ async def test_time_retention_deletes_a_segment_on_leader_and_follower(autojump_
         # the follower, on its own copy and its own clock, deletes the same segment
         assert cluster.node(2).logs["t", 0].log_start_offset == 2
         assert await _delete_records(cluster, 1) == 2  # below the log start: nothing moves
+        metrics = cluster.metrics()
+        assert (metrics["log_start_offset"]["t-0"], metrics["log_segments"]["t-0"]) == (2, 1)
+        assert metrics["log_size_bytes"]["t-0"] == cluster.node(1).logs["t", 0].size > 0
         # the active segment holds the last record; the cleaner no longer visits the log
         assert ("t", 0) not in cluster.node(1).cleaner.watched
 
