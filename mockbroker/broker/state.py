@@ -61,11 +61,11 @@ class BrokerState:
         self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
+        self.cleaner = LogCleaner(self)
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
-        self.cleaner = LogCleaner(self)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""
@@ -84,12 +84,19 @@ class BrokerState:
     def new_log(self, topic: str, index: int) -> PartitionLog:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
-        log = PartitionLog(
-            name=f"{topic}-{index}",
-            config=LogConfig.of_topic(self.image, topic),
-            clock=self.cleaner.now_ms,
+        return self.adopt_log(
+            topic, index, PartitionLog(config=LogConfig.of_topic(self.image, topic))
         )
-        log.on_roll = functools.partial(self.cleaner.watch, (topic, index))
+
+    def adopt_log(self, topic: str, index: int, log: PartitionLog) -> PartitionLog:
+        """Join a log, new or loaded by a storage back end, to this broker: its name, the
+        cleaner's clock, and the cleaner's watch once it has (or rolls) more than one segment."""
+        key = (topic, index)
+        log.name = f"{topic}-{index}"
+        log.clock = self.cleaner.now_ms
+        log.on_roll = functools.partial(self.cleaner.watch, key)
+        if len(log.segments) > 1:
+            self.cleaner.watch(key)
         return log
 
     def configs_changed(self) -> None:
