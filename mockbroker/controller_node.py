@@ -30,6 +30,7 @@ from .controller.apis import SERVED
 from .controller.quorum import QuorumState
 from .faults import Faults
 from .handlers.registry import Handler, top_level_error
+from .limits import NodeLimits
 from .network import CONTROLLER, Network
 from .serve import Taps
 
@@ -97,6 +98,7 @@ class ControllerNode:
         recorder: Taps | None,
         max_request_bytes: int,
         authorization: ControllerAuthorization | None = None,
+        limits: NodeLimits | None = None,
     ) -> None:
         self.controller = controller
         #: Kafka's ControllerApis checks with `authorizer=True` (None: nothing is checked)
@@ -105,6 +107,7 @@ class ControllerNode:
         self.faults = faults
         self.recorder = recorder
         self.max_request_bytes = max_request_bytes
+        self.limits = limits or NodeLimits()
         self.handlers = ControllerHandlers(self)
         self.host = "127.0.0.1"
         self.port = 0
