@@ -67,7 +67,9 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
             "supported_features": [
                 {"name": name, "min_version": lo, "max_version": hi}
                 for name, (lo, hi) in sorted(
-                    features.CONTROLLER_FEATURES[view.settings.semantics.release].items()
+                    # a KRaft controller supports its release's features as its brokers do
+                    # (what `kafka-features --bootstrap-controller describe` lists)
+                    features.BROKER_FEATURES[view.settings.semantics.release].items()
                 )
             ],
             "finalized_features_epoch": state.features_epoch,
