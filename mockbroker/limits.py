@@ -11,7 +11,9 @@ One difference, on purpose: the pool is strict, a frame is charged only once all
 Kafka's pool (`SimpleMemoryPool`, strict=false) charges any frame while a byte is left, so two
 clients each half-way through a large frame can empty it and mute every other client; here
 they wait for room while small requests still pass (socket.request.max.bytes <=
-queued.max.request.bytes, so every frame fits an empty pool).
+queued.max.request.bytes, so every frame fits an empty pool). The nodes' own connections are
+not charged, so clients filling a broker's pool never delay a heartbeat or a replica fetch
+(Kafka's controller has a socket server of its own; its brokers' replication shares the pool).
 
 Connections, as Kafka's `ConnectionQuotas`: a client over max.connections.per.ip is accepted,
 logged and closed at once; a client over max.connections waits, accepted and unread, for a slot,

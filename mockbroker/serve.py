@@ -202,11 +202,15 @@ async def serve_connection(
     stream: trio.abc.Stream, node: Endpoint, tap: Tap | None = None, gate: Gate | None = None
 ) -> None:
     """Answer the requests of one client connection, in order, until it closes; a `gate`
-    (SASL) sees every frame first. Each request is charged to the node's request memory from
-    its size prefix until it is answered (`limits.RequestMemory`)."""
+    (SASL) sees every frame first. Each request of a client is charged to the node's request
+    memory from its size prefix until it is answered (`limits.RequestMemory`)."""
     frames = FrameBuffer(node.max_request_bytes)
     answer = answer_request if gate is None else gate.bind(stream, frames, tap)
     memory = node.limits.memory
+    if node.faults.source_of(PEER.get()) is not None:
+        # the nodes' own traffic (heartbeats, metadata and replica fetches) is never muted by
+        # clients filling the pool: the control plane is not starved by the data plane
+        memory = UNCOUNTED
     by_client = True
     try:
         while True:
@@ -293,6 +297,10 @@ async def _read_request(
         memory.give(charge)
         raise
     return request, charge
+
+
+#: The pool of connections whose requests are not counted (a node's links to another).
+UNCOUNTED = RequestMemory(-1)
 
 
 def _peer_text() -> str:

@@ -141,6 +141,29 @@ def test_a_client_over_max_connections_waits_for_a_slot_and_the_limit_is_dynamic
             waiting.connection.close()
 
 
+def test_clients_filling_the_controllers_pool_never_mute_the_brokers_links():
+    limits = {"socket.request.max.bytes": MIB, "queued.max.request.bytes": MIB}
+    with MockCluster(brokers=1, config=limits) as cluster:
+        host, port = cluster.cluster.controller_node.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as hostile:
+            hostile.sendall(struct.pack(">i", MIB - 4) + b"x" * 1000)  # charged whole: all of it
+            memory = cluster.cluster.controller_node.limits.memory
+            deadline = time.monotonic() + 10
+            while memory.in_use < MIB and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert memory.in_use == MIB
+            muted = WireClient(cluster.cluster.controller_node.address, timeout=1.0)
+            cid = muted.send(ApiKey.API_VERSIONS, 3, {})
+            with pytest.raises(TimeoutError):
+                muted.receive_frame()
+            # forwarded to the controller and fetched back over the broker's links
+            cluster.create_topic("past-the-full-pool", partitions=1, replication_factor=1)
+            assert cluster.partition("past-the-full-pool", 0).leader == 1
+        muted.connection.timeout = 10.0
+        assert muted.receive(ApiKey.API_VERSIONS, 3).correlation_id == cid
+        muted.connection.close()
+
+
 def _set_cluster_default(client: WireClient, name: str, value: str) -> int:
     response = client.call(
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
