@@ -24,6 +24,7 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from .fetcher import follow_leaders
 from .isr import RECOVERING, LeaderIsr, Outcome
+from .replica_dirs import report_assignments
 
 if TYPE_CHECKING:
     from .fetch_sessions import FetchSession
@@ -291,6 +292,7 @@ class Replication:
             nursery.start_soon(follow_leaders, self.node)
             nursery.start_soon(self._send_alter_partitions)
             nursery.start_soon(self._maintain)
+            nursery.start_soon(report_assignments, self.node)
 
     async def _maintain(self) -> None:
         while True:

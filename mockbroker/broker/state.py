@@ -21,6 +21,7 @@ from .log import LogError, PartitionLog
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
 from .partition import Partition
+from .replica_dirs import ReplicaDirs
 from .replication import Replication
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class BrokerState:
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
+        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
+        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
@@ -126,7 +129,9 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        self.replication.metadata_changed(self.image.take_delta())
+        delta = self.image.take_delta()
+        self.replica_dirs.replayed(self.image, self.node_id, delta.partitions)
+        self.replication.metadata_changed(delta)
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}
         for waiting in waits.values():  # leadership may have moved under any of them

@@ -517,6 +517,8 @@ _CLUSTER_OPERATION = {
     ApiKey.DESCRIBE_ACLS: Op.DESCRIBE,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
+    ApiKey.DESCRIBE_LOG_DIRS: Op.DESCRIBE,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: Op.ALTER,
     # forwarded to the controller, which would check it; the broker checks it first
     ApiKey.DESCRIBE_QUORUM: Op.DESCRIBE,
 }
