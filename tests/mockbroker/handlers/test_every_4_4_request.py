@@ -445,6 +445,18 @@ def _unregister_broker(ctx: Ctx, v: int) -> Any:
         return c.call(ApiKey.UNREGISTER_BROKER, v, {"broker_id": 2})
 
 
+def _describe_log_dirs(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.DESCRIBE_LOG_DIRS, v, {"topics": [{"topic": TOPIC, "partitions": [0]}]})
+
+
+def _alter_replica_log_dirs(ctx: Ctx, v: int) -> Any:
+    # to the directory it is in (the broker's only one, in memory): nothing moves
+    (log_dir,) = ctx.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})["results"]
+    path = log_dir["log_dir"]
+    dirs = [{"path": path, "topics": [{"name": TOPIC, "partitions": [0]}]}]
+    return ctx.call(ApiKey.ALTER_REPLICA_LOG_DIRS, v, {"dirs": dirs})
+
+
 #: API key -> a real request at a version, answered without an error.
 REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.PRODUCE: _produce,
@@ -490,6 +502,8 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
