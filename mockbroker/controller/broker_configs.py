@@ -90,6 +90,11 @@ BROKER.update(
 BROKER["group.share.max.size"] = BrokerConfig("200", _int_at_least(1), False)
 # the mock's own: keep the streams topology descriptions members send (handlers.streams_groups)
 BROKER["kipwire.streams.topology.description.store"] = BrokerConfig("false", _bool, False)
+# the streams warm-up settings, acted on by the mock's own warm-up extension (off by default,
+# as Kafka 4.4 assigns no warm-up tasks: coordinators.streams_assignor)
+BROKER["group.streams.num.warmup.replicas"] = BrokerConfig("2", _int_at_least(0), False)
+BROKER["group.streams.acceptable.recovery.lag"] = BrokerConfig("10000", _long_at_least(0), False)
+BROKER["kipwire.streams.warmup.tasks"] = BrokerConfig("false", _bool, False)
 
 #: The mock's own defaults where they differ from Kafka's: shorter timings for tests.
 MOCK_DEFAULTS = {
