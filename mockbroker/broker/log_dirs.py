@@ -18,9 +18,7 @@ class LogDirs:
     """One log directory per broker: in memory, or `<log.dirs>/broker-<id>` on disk."""
 
     def __init__(self, base: str | None, node_id: int) -> None:
-        # Kafka writes the file in every log dir; the mock keeps it in the first one
-        first = (base or "").split(",")[0].strip()
-        self.path = Path(first) / f"broker-{node_id}" if first else None
+        self.path = Path(base) / f"broker-{node_id}" if base else None
         self._memory: dict[str, str] = {}
 
     def write_clean_shutdown(self, broker_epoch: int) -> None:

@@ -68,8 +68,7 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
-    # replication throttles (Kafka's QuotaConfig): kafka-reassign-partitions sets them with
-    # --throttle and clears them with --verify; kept, not enforced
+    # replication throttles (kafka-reassign-partitions sets and clears them on every broker)
     "leader.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
     "follower.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
     "replica.alter.log.dirs.io.max.bytes.per.second": BrokerConfig(

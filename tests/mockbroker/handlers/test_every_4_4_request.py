@@ -438,13 +438,6 @@ def _describe_quorum(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.DESCRIBE_QUORUM, v, {"topics": [topic]})
 
 
-def _unregister_broker(ctx: Ctx, v: int) -> Any:
-    # a broker of its own cluster, stopped first: unregistering a live one would end it
-    with MockCluster(brokers=2) as other, WireClient(other.bootstrap_servers.split(",")[0]) as c:
-        other.stop_broker(2)
-        return c.call(ApiKey.UNREGISTER_BROKER, v, {"broker_id": 2})
-
-
 def _describe_log_dirs(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.DESCRIBE_LOG_DIRS, v, {"topics": [{"topic": TOPIC, "partitions": [0]}]})
 
@@ -455,6 +448,13 @@ def _alter_replica_log_dirs(ctx: Ctx, v: int) -> Any:
     path = log_dir["log_dir"]
     dirs = [{"path": path, "topics": [{"name": TOPIC, "partitions": [0]}]}]
     return ctx.call(ApiKey.ALTER_REPLICA_LOG_DIRS, v, {"dirs": dirs})
+
+
+def _unregister_broker(ctx: Ctx, v: int) -> Any:
+    # a broker of its own cluster, stopped first: unregistering a live one would end it
+    with MockCluster(brokers=2) as other, WireClient(other.bootstrap_servers.split(",")[0]) as c:
+        other.stop_broker(2)
+        return c.call(ApiKey.UNREGISTER_BROKER, v, {"broker_id": 2})
 
 
 #: API key -> a real request at a version, answered without an error.
@@ -493,6 +493,8 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.UPDATE_FEATURES: _update_features,
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.UNREGISTER_BROKER: _unregister_broker,
+    ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
@@ -502,8 +504,6 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
-    ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
-    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
