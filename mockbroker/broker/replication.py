@@ -90,8 +90,10 @@ class Replication:
     # -- metadata -----------------------------------------------------------------------------
 
     def metadata_changed(self, delta: MetadataDelta) -> None:
-        """Take leadership and ISR changes from the image's delta; wake the fetchers."""
+        """Take leadership and ISR changes from the image's delta; wake the fetchers. The
+        replicas this broker gained or lost are placed in (or dropped from) its log dirs first."""
         image = self.node.image
+        self.node.replica_dirs.replayed(image, self.node.node_id, delta.partitions)
         keys: set[Key] = set(delta.partitions)
         if delta.cluster_wide:
             keys.update(self.leaders)  # eligibility and min ISR feed every led partition's HWM

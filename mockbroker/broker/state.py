@@ -61,10 +61,10 @@ class BrokerState:
         self.controller_connection: ControllerConnection | None = None
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
-        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
-        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
+        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
+        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""
@@ -129,9 +129,7 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        delta = self.image.take_delta()
-        self.replica_dirs.replayed(self.image, self.node_id, delta.partitions)
-        self.replication.metadata_changed(delta)
+        self.replication.metadata_changed(self.image.take_delta())
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}
         for waiting in waits.values():  # leadership may have moved under any of them
