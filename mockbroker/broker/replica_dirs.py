@@ -3,12 +3,14 @@ KIP-858).
 
 A broker has one directory per `log.dirs` entry (comma-separated; `<entry>/broker-<id>`, as
 `log_dirs.LogDirs` lays them out), or one in-memory directory without it; each has an id the
-broker registers (BrokerRegistration's LogDirs). When the metadata first names this broker as a
-replica, the replica is placed as Kafka's LogManager#getOrCreateLog places a new log: in the
-directory AlterReplicaLogDirs asked for beforehand, else the one the partition record names,
-else the one holding the fewest replicas (nextLogDirs). A directory other than the recorded one
-is reported to the controller with AssignReplicasToDirs (`report_assignments`), which records
-it in a PartitionChangeRecord's Directories (`controller/dir_assignment.py`).
+broker registers (BrokerRegistration's LogDirs): the `directory.id` of the directory's
+`meta.properties` when it has one (as Kafka keeps it), else a new one. When the metadata first
+names this broker as a replica, the replica is placed as Kafka's LogManager#getOrCreateLog
+places a new log: in the directory AlterReplicaLogDirs asked for beforehand, else the one the
+partition record names, else the one holding the fewest replicas (nextLogDirs). A directory
+other than the recorded one is reported to the controller with AssignReplicasToDirs
+(`report_assignments`), which records it in a PartitionChangeRecord's Directories
+(`controller/dir_assignment.py`).
 
 AlterReplicaLogDirs moves a replica to another of the broker's directories. In memory the copy
 is immediate (there is no future replica to catch up); the move is reported as a placement is.
@@ -18,6 +20,8 @@ loads through `move` and `adopt`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import os
 import shutil
@@ -46,6 +50,26 @@ MAX_DIR_NAME = 255
 _FUTURE_NAME_EXTRA = len(".") + 32 + len("-future")
 
 log = logging.getLogger(__name__)
+
+
+META_PROPERTIES = "meta.properties"
+
+
+def stored_directory_id(path: str) -> uuid.UUID | None:
+    """The `directory.id` a directory's meta.properties holds (Kafka's base64 Uuid), or None."""
+    try:
+        lines = (Path(path) / META_PROPERTIES).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "directory.id":
+            try:
+                raw = base64.urlsafe_b64decode(value.strip() + "==")
+            except (binascii.Error, ValueError):
+                return None
+            return uuid.UUID(bytes=raw) if len(raw) == 16 else None
+    return None
 
 
 def random_directory_id() -> uuid.UUID:
@@ -89,7 +113,10 @@ class ReplicaDirs:
             paths = [os.path.abspath(Path(e) / f"broker-{node_id}") for e in entries]
         else:
             paths = [f"{MEMORY_ROOT}/broker-{node_id}"]
-        self.dirs = [LogDir(p, random_directory_id(), bool(entries)) for p in paths]
+        self.dirs = [
+            LogDir(p, (entries and stored_directory_id(p)) or random_directory_id(), bool(entries))
+            for p in paths
+        ]
         self._where: dict[Key, LogDir] = {}
         self._preferred: dict[Key, LogDir] = {}
         # placements and moves the metadata does not record yet, for AssignReplicasToDirs

@@ -4,6 +4,7 @@ and what it reports to the controller."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 from kipwire.mockbroker.broker.metadata_image import MetadataImage
@@ -96,3 +97,18 @@ def test_the_future_log_name_limit() -> None:
     # `<topic>-<n>.<32 hex>-future` within 255 bytes (KAFKA-4893)
     assert not future_name_too_long("t" * 213, 0)
     assert future_name_too_long("t" * 214, 0)
+
+
+def test_a_directory_keeps_the_id_its_meta_properties_holds(tmp_path) -> None:
+    kept = uuid.UUID("8f1c0c1e-5d3a-4b7e-9a55-0d9b7e1c2a3f")
+    broker_dir = tmp_path / "a" / "broker-1"
+    broker_dir.mkdir(parents=True)
+    encoded = base64.urlsafe_b64encode(kept.bytes).decode().rstrip("=")
+    (broker_dir / "meta.properties").write_text(
+        f"#\nnode.id=1\ndirectory.id={encoded}\nversion=1\ncluster.id=c\n"
+    )
+    dirs = ReplicaDirs(f"{tmp_path}/a,{tmp_path}/b", 1)
+    assert dirs.dirs[0].directory_id == kept  # as Kafka reads it back after a restart
+    assert dirs.dirs[1].directory_id != kept
+    (broker_dir / "meta.properties").write_text("directory.id=not-base64!\n")
+    assert ReplicaDirs(f"{tmp_path}/a", 1).dirs[0].directory_id != kept
