@@ -288,6 +288,7 @@ class Cluster(SecurityApi):
                     }
                 ],
                 "rack": None,
+                "log_dirs": node.replica_dirs.ids(),
                 "previous_broker_epoch": previous_epoch,
             },
         )

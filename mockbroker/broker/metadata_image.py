@@ -47,6 +47,8 @@ class PartitionInfo:
     elr: list[int] = field(default_factory=list)
     last_known_elr: list[int] = field(default_factory=list)
     leader_recovery_state: int = 0
+    #: The log directory id of each replica (KIP-858); empty before metadata version 3.7-IV2.
+    directories: list[uuid.UUID] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -187,6 +189,7 @@ class MetadataImage:
             list(r.get("eligible_leader_replicas") or []),
             list(r.get("last_known_elr") or []),
             r.get("leader_recovery_state", 0),
+            list(r.get("directories") or []),
         )
 
     def _PartitionChangeRecord(self, r: Mapping[str, Any]) -> None:
@@ -203,6 +206,8 @@ class MetadataImage:
             part.elr = list(r["eligible_leader_replicas"])
         if r.get("last_known_elr") is not None:
             part.last_known_elr = list(r["last_known_elr"])
+        if r.get("directories") is not None:
+            part.directories = list(r["directories"])
         if r.get("leader_recovery_state", -1) != -1:
             part.leader_recovery_state = r["leader_recovery_state"]
         leader = r.get("leader", NO_LEADER_CHANGE)

@@ -24,6 +24,7 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from .fetcher import follow_leaders
 from .isr import RECOVERING, LeaderIsr, Outcome
+from .replica_dirs import report_assignments
 
 if TYPE_CHECKING:
     from .fetch_sessions import FetchSession
@@ -89,8 +90,10 @@ class Replication:
     # -- metadata -----------------------------------------------------------------------------
 
     def metadata_changed(self, delta: MetadataDelta) -> None:
-        """Take leadership and ISR changes from the image's delta; wake the fetchers."""
+        """Take leadership and ISR changes from the image's delta; wake the fetchers. The
+        replicas this broker gained or lost are placed in (or dropped from) its log dirs first."""
         image = self.node.image
+        self.node.replica_dirs.replayed(image, self.node.node_id, delta.partitions)
         keys: set[Key] = set(delta.partitions)
         if delta.cluster_wide:
             keys.update(self.leaders)  # eligibility and min ISR feed every led partition's HWM
@@ -291,6 +294,7 @@ class Replication:
             nursery.start_soon(follow_leaders, self.node)
             nursery.start_soon(self._send_alter_partitions)
             nursery.start_soon(self._maintain)
+            nursery.start_soon(report_assignments, self.node)
 
     async def _maintain(self) -> None:
         while True:

@@ -24,6 +24,7 @@ from .log_config import LogConfig
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
 from .partition import Partition
+from .replica_dirs import ReplicaDirs
 from .replication import Replication
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class BrokerState:
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
+        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
+        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership."""

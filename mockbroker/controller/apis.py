@@ -16,6 +16,7 @@ from . import (
     alter_partition,
     brokers,
     config_apis,
+    dir_assignment,
     elect_leaders,
     features,
     reassignments,
@@ -103,6 +104,9 @@ SERVED: dict[int, Api] = {
     ApiKey.BROKER_REGISTRATION: Api("BrokerRegistration", 0, 4, brokers.register_broker),
     ApiKey.BROKER_HEARTBEAT: Api("BrokerHeartbeat", 0, 2, brokers.broker_heartbeat),
     ApiKey.UNREGISTER_BROKER: Api("UnregisterBroker", 0, 0, brokers.unregister_broker),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: Api(
+        "AssignReplicasToDirs", 0, 0, dir_assignment.assign_replicas_to_dirs
+    ),
     ApiKey.CREATE_ACLS: Api("CreateAcls", 1, 3, security_apis.create_acls),
     ApiKey.DELETE_ACLS: Api("DeleteAcls", 1, 3, security_apis.delete_acls),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Api(

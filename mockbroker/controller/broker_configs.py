@@ -105,6 +105,12 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
+    # replication throttles (kafka-reassign-partitions sets and clears them on every broker)
+    "leader.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
+    "follower.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
+    "replica.alter.log.dirs.io.max.bytes.per.second": BrokerConfig(
+        str(2**63 - 1), _long_at_least(0), True
+    ),
     # security (issue 21): read by a secured cluster's listeners and controller
     "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
     "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),
@@ -120,6 +126,11 @@ BROKER.update(
 BROKER["group.share.max.size"] = BrokerConfig("200", _int_at_least(1), False)
 # the mock's own: keep the streams topology descriptions members send (handlers.streams_groups)
 BROKER["kipwire.streams.topology.description.store"] = BrokerConfig("false", _bool, False)
+# the streams warm-up settings, acted on by the mock's own warm-up extension (off by default,
+# as Kafka 4.4 assigns no warm-up tasks: coordinators.streams_assignor)
+BROKER["group.streams.num.warmup.replicas"] = BrokerConfig("2", _int_at_least(0), False)
+BROKER["group.streams.acceptable.recovery.lag"] = BrokerConfig("10000", _long_at_least(0), False)
+BROKER["kipwire.streams.warmup.tasks"] = BrokerConfig("false", _bool, False)
 
 #: The mock's own defaults where they differ from Kafka's: shorter timings for tests.
 MOCK_DEFAULTS = {

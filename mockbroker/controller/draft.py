@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from .configs import min_insync_replicas, unclean_election_enabled
+from .directories import default_dir
 from .election import Election
 from .elr import effective_min_isr
 from .features import record_version
@@ -106,6 +107,7 @@ def builder_rules(
         elr_enabled=draft.state.elr_enabled,
         metadata_version=draft.state.metadata_version,
         semantics=draft.settings.semantics,
+        default_dir=lambda b: default_dir(draft.state, b),
     )
 
 

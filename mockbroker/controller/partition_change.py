@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
+from uuid import UUID
 
 from kipwire.codec import LeaderRecoveryState
 
+from .directories import new_directories
 from .election import Candidates, Election, elect
 from .elr import last_known_leader, target_elr
-from .features import MV_3_2_IV0, MV_3_6_IV0, MV_4_0_IV1
+from .features import MV_3_2_IV0, MV_3_6_IV0, MV_3_7_IV2, MV_4_0_IV1
 from .semantics import Semantics
 from .state import NO_LEADER, PartitionState
 
@@ -23,6 +25,9 @@ class Rules(NamedTuple):
     elr_enabled: bool
     metadata_version: int
     semantics: Semantics
+    #: The directory a replica new to the partition starts in (`directories.default_dir`);
+    #: None leaves the Directories field alone.
+    default_dir: Callable[[int], UUID] | None = None
 
 
 @dataclass
@@ -37,6 +42,8 @@ class Target:
     election: Election = Election.ONLINE
     unclean_shutdown: Collection[int] = field(default_factory=tuple)
     designated_leader: int | None = None
+    #: broker -> the log directory it reports the replica in (AssignReplicasToDirs).
+    directories: Mapping[int, UUID] | None = None
 
 
 class Change(NamedTuple):
@@ -148,7 +155,11 @@ def build_change(p: PartitionState, t: Target, rules: Rules) -> Change:
         if update is not None:
             record["last_known_elr"] = update
 
-    # 9. the assignment fields
+    # 9. the assignment fields, the directories first (setAssignmentChanges)
+    if rules.default_dir is not None and rules.metadata_version >= MV_3_7_IV2:
+        dirs = new_directories(p, replicas, t.directories or {}, rules.default_dir)
+        if dirs is not None:
+            record["directories"] = dirs
     if replicas != p.replicas:
         record["replicas"] = replicas
     if adding != p.adding_replicas:

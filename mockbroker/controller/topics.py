@@ -10,8 +10,9 @@ from kipwire.codec import ConfigResourceType, ConfigSource, ErrorCode, LeaderRec
 
 from .config_apis import write_configs
 from .configs import validate
+from .directories import default_dir
 from .draft import Draft, is_active
-from .features import MV_4_0_IV1
+from .features import MV_3_7_IV2, MV_4_0_IV1
 from .result import ControllerResult, ControllerView
 
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -70,6 +71,8 @@ def _partition_record(
         "leader_epoch": 0,
         "partition_epoch": 0,
     }
+    if draft.state.metadata_version >= MV_3_7_IV2:
+        record["directories"] = [default_dir(draft.state, b) for b in replicas]
     if draft.state.metadata_version >= MV_4_0_IV1:
         # F.29: version 2 carries the ELR fields as [] whether or not ELR is on.
         record["eligible_leader_replicas"] = []

@@ -164,6 +164,7 @@ def upgrade(classic: Group, topics: Topics, now: float) -> ConsumerGroup:
             session_deadline=old.deadline or now + old.session_timeout_ms / 1000,
             classic=ClassicMetadata(old.session_timeout_ms, old.protocols, subscription.version),
         )
+        group.members[old.member_id].settle_assignment_epochs()
         group.target[old.member_id] = assigned
     names = set().union(*(m.subscribed_names for m in group.members.values()))
     group.subscription = {name: topics[name] for name in sorted(names) if name in topics}

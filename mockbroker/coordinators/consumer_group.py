@@ -76,6 +76,20 @@ class ConsumerMember:
     revoke_deadline: float = 0.0
     #: set for a member that joined with JoinGroup (a consumer group's online migration)
     classic: ClassicMetadata | None = None
+    #: (topic id, partition) -> the member epoch it was assigned at, for every partition the
+    #: member holds or is revoking (KIP-1251's assignment and pending-revocation epochs)
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
+
+    def settle_assignment_epochs(self) -> None:
+        """Partitions newly assigned take the current epoch; those let go are forgotten."""
+        held = {
+            (t, p) for part in (self.assigned, self.revoking) for t, ps in part.items() for p in ps
+        }
+        for key in [k for k in self.assignment_epochs if k not in held]:
+            del self.assignment_epochs[key]
+        for topic, partitions in self.assigned.items():
+            for index in partitions:
+                self.assignment_epochs.setdefault((topic, index), self.epoch)
 
     def subscription(self) -> tuple:
         """What a change of bumps the group epoch."""
@@ -150,6 +164,34 @@ class ConsumerGroup:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def check_txn_commit(
+        self,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        partitions: list[tuple[uuid.UUID, int]],
+    ) -> int:
+        """Whether a TxnOffsetCommit may write, as Kafka 4.4's ConsumerGroup#validateOffsetCommit
+        checks a transactional commit: a producer without group metadata (epoch -1, no member)
+        always; else a known member at its epoch, or at an older one for partitions it was
+        assigned by then (KIP-1251); STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic
+        member) otherwise."""
+        if member_epoch < 0 and not self.members:
+            return ErrorCode.NONE
+        if member_epoch == LEAVE_EPOCH and not member_id and instance_id is None:
+            return ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        stale = ErrorCode.ILLEGAL_GENERATION if member.classic else ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch > member.epoch:
+            return stale
+        for key in partitions if member_epoch < member.epoch else ():
+            assigned_at = member.assignment_epochs.get(key)
+            if assigned_at is None or member_epoch < assigned_at:
+                return stale
         return ErrorCode.NONE
 
     def check_fetch(self, member_id: str | None, member_epoch: int) -> int:

@@ -345,6 +345,7 @@ class ConsumerGroupCoordinator:
             if owned is None or overlaps(owned, member.revoking):
                 return  # still revoking
             member.revoking = {}
+            member.settle_assignment_epochs()
             member.state = MemberState.STABLE
             member.revoke_deadline = 0.0
         elif member.state is MemberState.STABLE and member.epoch == group.assignment_epoch:
@@ -374,12 +375,14 @@ class ConsumerGroupCoordinator:
         if revoke and (owned is None or overlaps(owned, revoke)):
             member.state = MemberState.UNREVOKED_PARTITIONS
             member.assigned, member.revoking = keep, revoke
+            member.settle_assignment_epochs()
             member.revoke_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
             return
         if member.epoch != group.assignment_epoch:
             member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
         member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         member.assigned, member.revoking = grown, {}
+        member.settle_assignment_epochs()
 
     # -- removal and timers ------------------------------------------------------------------
 

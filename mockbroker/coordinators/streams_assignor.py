@@ -6,12 +6,21 @@ source). A repartition topic with no set partition count gets the task count of 
 subtopologies writing to it; a changelog topic the task count of its subtopology (Kafka's
 InternalTopicManager does the same fixpoint). The assignor gives active tasks sticky and
 balanced over the members, then up to `standbys` standby tasks of each, each on a process other
-than its active task's and its other standbys'. Warm-up tasks are never assigned.
+than its active task's and its other standbys'.
+
+Warm-up tasks: Kafka 4.4.0 assigns none. Its assignor API's MemberAssignment holds active and
+standby tasks only, and AssignmentRefiner#refine, which takes `streams.num.warmup.replicas` and
+`acceptable.recovery.lag`, returns the target assignment unchanged; so the mock assigns none by
+default. `warm_ups` is KIP-1071's (and KIP-441's) warm-up rule as a mock extension, on with the
+broker config `kipwire.streams.warmup.tasks`: a stateful task the assignor moves to a member that
+has not caught up on its state stays with the member running it, and the new owner gets it as a
+warm-up task, at most `num.warmup.replicas` at a time, until it reports a lag within
+`acceptable.recovery.lag`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 Tasks = dict[str, list[int]]  # subtopology id -> partitions
@@ -128,3 +137,61 @@ def assign(
             spare[member] += 1
             used.add(members[member])
     return active, standby
+
+
+def task_lags(
+    offsets: Mapping[str, Mapping[tuple[str, int], int]],
+    end_offsets: Mapping[str, Mapping[tuple[str, int], int]],
+) -> dict[str, dict[tuple[str, int], int]]:
+    """member -> task -> how far its state is behind the task's changelog end, from what the
+    members report (TaskOffsets, TaskEndOffsets): the highest end offset any member reports,
+    less the member's own offset; a task a member reports no offset for has no lag entry."""
+    ends: dict[tuple[str, int], int] = {}
+    for reported in end_offsets.values():
+        for task, end in reported.items():
+            ends[task] = max(end, ends.get(task, end))
+    return {
+        member: {task: max(ends.get(task, offset) - offset, 0) for task, offset in mine.items()}
+        for member, mine in offsets.items()
+    }
+
+
+def warm_ups(
+    active: Mapping[str, Tasks],
+    previous: Mapping[str, Tasks],
+    lags: Mapping[str, Mapping[tuple[str, int], int]],
+    stateful: Collection[str],
+    warmups: int,
+    acceptable_lag: int,
+) -> tuple[dict[str, Tasks], dict[str, Tasks]]:
+    """(active, warm-up) tasks per member after KIP-441's rule (the module's extension):
+    `previous` is each member's active tasks now, `lags` their reported lags, `stateful` the
+    subtopologies with state; a member moved a stateful task it lags on (or has no state for)
+    gets it as a warm-up while its previous owner keeps it, at most `warmups` in the group (past
+    that the task stays with its owner, to move later); `warmups` 0 turns the rule off."""
+    owner_before = {
+        (s, p): m for m, tasks in previous.items() for s, ps in tasks.items() for p in ps
+    }
+    out = {m: {s: list(ps) for s, ps in tasks.items()} for m, tasks in active.items()}
+    warm: dict[str, Tasks] = {m: {} for m in active}
+    budget = warmups
+    for member in sorted(active) if warmups > 0 else ():
+        for sub, parts in sorted(active[member].items()):
+            for part in parts:
+                old = owner_before.get((sub, part))
+                if sub not in stateful or old in (None, member) or old not in out:
+                    continue
+                lag = lags.get(member, {}).get((sub, part))
+                if lag is not None and lag <= acceptable_lag:
+                    continue  # caught up: the task moves now
+                out[member][sub].remove(part)
+                out[old].setdefault(sub, []).append(part)
+                if budget > 0:
+                    warm[member].setdefault(sub, []).append(part)
+                    budget -= 1
+    for tasks in (*out.values(), *warm.values()):
+        for sub in [s for s, ps in tasks.items() if not ps]:
+            del tasks[sub]
+        for ps in tasks.values():
+            ps.sort()
+    return out, warm

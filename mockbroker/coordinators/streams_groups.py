@@ -22,7 +22,7 @@ import trio
 from kipwire.codec import ErrorCode
 
 from .groups import CommittedOffset
-from .streams_assignor import Tasks, TopologyPlan, assign
+from .streams_assignor import Tasks, TopologyPlan, assign, task_lags, warm_ups
 
 log = logging.getLogger("kipwire.mockbroker.streams")
 
@@ -68,9 +68,10 @@ class StreamsMember:
     epoch: int = 0
     active: Tasks = field(default_factory=dict)
     standby: Tasks = field(default_factory=dict)
+    warmup: Tasks = field(default_factory=dict)
     #: what the member last reported owning (ActiveTasks), None before it ever did
     owned: Tasks | None = None
-    sent: tuple[Tasks, Tasks] | None = None
+    sent: tuple[Tasks, Tasks, Tasks] | None = None
     deadline: float = 0.0
     task_offsets: list[Any] = field(default_factory=list)
     task_end_offsets: list[Any] = field(default_factory=list)
@@ -85,7 +86,22 @@ class StreamsHeartbeat:
     member_epoch: int = 0
     active: Tasks | None = None
     standby: Tasks | None = None
+    warmup: Tasks | None = None
     status: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupSettings:
+    """The mock's warm-up extension (`streams_assignor.warm_ups`): how many warm-up tasks the
+    group may have at once and the lag under which a member counts as caught up."""
+
+    replicas: int
+    acceptable_lag: int
+
+
+def _reported(entries: list[Any]) -> dict[tuple[str, int], int]:
+    """TaskOffsets or TaskEndOffsets as task -> offset."""
+    return {(e["subtopology_id"], e["partition"]): e["offset"] for e in entries}
 
 
 def _tasks_in(tasks: Tasks, other: Tasks) -> Tasks:
@@ -113,6 +129,7 @@ class StreamsGroup:
         self.description_epoch = -1
         self.members: dict[str, StreamsMember] = {}
         self.target: dict[str, tuple[Tasks, Tasks]] = {}
+        self.warmup_target: dict[str, Tasks] = {}
         self.tasks: dict[str, int] = {}
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
         self.endpoint_epoch = 0
@@ -134,21 +151,57 @@ class StreamsGroup:
         """The registered topology's epoch, -1 before any."""
         return self.topology["epoch"] if self.topology else -1
 
-    def reassign(self, tasks: Mapping[str, int], standbys: int) -> None:
-        """A new group epoch and target assignment."""
+    def reassign(
+        self, tasks: Mapping[str, int], standbys: int, warmup: WarmupSettings | None = None
+    ) -> None:
+        """A new group epoch and target assignment (with warm-up tasks under the extension)."""
         self.epoch += 1
         self.dirty = False
         self.tasks = dict(tasks)
+        current = {m.member_id: m.active for m in self.members.values()}
         active, standby = assign(
-            {m.member_id: m.process_id for m in self.members.values()},
-            tasks,
-            {m.member_id: m.active for m in self.members.values()},
-            standbys,
+            {m.member_id: m.process_id for m in self.members.values()}, tasks, current, standbys
         )
+        warm: dict[str, Tasks] = {}
+        if warmup is not None:
+            active, warm = warm_ups(
+                active,
+                current,
+                self.lags(),
+                self.stateful(),
+                warmup.replicas,
+                warmup.acceptable_lag,
+            )
+        self.warmup_target = warm
         self.target = {m: (active[m], standby[m]) for m in active}
         self.assignment_epoch = self.epoch
         if any(m.user_endpoint for m in self.members.values()):
             self.endpoint_epoch += 1  # the IQ endpoints' partitions changed
+
+    def lags(self) -> dict[str, dict[tuple[str, int], int]]:
+        """member -> task -> its lag, from the members' TaskOffsets and TaskEndOffsets."""
+        members = self.members.values()
+        return task_lags(
+            {m.member_id: _reported(m.task_offsets) for m in members},
+            {m.member_id: _reported(m.task_end_offsets) for m in members},
+        )
+
+    def stateful(self) -> set[str]:
+        """The subtopologies with state (a changelog topic)."""
+        return {
+            sub["subtopology_id"]
+            for sub in (self.topology or {}).get("subtopologies", [])
+            if sub.get("state_changelog_topics")
+        }
+
+    def warmed_up(self, member: StreamsMember, acceptable_lag: int) -> bool:
+        """Whether a member has caught up on one of its warm-up tasks (time to move it)."""
+        lags = self.lags().get(member.member_id, {})
+        return any(
+            lags.get((sub, part), acceptable_lag + 1) <= acceptable_lag
+            for sub, parts in member.warmup.items()
+            for part in parts
+        )
 
     def is_subscribed(self, topic: str) -> bool:
         """Whether the registered topology reads the topic, as a source or a repartition source
@@ -201,6 +254,7 @@ class StreamsGroup:
         member.epoch = self.assignment_epoch
         member.active = _minus(target_active, held)
         member.standby = {s: ps for s, ps in target_standby.items() if ps}
+        member.warmup = {s: ps for s, ps in self.warmup_target.get(member.member_id, {}).items()}
 
 
 class StreamsCoordinator:
@@ -226,6 +280,7 @@ class StreamsCoordinator:
         topology_plan: TopologyPlan | None,
         session_timeout_ms: int,
         standbys: int,
+        warmup: WarmupSettings | None = None,
     ) -> StreamsHeartbeat:
         """StreamsGroupHeartbeat: join (0), stay (the member's epoch) or leave (-1, -2).
 
@@ -268,11 +323,13 @@ class StreamsCoordinator:
                 (StatusCode.MISSING_SOURCE_TOPICS, f"Source topics {missing} are missing.")
             )
         tasks = topology_plan.tasks if topology_plan is not None and not status else {}
+        if warmup is not None and group.warmed_up(known, warmup.acceptable_lag):
+            group.dirty = True  # a warm-up task caught up: its move to this member can happen
         if group.dirty or tasks != group.tasks:
-            group.reassign(tasks, standbys)
+            group.reassign(tasks, standbys, warmup)
             log.info("streams group %s: epoch %d, tasks %s", group_id, group.epoch, tasks)
         group.reconcile(known)
-        now = ({s: sorted(p) for s, p in known.active.items()}, known.standby)
+        now = ({s: sorted(p) for s, p in known.active.items()}, known.standby, known.warmup)
         changed = known.sent != now
         known.sent = now
         self._wake()
@@ -281,6 +338,7 @@ class StreamsCoordinator:
             member_epoch=known.epoch,
             active=now[0] if changed else None,
             standby=now[1] if changed else None,
+            warmup=now[2] if changed else None,
             status=status,
         )
 

@@ -119,13 +119,19 @@ class TransactionCoordinator:
         epoch: int,
         group: str,
         offsets: dict[tuple[str, int], CommittedOffset],
+        check_member: Callable[[], int] | None = None,
     ) -> int:
-        """TxnOffsetCommit: offsets held until the transaction commits."""
+        """TxnOffsetCommit: offsets held until the transaction commits; once the transaction
+        checks pass, `check_member` (the group's member and epoch check) may refuse them."""
         txn = self._check(transactional_id, producer_id, epoch)
         if isinstance(txn, int):
             return txn
         if group not in txn.groups:
             return ErrorCode.INVALID_TXN_STATE
+        if check_member is not None:
+            code = check_member()
+            if code != ErrorCode.NONE:
+                return code
         txn.offsets.setdefault(group, {}).update(offsets)
         return ErrorCode.NONE
 

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     group_admin,
     groups,
     list_offsets,
+    log_dirs,
     metadata,
     offset_for_leader_epoch,
     offsets,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..broker.log import PartitionLog
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
+    from ..broker.replica_dirs import ReplicaDirs
     from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
     from ..coordinators.share_groups import ShareCoordinator
@@ -53,6 +54,8 @@ class BrokerView(Protocol):
     handlers: Mapping[int, Handler]
     image: MetadataImage
     logs: Mapping[tuple[str, int], PartitionLog]
+    #: Its log directories and which one holds each replica.
+    replica_dirs: ReplicaDirs
     cluster_id: str
     groups: GroupCoordinator
     consumer_groups: ConsumerGroupCoordinator

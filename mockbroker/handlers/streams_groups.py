@@ -29,6 +29,7 @@ from ..coordinators.streams_groups import (
     STREAMS,
     StreamsGroup,
     StreamsMember,
+    WarmupSettings,
 )
 from .groups import group_type, not_coordinator
 from .registry import BrokerView, RequestContext, handles
@@ -41,8 +42,12 @@ _SETTINGS = {
     "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
     "standbys": "streams.num.standby.replicas",
 }
-#: group.streams.* values Kafka 4.4 answers with and the mock does not act on
+#: group.streams.* values Kafka 4.4 answers with (the lag is acted on by the warm-up extension)
 ACCEPTABLE_RECOVERY_LAG = 10000
+WARMUP_REPLICAS = 2
+#: The mock's own setting: assign KIP-1071 warm-up tasks, which Kafka 4.4 never does
+#: (`coordinators/streams_assignor.py` says why and how).
+WARMUP_TASKS = "kipwire.streams.warmup.tasks"
 TASK_OFFSET_INTERVAL_MS = 60000
 TOPOLOGY_DESCRIPTION_FROM = 1
 #: The mock's own setting (Kafka has no built-in store: a plugin provides one): keep the
@@ -62,6 +67,20 @@ class DescriptionStatus(enum.IntEnum):
 
 def _setting(image: MetadataImage, group_id: str, name: str) -> int:
     return int(group_setting(image, group_id, _SETTINGS[name]))
+
+
+def _acceptable_lag(image: MetadataImage) -> int:
+    return int(
+        image.cluster_config("group.streams.acceptable.recovery.lag", str(ACCEPTABLE_RECOVERY_LAG))
+    )
+
+
+def _warmup(image: MetadataImage) -> WarmupSettings | None:
+    """The warm-up extension's settings, None unless the cluster turns it on."""
+    if image.cluster_config(WARMUP_TASKS, "false").strip().lower() != "true":
+        return None
+    replicas = int(image.cluster_config("group.streams.num.warmup.replicas", str(WARMUP_REPLICAS)))
+    return WarmupSettings(replicas, _acceptable_lag(image))
 
 
 def _fail(body: Any, code: int, version: int) -> dict:
@@ -218,6 +237,7 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         planned,
         _setting(broker.image, group_id, "session_timeout_ms"),
         _setting(broker.image, group_id, "standbys"),
+        _warmup(broker.image),
     )
     if result.error:
         return {**_fail(body, result.error, ctx.api_version), "error_message": result.message}
@@ -236,13 +256,13 @@ async def streams_group_heartbeat(ctx: RequestContext, body: Any) -> dict:
         "status": [{"status_code": c, "status_detail": d} for c, d in result.status],
         "active_tasks": _task_list(result.active),
         "standby_tasks": _task_list(result.standby),
-        "warmup_tasks": [] if result.active is not None else None,
+        "warmup_tasks": _task_list(result.warmup),
         "endpoint_information_epoch": group.endpoint_epoch,
     }
     if ctx.api_version == 0:
-        out["acceptable_recovery_lag_legacy"] = ACCEPTABLE_RECOVERY_LAG
+        out["acceptable_recovery_lag_legacy"] = _acceptable_lag(broker.image)
     else:
-        out["acceptable_recovery_lag"] = ACCEPTABLE_RECOVERY_LAG
+        out["acceptable_recovery_lag"] = _acceptable_lag(broker.image)
         out["topology_description_required"] = bool(
             _stores_descriptions(broker.image)
             and group.topology is not None
@@ -315,11 +335,11 @@ def _describe_fail(body: Any, code: int, version: int) -> dict:
     }
 
 
-def _assignment(active: Tasks, standby: Tasks) -> dict:
+def _assignment(active: Tasks, standby: Tasks, warmup: Tasks) -> dict:
     return {
         "active_tasks": _task_list(active),
         "standby_tasks": _task_list(standby),
-        "warmup_tasks": [],
+        "warmup_tasks": _task_list(warmup),
     }
 
 
@@ -407,8 +427,8 @@ def _describe_member(group: StreamsGroup, m: StreamsMember) -> dict:
         "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
         "task_offsets": m.task_offsets,
         "task_end_offsets": m.task_end_offsets,
-        "assignment": _assignment(m.active, m.standby),
-        "target_assignment": _assignment(*target),
+        "assignment": _assignment(m.active, m.standby, m.warmup),
+        "target_assignment": _assignment(*target, group.warmup_target.get(m.member_id, {})),
         "is_classic": False,
     }
 

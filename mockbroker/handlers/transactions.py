@@ -8,6 +8,7 @@ from typing import Any
 from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.topic_names import topic_name
+from ..coordinators.group_offsets import GroupOffsets
 from ..coordinators.groups import CommittedOffset
 from .groups import not_coordinator
 from .offsets import commit_fail
@@ -162,12 +163,30 @@ async def txn_offset_commit(ctx: RequestContext, body: Any) -> dict:
         for name, t in known
         for p in t["partitions"]
     }
+    image = ctx.broker.image
+    partitions = [
+        (image.topics[name].topic_id, index) for name, index in offsets if name in image.topics
+    ]
+
+    def check_member() -> int:
+        # v3+ names the member (KIP-447); older versions commit as a producer without one
+        groups = GroupOffsets(ctx.broker.consumer_groups, ctx.broker.streams_groups)
+        return groups.check_txn_commit(
+            body["group_id"],
+            body.get("member_id", ""),
+            body.get("group_instance_id"),
+            body.get("generation_id_or_member_epoch", -1),
+            partitions,
+            ctx.api_version,
+        )
+
     code = ctx.broker.transactions.commit_offsets(
         body["transactional_id"],
         body["producer_id"],
         body["producer_epoch"],
         body["group_id"],
         offsets,
+        check_member,
     )
     if ctx.api_version < TXN_OFFSETS_BY_ID or not unknown:
         return commit_fail(body, code, ctx.api_version)

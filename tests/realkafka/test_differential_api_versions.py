@@ -6,6 +6,11 @@ likewise the finalized features.
 with `Semantics.KAFKA_4_4` (the default) and Kafka 4.1.2 with `Semantics.KAFKA_4_1`, whose ranges
 are `mockbroker.handlers.releases.KAFKA_4_4_BROKER_VERSIONS` and `KAFKA_4_1_BROKER_VERSIONS`, for
 the APIs the mock serves. KIP-1242's ApiVersions v5 identity check is compared on 4.4.0.
+
+Issue 20 leaves two families to other branches: client quotas (DescribeClientQuotas 48,
+AlterClientQuotas 49) to the quotas work, client telemetry (GetTelemetrySubscriptions 71,
+PushTelemetry 72, ListConfigResources 74) to the telemetry work; until they land, their entries
+below say the mock does not serve them. The security APIs are served by a secured mock only.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from realkafka_wire import call
 from kipwire.codec import APIS, ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster, Semantics
 
-_SASL = "the mock's listeners are PLAINTEXT only: no SASL"
-_NO_AUTHORIZER = "the mock has no authorizer (Kafka without one answers SECURITY_DISABLED)"
-_LOG_DIRS = "one in-memory log per partition: no log dirs to describe or move"
+_SASL = "security API: served by a secured mock only; this one's listener is PLAINTEXT"
+_NO_AUTHORIZER = (
+    "security API: served by a mock with authorizer=True only (Kafka without an authorizer "
+    "answers SECURITY_DISABLED)"
+)
 _QUORUM = "the mock controller is one node, not a Raft quorum"
 _KIP_932 = (
     "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
@@ -38,8 +45,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.DESCRIBE_ACLS: _NO_AUTHORIZER,
     ApiKey.CREATE_ACLS: _NO_AUTHORIZER,
     ApiKey.DELETE_ACLS: _NO_AUTHORIZER,
-    ApiKey.ALTER_REPLICA_LOG_DIRS: _LOG_DIRS,
-    ApiKey.DESCRIBE_LOG_DIRS: _LOG_DIRS,
     ApiKey.SASL_AUTHENTICATE: _SASL,
     ApiKey.CREATE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.RENEW_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",

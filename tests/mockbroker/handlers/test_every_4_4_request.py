@@ -438,6 +438,18 @@ def _describe_quorum(ctx: Ctx, v: int) -> Any:
     return ctx.call(ApiKey.DESCRIBE_QUORUM, v, {"topics": [topic]})
 
 
+def _describe_log_dirs(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.DESCRIBE_LOG_DIRS, v, {"topics": [{"topic": TOPIC, "partitions": [0]}]})
+
+
+def _alter_replica_log_dirs(ctx: Ctx, v: int) -> Any:
+    # to the directory it is in (the broker's only one, in memory): nothing moves
+    (log_dir,) = ctx.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})["results"]
+    path = log_dir["log_dir"]
+    dirs = [{"path": path, "topics": [{"name": TOPIC, "partitions": [0]}]}]
+    return ctx.call(ApiKey.ALTER_REPLICA_LOG_DIRS, v, {"dirs": dirs})
+
+
 def _unregister_broker(ctx: Ctx, v: int) -> Any:
     # a broker of its own cluster, stopped first: unregistering a live one would end it
     with MockCluster(brokers=2) as other, WireClient(other.bootstrap_servers.split(",")[0]) as c:
@@ -481,6 +493,8 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.UPDATE_FEATURES: _update_features,
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.UNREGISTER_BROKER: _unregister_broker,
+    ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,

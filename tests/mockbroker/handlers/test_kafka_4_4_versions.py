@@ -158,3 +158,52 @@ def test_delete_groups_v3(one: MockCluster) -> None:
     (result,) = body["results"]
     assert (result["group_id"], result["error_code"]) == (GROUP, ErrorCode.NONE)
     assert result["error_message"] is None
+
+
+@pytest.mark.parametrize(
+    ("version", "stale"), [(5, "ILLEGAL_GENERATION"), (6, "STALE_MEMBER_EPOCH")]
+)
+def test_txn_offset_commit_checks_the_kip848_member(
+    one: MockCluster, version: int, stale: str
+) -> None:
+    group, txn = f"txg{version}", {"transactional_id": f"txm{version}"}
+    with WireClient(one.bootstrap_servers) as client:
+        topic_id = _topic_id(client, "t44")
+        joined = client.call(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            1,
+            {
+                "group_id": group,
+                "member_id": str(uuid.uuid4()),
+                "member_epoch": 0,
+                "rebalance_timeout_ms": 5000,
+                "subscribed_topic_names": ["t44"],
+                "topic_partitions": [],
+            },
+        )
+        assert joined["error_code"] == ErrorCode.NONE
+        init = client.call(ApiKey.INIT_PRODUCER_ID, 5, {**txn, "transaction_timeout_ms": 60000})
+        producer = {"producer_id": init["producer_id"], "producer_epoch": init["producer_epoch"]}
+        client.call(ApiKey.ADD_OFFSETS_TO_TXN, 4, {**txn, **producer, "group_id": group})
+
+        def commit(member: str, epoch: int) -> str:
+            topic = {"partitions": [{"partition_index": 0, "committed_offset": 5}]}
+            topic.update({"topic_id": topic_id} if version >= 6 else {"name": "t44"})
+            body = client.call(
+                ApiKey.TXN_OFFSET_COMMIT,
+                version,
+                {
+                    **txn,
+                    **producer,
+                    "group_id": group,
+                    "generation_id_or_member_epoch": epoch,
+                    "member_id": member,
+                    "topics": [topic],
+                },
+            )
+            return ErrorCode(body["topics"][0]["partitions"][0]["error_code"]).name
+
+        member, epoch = joined["member_id"], joined["member_epoch"]
+        assert commit("someone-else", epoch) == "UNKNOWN_MEMBER_ID"
+        assert commit(member, epoch + 1) == stale
+        assert commit(member, epoch) == "NONE"

@@ -312,3 +312,23 @@ def test_describe_quorum_through_a_broker_needs_describe_on_the_cluster(secured)
         answered = admin.call(ApiKey.DESCRIBE_QUORUM, 2, {"topics": [topic]})
     assert answered["error_code"] == ErrorCode.NONE
     assert answered["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+
+
+def test_log_dir_apis_need_describe_and_alter_on_the_cluster(secured):
+    # KafkaApis: DescribeLogDirs needs DESCRIBE on the cluster (else a top-level error and no
+    # dirs), AlterReplicaLogDirs ALTER (else every partition fails)
+    topic = _topic(secured, "dirs")
+    with _as(secured, "carol") as carol:
+        described = carol.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+        assert (described["error_code"], described["results"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            [],
+        )
+        move = {"dirs": [{"path": "/x", "topics": [{"name": topic, "partitions": [0]}]}]}
+        altered = carol.call(ApiKey.ALTER_REPLICA_LOG_DIRS, 2, move)
+        assert [p["error_code"] for p in altered["results"][0]["partitions"]] == [
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        ]
+        secured.add_acl("User:carol", "CLUSTER", "kafka-cluster", "DESCRIBE")
+        described = carol.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+        assert described["error_code"] == ErrorCode.NONE and len(described["results"]) == 1

@@ -1,0 +1,110 @@
+"""Kafka 4.4.0's `kafka-log-dirs --describe` and a log-dir move with `kafka-reassign-partitions`
+(a `log_dirs` entry in the reassignment JSON) against a mock whose brokers have two `log.dirs`
+entries each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_dist import KafkaDist
+
+from kipwire.mockbroker import MockCluster
+
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockCluster]:
+    base = tmp_path_factory.mktemp("mock-log-dirs")
+    with MockCluster(brokers=2, config={"log.dirs": f"{base}/a,{base}/b"}) as running:
+        running.create_topic("dirs", partitions=2, replication_factor=2)
+        yield running
+
+
+def _tool(dist: KafkaDist, main: str, *args: str) -> str:
+    run = subprocess.run(
+        [dist.java, "-cp", dist.classpath, main, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+def _describe(dist: KafkaDist, mock: MockCluster) -> dict[str, Any]:
+    """kafka-log-dirs --describe's JSON line, parsed."""
+    out = _tool(
+        dist, LOG_DIRS, "--bootstrap-server", mock.bootstrap_servers, "--describe"
+    ).splitlines()
+    assert out[0] == "Querying brokers for log directories information"
+    assert out[1] == "Received log directory information from brokers 1,2"
+    return json.loads(out[2])
+
+
+def _where(described: dict[str, Any], broker: int, partition: str) -> list[str]:
+    """The log dirs of a broker that hold a partition ("dirs-0")."""
+    (entry,) = [b for b in described["brokers"] if b["broker"] == broker]
+    return [
+        d["logDir"]
+        for d in entry["logDirs"]
+        if any(p["partition"] == partition for p in d["partitions"])
+    ]
+
+
+def test_kafka_log_dirs_describe(kafka_dist: KafkaDist, mock: MockCluster) -> None:
+    described = _describe(kafka_dist, mock)
+    assert described["version"] == 1
+    assert sorted(b["broker"] for b in described["brokers"]) == [1, 2]
+    for entry in described["brokers"]:
+        node = mock.cluster.node(entry["broker"])
+        assert sorted(d["logDir"] for d in entry["logDirs"]) == sorted(
+            d.path for d in node.replica_dirs.dirs
+        )
+        assert all(d["error"] is None for d in entry["logDirs"])
+        partitions = sorted(p["partition"] for d in entry["logDirs"] for p in d["partitions"])
+        assert partitions == ["dirs-0", "dirs-1"]
+        for d in entry["logDirs"]:
+            for p in d["partitions"]:
+                assert (p["size"], p["offsetLag"], p["isFuture"]) == (0, 0, False)
+
+
+def test_a_log_dir_move_with_kafka_reassign_partitions(
+    kafka_dist: KafkaDist, mock: MockCluster, tmp_path: Path
+) -> None:
+    replicas = mock.partition("dirs", 0).replicas
+    (was,) = _where(_describe(kafka_dist, mock), replicas[0], "dirs-0")
+    (target,) = [d.path for d in mock.cluster.node(replicas[0]).replica_dirs.dirs if d.path != was]
+    plan = tmp_path / "move.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {
+                        "topic": "dirs",
+                        "partition": 0,
+                        "replicas": replicas,
+                        "log_dirs": [target, "any"],
+                    }
+                ],
+            }
+        )
+    )
+    common = ("--bootstrap-server", mock.bootstrap_servers, "--reassignment-json-file", str(plan))
+    executed = _tool(kafka_dist, REASSIGN, *common, "--execute")
+    assert "Successfully started partition reassignment for dirs-0" in executed
+    verified = _tool(kafka_dist, REASSIGN, *common, "--verify")
+    assert "Reassignment of partition dirs-0 is completed." in verified
+    assert f"Reassignment of replica dirs-0-{replicas[0]} completed successfully." in verified, (
+        verified
+    )
+    assert _where(_describe(kafka_dist, mock), replicas[0], "dirs-0") == [target]
