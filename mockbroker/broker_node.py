@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ApiKey
 
+from .broker.quotas import ClientQuotas, window_config
 from .broker.state import BrokerState
 from .broker.topic_names import topic_name
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
@@ -91,6 +92,8 @@ class BrokerNode(BrokerState):
         self.streams_groups = services.streams_groups
         self.transactions = services.transactions
         self._services = services
+        #: Client quotas from the metadata image, charged by the serve pipeline.
+        self.quotas = ClientQuotas(lambda: self.image.quotas, *window_config(services.config))
         self.listener_security = None
         #: StandardAuthorizer's rules with authorizer=True (handlers/authorization.py)
         self.authorizer: Authorizer | None = None

@@ -68,6 +68,11 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
+    # client quotas: the rate window (broker/quotas.py)
+    "quota.window.num": BrokerConfig("11", _int_at_least(1), False),
+    "quota.window.size.seconds": BrokerConfig("1", _int_at_least(1), False),
+    # KIP-714: the largest PushTelemetry payload (handlers/telemetry.py)
+    "telemetry.max.bytes": BrokerConfig("1048576", _int_at_least(1), False),
     # security (issue 21): read by a secured cluster's listeners and controller
     "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
     "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),

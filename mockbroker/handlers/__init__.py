@@ -6,6 +6,7 @@ Handlers reach the broker through `RequestContext.broker` (a `registry.BrokerVie
 from . import (  # noqa: F401  (imported for their registrations)
     admin,
     api_versions,
+    client_quotas,
     consumer_groups,
     delete_records,
     describe_cluster,

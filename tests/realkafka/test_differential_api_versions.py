@@ -30,7 +30,6 @@ _KIP_932 = (
     "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
     "coordinator keeps share-partition state in-process"
 )
-_QUOTAS = "the mock enforces no quotas"
 
 #: API key -> why the mock does not serve what Kafka's broker listener advertises.
 NOT_SERVED_BY_MOCK: dict[int, str] = {
@@ -45,8 +44,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.RENEW_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.EXPIRE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.DESCRIBE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: _QUOTAS,
-    ApiKey.ALTER_CLIENT_QUOTAS: _QUOTAS,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.LIST_CONFIG_RESOURCES: "client-metrics and config resources listing "

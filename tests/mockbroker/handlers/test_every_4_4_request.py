@@ -445,6 +445,20 @@ def _unregister_broker(ctx: Ctx, v: int) -> Any:
         return c.call(ApiKey.UNREGISTER_BROKER, v, {"broker_id": 2})
 
 
+def _describe_client_quotas(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, v, {"components": [], "strict": False})
+
+
+def _alter_client_quotas(ctx: Ctx, v: int) -> Any:
+    entity = [{"entity_type": "client-id", "entity_name": f"every-request-v{v}"}]
+    ops = [{"key": "consumer_byte_rate", "value": 1e9, "remove": False}]
+    return ctx.call(
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        v,
+        {"entries": [{"entity": entity, "ops": ops}], "validate_only": False},
+    )
+
+
 #: API key -> a real request at a version, answered without an error.
 REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.PRODUCE: _produce,
@@ -490,6 +504,8 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
