@@ -92,11 +92,6 @@ def _entry_changes(entry: Any) -> tuple[Entity, dict[str, float | None]]:
     changes: dict[str, float | None] = {}
     for op in entry["ops"]:
         key = op["key"]
-        if key in changes:
-            raise QuotaError(
-                ErrorCode.INVALID_REQUEST,
-                f"Duplicate quota key {key} not updating quota for this entity {entity}",
-            )
         if op["remove"]:
             if key not in keys:
                 raise QuotaError(ErrorCode.INVALID_REQUEST, f"Invalid configuration key {key}")
@@ -108,11 +103,20 @@ def _entry_changes(entry: Any) -> tuple[Entity, dict[str, float | None]]:
 
 
 def alter_client_quotas(view: ControllerView, version: int, body: Any) -> ControllerResult:
-    """AlterClientQuotas v0-v1: each entry checked alone; a valid one writes a ClientQuotaRecord
-    per key it changes (unless ValidateOnly)."""
+    """AlterClientQuotas v0-v1: one answer per entity, each entry checked alone; a valid one
+    writes a ClientQuotaRecord per key it changes (unless ValidateOnly). As Kafka's, an entity
+    named again (or an entry naming a key twice) is not applied and answers "Ignoring duplicate
+    entity" (Kafka lists the answers from a hash map; here they keep the request's order)."""
     draft = Draft(view)
-    entries = []
+    results: dict[tuple, tuple[list, int, str | None]] = {}
     for entry in body["entries"]:
+        named = tuple(sorted((e["entity_type"], e["entity_name"]) for e in entry["entity"]))
+        keys = [op["key"] for op in entry["ops"]]
+        if named in results or len(set(keys)) != len(keys):
+            text = ", ".join(f"{kind}={name}" for kind, name in named)
+            message = f"Ignoring duplicate entity ClientQuotaEntity(entries={{{text}}})"
+            results[named] = (list(entry["entity"]), ErrorCode.INVALID_REQUEST, message)
+            continue
         code, message = ErrorCode.NONE, None
         try:
             entity, changes = _entry_changes(entry)
@@ -121,9 +125,11 @@ def alter_client_quotas(view: ControllerView, version: int, body: Any) -> Contro
         else:
             if not body["validate_only"]:
                 _write(draft, entity, changes)
-        entries.append(
-            {"error_code": code, "error_message": message, "entity": list(entry["entity"])}
-        )
+        results[named] = (list(entry["entity"]), code, message)
+    entries = [
+        {"error_code": code, "error_message": message, "entity": entity}
+        for entity, code, message in results.values()
+    ]
     return draft.result({"entries": entries})
 
 

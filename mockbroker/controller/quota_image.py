@@ -120,7 +120,8 @@ def _matches(
         return False
     if any(kind not in names or names[kind] != name for kind, name in exact.items()):
         return False
-    return all(names.get(kind) is not None for kind in specified)
+    # MATCH_TYPE_SPECIFIED asks only that the entity has the type: its default entity too
+    return all(kind in names for kind in specified)
 
 
 def describe_client_quotas(quotas: Mapping[Entity, Mapping[str, float]], body: Any) -> dict:

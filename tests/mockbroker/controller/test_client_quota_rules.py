@@ -134,12 +134,15 @@ def test_describe_filters_as_kafkas_image() -> None:
     }
     assert _matched([alice], strict=True) == {(("user", "alice"),)}
     assert _matched([_component("user", MATCH_DEFAULT)]) == {(("user", None),)}
+    # "specified" asks for the type only: a default entity of it matches too (as Kafka 4.4)
     assert _matched([_component("client-id", MATCH_SPECIFIED)]) == {
         (("client-id", "app"), ("user", "alice")),
         (("client-id", "app"),),
+        (("client-id", None),),
     }
     assert _matched([_component("client-id", MATCH_SPECIFIED)], strict=True) == {
-        (("client-id", "app"),)
+        (("client-id", "app"),),
+        (("client-id", None),),
     }
     assert _matched([_component("ip", MATCH_SPECIFIED)]) == {(("ip", "1.2.3.4"),)}
 
