@@ -1,7 +1,8 @@
 """The cluster's metrics (`cluster_metrics`) and a tiny Prometheus endpoint (`serve_metrics`).
 
 The controller's KIP-966 metrics come from `Controller.metrics()`; the high watermark of each
-partition is read from its leader, as a broker's own gauge would be.
+partition is read from its leader, as a broker's own gauge would be; `client_telemetry` is what
+clients pushed (KIP-714), decoded by each broker's `broker.client_metrics.ClientMetrics`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from typing import Any, Protocol
 
 import trio
 
+from .broker.client_metrics import ClientMetrics
 from .broker.log import PartitionLog
 from .controller import Controller
 
 PREFIX = "kipwire_"
 #: Gauges keyed "topic-partition" in the metrics dict, exported with topic and partition labels.
 PER_PARTITION = {"electable_leaders", "high_watermark"}
+#: Pushed client metrics, exported one gauge per metric name with the client's labels.
+TELEMETRY = "client_telemetry"
 _MAX_REQUEST = 8192
 _REQUEST_TIMEOUT = 5.0
 
@@ -25,6 +29,7 @@ _REQUEST_TIMEOUT = 5.0
 class _Broker(Protocol):
     running: bool
     logs: Mapping[tuple[str, int], PartitionLog]
+    client_metrics: ClientMetrics
 
 
 class Cluster(Protocol):
@@ -45,8 +50,20 @@ def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | Non
     return log.high_watermark if log is not None else 0
 
 
+def client_telemetry(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    """What clients pushed (KIP-714), by client instance id: the client id, its software name
+    and the latest value of each metric (summed over its data points)."""
+    pushed: dict[str, dict[str, Any]] = {}
+    for _, broker in sorted(cluster.nodes.items()):
+        for instance, seen in broker.client_metrics.pushed().items():
+            known = pushed.setdefault(instance, {**seen, "metrics": {}})
+            known["metrics"].update(seen["metrics"])
+    return pushed
+
+
 def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
-    """The controller's metrics plus `high_watermark`, a dict of "topic-partition" to offset."""
+    """The controller's metrics plus `high_watermark`, a dict of "topic-partition" to offset,
+    and `client_telemetry` (`client_telemetry`)."""
     metrics = dict(cluster.controller.metrics())
     hwm = {}
     for p in cluster.controller.state.partitions():
@@ -54,6 +71,7 @@ def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
         if value is not None:
             hwm[f"{p.topic}-{p.partition_id}"] = value
     metrics["high_watermark"] = hwm
+    metrics["client_telemetry"] = client_telemetry(cluster)
     return metrics
 
 
@@ -61,6 +79,9 @@ def prometheus_text(metrics: dict[str, Any]) -> str:
     """The metrics in Prometheus' text exposition format (every metric a gauge)."""
     lines = []
     for name, value in sorted(metrics.items()):
+        if name == TELEMETRY:
+            lines.extend(_telemetry_lines(value))
+            continue
         metric = PREFIX + name
         lines.append(f"# TYPE {metric} gauge")
         if name in PER_PARTITION:
@@ -71,6 +92,28 @@ def prometheus_text(metrics: dict[str, Any]) -> str:
         else:
             lines.append(f"{metric} {value}")
     return "\n".join(lines) + "\n"
+
+
+def _label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _telemetry_lines(pushed: dict[str, dict[str, Any]]) -> list[str]:
+    """One gauge per pushed metric name (dots as underscores), labelled by client."""
+    by_metric: dict[str, list[str]] = {}
+    for instance, seen in sorted(pushed.items()):
+        labels = (
+            f'client_instance_id="{instance}",client_id="{_label(seen["client_id"])}",'
+            f'client_software_name="{_label(seen["client_software_name"])}"'
+        )
+        for name, value in seen["metrics"].items():
+            metric = PREFIX + "client_" + "".join(c if c.isalnum() else "_" for c in name)
+            by_metric.setdefault(metric, []).append(f"{metric}{{{labels}}} {value}")
+    lines = []
+    for metric, samples in sorted(by_metric.items()):
+        lines.append(f"# TYPE {metric} gauge")
+        lines.extend(samples)
+    return lines
 
 
 def _response(status: str, body: str, content_type: str = "text/plain; charset=utf-8") -> bytes:

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kipwire.codec import APIS, ApiKey
 
-from .releases import BROKER_VERSIONS, HELD_BACK
+from .releases import BROKER_VERSIONS, CLIENT_TELEMETRY, HELD_BACK
 
 if TYPE_CHECKING:
+    from ..broker.client_metrics import ClientMetrics
     from ..broker.log import PartitionLog
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
@@ -59,6 +60,8 @@ class BrokerView(Protocol):
     share_groups: ShareCoordinator
     streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
+    #: Client telemetry (KIP-714): subscriptions and what clients pushed.
+    client_metrics: ClientMetrics
 
     @property
     def auto_create_topics(self) -> bool: ...
@@ -243,10 +246,12 @@ def handlers_for(release: str) -> Mapping[int, Handler]:
 
 def listed(release: str, handlers: Mapping[int, Handler] | None = None) -> list[Handler]:
     """The handlers a broker of a release lists in ApiVersions, in key order: of those it
-    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists
-    (GetReplicaLogInfo is served for the controller, never listed)."""
+    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists, with
+    a client-telemetry receiver for KIP-714's (GetReplicaLogInfo is served for the
+    controller, never listed)."""
     table = handlers_for(release) if handlers is None else handlers
-    return [h for key, h in sorted(table.items()) if key in BROKER_VERSIONS[release]]
+    kafka = BROKER_VERSIONS[release]
+    return [h for key, h in sorted(table.items()) if key in kafka or key in CLIENT_TELEMETRY]
 
 
 def top_level_error(body: Body, code: int, version: int) -> dict:

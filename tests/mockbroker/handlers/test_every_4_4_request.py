@@ -459,6 +459,26 @@ def _alter_client_quotas(ctx: Ctx, v: int) -> Any:
     )
 
 
+def _get_telemetry_subscriptions(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, v, {"client_instance_id": uuid.UUID(int=0)})
+
+
+def _push_telemetry(ctx: Ctx, v: int) -> Any:
+    got = _get_telemetry_subscriptions(ctx, 0)
+    body = {
+        "client_instance_id": got["client_instance_id"],
+        "subscription_id": got["subscription_id"],
+        "terminating": True,
+        "compression_type": 0,
+        "metrics": b"",
+    }
+    return ctx.call(ApiKey.PUSH_TELEMETRY, v, body)
+
+
+def _list_config_resources(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.LIST_CONFIG_RESOURCES, v, {"resource_types": []} if v else {})
+
+
 #: API key -> a real request at a version, answered without an error.
 REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.PRODUCE: _produce,
@@ -506,6 +526,9 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: _get_telemetry_subscriptions,
+    ApiKey.PUSH_TELEMETRY: _push_telemetry,
+    ApiKey.LIST_CONFIG_RESOURCES: _list_config_resources,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
