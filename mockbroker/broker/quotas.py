@@ -8,8 +8,9 @@ client-id, default user, client-id, default client-id. A sensor is a rate over
 `quota.window.num` samples of `quota.window.size.seconds`; a value recorded past the quota
 earns `(rate - quota) / quota * window` ms of throttle. Produce is charged its request bytes
 and Fetch its response bytes (a throttled fetch answers no data and is not charged, as
-Kafka's); every request is charged its work as a share of a second for `request_percentage`,
-whose throttle is capped at one sample window. The serve pipeline asks `ClientQuotas.charge`
+Kafka's; a consumer's fetch returns at most its quota over the window's other samples); every
+request is charged its work as a share of a second for `request_percentage`, whose throttle is
+capped at one sample window. The serve pipeline asks `ClientQuotas.charge`
 once per client request and mutes the connection for the throttle time (KIP-219).
 """
 
@@ -165,6 +166,18 @@ class ClientQuotas:
             return 0
         throttle = round((measured - bound) / bound * rate.window(now_ms))
         return min(throttle, cap_ms) if cap_ms else throttle
+
+    def max_fetch_bytes(self, principal: str | None, client_id: str | None) -> int | None:
+        """The most a consumer's fetch may return (Kafka's getMaxValueInQuotaWindow: its
+        consumer_byte_rate over all samples but the current one), None without a quota."""
+        quotas = self._quotas()
+        if not quotas:
+            return None
+        user, client = user_of(principal), client_id or ""
+        bound = quota_bound(quotas, FETCH_RATE, *sensor_tags(quotas, FETCH_RATE, user, client))
+        if bound is None:
+            return None
+        return int(bound * (self.samples - 1) * self.window_ms / 1000)
 
     def unrecord(self, key: str, user: str, client_id: str, value: float, now_ms: float) -> None:
         """Take back a recorded value (a throttled fetch sends no data)."""

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..broker.log import PartitionLog
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
+    from ..broker.quotas import ClientQuotas
     from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
     from ..coordinators.share_groups import ShareCoordinator
@@ -62,6 +63,8 @@ class BrokerView(Protocol):
     transactions: TransactionCoordinator
     #: Client telemetry (KIP-714): subscriptions and what clients pushed.
     client_metrics: ClientMetrics
+    #: Client quotas (the serve pipeline charges them; Fetch reads its size cap).
+    quotas: ClientQuotas
 
     @property
     def auto_create_topics(self) -> bool: ...

@@ -1,6 +1,7 @@
 """Client quotas on a running mock: AlterClientQuotas through a broker reaches the controller and
 every broker's image, DescribeClientQuotas answers from it, and a real producer is slowed to
-about its producer_byte_rate (the response's throttle_time_ms, the channel muted)."""
+about its producer_byte_rate and a real consumer to about its consumer_byte_rate (the
+response's throttle_time_ms, the channel muted)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
@@ -22,6 +23,7 @@ WINDOW = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
 def cluster() -> Iterator[MockCluster]:
     with MockCluster(brokers=2, config=WINDOW) as running:
         running.create_topic("quota-t", partitions=1, replication_factor=1)
+        running.create_topic("quota-consumed", partitions=1, replication_factor=1)
         yield running
 
 
@@ -108,3 +110,44 @@ def test_a_request_percentage_quota_is_reported_in_throttle_time(cluster: MockCl
     assert max(throttles) > 0
     # capped at one sample window (Kafka's RequestQuotaManager)
     assert max(throttles) <= 1000
+
+
+def test_a_real_consumer_is_slowed_to_about_its_quota(cluster: MockCluster) -> None:
+    quota, total = 100_000, 400_000
+    # small batches: a fetch returns at least one whole batch (KIP-74), and one larger than the
+    # quota's window would be throttled and answered empty for ever, on Kafka as here
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "batch.size": 16384}
+    )
+    for _ in range(total // 1000):
+        producer.produce("quota-consumed", b"y" * 1000)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    with Connection(cluster.bootstrap_servers.split(",")[0]) as conn:
+        assert _set(conn, [("client-id", "slow-consumer")], "consumer_byte_rate", quota) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "client.id": "slow-consumer",
+            "group.id": "slow-consumers",
+            "auto.offset.reset": "earliest",
+            "enable.metrics.push": False,
+        }
+    )
+    consumer.subscribe(["quota-consumed"])
+    received, started = 0, None
+    deadline = time.monotonic() + 60
+    try:
+        while received < total and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None or message.error():
+                continue
+            started = started or time.monotonic()
+            received += len(message.value())
+    finally:
+        consumer.close()
+    assert received == total
+    elapsed = time.monotonic() - started
+    # unthrottled it is read in well under a second; each fetch returns at most one quota's
+    # worth (the window's other sample) and the next waits for the rate to fall under it
+    assert elapsed >= 0.5 * (total - 2 * quota) / quota, elapsed
