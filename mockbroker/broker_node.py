@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from kipwire.codec import ApiKey
 
+from .broker.client_metrics import ClientMetrics
+from .broker.quotas import ClientQuotas, window_config
 from .broker.state import BrokerState
 from .broker.topic_names import topic_name
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
@@ -92,6 +94,12 @@ class BrokerNode(BrokerState):
         self.streams_groups = services.streams_groups
         self.transactions = services.transactions
         self._services = services
+        #: Client quotas from the metadata image, charged by the serve pipeline.
+        self.quotas = ClientQuotas(lambda: self.image.quotas, *window_config(services.config))
+        #: Client telemetry (KIP-714) from the client-metrics configs in the image.
+        self.client_metrics = ClientMetrics(
+            lambda: self.image.configs, int(services.config.get("telemetry.max.bytes", 1048576))
+        )
         self.listener_security = None
         settings = services.config
         self.limits = NodeLimits.from_config(

@@ -94,6 +94,8 @@ class ControllerNode:
 
     node_id = CONTROLLER
     closes_on_malformed = True
+    #: Client quotas are the brokers' (`broker.quotas`); the controller charges none.
+    quotas = None
 
     def __init__(
         self,

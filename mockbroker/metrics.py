@@ -3,7 +3,8 @@
 The controller's KIP-966 metrics come from `Controller.metrics()`; the high watermark of each
 partition is read from its leader, as a broker's own gauge would be, and so are its log's
 start offset, size in bytes and segment count (Kafka's `kafka.log:type=Log` LogStartOffset,
-Size and NumLogSegments), which show retention at work.
+Size and NumLogSegments), which show retention at work; `client_telemetry` is what clients
+pushed (KIP-714), decoded by each broker's `broker.client_metrics.ClientMetrics`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 
 import trio
 
+from .broker.client_metrics import ClientMetrics
 from .broker.log import PartitionLog
 from .controller import Controller
 
@@ -26,6 +28,8 @@ PER_PARTITION = {
     "log_size_bytes",
     "log_segments",
 }
+#: Pushed client metrics, exported one gauge per metric name with the client's labels.
+TELEMETRY = "client_telemetry"
 _MAX_REQUEST = 8192
 _REQUEST_TIMEOUT = 5.0
 
@@ -33,6 +37,7 @@ _REQUEST_TIMEOUT = 5.0
 class _Broker(Protocol):
     running: bool
     logs: Mapping[tuple[str, int], PartitionLog]
+    client_metrics: ClientMetrics
 
 
 class Cluster(Protocol):
@@ -53,9 +58,21 @@ def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | Non
     return log.high_watermark if log is not None else 0
 
 
+def client_telemetry(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    """What clients pushed (KIP-714), by client instance id: the client id, its software name
+    and the latest value of each metric (summed over its data points)."""
+    pushed: dict[str, dict[str, Any]] = {}
+    for _, broker in sorted(cluster.nodes.items()):
+        for instance, seen in broker.client_metrics.pushed().items():
+            known = pushed.setdefault(instance, {**seen, "metrics": {}})
+            known["metrics"].update(seen["metrics"])
+    return pushed
+
+
 def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
     """The controller's metrics plus, per "topic-partition" with a running leader, the leader's
-    `high_watermark`, `log_start_offset`, `log_size_bytes` and `log_segments`."""
+    `high_watermark`, `log_start_offset`, `log_size_bytes` and `log_segments`,
+    and `client_telemetry` (what clients pushed, by client instance id)."""
     metrics = dict(cluster.controller.metrics())
     hwm, start, size, segments = {}, {}, {}, {}
     for p in cluster.controller.state.partitions():
@@ -71,6 +88,7 @@ def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
     metrics.update(
         high_watermark=hwm, log_start_offset=start, log_size_bytes=size, log_segments=segments
     )
+    metrics["client_telemetry"] = client_telemetry(cluster)
     return metrics
 
 
@@ -78,6 +96,9 @@ def prometheus_text(metrics: dict[str, Any]) -> str:
     """The metrics in Prometheus' text exposition format (every metric a gauge)."""
     lines = []
     for name, value in sorted(metrics.items()):
+        if name == TELEMETRY:
+            lines.extend(_telemetry_lines(value))
+            continue
         metric = PREFIX + name
         lines.append(f"# TYPE {metric} gauge")
         if name in PER_PARTITION:
@@ -88,6 +109,28 @@ def prometheus_text(metrics: dict[str, Any]) -> str:
         else:
             lines.append(f"{metric} {value}")
     return "\n".join(lines) + "\n"
+
+
+def _label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _telemetry_lines(pushed: dict[str, dict[str, Any]]) -> list[str]:
+    """One gauge per pushed metric name (dots as underscores), labelled by client."""
+    by_metric: dict[str, list[str]] = {}
+    for instance, seen in sorted(pushed.items()):
+        labels = (
+            f'client_instance_id="{instance}",client_id="{_label(seen["client_id"])}",'
+            f'client_software_name="{_label(seen["client_software_name"])}"'
+        )
+        for name, value in seen["metrics"].items():
+            metric = PREFIX + "client_" + "".join(c if c.isalnum() else "_" for c in name)
+            by_metric.setdefault(metric, []).append(f"{metric}{{{labels}}} {value}")
+    lines = []
+    for metric, samples in sorted(by_metric.items()):
+        lines.append(f"# TYPE {metric} gauge")
+        lines.extend(samples)
+    return lines
 
 
 def _response(status: str, body: str, content_type: str = "text/plain; charset=utf-8") -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import struct
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from functools import partial
@@ -35,6 +36,7 @@ from .faults import Faults
 from .handlers.registry import Handler, PartitionShape
 from .limits import NodeLimits, RequestMemory, TooManyConnections
 from .network import NodeId
+from .security.context import PRINCIPAL
 
 _READ_SIZE = 256 * 1024
 _SIZE = struct.Struct(">i").pack
@@ -42,6 +44,9 @@ _SIZE = struct.Struct(">i").pack
 #: The (host, port) of the peer of the connection a request arrived on; set in each
 #: connection's task, so a fault can tell which node (if any) dialed it.
 PEER: ContextVar[tuple[str, int] | None] = ContextVar("kipwire_peer", default=None)
+#: Seconds the connection stays muted after the response just answered (a quota's throttle,
+#: KIP-219); set in the connection's task by `answer_request`, taken by `serve_connection`.
+_MUTE: ContextVar[float] = ContextVar("kipwire_mute", default=0.0)
 
 
 class CloseConnection(Exception):
@@ -70,6 +75,21 @@ class ListenerSecurity(Protocol):
     async def serve(self, stream: trio.SocketStream, node: Endpoint, tap: Tap | None) -> None: ...
 
 
+class Quotas(Protocol):
+    """What charges a client's request to its quotas (`broker.quotas.ClientQuotas`)."""
+
+    def charge(
+        self,
+        principal: str | None,
+        client_id: str | None,
+        api_key: int,
+        request_bytes: int,
+        response: dict | None,
+        encode: Callable[[dict], bytes],
+        work_seconds: float,
+    ) -> tuple[bytes | None, float]: ...
+
+
 class Taps(Protocol):
     """Where new connections get their tap (the recorder)."""
 
@@ -93,6 +113,8 @@ class Endpoint(Protocol):
     handlers: Mapping[int, Handler]
     #: An undecodable body closes the connection (the controller) instead of INVALID_REQUEST.
     closes_on_malformed: bool
+    #: Client quotas (brokers); None where none are charged (the controller).
+    quotas: Quotas | None
 
     def request_context(
         self, api_key: int, api_version: int, correlation_id: int, client_id: str | None
@@ -124,6 +146,7 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
         codec = message(name, version)
     except DecodeError:
         raise CloseConnection(f"{name} v{version} is not a version the codec knows") from None
+    started = time.perf_counter()
     try:
         body, _ = codec.parse_at(data, header.header_size)  # bytes after the body are ignored
     except DecodeError as exc:
@@ -131,6 +154,7 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
             raise CloseConnection(f"{name} v{version}: malformed body: {exc}") from None
         node.log.info("%s v%d cid %d: malformed body: %s", name, version, cid, exc)
         return _error(handler, version, cid, None, ErrorCode.INVALID_REQUEST)
+    work = time.perf_counter() - started
     source = node.faults.source_of(PEER.get())
     # traffic between nodes (heartbeats, metadata and replica fetches) only at DEBUG, marked
     # `internal` so `kipwire-broker serve --log-internal` can show it: one line per client request
@@ -150,10 +174,18 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | None:
     delay = node.faults.response_delay(node.node_id)
     if delay:
         await trio.sleep(delay)
-    if response is None:
-        return None
+
+    def encode(body: dict) -> bytes:
+        return frame(encode_response(key, version, body, correlation_id=cid))
+
     try:
-        return frame(encode_response(key, version, response, correlation_id=cid))
+        if node.quotas is not None and source is None and injected is None:
+            out, mute = node.quotas.charge(
+                PRINCIPAL.get(), header.client_id, key, len(data), response, encode, work
+            )
+            _MUTE.set(mute)
+            return out
+        return None if response is None else encode(response)
     except EncodeError as exc:
         if injected is not None:
             # no error code to carry it: the injected fault closes the connection
@@ -262,6 +294,7 @@ async def serve_connection(
                 del request
                 memory.give(charge)
                 frames.compact()
+            await _muted()
     finally:
         if tap is not None:
             tap.close(by_client=by_client)
@@ -306,6 +339,14 @@ UNCOUNTED = RequestMemory(-1)
 def _peer_text() -> str:
     peer = PEER.get()
     return "an unknown peer" if peer is None else f"{peer[0]}:{peer[1]}"
+
+
+async def _muted() -> None:
+    """Read nothing more from the connection while a quota's throttle lasts (KIP-219)."""
+    mute = _MUTE.get()
+    if mute > 0:
+        _MUTE.set(0.0)
+        await trio.sleep(mute)
 
 
 async def listen(

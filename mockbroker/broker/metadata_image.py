@@ -14,6 +14,7 @@ from typing import Any
 
 from kipwire.codec import ConfigResourceType
 
+from ..controller.quota_image import Entity, replay_client_quota
 from ..security.image import ACL_RECORDS, SCRAM_RECORDS, TOKEN_RECORDS, SecurityImage
 
 NO_LEADER_CHANGE = -2
@@ -85,6 +86,8 @@ class MetadataImage:
         self.features: dict[str, int] = {}
         #: SCRAM credentials and ACLs (security/image.py).
         self.security = SecurityImage()
+        #: Client quotas by entity (controller/quota_image.py).
+        self.quotas: dict[Entity, dict[str, float]] = {}
         self.offset = -1  # the last metadata offset replayed
         self.delta = MetadataDelta()
 
@@ -236,6 +239,9 @@ class MetadataImage:
             configs.pop(r["name"], None)
         else:
             configs[r["name"]] = r["value"]
+
+    def _ClientQuotaRecord(self, r: Mapping[str, Any]) -> None:
+        replay_client_quota(self.quotas, r)
 
     def _FeatureLevelRecord(self, r: Mapping[str, Any]) -> None:
         self.delta.configs = True

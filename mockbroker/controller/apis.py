@@ -15,6 +15,7 @@ from kipwire.codec import ApiKey, DecodeError, EncodeError, ErrorCode, message
 from . import (
     alter_partition,
     brokers,
+    client_quotas,
     config_apis,
     dir_assignment,
     elect_leaders,
@@ -99,6 +100,7 @@ SERVED: dict[int, Api] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: Api(
         "ListPartitionReassignments", 0, 0, reassignments.list_partition_reassignments
     ),
+    ApiKey.ALTER_CLIENT_QUOTAS: Api("AlterClientQuotas", 0, 1, client_quotas.alter_client_quotas),
     ApiKey.ALTER_PARTITION: Api("AlterPartition", 0, 3, alter_partition.alter_partition),
     ApiKey.UPDATE_FEATURES: Api("UpdateFeatures", 0, 2, update_features.update_features),
     ApiKey.BROKER_REGISTRATION: Api("BrokerRegistration", 0, 4, brokers.register_broker),

@@ -111,6 +111,11 @@ BROKER: dict[str, BrokerConfig] = {
     "replica.alter.log.dirs.io.max.bytes.per.second": BrokerConfig(
         str(2**63 - 1), _long_at_least(0), True
     ),
+    # client quotas: the rate window (broker/quotas.py)
+    "quota.window.num": BrokerConfig("11", _int_at_least(1), False),
+    "quota.window.size.seconds": BrokerConfig("1", _int_at_least(1), False),
+    # KIP-714: the largest PushTelemetry payload (handlers/telemetry.py)
+    "telemetry.max.bytes": BrokerConfig("1048576", _int_at_least(1), False),
     # security (issue 21): read by a secured cluster's listeners and controller
     "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
     "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),

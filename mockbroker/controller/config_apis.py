@@ -9,6 +9,7 @@ from typing import Any
 from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, ErrorCode
 
 from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
+from .client_metrics_configs import check_client_metrics, describe_client_metrics
 from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
 from .group_configs import check_group_config, describe_group
@@ -55,6 +56,8 @@ def _check_resource(draft: Draft, resource_type: int, name: str) -> tuple[int, s
         return None
     if resource_type == ConfigResourceType.GROUP:
         return None if name else (ErrorCode.INVALID_REQUEST, "a group resource needs a group id")
+    if resource_type == ConfigResourceType.CLIENT_METRICS:
+        return check_client_metrics(name, {})
     return ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here"
 
 
@@ -62,6 +65,8 @@ def _check_changes(
     draft: Draft, resource_type: int, name: str, changes: Mapping[str, str | None]
 ) -> tuple[int, str] | None:
     release = draft.settings.semantics.release
+    if resource_type == ConfigResourceType.CLIENT_METRICS:
+        return check_client_metrics(name, dict(changes))
     for key, value in changes.items():
         if resource_type == ConfigResourceType.GROUP:
             problem = check_group_config(key, value)
@@ -148,10 +153,14 @@ def alter_configs(view: ControllerView, version: int, body: Any) -> ControllerRe
     return draft.result({"responses": responses})
 
 
-def _describe_one(draft: Draft, version: int, rtype: int, rname: str, keys: Any) -> list[dict]:
+def _describe_one(
+    draft: Draft, version: int, rtype: int, rname: str, keys: Any, synonyms: bool = False
+) -> list[dict]:
     state = draft.state
     if rtype == ConfigResourceType.GROUP:
         return describe_group(state, version, rname, keys)
+    if rtype == ConfigResourceType.CLIENT_METRICS:
+        return describe_client_metrics(state, version, rname, keys, synonyms)
     configs = known(draft.settings.semantics.release)
     out = []
     # a broker resource also describes the broker configs (not the log.* synonyms, which are
@@ -193,8 +202,10 @@ def describe_configs(view: ControllerView, version: int, body: Any) -> Controlle
         rtype, rname = res["resource_type"], res["resource_name"]
         error = _check_resource(draft, rtype, rname)
         result = _result(res, error)
+        keys = res["configuration_keys"]
+        synonyms = bool(body.get("include_synonyms"))
         result["configs"] = (
-            [] if error else _describe_one(draft, version, rtype, rname, res["configuration_keys"])
+            [] if error else _describe_one(draft, version, rtype, rname, keys, synonyms)
         )
         results.append(result)
     return draft.result({"results": results})

@@ -19,6 +19,7 @@ from ..security.image import (
 from ..security.scram import ScramCredential
 from ..security.tokens import TokenInfo
 from .features import ELR_VERSION, LATEST_METADATA_VERSION, METADATA_VERSION, MV_4_0_IV1
+from .quota_image import Entity, replay_client_quota
 
 # The Leader field's values (PartitionRegistration): no leader, and (in a change) unchanged.
 NO_LEADER = -1
@@ -225,6 +226,8 @@ class ClusterState:
         self.scram: MutableMapping[tuple[str, int], ScramCredential] = {}
         self.acls: MutableMapping[UUID, AclBinding] = {}
         self.tokens: MutableMapping[str, TokenInfo] = {}
+        # client quotas by entity (quota_image.py)
+        self.quotas: MutableMapping[Entity, dict[str, float]] = {}
         # (topic id, index) of every partition without a leader: an index kept by replay, so
         # the periodic elections and recovery scans visit those alone.
         self.leaderless: set[tuple[UUID, int]] = set()
@@ -283,6 +286,7 @@ class ClusterState:
             sorted(((str(p.topic_id), p.partition_id), p.snapshot()) for p in self.partitions()),
             sorted((k, sorted(v.items())) for k, v in self.configs.items()),
             sorted(self.features.items()),
+            sorted((repr(e), sorted(v.items())) for e, v in self.quotas.items()),
         )
 
     # What replay may change in place: everything here; in a DraftState, its own copies only.
@@ -367,6 +371,7 @@ class DraftState(ClusterState):
         self.scram = _Overlay(base.scram)
         self.acls = _Overlay(base.acls)
         self.tokens = _Overlay(base.tokens)
+        self.quotas = _Overlay(base.quotas)
         self.leaderless = base.leaderless
         self._leaderless_owned = False
         # ids of the objects this draft made (or copied) itself, with the objects kept alive
@@ -532,6 +537,10 @@ def _clear_elr(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
                 p.partition_epoch += 1
 
 
+def _client_quota(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
+    replay_client_quota(state.quotas, r)
+
+
 def _security(name: str) -> Callable[[ClusterState, Mapping[str, Any], int], None]:
     def replay(state: ClusterState, r: Mapping[str, Any], offset: int) -> None:
         replay_security(state.scram, state.acls, state.tokens, name, r)
@@ -552,5 +561,6 @@ _REPLAY: dict[str, Callable[[ClusterState, Mapping[str, Any], int], None]] = {
     "ConfigRecord": _config,
     "FeatureLevelRecord": _feature,
     "ClearElrRecord": _clear_elr,
+    "ClientQuotaRecord": _client_quota,
     **{name: _security(name) for name in (*SCRAM_RECORDS, *ACL_RECORDS, *TOKEN_RECORDS)},
 }

@@ -6,6 +6,8 @@ Handlers reach the broker through `RequestContext.broker` (a `registry.BrokerVie
 from . import (  # noqa: F401  (imported for their registrations)
     admin,
     api_versions,
+    client_quotas,
+    config_resources,
     consumer_groups,
     delete_records,
     describe_cluster,
@@ -26,6 +28,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     share_groups,
     share_offsets,
     streams_groups,
+    telemetry,
     transaction_admin,
     transactions,
 )

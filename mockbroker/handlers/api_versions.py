@@ -8,11 +8,14 @@ from typing import Any
 
 from kipwire.codec import ApiKey, ErrorCode, encode_response
 
+from ..broker.client_metrics import CLIENT_SOFTWARE
 from ..controller.features import BROKER_FEATURES, LATEST_METADATA_VERSION, METADATA_VERSION
 from .registry import Handler, RequestContext, handles, listed
 
 #: The first version whose request names the cluster and node it is meant for (KIP-1242).
 IDENTITY_VERSION = 5
+#: The first version whose request names the client software (KIP-511).
+CLIENT_SOFTWARE_VERSION = 3
 
 
 def api_ranges(release: str, handlers: Mapping[int, Handler] | None = None) -> list[dict]:
@@ -50,6 +53,9 @@ def identity_error(version: int, body: Any, cluster_id: str, node_id: int) -> in
 async def api_versions(ctx: RequestContext, body: Any) -> dict:
     """The API ranges, supported features and finalized feature levels."""
     broker = ctx.broker
+    if ctx.api_version >= CLIENT_SOFTWARE_VERSION:
+        # the connection's client, as KIP-714's client-metrics `match` selects it
+        CLIENT_SOFTWARE.set((body["client_software_name"], body["client_software_version"]))
     error = identity_error(ctx.api_version, body, broker.cluster_id, broker.node_id)
     if error != ErrorCode.NONE:
         # Kafka answers a refused ApiVersions with the error alone (getErrorResponse)

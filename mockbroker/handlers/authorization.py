@@ -519,6 +519,8 @@ _CLUSTER_OPERATION = {
     ApiKey.DESCRIBE_ACLS: Op.DESCRIBE,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: Op.DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CLIENT_QUOTAS: Op.ALTER_CONFIGS,
     # forwarded to the controller, which would check it; the broker checks it first
     ApiKey.DESCRIBE_QUORUM: Op.DESCRIBE,
 }

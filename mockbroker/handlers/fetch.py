@@ -24,6 +24,7 @@ from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
 from ..broker.log import LogError
 from ..broker.topic_names import topic_id, topic_name
+from ..security.context import PRINCIPAL
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
 #: The long poll's cap while a session lacks a partition its follower should fetch here: the
@@ -61,12 +62,23 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     deadline = trio.current_time() + max(body["max_wait_ms"], 0) / 1000
     if replica_id >= 0:
         _record_follower_fetch(broker, body, replica_id, replica_epoch)
+    else:
+        body = _within_quota(ctx, body)
     while True:
         responses, size, failed = _read(broker, body, replica_id >= 0)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
             return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
             await broker.wait_for_data()
+
+
+def _within_quota(ctx: RequestContext, body: Any) -> Any:
+    """A consumer's fetch bounded by its consumer_byte_rate (broker/quotas.py), as Kafka bounds
+    MaxBytes and MinBytes by the quota's window."""
+    cap = ctx.broker.quotas.max_fetch_bytes(PRINCIPAL.get(), ctx.client_id)
+    if cap is None or cap >= body.get("max_bytes", 0x7FFFFFFF):
+        return body
+    return {**body, "max_bytes": cap, "min_bytes": min(body["min_bytes"], cap)}
 
 
 async def _session_fetch(

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kipwire.codec import APIS, ApiKey
 
-from .releases import BROKER_VERSIONS, HELD_BACK
+from .releases import BROKER_VERSIONS, CLIENT_TELEMETRY, HELD_BACK
 
 if TYPE_CHECKING:
+    from ..broker.client_metrics import ClientMetrics
     from ..broker.log import PartitionLog
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
+    from ..broker.quotas import ClientQuotas
     from ..broker.replica_dirs import ReplicaDirs
     from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
@@ -62,6 +64,10 @@ class BrokerView(Protocol):
     share_groups: ShareCoordinator
     streams_groups: StreamsCoordinator
     transactions: TransactionCoordinator
+    #: Client telemetry (KIP-714): subscriptions and what clients pushed.
+    client_metrics: ClientMetrics
+    #: Client quotas (the serve pipeline charges them; Fetch reads its size cap).
+    quotas: ClientQuotas
 
     @property
     def auto_create_topics(self) -> bool: ...
@@ -246,10 +252,12 @@ def handlers_for(release: str) -> Mapping[int, Handler]:
 
 def listed(release: str, handlers: Mapping[int, Handler] | None = None) -> list[Handler]:
     """The handlers a broker of a release lists in ApiVersions, in key order: of those it
-    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists
-    (GetReplicaLogInfo is served for the controller, never listed)."""
+    serves (`handlers_for(release)` unless given), the ones Kafka's broker listener lists, with
+    a client-telemetry receiver for KIP-714's (GetReplicaLogInfo is served for the
+    controller, never listed)."""
     table = handlers_for(release) if handlers is None else handlers
-    return [h for key, h in sorted(table.items()) if key in BROKER_VERSIONS[release]]
+    kafka = BROKER_VERSIONS[release]
+    return [h for key, h in sorted(table.items()) if key in kafka or key in CLIENT_TELEMETRY]
 
 
 def top_level_error(body: Body, code: int, version: int) -> dict:

@@ -172,6 +172,14 @@ KAFKA_4_4_BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.UNREGISTER_CONTROLLER: (0, 0),
 }
 
+#: What Kafka's broker listener lists besides (both releases) once a client-telemetry receiver
+#: is configured (KIP-714: a metrics reporter implementing ClientTelemetry); the mock always
+#: has one (`cluster.metrics()["client_telemetry"]`), so it always lists them.
+CLIENT_TELEMETRY: dict[int, tuple[int, int]] = {
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0),
+    ApiKey.PUSH_TELEMETRY: (0, 0),
+}
+
 #: release -> its broker listener's table.
 BROKER_VERSIONS: Mapping[str, Mapping[int, tuple[int, int]]] = {
     "4.1": KAFKA_4_1_BROKER_VERSIONS,

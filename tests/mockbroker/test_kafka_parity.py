@@ -24,7 +24,11 @@ from kipwire.codec.records import build_batch
 from kipwire.mockbroker import MockCluster, Semantics
 from kipwire.mockbroker.controller.configs import validate
 from kipwire.mockbroker.handlers import HANDLERS
-from kipwire.mockbroker.handlers.releases import HELD_BACK, KAFKA_4_1_BROKER_VERSIONS
+from kipwire.mockbroker.handlers.releases import (
+    CLIENT_TELEMETRY,
+    HELD_BACK,
+    KAFKA_4_1_BROKER_VERSIONS,
+)
 
 RECORDED = Path(__file__).parents[1] / "realkafka" / "data" / "api_versions_kafka_4_1.json"
 _EMPTY_FETCH = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
@@ -243,8 +247,11 @@ def test_advertised_ranges_are_kafkas_within_the_codecs(strict):
         )
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     codec = {a["api_key"]: (a["min_version"], a["max_version"]) for a in api_versions("broker")}
+    # Kafka lists KIP-714's telemetry APIs once a telemetry receiver is configured (the mock
+    # always has one)
+    kafka = {**KAFKA_4_1_BROKER_VERSIONS, **CLIENT_TELEMETRY}
     for key, (low, high) in ranges.items():
-        kafka_low, kafka_high = KAFKA_4_1_BROKER_VERSIONS[key]
+        kafka_low, kafka_high = kafka[key]
         held = HELD_BACK["4.1"].get(key, (kafka_high, ""))[0]  # EndTxn v5 under 4.1
         expected = (max(kafka_low, codec[key][0]), min(kafka_high, codec[key][1], held))
         assert (low, high) == expected, key

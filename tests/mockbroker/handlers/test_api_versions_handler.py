@@ -12,7 +12,7 @@ from kipwire.codec import APIS, ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster, Semantics
 from kipwire.mockbroker.controller.features import FEATURE_NEEDS, fresh_features
 from kipwire.mockbroker.handlers.registry import listed
-from kipwire.mockbroker.handlers.releases import KAFKA_4_4_BROKER_VERSIONS
+from kipwire.mockbroker.handlers.releases import CLIENT_TELEMETRY, KAFKA_4_4_BROKER_VERSIONS
 
 CLIENT = {"client_software_name": "kipwire-tests", "client_software_version": "1"}
 
@@ -37,9 +37,12 @@ def test_the_default_preset_is_kafka_4_4(cluster: MockCluster) -> None:
     with WireClient(_first(cluster)) as client:
         body = client.call(ApiKey.API_VERSIONS, 5, CLIENT)
     assert body["error_code"] == ErrorCode.NONE
-    # exactly Kafka 4.4.0's range for every API the mock serves
+    # exactly Kafka 4.4.0's range for every API the mock serves, and KIP-714's, which Kafka
+    # lists once a client-telemetry receiver is configured (the mock always has one)
     ranges = _ranges(body)
-    assert ranges == {k: v for k, v in KAFKA_4_4_BROKER_VERSIONS.items() if k in ranges}
+    kafka = {**KAFKA_4_4_BROKER_VERSIONS, **CLIENT_TELEMETRY}
+    assert ranges == {k: v for k, v in kafka.items() if k in ranges}
+    assert ranges[ApiKey.GET_TELEMETRY_SUBSCRIPTIONS] == ranges[ApiKey.PUSH_TELEMETRY] == (0, 0)
     for key, newest in [
         (ApiKey.LIST_OFFSETS, 11),
         (ApiKey.OFFSET_COMMIT, 10),

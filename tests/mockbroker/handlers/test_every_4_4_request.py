@@ -457,6 +457,40 @@ def _unregister_broker(ctx: Ctx, v: int) -> Any:
         return c.call(ApiKey.UNREGISTER_BROKER, v, {"broker_id": 2})
 
 
+def _describe_client_quotas(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, v, {"components": [], "strict": False})
+
+
+def _alter_client_quotas(ctx: Ctx, v: int) -> Any:
+    entity = [{"entity_type": "client-id", "entity_name": f"every-request-v{v}"}]
+    ops = [{"key": "consumer_byte_rate", "value": 1e9, "remove": False}]
+    return ctx.call(
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        v,
+        {"entries": [{"entity": entity, "ops": ops}], "validate_only": False},
+    )
+
+
+def _get_telemetry_subscriptions(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, v, {"client_instance_id": uuid.UUID(int=0)})
+
+
+def _push_telemetry(ctx: Ctx, v: int) -> Any:
+    got = _get_telemetry_subscriptions(ctx, 0)
+    body = {
+        "client_instance_id": got["client_instance_id"],
+        "subscription_id": got["subscription_id"],
+        "terminating": True,
+        "compression_type": 0,
+        "metrics": b"",
+    }
+    return ctx.call(ApiKey.PUSH_TELEMETRY, v, body)
+
+
+def _list_config_resources(ctx: Ctx, v: int) -> Any:
+    return ctx.call(ApiKey.LIST_CONFIG_RESOURCES, v, {"resource_types": []} if v else {})
+
+
 #: API key -> a real request at a version, answered without an error.
 REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.PRODUCE: _produce,
@@ -504,6 +538,11 @@ REQUESTS: dict[int, Callable[[Ctx, int], Any]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: _get_telemetry_subscriptions,
+    ApiKey.PUSH_TELEMETRY: _push_telemetry,
+    ApiKey.LIST_CONFIG_RESOURCES: _list_config_resources,
     **GroupRequests(TOPIC, _produce).table(),
 }
 
