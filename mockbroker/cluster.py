@@ -41,6 +41,7 @@ from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
+from .data_dir import DataDir
 from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .handlers.registry import listed
@@ -150,6 +151,7 @@ class Cluster(SecurityApi):
         self.controller_node = ControllerNode(
             self.controller, self.network, self.faults, self.recorder, self.max_request_bytes
         )
+        self.data_dir = DataDir(self.config["log.dirs"]) if self.config.get("log.dirs") else None
         self._controller_security = None
         if self.security is not None:
             self._controller_security = self.security.secure_controller(self.controller_node)
@@ -167,12 +169,15 @@ class Cluster(SecurityApi):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.controller.tick(self.controller_node.now_ms())
-                self._bootstrap()
+                if self.data_dir is None or not self._load_data_dir(self.data_dir):
+                    self._bootstrap()
                 await open_listeners(nursery, self.controller_node, 0, self._controller_security)
                 nursery.start_soon(self.controller_node.run_clock)
                 async with trio.open_nursery() as starting:
                     for node in self.nodes.values():
-                        starting.start_soon(self._start_node, node, -1)
+                        starting.start_soon(
+                            self._start_node, node, node.log_dirs.take_previous_epoch()
+                        )
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
                 nursery.start_soon(self.consumer_groups.run_timers)
@@ -181,8 +186,21 @@ class Cluster(SecurityApi):
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
+                if self.data_dir is not None:
+                    nursery.start_soon(
+                        self.data_dir.run,
+                        self.controller,
+                        self.consumer_groups,
+                        self.streams_groups,
+                    )
                 task_status.started()
         finally:
+            if self.data_dir is not None:
+                # the brokers still running when the cluster ends stop cleanly
+                running = [self.nodes[i] for i in self._scopes]
+                self.data_dir.close(
+                    self.controller, self.consumer_groups, self.streams_groups, running
+                )
             if self.recorder is not None:
                 self.recorder.close()
             if self.security is not None:
@@ -205,6 +223,12 @@ class Cluster(SecurityApi):
                 )
         for name, record in self.security.bootstrap_records() if self.security else ():
             self.controller.append(name, record)
+
+    def _load_data_dir(self, data_dir: DataDir) -> bool:
+        """Replay the metadata log and restore the offsets of the last run; False if new."""
+        self.controller_node.metadata_files = data_dir.metadata
+        data_dir.restore_offsets(self.consumer_groups, self.streams_groups)
+        return data_dir.replay_metadata(self.controller)
 
     async def _start_node(self, node: BrokerNode, previous_epoch: int) -> None:
         assert self._nursery is not None

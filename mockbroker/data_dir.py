@@ -1,0 +1,112 @@
+"""A cluster's data directory (`log.dirs`, `serve --data-dir`): what a restart finds again.
+
+Under it: `broker-<id>/` per broker (its Kafka log directory, `broker/log_dirs.py`),
+`controller/__cluster_metadata-0/` (the controller's metadata log as segment files,
+`controller/metadata_files.py`) and `group-offsets.json` (committed offsets,
+`coordinators/offsets_file.py`; the mock keeps no `__consumer_offsets` log).
+
+At start the controller replays the metadata log found there (topics, configs, ACLs, the
+brokers' last registrations) instead of writing a new cluster's bootstrap records, and the groups
+get their committed offsets back; each broker loads its own logs when it is built. While running,
+the controller's records reach the disk as they are appended (`ControllerNode.log_grew`) and
+the committed offsets once a second when they changed. A clean end of the cluster flushes every
+running broker and writes its checkpoints and CleanShutdownFile; a process killed instead keeps
+what was flushed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from .controller.metadata_files import MetadataLogFiles
+from .coordinators import offsets_file
+
+if TYPE_CHECKING:
+    from .broker.state import BrokerState
+    from .controller import Controller
+    from .coordinators.consumer_groups import ConsumerGroupCoordinator
+    from .coordinators.streams_groups import StreamsCoordinator
+
+OFFSETS_FILE = "group-offsets.json"
+#: How often changed committed offsets are written (Kafka commits them to a log at once).
+OFFSETS_INTERVAL_S = 1.0
+
+
+class DataDir:
+    """The files of a cluster's `log.dirs`."""
+
+    def __init__(self, base: str) -> None:
+        self.path = Path(base)
+        self.metadata = MetadataLogFiles(base)
+        self._saved_offsets: str | None = None
+
+    def replay_metadata(self, controller: Controller) -> bool:
+        """Replay the metadata log on disk into a new controller; False when there is none."""
+        framed = self.metadata.load()
+        for data in framed:
+            controller.append_bytes(data)
+        return bool(framed)
+
+    def sync_metadata(self, controller: Controller) -> None:
+        """Write the controller's records appended since the last call."""
+        self.metadata.sync(controller)
+
+    def restore_offsets(
+        self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator
+    ) -> None:
+        """Committed offsets of the last run back into the coordinators."""
+        path = self.path / OFFSETS_FILE
+        if not path.is_file():
+            return
+        try:
+            document = json.loads(path.read_text())
+        except ValueError:
+            return  # a file cut short by a crash: the offsets are lost, as unflushed ones are
+        offsets_file.restore(document, consumer, streams)
+        self._saved_offsets = json.dumps(document, sort_keys=True)
+
+    def save_offsets(self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator) -> None:
+        """Write the committed offsets when they changed since the last write."""
+        text = json.dumps(offsets_file.snapshot(consumer, streams), sort_keys=True)
+        if text == self._saved_offsets:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / (OFFSETS_FILE + ".tmp")
+        with open(tmp, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path / OFFSETS_FILE)
+        self._saved_offsets = text
+
+    async def run(
+        self,
+        controller: Controller,
+        consumer: ConsumerGroupCoordinator,
+        streams: StreamsCoordinator,
+    ) -> None:
+        """Write what changed, once a second, until cancelled."""
+        while True:
+            await trio.sleep(OFFSETS_INTERVAL_S)
+            self.sync_metadata(controller)
+            self.save_offsets(consumer, streams)
+
+    def close(
+        self,
+        controller: Controller,
+        consumer: ConsumerGroupCoordinator,
+        streams: StreamsCoordinator,
+        brokers: Iterable[BrokerState],
+    ) -> None:
+        """A clean end: the metadata log, the offsets, and a clean stop of `brokers` (those
+        running when the cluster ended)."""
+        self.sync_metadata(controller)
+        self.save_offsets(consumer, streams)
+        for broker in brokers:
+            broker.shut_down_cleanly()
