@@ -18,6 +18,7 @@ from kipwire.codec import ErrorCode
 
 from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
+from .log_config import LogConfig
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
 from .partition import Partition
@@ -74,8 +75,22 @@ class BrokerState:
         """This broker's log of a partition (created empty on first use)."""
         log = self.logs.get((topic, index))
         if log is None:
-            log = self.logs[topic, index] = PartitionLog()
+            log = self.logs[topic, index] = self.new_log(topic, index)
         return log
+
+    def new_log(self, topic: str, index: int) -> PartitionLog:
+        """An empty log for a partition, with its topic's segment and retention settings (a
+        storage back end gives the log its own segment factory here)."""
+        return PartitionLog(config=LogConfig.of_topic(self.image, topic))
+
+    def configs_changed(self) -> None:
+        """A config changed: every log takes its topic's settings anew."""
+        by_topic: dict[str, LogConfig] = {}
+        for (topic, _), log in self.logs.items():
+            config = by_topic.get(topic)
+            if config is None:
+                config = by_topic[topic] = LogConfig.of_topic(self.image, topic)
+            log.config = config
 
     def flush(self) -> None:
         """Every log's records survive an unclean shutdown (cluster.flush)."""
@@ -126,7 +141,10 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        self.replication.metadata_changed(self.image.take_delta())
+        delta = self.image.take_delta()
+        if delta.configs:
+            self.configs_changed()
+        self.replication.metadata_changed(delta)
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}
         for waiting in waits.values():  # leadership may have moved under any of them
