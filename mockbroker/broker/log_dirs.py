@@ -2,13 +2,16 @@
 
 Without `log.dirs` the directory is in memory (the logs are the broker's only copy). With it,
 `<log.dirs>/broker-<id>` is a Kafka log directory (`segment_files.py` has the format):
-`meta.properties`, one `<topic>-<partition>` directory per replica, the offset checkpoints.
+`meta.properties`, one `<topic>-<partition>` directory per replica (its segments and
+`partition.metadata`, `leader-epoch-checkpoint`), and the offset checkpoints. A log on disk is
+made of `file_segment.FileSegment`s: the batches reach the files when the log flushes, so an
+unclean stop loses exactly what was not flushed. `load_logs` rebuilds every log at start,
+recovering each segment (a cut or corrupt tail truncated, indexes rebuilt), with the log start
+offset and high watermark of the checkpoints (written on a clean stop, as Kafka writes them on
+its shutdown).
 
-A partition's `PartitionStore` is its log's storage back end: the log hands it the batches it
-flushes (`write`: what survives an unclean shutdown is exactly what was flushed, so records reach
-the files only when flushed), and mirrors truncations and deletions of its prefix. `load_logs`
-rebuilds every log from the files at start, recovering each segment (a cut or corrupt tail
-truncated, indexes rebuilt), with the log start offset and high watermark of the checkpoints.
+`PartitionStore` is a simpler append-only directory of segments, for a log that only grows and
+is rebuilt by replaying it (the controller's metadata log).
 
 Kafka's LogManager writes `.kafka_cleanshutdown` holding the broker epoch on a clean stop and
 deletes it while loading; the restarted broker sends that epoch as PreviousBrokerEpoch, or -1
@@ -20,15 +23,15 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..errors import ClusterError
 from . import segment_files as files
-
-if TYPE_CHECKING:
-    from .log import PartitionLog
+from .file_segment import segment_factory
+from .log import PartitionLog
+from .log_config import LogConfig
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 NO_EPOCH = -1
@@ -50,7 +53,7 @@ class BatchLike(Protocol):
 
 
 class PartitionStore:
-    """One partition's directory of segments: the flushed part of its log."""
+    """An append-only directory of segments, read back whole."""
 
     def __init__(
         self,
@@ -78,10 +81,9 @@ class PartitionStore:
             batches.extend(found.batches)
         return batches
 
-    def write(self, batches: Iterable[BatchLike], roll_at: Container[int] | None = None) -> None:
-        """Append flushed batches (those past the disk's end) and fsync them. A new segment
-        rolls at a batch whose base offset is in `roll_at` (the log's own segments), or without
-        it when the active one would pass segment.bytes."""
+    def write(self, batches: Iterable[BatchLike]) -> None:
+        """Append batches (those past the disk's end) and fsync them; a new segment rolls when
+        the active one would pass segment.bytes."""
         pending: list[files.SegmentBatch] = []
         pending_size = 0
         expected = self.end_offset
@@ -90,14 +92,8 @@ class PartitionStore:
             if batch.last_offset < expected:
                 continue
             active = self.segments[-1] if self.segments else None
-            if active is None:
-                roll = True
-            elif roll_at is not None:
-                roll = batch.base_offset in roll_at and active.base_offset != batch.base_offset
-            else:
-                size = active.size + pending_size
-                roll = size > 0 and size + len(batch.data) > limit
-            if roll:
+            size = active.size + pending_size if active is not None else 0
+            if active is None or (size > 0 and size + len(batch.data) > limit):
                 self._flush_pending(pending)
                 pending, pending_size = [], 0
                 if active is not None:
@@ -118,23 +114,6 @@ class PartitionStore:
         if pending:
             self.segments[-1].append(pending, sync=True)
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop every batch at or past `offset` (whole segments, then the straddled one)."""
-        while self.segments and self.segments[-1].base_offset >= offset and len(self.segments) > 1:
-            self.segments.pop().delete()
-        if self.segments and self.segments[-1].next_offset > offset:
-            self.segments[-1].truncate_to(offset)
-
-    def delete_before(self, offset: int) -> None:
-        """Delete the segments wholly below `offset` (never the active one)."""
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self.segments.pop(0).delete()
-
-    def remove(self) -> None:
-        """Delete the partition's directory (its topic was deleted)."""
-        self.segments = []
-        shutil.rmtree(self.directory, ignore_errors=True)
-
 
 class LogDirs:
     """One log directory per broker: in memory, or `<log.dirs>/broker-<id>` on disk."""
@@ -144,12 +123,10 @@ class LogDirs:
         base: str | None,
         node_id: int,
         cluster_id: str = "kipwire-mock",
-        segment_bytes: Callable[[str], int] | None = None,
     ) -> None:
         self.path = Path(base) / f"broker-{node_id}" if base else None
         self.node_id = node_id
         self.cluster_id = cluster_id
-        self.segment_bytes = segment_bytes or (lambda topic: SEGMENT_BYTES)
         self._memory: dict[str, str] = {}
 
     @property
@@ -171,20 +148,31 @@ class LogDirs:
                 f"{meta.get('cluster.id')!r}, not node {self.node_id} of {self.cluster_id!r}"
             )
 
-    def store(self, topic: str, partition: int, topic_id: uuid.UUID | None) -> PartitionStore:
-        """The store of a replica's directory (created, with its partition.metadata)."""
-        assert self.path is not None
+    def new_log(
+        self, topic: str, partition: int, topic_id: uuid.UUID | None, config: LogConfig
+    ) -> PartitionLog:
+        """An empty log for a replica: in memory, or in its new `<topic>-<partition>` directory
+        (with its partition.metadata) whose segment files take what the log flushes."""
+        if self.path is None:
+            return PartitionLog(config=config)
         directory = self.path / files.partition_dir_name(topic, partition)
-        directory.mkdir(parents=True, exist_ok=True)
-        if topic_id is not None and files.read_partition_metadata(directory) != topic_id:
+        shutil.rmtree(directory, ignore_errors=True)  # a deleted topic's leftovers
+        directory.mkdir(parents=True)
+        if topic_id is not None:
             files.write_partition_metadata(directory, topic_id)
-        return PartitionStore(directory, lambda: self.segment_bytes(topic))
+        return PartitionLog(config=config, new_segment=segment_factory(directory, {}))
+
+    def remove_log(self, topic: str, partition: int) -> None:
+        """A replica's directory goes with its topic."""
+        if self.path is not None:
+            shutil.rmtree(self.path / files.partition_dir_name(topic, partition), True)
 
     def load_logs(
-        self, make_log: Callable[[], PartitionLog]
+        self, config_of: Callable[[str], LogConfig]
     ) -> dict[tuple[str, int], PartitionLog]:
-        """Every replica's log rebuilt from its segments (recovered), with the checkpoints'
-        log start offset and high watermark; empty in memory."""
+        """Every replica's log rebuilt from its segments (each recovered: a cut or corrupt tail
+        truncated, indexes rebuilt), with the checkpoints' log start offset and high watermark;
+        nothing in memory."""
         if self.path is None:
             return {}
         self.format()
@@ -195,18 +183,22 @@ class LogDirs:
             key = files.parse_partition_dir(directory.name)
             if key is None:
                 continue
-            store = PartitionStore(directory, lambda t=key[0]: self.segment_bytes(t))
-            log = make_log()
-            batches = store.load()
-            if batches:
-                log.append_replicated(b"".join(b.data for b in batches))
-            start = max(starts.get(key, 0), batches[0].base_offset if batches else 0)
-            if not batches:
-                log.end_offset = start
-            log.log_start_offset = start
-            log.flushed_offset = log.end_offset
+            found: dict[int, files.SegmentFile] = {}
+            segments = []
+            for segment, recovered in files.iter_segment_batches(directory):
+                found[segment.base_offset] = segment
+                segments.append((segment.base_offset, [b.data for b in recovered.batches]))
+            start = starts.get(key, 0)
+            if not segments and start:
+                segments.append((start, []))
+            log = PartitionLog(
+                config=config_of(key[0]), new_segment=segment_factory(directory, found)
+            )
+            log.load_segments(segments)
+            if start > log.log_start_offset:
+                log.log_start_offset = start
+                log.segments[0].drop_before(start)
             log.high_watermark = min(max(watermarks.get(key, 0), start), log.end_offset)
-            log.store = store
             logs[key] = log
         return logs
 
@@ -216,7 +208,7 @@ class LogDirs:
         if self.path is None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        on_disk = {k: log for k, log in logs.items() if log.store is not None}
+        on_disk = dict(logs)
         files.write_offsets_checkpoint(
             self.path / files.RECOVERY_POINT_CHECKPOINT,
             {k: log.flushed_offset for k, log in on_disk.items()},
@@ -229,8 +221,10 @@ class LogDirs:
             self.path / files.REPLICATION_CHECKPOINT,
             {k: log.high_watermark for k, log in on_disk.items()},
         )
-        for log in on_disk.values():
-            files.write_leader_epochs(log.store.directory, log.epoch_starts)
+        for (topic, partition), log in on_disk.items():
+            directory = self.path / files.partition_dir_name(topic, partition)
+            if directory.is_dir():
+                files.write_leader_epochs(directory, log.epoch_starts)
 
     def write_clean_shutdown(self, broker_epoch: int) -> None:
         """Write the CleanShutdownFile: `{"version":0,"BrokerEpoch":N}`."""

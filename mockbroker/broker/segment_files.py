@@ -199,8 +199,9 @@ class SegmentFile:
         self.next_offset = batch.last_offset + 1
 
     def append(self, batches: Iterable[SegmentBatch], *, sync: bool) -> None:
-        """Append batches to the `.log` and rewrite the indexes."""
-        with open(self.log_path, "ab") as out:
+        """Append batches to the `.log` and rewrite the indexes (a new segment replaces a
+        stale file of the same name)."""
+        with open(self.log_path, "ab" if self.positions else "wb") as out:
             for batch in batches:
                 out.write(batch.data)
                 self.track(batch)
@@ -218,6 +219,16 @@ class SegmentFile:
         """The segment rolled: its final time index entry."""
         self.indexes.close()
         self.write_indexes(sync=sync)
+
+    def rewrite(self, batches: Iterable[SegmentBatch]) -> None:
+        """Replace the `.log` with `batches` (compaction's), through a `.cleaned` file swapped
+        in, as Kafka's cleaner does, and rebuild the indexes."""
+        kept = list(batches)
+        cleaned = self.log_path.with_suffix(LOG + ".cleaned")
+        _write(cleaned, b"".join(b.data for b in kept), sync=True)
+        os.replace(cleaned, self.log_path)
+        self._rebuild(kept)
+        self.write_indexes(sync=True)
 
     def truncate_to(self, offset: int) -> None:
         """Cut the `.log` before the first batch at or past `offset` and rebuild the indexes."""
@@ -354,7 +365,7 @@ def read_meta_properties(directory: Path) -> dict[str, str]:
 
 
 def iter_segment_batches(
-    directory: Path, interval_bytes: int
+    directory: Path, interval_bytes: int = INDEX_INTERVAL_BYTES
 ) -> Iterator[tuple[SegmentFile, Recovered]]:
     """Each segment of a partition directory, recovered (bad tails cut, indexes rebuilt)."""
     for base in segment_bases(directory):

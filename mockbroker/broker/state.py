@@ -45,6 +45,7 @@ class BrokerState:
         network: Network,
         *,
         recovering_rejects_fetch: bool = False,
+        cluster_id: str = "kipwire-mock",
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -59,15 +60,18 @@ class BrokerState:
         self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
-        self.logs: dict[tuple[str, int], PartitionLog] = {}
-        self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
+        self.log_dirs = LogDirs(config.get("log.dirs") or None, node_id, cluster_id)
+        self.logs: dict[tuple[str, int], PartitionLog] = self.load_logs()
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
     def reset_incarnation(self) -> None:
-        """A restart: a new incarnation id, an empty metadata image, no leadership."""
+        """A restart: a new incarnation id, an empty metadata image, no leadership; logs on
+        disk are loaded again from their files, as a restarted process finds them."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
+        if self.log_dirs.on_disk:
+            self.logs = self.load_logs()
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
@@ -81,7 +85,22 @@ class BrokerState:
     def new_log(self, topic: str, index: int) -> PartitionLog:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
-        return PartitionLog(config=LogConfig.of_topic(self.image, topic))
+        topic_info = self.image.topics.get(topic)
+        return self.log_dirs.new_log(
+            topic,
+            index,
+            topic_info.topic_id if topic_info is not None else None,
+            LogConfig.of_topic(self.image, topic),
+        )
+
+    def load_logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """The logs in the log directory's files (none in memory)."""
+        return self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
+
+    def remove_log(self, topic: str, index: int) -> None:
+        """A deleted topic's replica: its log and its directory go."""
+        self.logs.pop((topic, index), None)
+        self.log_dirs.remove_log(topic, index)
 
     def configs_changed(self) -> None:
         """A config changed: every log takes its topic's settings anew."""
@@ -98,8 +117,10 @@ class BrokerState:
             log.flush()
 
     def shut_down_cleanly(self) -> None:
-        """Flush every log and write the CleanShutdownFile with this broker epoch (D.18)."""
+        """Flush every log, write the checkpoints and the CleanShutdownFile with this broker
+        epoch (D.18)."""
         self.flush()
+        self.log_dirs.write_checkpoints(self.logs)
         self.log_dirs.write_clean_shutdown(self.epoch)
 
     def lose_unflushed(self) -> None:

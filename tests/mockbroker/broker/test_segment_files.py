@@ -63,12 +63,6 @@ def test_segments_roll_by_size_and_are_read_back_in_order(tmp_path):
     assert again.end_offset == 8
 
 
-def test_rolls_follow_the_logs_own_segments_when_given(tmp_path):
-    store = PartitionStore(tmp_path)
-    store.write(_batches(6), roll_at={0, 2, 5})
-    assert files.segment_bases(tmp_path) == [0, 2, 5]
-
-
 def test_recovery_cuts_a_torn_tail_and_a_corrupt_batch_and_rebuilds_the_indexes(tmp_path):
     store = PartitionStore(tmp_path)
     batches = _batches(9)
@@ -85,20 +79,6 @@ def test_recovery_cuts_a_torn_tail_and_a_corrupt_batch_and_rebuilds_the_indexes(
     index = files.read_index((tmp_path / "00000000000000000000.index").read_bytes())
     assert index == [(5, 5 * size)]
     assert recovered.end_offset == 7
-
-
-def test_truncation_and_deletion_follow_the_log(tmp_path):
-    size = len(_batches(1)[0].data)
-    store = PartitionStore(tmp_path, segment_bytes=lambda: 3 * size)
-    store.write(_batches(8))
-    store.truncate_to(4)  # the segment at 6 goes, the one at 3 keeps offset 3 only
-    assert files.segment_bases(tmp_path) == [0, 3]
-    assert len((tmp_path / "00000000000000000003.log").read_bytes()) == size
-    assert store.end_offset == 4
-    store.delete_before(3)
-    assert files.segment_bases(tmp_path) == [3]
-    store.delete_before(100)  # never the active segment
-    assert files.segment_bases(tmp_path) == [3]
 
 
 def test_the_small_files_are_written_as_kafka_writes_them(tmp_path):
