@@ -228,6 +228,7 @@ class Cluster(SecurityApi):
         """Replay the metadata log and restore the offsets of the last run; False if new."""
         self.controller_node.metadata_files = data_dir.metadata
         data_dir.restore_offsets(self.consumer_groups, self.streams_groups)
+        data_dir.restore_producer_ids(self.transactions, self.nodes.values())
         return data_dir.replay_metadata(self.controller)
 
     async def _start_node(self, node: BrokerNode, previous_epoch: int) -> None:

@@ -6,12 +6,14 @@ Under it: `broker-<id>/` per broker (its Kafka log directory, `broker/log_dirs.p
 `coordinators/offsets_file.py`; the mock keeps no `__consumer_offsets` log).
 
 At start the controller replays the metadata log found there (topics, configs, ACLs, the
-brokers' last registrations) instead of writing a new cluster's bootstrap records, and the groups
-get their committed offsets back; each broker loads its own logs when it is built. While running,
-the controller's records reach the disk as they are appended (`ControllerNode.log_grew`) and
-the committed offsets once a second when they changed. A clean end of the cluster flushes every
-running broker and writes its checkpoints and CleanShutdownFile; a process killed instead keeps
-what was flushed.
+brokers' last registrations) instead of writing a new cluster's bootstrap records, the groups
+get their committed offsets back, and new producer ids start past those in the logs; each broker
+loads its own logs when it is built. Open transactions and group members are not kept.
+
+While running, the controller's records reach the disk as they are appended
+(`ControllerNode.log_grew`) and the committed offsets once a second when they changed. A clean
+end of the cluster flushes every running broker and writes its checkpoints and CleanShutdownFile;
+a process killed instead keeps what was flushed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from .controller import Controller
     from .coordinators.consumer_groups import ConsumerGroupCoordinator
     from .coordinators.streams_groups import StreamsCoordinator
+    from .coordinators.transactions import TransactionCoordinator
 
 OFFSETS_FILE = "group-offsets.json"
 #: How often changed committed offsets are written (Kafka commits them to a log at once).
@@ -70,6 +73,21 @@ class DataDir:
             return  # a file cut short by a crash: the offsets are lost, as unflushed ones are
         offsets_file.restore(document, consumer, streams)
         self._saved_offsets = json.dumps(document, sort_keys=True)
+
+    @staticmethod
+    def restore_producer_ids(
+        transactions: TransactionCoordinator, brokers: Iterable[BrokerState]
+    ) -> None:
+        """New producer ids start past every id the loaded logs hold, so a new producer's
+        first sequence is never taken for a retry of an old producer's batch."""
+        ids = [
+            producer_id
+            for broker in brokers
+            for log in broker.logs.values()
+            for producer_id, *_ in log.producers.active()
+        ]
+        if ids:
+            transactions.skip_producer_ids_below(max(ids) + 1)
 
     def save_offsets(self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator) -> None:
         """Write the committed offsets when they changed since the last write."""
