@@ -16,8 +16,8 @@ GROUP = "restart-group"
 
 
 def _produce(cluster: MockCluster, topic: str, count: int) -> int:
-    """`count` one-record batches to partition 0 on broker 1; the last error code."""
-    address = cluster.cluster.nodes[1].address
+    """`count` one-record batches to partition 0 at its leader; the last error code."""
+    address = cluster.cluster.nodes[cluster.partition(topic, 0).leader].address
     code = ErrorCode.NONE
     with WireClient(address) as client:
         for i in range(count):
@@ -102,3 +102,42 @@ def test_a_new_cluster_on_the_same_directory_has_the_last_ones_state(tmp_path):
         consumer.close()
     assert (committed.offset, committed.metadata) == (4, "half")
     assert values == [b"v4", b"v5"]  # from the committed offset to the end
+
+
+def test_log_flush_interval_messages_is_the_brokers_default_flush_policy(tmp_path):
+    config = {"log.dirs": str(tmp_path), "log.flush.interval.messages": "1"}
+    with MockCluster(brokers=1, config=config) as cluster:
+        cluster.create_topic("every")
+        assert _produce(cluster, "every", 3) == ErrorCode.NONE
+        assert _log(cluster, "every").flushed_offset == 3
+        cluster.stop_broker(1, clean=False)
+        cluster.start_broker(1)
+        cluster.wait_until(lambda: cluster.partition("every", 0).leader == 1)
+        assert _log(cluster, "every").end_offset == 3
+
+
+def test_replicas_of_a_three_broker_cluster_come_back_from_their_own_directories(tmp_path):
+    config = {"log.dirs": str(tmp_path)}
+    with MockCluster(brokers=3, config=config) as cluster:
+        cluster.create_topic("copied", replication_factor=3)
+        assert _produce(cluster, "copied", 5) == ErrorCode.NONE
+        cluster.wait_until(
+            lambda: all(
+                n.logs.get(("copied", 0)) and n.logs["copied", 0].end_offset == 5
+                for n in cluster.cluster.nodes.values()
+            )
+        )
+    for broker_id in (1, 2, 3):
+        segment = tmp_path / f"broker-{broker_id}" / "copied-0" / "00000000000000000000.log"
+        assert segment.stat().st_size > 0
+    with MockCluster(brokers=3, config=config) as cluster:
+        leader = cluster.partition("copied", 0).leader
+        assert cluster.cluster.nodes[leader].logs["copied", 0].end_offset == 5
+        consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=4000,
+        )
+        consumer.assign([TopicPartition("copied", 0)])
+        assert [m.offset for m in consumer] == [0, 1, 2, 3, 4]
+        consumer.close()
