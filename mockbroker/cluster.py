@@ -169,15 +169,14 @@ class Cluster(SecurityApi):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.controller.tick(self.controller_node.now_ms())
-                if self.data_dir is None or not self._load_data_dir(self.data_dir):
+                if self.data_dir is None or not self.data_dir.load(self):
                     self._bootstrap()
                 await open_listeners(nursery, self.controller_node, 0, self._controller_security)
                 nursery.start_soon(self.controller_node.run_clock)
                 async with trio.open_nursery() as starting:
                     for node in self.nodes.values():
-                        starting.start_soon(
-                            self._start_node, node, node.log_dirs.take_previous_epoch()
-                        )
+                        previous = node.log_dirs.take_previous_epoch()  # -1 in memory
+                        starting.start_soon(self._start_node, node, previous)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
                 nursery.start_soon(self.consumer_groups.run_timers)
@@ -187,20 +186,11 @@ class Cluster(SecurityApi):
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 if self.data_dir is not None:
-                    nursery.start_soon(
-                        self.data_dir.run,
-                        self.controller,
-                        self.consumer_groups,
-                        self.streams_groups,
-                    )
+                    nursery.start_soon(self.data_dir.run, self)
                 task_status.started()
         finally:
-            if self.data_dir is not None:
-                # the brokers still running when the cluster ends stop cleanly
-                running = [self.nodes[i] for i in self._scopes]
-                self.data_dir.close(
-                    self.controller, self.consumer_groups, self.streams_groups, running
-                )
+            if self.data_dir is not None:  # the brokers still running then stop cleanly
+                self.data_dir.close(self, [self.nodes[i] for i in self._scopes])
             if self.recorder is not None:
                 self.recorder.close()
             if self.security is not None:
@@ -223,13 +213,6 @@ class Cluster(SecurityApi):
                 )
         for name, record in self.security.bootstrap_records() if self.security else ():
             self.controller.append(name, record)
-
-    def _load_data_dir(self, data_dir: DataDir) -> bool:
-        """Replay the metadata log and restore the offsets of the last run; False if new."""
-        self.controller_node.metadata_files = data_dir.metadata
-        data_dir.restore_offsets(self.consumer_groups, self.streams_groups)
-        data_dir.restore_producer_ids(self.transactions, self.nodes.values())
-        return data_dir.replay_metadata(self.controller)
 
     async def _start_node(self, node: BrokerNode, previous_epoch: int) -> None:
         assert self._nursery is not None

@@ -31,7 +31,7 @@ from .coordinators import offsets_file
 
 if TYPE_CHECKING:
     from .broker.state import BrokerState
-    from .controller import Controller
+    from .cluster import Cluster
     from .coordinators.consumer_groups import ConsumerGroupCoordinator
     from .coordinators.streams_groups import StreamsCoordinator
     from .coordinators.transactions import TransactionCoordinator
@@ -49,16 +49,16 @@ class DataDir:
         self.metadata = MetadataLogFiles(base)
         self._saved_offsets: str | None = None
 
-    def replay_metadata(self, controller: Controller) -> bool:
-        """Replay the metadata log on disk into a new controller; False when there is none."""
+    def load(self, cluster: Cluster) -> bool:
+        """Replay the last run's metadata log into the new cluster's controller, restore its
+        committed offsets and producer ids; False for a new directory (nothing to replay)."""
+        cluster.controller_node.metadata_files = self.metadata
+        self.restore_offsets(cluster.consumer_groups, cluster.streams_groups)
+        self.restore_producer_ids(cluster.transactions, cluster.nodes.values())
         framed = self.metadata.load()
         for data in framed:
-            controller.append_bytes(data)
+            cluster.controller.append_bytes(data)
         return bool(framed)
-
-    def sync_metadata(self, controller: Controller) -> None:
-        """Write the controller's records appended since the last call."""
-        self.metadata.sync(controller)
 
     def restore_offsets(
         self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator
@@ -103,28 +103,17 @@ class DataDir:
         os.replace(tmp, self.path / OFFSETS_FILE)
         self._saved_offsets = text
 
-    async def run(
-        self,
-        controller: Controller,
-        consumer: ConsumerGroupCoordinator,
-        streams: StreamsCoordinator,
-    ) -> None:
+    async def run(self, cluster: Cluster) -> None:
         """Write what changed, once a second, until cancelled."""
         while True:
             await trio.sleep(OFFSETS_INTERVAL_S)
-            self.sync_metadata(controller)
-            self.save_offsets(consumer, streams)
+            self.metadata.sync(cluster.controller)
+            self.save_offsets(cluster.consumer_groups, cluster.streams_groups)
 
-    def close(
-        self,
-        controller: Controller,
-        consumer: ConsumerGroupCoordinator,
-        streams: StreamsCoordinator,
-        brokers: Iterable[BrokerState],
-    ) -> None:
-        """A clean end: the metadata log, the offsets, and a clean stop of `brokers` (those
-        running when the cluster ended)."""
-        self.sync_metadata(controller)
-        self.save_offsets(consumer, streams)
-        for broker in brokers:
+    def close(self, cluster: Cluster, running: Iterable[BrokerState]) -> None:
+        """A clean end: the metadata log, the offsets, and a clean stop of the brokers that
+        were running."""
+        self.metadata.sync(cluster.controller)
+        self.save_offsets(cluster.consumer_groups, cluster.streams_groups)
+        for broker in running:
             broker.shut_down_cleanly()
