@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--data-dir",
         metavar="DIR",
-        help="keep logs, metadata and committed offsets in DIR (log.dirs) across restarts",
+        help="keep logs, metadata and offsets in DIR (log.dirs) across restarts",
     )
     serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
     serve.add_argument(
