@@ -128,6 +128,8 @@ class LogDirs:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._memory: dict[str, str] = {}
+        #: Topic ids of the logs loaded from disk, until the metadata confirms or refutes them.
+        self.unchecked: dict[tuple[str, int], uuid.UUID] = {}
 
     @property
     def on_disk(self) -> bool:
@@ -176,6 +178,7 @@ class LogDirs:
         if self.path is None:
             return {}
         self.format()
+        self.unchecked = {}
         starts = files.read_offsets_checkpoint(self.path / files.LOG_START_CHECKPOINT)
         watermarks = files.read_offsets_checkpoint(self.path / files.REPLICATION_CHECKPOINT)
         logs = {}
@@ -200,7 +203,15 @@ class LogDirs:
                 log.segments[0].drop_before(start)
             log.high_watermark = min(max(watermarks.get(key, 0), start), log.end_offset)
             logs[key] = log
+            topic_id = files.read_partition_metadata(directory)
+            if topic_id is not None:
+                self.unchecked[key] = topic_id
         return logs
+
+    def stale(self, key: tuple[str, int], topic_id: uuid.UUID) -> bool:
+        """Whether a loaded log belongs to another topic of that name (checked once)."""
+        loaded = self.unchecked.pop(key, None)
+        return loaded is not None and loaded != topic_id
 
     def write_checkpoints(self, logs: Mapping[tuple[str, int], PartitionLog]) -> None:
         """The offset checkpoints and each partition's leader-epoch-checkpoint, as Kafka

@@ -97,6 +97,15 @@ class BrokerState:
         """The logs in the log directory's files (none in memory)."""
         return self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
 
+    def _drop_stale_logs(self, keys: set[tuple[str, int]]) -> None:
+        """Logs loaded from disk whose topic id is not the topic's now: the topic was deleted
+        (and made again) while this broker was down, so its old records go, as Kafka drops a
+        log whose partition.metadata names another topic id."""
+        for key in keys:
+            topic = self.image.topics.get(key[0])
+            if topic is not None and self.log_dirs.stale(key, topic.topic_id):
+                self.remove_log(*key)
+
     def remove_log(self, topic: str, index: int) -> None:
         """A deleted topic's replica: its log and its directory go."""
         self.logs.pop((topic, index), None)
@@ -165,6 +174,8 @@ class BrokerState:
         delta = self.image.take_delta()
         if delta.configs:
             self.configs_changed()
+        if self.log_dirs.unchecked:
+            self._drop_stale_logs(delta.partitions)
         self.replication.metadata_changed(delta)
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}

@@ -141,3 +141,26 @@ def test_replicas_of_a_three_broker_cluster_come_back_from_their_own_directories
         consumer.assign([TopicPartition("copied", 0)])
         assert [m.offset for m in consumer] == [0, 1, 2, 3, 4]
         consumer.close()
+
+
+def test_a_topic_deleted_and_made_again_while_a_broker_was_down_drops_its_old_log(tmp_path):
+    with MockCluster(brokers=2, config={"log.dirs": str(tmp_path)}) as cluster:
+        cluster.create_topic("reborn", replication_factor=2)
+        assert _produce(cluster, "reborn", 3) == ErrorCode.NONE
+        nodes = cluster.cluster.nodes
+        cluster.wait_until(lambda: all(n.logs["reborn", 0].end_offset == 3 for n in nodes.values()))
+        cluster.flush(2)
+        # unclean: a broker restarted within the session timeout of its clean stop is refused
+        # (DUPLICATE_BROKER_REGISTRATION, on main too), and only the flushed records matter here
+        cluster.stop_broker(2, clean=False)
+        with WireClient(nodes[1].address) as client:
+            body = {"topics": [{"name": "reborn"}], "timeout_ms": 5000}
+            deleted = client.call(ApiKey.DELETE_TOPICS, 6, body)["responses"][0]
+        assert deleted["error_code"] == ErrorCode.NONE
+        cluster.wait_until(lambda: cluster.controller.state.topic("reborn") is None)
+        cluster.create_topic("reborn")  # on broker 1 alone: broker 2 is down
+        old_dir = tmp_path / "broker-2" / "reborn-0"
+        assert old_dir.is_dir()
+        cluster.start_broker(2)
+        assert ("reborn", 0) not in nodes[2].logs
+        assert not old_dir.exists()
