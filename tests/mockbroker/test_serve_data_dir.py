@@ -111,3 +111,17 @@ def test_an_unclean_stop_loses_exactly_the_unflushed_suffix(tmp_path):
         assert _consume_all(bootstrap, "lossy") == {k: v for k, v in lossy.items() if k[1] < 5}
         # the lost offsets are written again
         assert list(_produce(bootstrap, "lossy", 1)) == [(0, 5)]
+
+
+def test_a_data_dir_other_than_log_dirs_is_refused(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--data-dir", str(tmp_path / "a")]
+        + ["--config", f"log.dirs={tmp_path / 'b'}"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--data-dir" in done.stderr and "differ" in done.stderr
+    assert "Traceback" not in done.stderr
