@@ -64,6 +64,7 @@ _BROKER_ONLY = {
     "broker.heartbeat.interval.ms",
     "replica.lag.time.max.ms",
     "log.dirs",
+    "log.retention.check.interval.ms",
 }
 
 
@@ -250,6 +251,7 @@ class Cluster(SecurityApi):
                         node.running = True
                         nursery.start_soon(self._heartbeats, node)
                         nursery.start_soon(node.replication.run)
+                        nursery.start_soon(node.cleaner.run)
                         task_status.started()
                         await trio.sleep_forever()
                     finally:

@@ -127,15 +127,17 @@ class PartitionLog:
         self,
         leader_epoch: int = 0,
         *,
+        name: str = "",
         config: LogConfig = DEFAULT_LOG_CONFIG,
         new_segment: SegmentFactory = Segment,
         clock: Callable[[], int] | None = None,
     ) -> None:
         self.config = config
+        #: topic-partition, as Kafka's messages name it (`orders-0`)
+        self.name = name
         self._new_segment = new_segment
         self.clock = clock or _now_ms
         self.segments: list[Segment] = [new_segment(0, self.clock())]
-        self.batches = Batches(self.segments)
         #: Called after a new segment rolled (the broker's cleaner watches logs with several).
         self.on_roll: Callable[[], None] | None = None
         self.log_start_offset = 0
@@ -147,6 +149,12 @@ class PartitionLog:
         self.epoch_starts: list[tuple[int, int]] = []  # (leader epoch, its first offset)
         self.high_watermark = 0  # offsets below it are visible to consumers
         self.flushed_offset = 0  # offsets below it survive an unclean shutdown
+        self.cleaned_offset = 0  # compaction's checkpoint: offsets below it are clean
+
+    @property
+    def batches(self) -> Batches:
+        """Every segment's batches, oldest first, as one read-only sequence."""
+        return Batches(self.segments)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HWM forward to `offset` (capped at the log end); True if it moved."""
@@ -196,6 +204,8 @@ class PartitionLog:
                 raise LogError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "only magic 2 batches")
             if batch.is_control:
                 raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+            if self.config.compact:
+                self._refuse_keyless(batch)
         first = batches[0]
         idempotent = first.magic == 2 and first.producer_id >= 0
         if idempotent:
@@ -225,6 +235,21 @@ class PartitionLog:
             if first.is_transactional:
                 self.open_txns.setdefault(first.producer_id, base)
         return AppendResult(base)
+
+    def _refuse_keyless(self, batch: Batch) -> None:
+        """A compacted log refuses records without a key, as Kafka's LogValidator does (the
+        cleaner could not tell what they replace), naming at most three in its message."""
+        keyless = [i for i, r in enumerate(batch.records) if r.key is None]
+        if keyless:
+            why = (
+                f"Compacted topic cannot accept message without key in topic partition {self.name}"
+            )
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{why}')" for i in keyless[:3])
+            raise LogError(
+                ErrorCode.INVALID_RECORD,
+                f"One or more records have been rejected due to {len(keyless)} record errors in "
+                f"total, and only showing the first three errors at most: [{shown}]",
+            )
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool) -> int:
         """Write a transaction's COMMIT or ABORT marker; return its offset."""
@@ -276,6 +301,7 @@ class PartitionLog:
         self.epoch_starts = [e for e in self.epoch_starts if e[1] < self.end_offset]
         self.high_watermark = min(self.high_watermark, self.end_offset)
         self.flushed_offset = min(self.flushed_offset, self.end_offset)
+        self.cleaned_offset = min(self.cleaned_offset, self.end_offset)
         self.aborted = [t for t in self.aborted if t.last_offset < self.end_offset]
         self.producers = ProducerStates()
         self.open_txns = {}

@@ -7,6 +7,7 @@ built with.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .cleaner import LogCleaner
 from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
 from .log_config import LogConfig
@@ -60,6 +62,7 @@ class BrokerState:
         self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
+        self.cleaner = LogCleaner(self)
         self.log_dirs = LogDirs(config.get("log.dirs") or None, node_id, cluster_id)
         self.logs: dict[tuple[str, int], PartitionLog] = self.load_logs()
         self.fetch_sessions = FetchSessions()
@@ -86,16 +89,14 @@ class BrokerState:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
         topic_info = self.image.topics.get(topic)
-        return self.log_dirs.new_log(
-            topic,
-            index,
-            topic_info.topic_id if topic_info is not None else None,
-            LogConfig.of_topic(self.image, topic),
-        )
+        topic_id = topic_info.topic_id if topic_info is not None else None
+        config = LogConfig.of_topic(self.image, topic)
+        return self.adopt_log(topic, index, self.log_dirs.new_log(topic, index, topic_id, config))
 
     def load_logs(self) -> dict[tuple[str, int], PartitionLog]:
-        """The logs in the log directory's files (none in memory)."""
-        return self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
+        """The logs in the log directory's files (none in memory), joined to this broker."""
+        loaded = self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
+        return {key: self.adopt_log(*key, log) for key, log in loaded.items()}
 
     def _drop_stale_logs(self, keys: set[tuple[str, int]]) -> None:
         """Logs loaded from disk whose topic id is not the topic's now: the topic was deleted
@@ -110,6 +111,17 @@ class BrokerState:
         """A deleted topic's replica: its log and its directory go."""
         self.logs.pop((topic, index), None)
         self.log_dirs.remove_log(topic, index)
+
+    def adopt_log(self, topic: str, index: int, log: PartitionLog) -> PartitionLog:
+        """Join a log, new or loaded by a storage back end, to this broker: its name, the
+        cleaner's clock, and the cleaner's watch once it has (or rolls) more than one segment."""
+        key = (topic, index)
+        log.name = f"{topic}-{index}"
+        log.clock = self.cleaner.now_ms
+        log.on_roll = functools.partial(self.cleaner.watch, key)
+        if len(log.segments) > 1:
+            self.cleaner.watch(key)
+        return log
 
     def configs_changed(self) -> None:
         """A config changed: every log takes its topic's settings anew."""

@@ -51,6 +51,18 @@ BROKER: dict[str, BrokerConfig] = {
     "log.cleanup.policy": BrokerConfig("delete", KNOWN["cleanup.policy"][1], True),
     "log.flush.interval.messages": BrokerConfig("9223372036854775807", _long_at_least(1), True),
     "log.flush.interval.ms": BrokerConfig("9223372036854775807", _long_at_least(0), True),
+    "log.roll.ms": BrokerConfig("604800000", _long_at_least(1), True),
+    "log.roll.hours": BrokerConfig("168", _int_at_least(1), True),
+    "log.cleaner.delete.retention.ms": BrokerConfig("86400000", _long_at_least(0), True),
+    "log.cleaner.min.cleanable.ratio": BrokerConfig(
+        "0.5", KNOWN["min.cleanable.dirty.ratio"][1], True
+    ),
+    "log.cleaner.min.compaction.lag.ms": BrokerConfig("0", _long_at_least(0), True),
+    "log.cleaner.max.compaction.lag.ms": BrokerConfig(
+        "9223372036854775807", _long_at_least(1), True
+    ),
+    # the broker's log cleaner task (broker/cleaner.py): how often retention is checked
+    "log.retention.check.interval.ms": BrokerConfig("300000", _long_at_least(1), False),
     # kept and validated; the mock's internal topics and coordinators do not act on them
     "offsets.topic.replication.factor": BrokerConfig("3", _int_at_least(1), False),
     "offsets.topic.num.partitions": BrokerConfig("50", _int_at_least(1), False),
@@ -99,6 +111,8 @@ MOCK_DEFAULTS = {
     "broker.session.timeout.ms": "2000",
     # Kafka's default is 30000; a follower that stops fetching leaves the ISR within 3 s here
     "replica.lag.time.max.ms": "1500",
+    # Kafka's default is 300000; a pass visits only logs with several segments, so it is cheap
+    "log.retention.check.interval.ms": "1000",
 }
 
 #: Every name a cluster config may have: broker configs and the topic configs' defaults.
@@ -123,7 +137,6 @@ IGNORED = frozenset(
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
         "num.recovery.threads.per.data.dir",
-        "log.retention.check.interval.ms",
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
     }
@@ -139,6 +152,12 @@ SYNONYMS: dict[str, tuple[str, int]] = {
     "log.cleanup.policy": ("cleanup.policy", 1),
     "log.flush.interval.messages": ("flush.messages", 1),
     "log.flush.interval.ms": ("flush.ms", 1),
+    "log.roll.ms": ("segment.ms", 1),
+    "log.roll.hours": ("segment.ms", 3_600_000),
+    "log.cleaner.delete.retention.ms": ("delete.retention.ms", 1),
+    "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", 1),
+    "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", 1),
+    "log.cleaner.max.compaction.lag.ms": ("max.compaction.lag.ms", 1),
 }
 
 
@@ -180,7 +199,9 @@ def dynamic_problem(name: str) -> str | None:
 def normalise(config: Mapping[str, str | None]) -> dict[str, str | None]:
     """`log.*` synonyms rewritten to the topic config they default (hours and minutes to ms)."""
     out: dict[str, str | None] = {}
-    for name, value in config.items():
+    # the finest unit wins, as in Kafka (log.retention.ms over .minutes over .hours)
+    ordered = sorted(config.items(), key=lambda item: -SYNONYMS.get(item[0], ("", 1))[1])
+    for name, value in ordered:
         target, unit = SYNONYMS.get(name, (name, 1))
         if value is not None and unit != 1:
             value = str(int(value.strip()) * unit) if int(value.strip()) >= 0 else "-1"
