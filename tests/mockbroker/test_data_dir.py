@@ -164,3 +164,33 @@ def test_a_topic_deleted_and_made_again_while_a_broker_was_down_drops_its_old_lo
         cluster.start_broker(2)
         assert ("reborn", 0) not in nodes[2].logs
         assert not old_dir.exists()
+
+
+def test_retention_deletes_segment_files_and_a_restart_keeps_the_log_start(tmp_path):
+    config = {"log.dirs": str(tmp_path), "log.retention.check.interval.ms": 100}
+    topic = {"retention.bytes": 1024 * 1024, "segment.bytes": 1024 * 1024, "flush.messages": 1}
+    directory = tmp_path / "broker-1" / "kept-short-0"
+    with MockCluster(brokers=1, config=config) as cluster:
+        cluster.create_topic("kept-short", config=topic)
+        address = cluster.cluster.nodes[1].address
+        with WireClient(address) as client:
+            for _ in range(40):
+                batch = build_batch([{"value": b"x" * 100_000}])
+                partition = {"index": 0, "records": batch}
+                body = {
+                    "acks": -1,
+                    "timeout_ms": 5000,
+                    "topic_data": [{"name": "kept-short", "partition_data": [partition]}],
+                }
+                client.call(ApiKey.PRODUCE, 9, body)
+        cluster.wait_until(lambda: _log(cluster, "kept-short").log_start_offset > 0)
+    checkpoint = tmp_path / "broker-1" / files.LOG_START_CHECKPOINT
+    start = files.read_offsets_checkpoint(checkpoint)["kept-short", 0]
+    bases = files.segment_bases(directory)
+    assert bases[0] == start > 0  # the deleted segments' files are gone
+    kept = sum((directory / (files.segment_name(b) + files.LOG)).stat().st_size for b in bases)
+    assert kept < 3 * 1024 * 1024
+    with MockCluster(brokers=1, config=config) as cluster:
+        cluster.wait_until(lambda: cluster.partition("kept-short", 0).leader == 1)
+        log = _log(cluster, "kept-short")
+        assert (log.log_start_offset, log.end_offset) == (start, 40)
