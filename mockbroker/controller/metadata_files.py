@@ -10,13 +10,13 @@ replay at start, so the state is the replay of the log from empty, as it always 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from kipwire.codec.records import build_batch, iter_batches
 
 from ..broker.log_dirs import PartitionStore
 from ..broker.segment_files import SegmentBatch, partition_dir_name
-from .controller import Controller
-from .metadata_log import METADATA_TOPIC
+from .metadata_log import METADATA_TOPIC, LogEntry
 
 #: Where under log.dirs the controller keeps its log (a KRaft node's metadata.log.dir).
 CONTROLLER_DIR = "controller"
@@ -24,6 +24,14 @@ CONTROLLER_DIR = "controller"
 _LEADER_EPOCH = 1
 # Records per batch: Kafka bounds a metadata batch the same way (max 10,000 records).
 _BATCH_RECORDS = 10_000
+
+
+class MetadataLog(Protocol):
+    """What is written of the controller: its log's entries from an offset."""
+
+    def records_since(self, offset: int) -> list[LogEntry]:
+        """Log entries from `offset` on."""
+        ...
 
 
 class MetadataLogFiles:
@@ -46,7 +54,7 @@ class MetadataLogFiles:
                 framed.extend(bytes(r.value) for r in batch.records if r.value is not None)
         return framed
 
-    def sync(self, controller: Controller) -> None:
+    def sync(self, controller: MetadataLog) -> None:
         """Append the records the controller's log gained since the last sync, fsynced."""
         start = self.store.end_offset
         entries = controller.records_since(start)
