@@ -176,7 +176,7 @@ def _write(path: Path, data: bytes, *, sync: bool) -> None:
 
 
 class SegmentFile:
-    """One segment on disk: its `.log` appended to, its indexes rewritten when it is synced."""
+    """One segment on disk: its `.log` and indexes appended to, rewritten after a cut."""
 
     def __init__(self, directory: Path, base_offset: int, interval_bytes: int) -> None:
         self.base_offset = base_offset
@@ -186,6 +186,8 @@ class SegmentFile:
         self.indexes = SegmentIndexes(base_offset, interval_bytes)
         self.next_offset = base_offset
         self.positions: list[tuple[int, int]] = []  # (batch base offset, file position)
+        # entries in the .index and .timeindex files; None until this object wrote them
+        self._entries_written: tuple[int, int] | None = None
 
     @property
     def size(self) -> int:
@@ -208,17 +210,36 @@ class SegmentFile:
             if sync:
                 out.flush()
                 os.fsync(out.fileno())
-        self.write_indexes(sync=sync)
+        self._append_indexes(sync=sync)
+
+    def _append_indexes(self, *, sync: bool) -> None:
+        """Append the index entries made since the last write (entries are only ever added
+        until a cut rebuilds them), so a flush costs what it adds, not the segment's size."""
+        fresh = self._entries_written is None
+        offsets, times = self._entries_written or (0, 0)
+        for path, entries, done, entry in (
+            (self.index_path, self.indexes.offsets, offsets, _INDEX_ENTRY),
+            (self.time_index_path, self.indexes.times, times, _TIME_ENTRY),
+        ):
+            if len(entries) == done and not fresh:
+                continue
+            with open(path, "wb" if fresh else "ab") as out:
+                out.write(b"".join(entry.pack(*e) for e in entries[done:]))
+                if sync:
+                    out.flush()
+                    os.fsync(out.fileno())
+        self._entries_written = (len(self.indexes.offsets), len(self.indexes.times))
 
     def write_indexes(self, *, sync: bool) -> None:
-        """Write both index files from the entries tracked so far."""
+        """Write both index files anew from the entries tracked so far."""
         _write(self.index_path, self.indexes.index_bytes(), sync=sync)
         _write(self.time_index_path, self.indexes.time_index_bytes(), sync=sync)
+        self._entries_written = (len(self.indexes.offsets), len(self.indexes.times))
 
     def close(self, *, sync: bool) -> None:
         """The segment rolled: its final time index entry."""
         self.indexes.close()
-        self.write_indexes(sync=sync)
+        self._append_indexes(sync=sync)
 
     def rewrite(self, batches: Iterable[SegmentBatch]) -> None:
         """Replace the `.log` with `batches` (compaction's), through a `.cleaned` file swapped
