@@ -89,6 +89,9 @@ async def test_time_retention_deletes_a_segment_on_leader_and_follower(autojump_
 
 @pytest.mark.trio
 async def test_an_idle_cluster_cleaner_visits_no_log(autojump_clock):
+    """A known difference: Kafka deletes an expired active segment (rolling an empty one); the
+    mock leaves a one-segment log until its next append rolls it, as its cleaner visits only
+    logs with several segments, so that an idle cluster's pass costs nothing."""
     async with open_cluster(brokers=1) as cluster:
         await cluster.create_topic("t", config={"retention.ms": 1})
         await _produce(cluster, [b"a"], 0)
@@ -184,9 +187,10 @@ def test_size_retention_bounds_a_serving_broker_memory():
         consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "rss"})
         partition = confluent_kafka.TopicPartition("retained", 0)
         low = high = 0
-        for _ in range(100):  # the cleaner runs every second (the mock's check interval)
+        deadline = time.monotonic() + 30
+        for _ in range(300):  # the cleaner runs every second (the mock's check interval)
             low, high = consumer.get_watermark_offsets(partition, timeout=10)
-            if high - low <= 30:
+            if high - low <= 30 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         consumer.close()

@@ -4,6 +4,7 @@ start offset follows; the cleaner visits only logs with more than one segment.""
 from __future__ import annotations
 
 from kipwire.codec.records import build_batch
+from kipwire.mockbroker.broker.cleaner import LogCleaner
 from kipwire.mockbroker.broker.log import EARLIEST, PartitionLog
 from kipwire.mockbroker.broker.log_config import LogConfig
 from kipwire.mockbroker.broker.retention import deletable_segments, enforce_retention
@@ -66,3 +67,48 @@ def test_delete_records_past_whole_segments_drops_them():
     log.delete_before(5)
     assert [s.base_offset for s in log.segments] == [4]
     assert [b.base_offset for b in log.batches] == [5]
+
+
+class _Host:
+    """A broker as the cleaner sees it: its logs, its config, its wake-ups."""
+
+    node_id = 1
+    config: dict[str, str] = {}
+
+    def __init__(self, logs: dict) -> None:
+        self.logs = logs
+        self.woken: list = []
+
+    def data_arrived(self, key=None) -> None:
+        self.woken.append(key)
+
+
+def test_the_cleaner_applies_delete_then_compact_to_a_compact_delete_log():
+    config = LogConfig(
+        segment_bytes=2 * SIZE + 2,  # these keys are a byte longer: two batches a segment
+        retention_bytes=4 * SIZE,
+        compact=True,
+        delete=True,
+        min_cleanable_dirty_ratio=0.1,
+    )
+    log = PartitionLog(config=config)
+    for i in range(8):  # keys k0, k1, k0, k1, ...: two per segment
+        log.append(build_batch([{"key": b"k%d" % (i % 2), "value": VALUE, "timestamp": i}]))
+    log.advance_high_watermark(log.end_offset)
+    host = _Host({("t", 0): log, ("gone", 0): None})
+    cleaner = LogCleaner(host)
+    cleaner.watch(("t", 0))
+    cleaner.watch(("gone", 0))
+    cleaner.check(now_ms=100)
+    assert log.log_start_offset == 4  # retention: 8 batches, 4 kept
+    assert host.woken == [("t", 0)]
+    # compaction: 4 and 5 stay, as their keys' later records (6, 7) are in the active segment
+    assert [b.base_offset for b in log.batches] == [4, 5, 6, 7]
+    log.roll()
+    log.append(build_batch([{"key": b"z", "value": b"v", "timestamp": 9}]))
+    log.advance_high_watermark(log.end_offset)
+    cleaner.check(now_ms=100)
+    # 6..7 are no longer active: 4 and 5 go, and their emptied segment with them
+    assert [b.base_offset for b in log.batches] == [6, 7, 8]
+    assert [s.base_offset for s in log.segments] == [6, 8]
+    assert ("gone", 0) not in cleaner.watched
