@@ -79,6 +79,7 @@ class BrokerNode(BrokerState):
             services.config,
             services.network,
             recovering_rejects_fetch=services.recovering_rejects_fetch,
+            cluster_id=services.cluster_id,
         )
         self.host = "127.0.0.1"
         self.port = port

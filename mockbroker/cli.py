@@ -82,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=("on", "off"),
         help="eligible leader replicas (default: as the preset's release has them)",
     )
+    serve.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="keep logs, metadata and offsets in DIR (log.dirs) across restarts",
+    )
     serve.add_argument("--record", metavar="FILE", help="write every connection to a pcapng")
     serve.add_argument(
         "--record-clients-only",
@@ -236,6 +241,8 @@ async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
                     port = await nursery.start(serve_control, cluster, args.control_port)
                     print(f"control: http://127.0.0.1:{port}/v1", flush=True)
                 _listeners(cluster)
+                if cluster.data_dir is not None:
+                    print(f"data: {cluster.data_dir.path}", flush=True)
                 async for _ in signals:
                     break
                 nursery.cancel_scope.cancel()
@@ -258,6 +265,13 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(f"--config {item!r} is not KEY=VALUE")
         config[key.strip()] = value.strip()
+    if args.data_dir is not None:
+        data_dir = str(Path(args.data_dir).absolute())
+        if config.get("log.dirs", data_dir) != data_dir:
+            raise ConfigError(
+                f"--data-dir {args.data_dir} and log.dirs={config['log.dirs']} differ"
+            )
+        config["log.dirs"] = data_dir
     cluster_config(config)
     return config
 

@@ -41,6 +41,7 @@ from .coordinators.groups import GroupCoordinator
 from .coordinators.share_groups import ShareCoordinator
 from .coordinators.streams_groups import StreamsCoordinator
 from .coordinators.transactions import TransactionCoordinator
+from .data_dir import DataDir
 from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .handlers.registry import listed
@@ -158,6 +159,7 @@ class Cluster(SecurityApi):
             self.max_request_bytes,
             limits=NodeLimits.from_config(self.config),
         )
+        self.data_dir = DataDir(self.config["log.dirs"]) if self.config.get("log.dirs") else None
         self._controller_security = None
         if self.security is not None:
             self._controller_security = self.security.secure_controller(self.controller_node)
@@ -175,12 +177,14 @@ class Cluster(SecurityApi):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.controller.tick(self.controller_node.now_ms())
-                self._bootstrap()
+                if self.data_dir is None or not self.data_dir.load(self):
+                    self._bootstrap()
                 await open_listeners(nursery, self.controller_node, 0, self._controller_security)
                 nursery.start_soon(self.controller_node.run_clock)
                 async with trio.open_nursery() as starting:
                     for node in self.nodes.values():
-                        starting.start_soon(self._start_node, node, -1)
+                        previous = node.log_dirs.take_previous_epoch()  # -1 in memory
+                        starting.start_soon(self._start_node, node, previous)
                 await self.caught_up()
                 nursery.start_soon(self.groups.run_timers)
                 nursery.start_soon(self.consumer_groups.run_timers)
@@ -189,8 +193,12 @@ class Cluster(SecurityApi):
                 nursery.start_soon(self.transactions.run_timers)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
+                if self.data_dir is not None:
+                    nursery.start_soon(self.data_dir.run, self)
                 task_status.started()
         finally:
+            if self.data_dir is not None:  # the brokers still running then stop cleanly
+                self.data_dir.close(self, [self.nodes[i] for i in self._scopes])
             if self.recorder is not None:
                 self.recorder.close()
             if self.security is not None:

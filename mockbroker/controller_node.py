@@ -36,6 +36,7 @@ from .network import CONTROLLER, Network
 from .serve import Taps
 
 if TYPE_CHECKING:
+    from .controller.metadata_files import MetadataLogFiles
     from .security.controller_authorization import ControllerAuthorization
 
 TICK_INTERVAL = 0.1
@@ -125,6 +126,8 @@ class ControllerNode:
         self._grew = trio.Event()
         self._last_turn: float | None = None
         self.quorum = QuorumState()
+        #: The metadata log's files under log.dirs (None: the log is in memory only).
+        self.metadata_files: MetadataLogFiles | None = None
         self._outgoing, self._to_send = trio.open_memory_channel[tuple[int, int, int, dict]](
             math.inf
         )
@@ -140,7 +143,10 @@ class ControllerNode:
         return f"{self.host}:{self.internal_port or self.port}"
 
     def log_grew(self) -> None:
-        """Wake the metadata fetches waiting for records (call after appending)."""
+        """Wake the metadata fetches waiting for records (call after appending); with a data
+        directory, the new records reach its files first."""
+        if self.metadata_files is not None:
+            self.metadata_files.sync(self.controller)
         self._grew.set()
         self._grew = trio.Event()
 

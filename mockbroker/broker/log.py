@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
@@ -335,18 +335,40 @@ class PartitionLog:
             self._maybe_roll(len(data), largest, batches[0].base_offset)
         active = self.segments[-1]
         for batch in batches:
-            epoch = batch.partition_leader_epoch
-            if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
-                self.epoch_starts.append((epoch, batch.base_offset))
-            stored = StoredBatch(
-                batch.base_offset,
-                batch.last_offset,
-                bytes(batch.raw),
-                batch.max_timestamp,
-                epoch,
-            )
-            active.append(stored)
-            self.end_offset = stored.last_offset + 1
+            self._place(active, batch)
+
+    def _place(self, segment: Segment, batch: Batch) -> None:
+        """Put a batch at the end of `segment`: the log's end and leader epochs follow."""
+        epoch = batch.partition_leader_epoch
+        if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
+            self.epoch_starts.append((epoch, batch.base_offset))
+        stored = StoredBatch(
+            batch.base_offset,
+            batch.last_offset,
+            bytes(batch.raw),
+            batch.max_timestamp,
+            epoch,
+        )
+        segment.append(stored)
+        self.end_offset = stored.last_offset + 1
+
+    def load_segments(self, segments: Iterable[tuple[int, Iterable[bytes]]]) -> None:
+        """Rebuild a new log from the segments a storage back end found, (base offset, its
+        batches) in order: the batches, producer and transaction state and leader epochs are
+        as the log had them; the log start is the first batch's base; all of it is flushed."""
+        self.segments.clear()
+        for base, batches in segments:
+            segment = self._new_segment(base, self.clock())
+            self.segments.append(segment)
+            self.end_offset = max(self.end_offset, base)
+            for data in batches:
+                for batch in iter_batches(data, verify_crc=False):
+                    self._place(segment, batch)
+                    self._track(batch)
+        if not self.segments:
+            self.segments.append(self._new_segment(0, self.clock()))
+        self.log_start_offset = self._first_base(0)
+        self.flushed_offset = self.end_offset
 
     def _maybe_roll(self, size: int, max_timestamp: int, base_offset: int) -> None:
         """Roll a new segment before an append the active one should not take: it would pass

@@ -106,7 +106,7 @@ class Replication:
             if part is None:
                 self.leaders.pop(key, None)
                 if key[0] not in image.topics:
-                    self.node.logs.pop(key, None)
+                    self.node.remove_log(*key)
                     self.unflushed.discard(key)
                     self._flushed_at.pop(key, None)
             elif part.leader == self.node.node_id:

@@ -48,6 +48,7 @@ class BrokerState:
         network: Network,
         *,
         recovering_rejects_fetch: bool = False,
+        cluster_id: str = "kipwire-mock",
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -63,17 +64,20 @@ class BrokerState:
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
         self.cleaner = LogCleaner(self)
-        self.logs: dict[tuple[str, int], PartitionLog] = {}
-        self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
+        self.log_dirs = LogDirs(config.get("log.dirs") or None, node_id, cluster_id)
+        self.logs: dict[tuple[str, int], PartitionLog] = self.load_logs()
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
         #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
         self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
 
     def reset_incarnation(self) -> None:
-        """A restart: a new incarnation id, an empty metadata image, no leadership."""
+        """A restart: a new incarnation id, an empty metadata image, no leadership; logs on
+        disk are loaded again from their files, as a restarted process finds them."""
         self.incarnation_id = uuid.uuid4()
         self.image = MetadataImage()
+        if self.log_dirs.on_disk:
+            self.logs = self.load_logs()
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
 
@@ -87,9 +91,29 @@ class BrokerState:
     def new_log(self, topic: str, index: int) -> PartitionLog:
         """An empty log for a partition, with its topic's segment and retention settings (a
         storage back end gives the log its own segment factory here)."""
-        return self.adopt_log(
-            topic, index, PartitionLog(config=LogConfig.of_topic(self.image, topic))
-        )
+        topic_info = self.image.topics.get(topic)
+        topic_id = topic_info.topic_id if topic_info is not None else None
+        config = LogConfig.of_topic(self.image, topic)
+        return self.adopt_log(topic, index, self.log_dirs.new_log(topic, index, topic_id, config))
+
+    def load_logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """The logs in the log directory's files (none in memory), joined to this broker."""
+        loaded = self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
+        return {key: self.adopt_log(*key, log) for key, log in loaded.items()}
+
+    def _drop_stale_logs(self, keys: set[tuple[str, int]]) -> None:
+        """Logs loaded from disk whose topic id is not the topic's now: the topic was deleted
+        (and made again) while this broker was down, so its old records go, as Kafka drops a
+        log whose partition.metadata names another topic id."""
+        for key in keys:
+            topic = self.image.topics.get(key[0])
+            if topic is not None and self.log_dirs.stale(key, topic.topic_id):
+                self.remove_log(*key)
+
+    def remove_log(self, topic: str, index: int) -> None:
+        """A deleted topic's replica: its log and its directory go."""
+        self.logs.pop((topic, index), None)
+        self.log_dirs.remove_log(topic, index)
 
     def adopt_log(self, topic: str, index: int, log: PartitionLog) -> PartitionLog:
         """Join a log, new or loaded by a storage back end, to this broker: its name, the
@@ -117,8 +141,10 @@ class BrokerState:
             log.flush()
 
     def shut_down_cleanly(self) -> None:
-        """Flush every log and write the CleanShutdownFile with this broker epoch (D.18)."""
+        """Flush every log, write the checkpoints and the CleanShutdownFile with this broker
+        epoch (D.18)."""
         self.flush()
+        self.log_dirs.write_checkpoints(self.logs)
         self.log_dirs.write_clean_shutdown(self.epoch)
 
     def lose_unflushed(self) -> None:
@@ -163,6 +189,8 @@ class BrokerState:
         delta = self.image.take_delta()
         if delta.configs:
             self.configs_changed()
+        if self.log_dirs.unchecked:
+            self._drop_stale_logs(delta.partitions)
         self.replication.metadata_changed(delta)
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}

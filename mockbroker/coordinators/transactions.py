@@ -61,6 +61,11 @@ class TransactionCoordinator:
         """A producer id never handed out before."""
         return next(self._ids)
 
+    def skip_producer_ids_below(self, first: int) -> None:
+        """Hand out ids from `first` on, at least: a restarted cluster's logs hold the ones
+        below (Kafka's controller keeps its producer id blocks in the metadata log)."""
+        self._ids = itertools.count(max(next(self._ids), first))
+
     def init_producer_id(
         self, transactional_id: str | None, timeout_ms: int, producer_id: int, epoch: int
     ) -> tuple[int, int, int]:
