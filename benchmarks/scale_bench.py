@@ -155,7 +155,7 @@ def _produce_consume(bootstrap: str, records: int) -> dict[str, float]:
     return {"produce_rps": produced, "consume_rps": records / (time.perf_counter() - start)}
 
 
-def _ratio(records: int) -> None:
+def _ratio(records: int, client: str = "confluent-kafka") -> None:
     """Produce/consume rates on 10 partitions of an empty cluster, then over 10,000 partitions."""
     from confluent_kafka.admin import AdminClient, NewTopic
     from mock_bench import kipwire_cluster
@@ -168,7 +168,8 @@ def _ratio(records: int) -> None:
                 new = [NewTopic(t, partitions, REPLICATION_FACTOR) for t in topics[first:][:10]]
                 for future in admin.create_topics(new, operation_timeout=60).values():
                     future.result(timeout=120)
-            rates.append(_flow(bootstrap, topics, partitions, records))
+            flow = _flow if client == "confluent-kafka" else _flow_kafka_python
+            rates.append(flow(bootstrap, topics, partitions, records))
             print(
                 f"{len(topics) * partitions:>6,} partitions: produce {rates[-1][0]:,.0f} rec/s,"
                 f" consume {rates[-1][1]:,.0f} rec/s",
@@ -205,6 +206,37 @@ def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> t
     seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
     while seen < records and time.monotonic() < deadline:
         seen += sum(m.error() is None for m in consumer.consume(10_000, 1.0))
+    consumed = records / (time.perf_counter() - start)
+    consumer.close()
+    if seen < records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return produced, consumed
+
+
+def _flow_kafka_python(
+    bootstrap: str, topics: list[str], partitions: int, records: int
+) -> tuple[float, float]:
+    """`_flow` with kafka-python, whose producer (like Kafka's Java client) puts every ready
+    batch for one broker into one ProduceRequest, where librdkafka sends one per partition."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    targets = [(t, p) for p in range(partitions) for t in topics]
+    value = b"x" * 100
+    start = time.perf_counter()
+    for i in range(records):
+        topic, partition = targets[i % len(targets)]
+        producer.send(topic, value, partition=partition)
+    producer.flush(300)
+    produced = records / (time.perf_counter() - start)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    assigned = [TopicPartition(t, p) for t, p in targets]
+    consumer.assign(assigned)
+    consumer.seek_to_beginning(*assigned)
+    seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
+    while seen < records and time.monotonic() < deadline:
+        seen += sum(len(batch) for batch in consumer.poll(1000, max_records=10_000).values())
     consumed = records / (time.perf_counter() - start)
     consumer.close()
     if seen < records:
@@ -252,9 +284,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the idle window")
     parser.add_argument("--produce", type=int, default=0, help="records to produce and consume")
     parser.add_argument("--ratio", type=int, default=0, help="the throughput ratio, N records")
+    parser.add_argument(
+        "--client",
+        choices=("confluent-kafka", "kafka-python"),
+        default="confluent-kafka",
+        help="the client of --ratio (default confluent-kafka)",
+    )
     args = parser.parse_args()
     if args.ratio:
-        _ratio(args.ratio)
+        _ratio(args.ratio, args.client)
         return
     if args.point:
         brokers, partitions = (int(x) for x in args.point.split(","))
