@@ -28,6 +28,8 @@ BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION = 4, 1
 PLAINTEXT = 0
 #: A controlled shutdown takes a few heartbeats at most.
 SHUTDOWN_HEARTBEATS = 100
+#: The longest pause between two of those heartbeats, waiting for new metadata.
+SHUTDOWN_WAIT = 0.05
 
 
 class BrokerRunner:
@@ -59,6 +61,10 @@ class BrokerRunner:
             for _ in range(SHUTDOWN_HEARTBEATS):
                 if (await self.heartbeat(want_shut_down=True))["should_shut_down"]:
                     break
+                # the controller lets it go once its metadata has the leadership moves: with
+                # the broker in another process they may still be on their way
+                with trio.move_on_after(SHUTDOWN_WAIT):
+                    await node.wait_for_metadata(node.image.offset + 1)
         # Kafka fences a lost broker a session timeout after its last heartbeat, so whatever it
         # had sent is answered first; the cluster fences at once, so the request on the wire is
         # answered first (one answered after the fence would unfence a dead broker). Across a

@@ -54,13 +54,16 @@ class Network:
         self.sources: dict[tuple[str, int], NodeId] = {}
         #: Told (src, dst) whenever a cut holds bytes or latency delays them (faults count it).
         self.observe: Callable[[str, NodeId, NodeId], None] = lambda kind, src, dst: None
+        #: The local address a node's connections leave from (None: any); process mode gives
+        #: each node its own loopback address, so any process can tell who dialed.
+        self.local_host: Callable[[NodeId], str | None] = lambda node: None
 
     async def connect(self, src: NodeId, dst: NodeId) -> LinkStream:
         """A TCP connection from node `src` to node `dst`, subject to this network's faults."""
         _pair(src, dst)
         host, port = self._resolve(dst).rsplit(":", 1)
         await self.wait_open(src, dst)
-        stream = await trio.open_tcp_stream(host, int(port))
+        stream = await trio.open_tcp_stream(host, int(port), local_address=self.local_host(src))
         name = stream.socket.getsockname()[:2]
         self.sources[name] = src
         return LinkStream(self, src, dst, stream, name)
