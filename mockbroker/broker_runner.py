@@ -30,6 +30,8 @@ PLAINTEXT = 0
 SHUTDOWN_HEARTBEATS = 100
 #: The longest pause between two of those heartbeats, waiting for new metadata.
 SHUTDOWN_WAIT = 0.05
+#: The pause before a refused registration is tried again.
+REGISTRATION_BACKOFF = 0.1
 
 
 class BrokerRunner:
@@ -125,6 +127,21 @@ class BrokerRunner:
                         await connection.aclose()
 
     async def _register(self, previous_epoch: int) -> None:
+        # Kafka's broker retries a refused registration: a previous incarnation that could not
+        # finish its controlled shutdown keeps its session until the session timeout
+        session_timeout = int(self.node.config["broker.session.timeout.ms"]) / 1000
+        deadline = trio.current_time() + session_timeout + REGISTRATION_BACKOFF
+        while True:
+            code = await self._register_once(previous_epoch)
+            if code != ErrorCode.DUPLICATE_BROKER_REGISTRATION or trio.current_time() > deadline:
+                break
+            await trio.sleep(REGISTRATION_BACKOFF)
+        if code:
+            raise ClusterError(
+                f"broker {self.node.node_id} registration failed: {ErrorCode(code).name}"
+            )
+
+    async def _register_once(self, previous_epoch: int) -> int:
         node = self.node
         low, high = CONTROLLER_FEATURES[node.release][METADATA_VERSION]
         response = await node.controller_connection.call(
@@ -153,12 +170,9 @@ class BrokerRunner:
                 "previous_broker_epoch": previous_epoch,
             },
         )
-        if response["error_code"]:
-            raise ClusterError(
-                f"broker {node.node_id} registration failed: "
-                f"{ErrorCode(response['error_code']).name}"
-            )
-        node.epoch = response["broker_epoch"]
+        if response["error_code"] == ErrorCode.NONE:
+            node.epoch = response["broker_epoch"]
+        return response["error_code"]
 
     async def heartbeat(self, want_shut_down: bool = False) -> Any:
         """One BrokerHeartbeat; the controller's answer."""

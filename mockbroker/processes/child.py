@@ -17,6 +17,7 @@ the high watermarks of partitions this broker leads.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import zlib
 from typing import Any
@@ -236,6 +237,8 @@ async def serve(address: str, node_id: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """The child's entry point."""
     address, node_id = (argv if argv is not None else sys.argv[1:])[:2]
+    # Ctrl-C reaches the whole process group: the parent decides when its brokers stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     trio.run(serve, address, int(node_id))
 
 

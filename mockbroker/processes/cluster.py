@@ -45,6 +45,8 @@ from .links import process_network
 
 #: How long a child may take to start and dial back.
 START_TIMEOUT = 60.0
+#: How long the children may take to exit once the parent hangs up.
+STOP_TIMEOUT = 10.0
 CHILD_MODULE = "kipwire.mockbroker.processes.child"
 
 
@@ -73,6 +75,7 @@ class BrokerProcess:
         self.image = _Image()
         self.logs: dict[tuple[str, int], _Mark] = {}
         self.channel: Channel | None = None
+        self.process: trio.Process | None = None
         self.hello = trio.Event()
         self._internal_address: str | None = None
 
@@ -187,7 +190,7 @@ class ProcessCluster(Cluster):
 
     async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
         command = [sys.executable, "-m", CHILD_MODULE, address, str(node.node_id)]
-        await nursery.start(partial(trio.run_process, command, check=False))
+        node.process = await nursery.start(partial(trio.run_process, command, check=False))
         await node.hello.wait()
         await node.call("setup", self._settings(node))
         await self._start(node, first=True)
@@ -245,6 +248,18 @@ class ProcessCluster(Cluster):
             observed=self.faults.observed,
         )
         await channel.run()
+
+    async def stop_children(self) -> None:
+        """Hang up on every child and wait for it to exit (before the controller goes, so no
+        broker sees its controller vanish first and reports it as a failure)."""
+        with trio.move_on_after(STOP_TIMEOUT):
+            for node in self.nodes.values():
+                node.running = False
+                if node.channel is not None:
+                    await node.channel.stream.aclose()
+            for node in self.nodes.values():
+                if node.process is not None:
+                    await node.process.wait()
 
     def _broadcast(self, op: str, *args: Any) -> None:
         for node in self.nodes.values():
@@ -330,4 +345,6 @@ async def open_process_cluster(**kwargs: Any) -> AsyncIterator[ProcessCluster]:
         try:
             yield cluster
         finally:
+            with trio.CancelScope(shield=True):
+                await cluster.stop_children()
             nursery.cancel_scope.cancel()
