@@ -13,7 +13,10 @@ brokers, then 3 / 9 / 30 brokers at 1,000), or ``--point B,P`` for one point, ``
 print where the idle CPU goes (cProfile over the idle window). ``--ratio N``: the issue's
 throughput check instead, with the cluster in a subprocess (`kipwire-broker serve`): N records of
 100 B produced (acks=all) and consumed on one 10-partition topic of an otherwise empty cluster,
-then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates.
+then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates
+(`--client kafka-python` for kafka-python's producer and consumer, `--processes` for a cluster
+with a process per broker). Every point counts Python's full garbage collections (`gc.callbacks`)
+during set-up and produce; `--gc-freeze` calls `gc.freeze()` once the topics exist.
 """
 
 from __future__ import annotations
