@@ -18,13 +18,16 @@ test: $(STAMP)
 
 # The deep search: 5,000 fault schedules on the mock cluster and 5,000 controller invariant runs
 # (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
-# with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS).
+# with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
+# then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB).
 test-deep: $(STAMP)
 	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
 	KIPWIRE_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider --hypothesis-seed=$$seed \
 		tests/mockbroker/test_stateful_cluster.py tests/mockbroker/controller/test_invariants.py
 	KIPWIRE_SCALE_PARTITIONS=10000 $(PY) -m pytest -q -p no:cacheprovider tests/mockbroker/test_scale.py
+	KIPWIRE_RSS_MB=100 $(PY) -m pytest -q -p no:cacheprovider \
+		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
 
 demo: $(STAMP)
 	$(PY) -m kipwire.demo

@@ -120,6 +120,12 @@ class FrameBuffer:
 
     __iter__ = frames
 
+    def compact(self) -> None:
+        """Let go of the bytes already taken out, once they are at least as many as those left
+        (a long-lived buffer does not hold a large frame after it; amortised O(1) per byte)."""
+        if self._pos and len(self._data) - self._pos <= self._pos:
+            self._merge()
+
     def _merge(self) -> None:
         """Join the unread tail and the pending pieces into one bytes object.
 

@@ -24,6 +24,7 @@ from .coordinators.transactions import TransactionCoordinator
 from .faults import Faults
 from .handlers import RequestContext
 from .handlers.registry import NodeAddress, handlers_for
+from .limits import NodeLimits
 from .network import Network
 from .security.authorizer import Authorizer
 from .serve import Taps
@@ -92,6 +93,10 @@ class BrokerNode(BrokerState):
         self.transactions = services.transactions
         self._services = services
         self.listener_security = None
+        settings = services.config
+        self.limits = NodeLimits.from_config(
+            settings, lambda name: self.image.cluster_config(name, settings.get(name, ""))
+        )
         #: StandardAuthorizer's rules with authorizer=True (handlers/authorization.py)
         self.authorizer: Authorizer | None = None
         #: delegation.token.secret.key (handlers/delegation_tokens.py); None: tokens disabled.

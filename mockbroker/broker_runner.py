@@ -114,6 +114,7 @@ class BrokerRunner:
                         node.running = True
                         nursery.start_soon(self._heartbeats)
                         nursery.start_soon(node.replication.run)
+                        nursery.start_soon(node.cleaner.run)
                         task_status.started()
                         await trio.sleep_forever()
                     finally:

@@ -26,7 +26,7 @@ from .controller.broker_configs import (
     KNOWN_NAMES,
     ConfigError,
     broker_config_problem,
-    check_cluster_config,
+    cluster_config,
 )
 from .metrics import serve_metrics
 from .processes import open_process_cluster
@@ -265,7 +265,7 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(f"--config {item!r} is not KEY=VALUE")
         config[key.strip()] = value.strip()
-    check_cluster_config(config)
+    cluster_config(config)
     return config
 
 

@@ -32,7 +32,7 @@ from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
 from .broker_runner import BrokerRunner
 from .controller import Controller, Semantics
-from .controller.broker_configs import MOCK_DEFAULTS, check_cluster_config
+from .controller.broker_configs import cluster_config
 from .controller.features import fresh_features
 from .controller_node import ControllerNode
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
@@ -44,6 +44,7 @@ from .coordinators.transactions import TransactionCoordinator
 from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
 from .handlers.registry import listed
+from .limits import NodeLimits
 from .metrics import cluster_metrics
 from .network import CONTROLLER, Network, NodeId
 from .recorder import Recorder
@@ -58,9 +59,11 @@ logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
 _BROKER_ONLY = {
     "socket.request.max.bytes",
+    "queued.max.request.bytes",
     "broker.heartbeat.interval.ms",
     "replica.lag.time.max.ms",
     "log.dirs",
+    "log.retention.check.interval.ms",
 }
 
 
@@ -83,7 +86,7 @@ class Cluster(SecurityApi):
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         # unknown keys and bad values are refused here, with Kafka's message (ConfigError)
-        self.config = {**MOCK_DEFAULTS, **check_cluster_config(config or {})}
+        self.config = cluster_config(config or {})
         # security_protocol, sasl_mechanisms, users, super_users, authorizer, ssl_client_auth
         settings = SecurityConfig.from_arguments(**security)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None
@@ -145,7 +148,12 @@ class Cluster(SecurityApi):
         }
         self._runners = {i: BrokerRunner(n, self.network) for i, n in self.nodes.items()}
         self.controller_node = ControllerNode(
-            self.controller, self.network, self.faults, self.recorder, self.max_request_bytes
+            self.controller,
+            self.network,
+            self.faults,
+            self.recorder,
+            self.max_request_bytes,
+            limits=NodeLimits.from_config(self.config),
         )
         self._controller_security = None
         if self.security is not None:

@@ -27,9 +27,11 @@ from kipwire.codec.records import build_batch
 from .broker.controller_channel import METADATA_TOPIC_ID, ControllerConnection
 from .controller import METADATA_TOPIC, Controller
 from .controller.apis import SERVED
-from .controller.quorum import QuorumState
+from .controller.quorum import CONTROLLER_NODE_ID, QuorumState
 from .faults import Faults
+from .handlers.describe_cluster import CONTROLLER_ENDPOINT, endpoint_type_error
 from .handlers.registry import Handler, top_level_error
+from .limits import NodeLimits
 from .network import CONTROLLER, Network
 from .serve import Taps
 
@@ -66,7 +68,11 @@ class ControllerHandlers(Mapping[int, Handler]):
                 raise KeyError(api_key)
             low, high = api.versions
             node = self._node
-            own = {ApiKey.FETCH: node.fetch, ApiKey.DESCRIBE_QUORUM: node.describe_quorum}
+            own = {
+                ApiKey.FETCH: node.fetch,
+                ApiKey.DESCRIBE_QUORUM: node.describe_quorum,
+                ApiKey.DESCRIBE_CLUSTER: node.describe_cluster,
+            }
             handle = own.get(api_key, node.handle_request)
             guard = node.authorization
             # only what is served is checked: any other API keeps its protocol error
@@ -97,6 +103,7 @@ class ControllerNode:
         recorder: Taps | None,
         max_request_bytes: int,
         authorization: ControllerAuthorization | None = None,
+        limits: NodeLimits | None = None,
     ) -> None:
         self.controller = controller
         #: Kafka's ControllerApis checks with `authorizer=True` (None: nothing is checked)
@@ -105,6 +112,7 @@ class ControllerNode:
         self.faults = faults
         self.recorder = recorder
         self.max_request_bytes = max_request_bytes
+        self.limits = limits or NodeLimits()
         self.handlers = ControllerHandlers(self)
         self.host = "127.0.0.1"
         self.port = 0
@@ -224,6 +232,28 @@ class ControllerNode:
         return self.quorum.describe(
             ctx.api_version, body, self.controller.end_offset, _wall_ms(), (self.host, self.port)
         )
+
+    async def describe_cluster(self, ctx: ControllerRequest, body: Any) -> dict:
+        """DescribeCluster on the controller's listener (KIP-919): the controllers, this one
+        alone, at the address clients reached it on, leading the quorum."""
+        refused = endpoint_type_error(ctx.api_version, body, CONTROLLER_ENDPOINT)
+        if refused is not None:
+            return refused
+        return {
+            "error_code": ErrorCode.NONE,
+            "cluster_id": self.controller.cluster_id,
+            "controller_id": CONTROLLER_NODE_ID,
+            "brokers": [
+                {
+                    "broker_id": CONTROLLER_NODE_ID,
+                    "host": self.host,
+                    "port": self.port,
+                    "rack": None,
+                    "is_fenced": False,
+                }
+            ],
+            "endpoint_type": CONTROLLER_ENDPOINT,
+        }
 
     async def fetch(self, ctx: ControllerRequest, body: Any) -> dict:
         """Metadata log records from the fetch offset; waits up to MaxWaitMs for new ones."""

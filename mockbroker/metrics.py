@@ -1,7 +1,9 @@
 """The cluster's metrics (`cluster_metrics`) and a tiny Prometheus endpoint (`serve_metrics`).
 
 The controller's KIP-966 metrics come from `Controller.metrics()`; the high watermark of each
-partition is read from its leader, as a broker's own gauge would be.
+partition is read from its leader, as a broker's own gauge would be, and so are its log's
+start offset, size in bytes and segment count (Kafka's `kafka.log:type=Log` LogStartOffset,
+Size and NumLogSegments), which show retention at work.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from .controller import Controller
 
 PREFIX = "kipwire_"
 #: Gauges keyed "topic-partition" in the metrics dict, exported with topic and partition labels.
-PER_PARTITION = {"electable_leaders", "high_watermark"}
+PER_PARTITION = {
+    "electable_leaders",
+    "high_watermark",
+    "log_start_offset",
+    "log_size_bytes",
+    "log_segments",
+}
 _MAX_REQUEST = 8192
 _REQUEST_TIMEOUT = 5.0
 
@@ -46,14 +54,23 @@ def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | Non
 
 
 def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
-    """The controller's metrics plus `high_watermark`, a dict of "topic-partition" to offset."""
+    """The controller's metrics plus, per "topic-partition" with a running leader, the leader's
+    `high_watermark`, `log_start_offset`, `log_size_bytes` and `log_segments`."""
     metrics = dict(cluster.controller.metrics())
-    hwm = {}
+    hwm, start, size, segments = {}, {}, {}, {}
     for p in cluster.controller.state.partitions():
-        value = leader_high_watermark(cluster, p.topic, p.partition_id)
-        if value is not None:
-            hwm[f"{p.topic}-{p.partition_id}"] = value
-    metrics["high_watermark"] = hwm
+        leader = cluster.nodes.get(p.leader)
+        if leader is None or not leader.running:
+            continue
+        name = f"{p.topic}-{p.partition_id}"
+        log = leader.logs.get((p.topic, p.partition_id))
+        hwm[name] = log.high_watermark if log is not None else 0
+        start[name] = log.log_start_offset if log is not None else 0
+        size[name] = log.size if log is not None else 0
+        segments[name] = len(log.segments) if log is not None else 1
+    metrics.update(
+        high_watermark=hwm, log_start_offset=start, log_size_bytes=size, log_segments=segments
+    )
     return metrics
 
 

@@ -63,10 +63,24 @@ class Network:
         _pair(src, dst)
         host, port = self._resolve(dst).rsplit(":", 1)
         await self.wait_open(src, dst)
-        stream = await trio.open_tcp_stream(host, int(port), local_address=self.local_host(src))
-        name = stream.socket.getsockname()[:2]
-        self.sources[name] = src
-        return LinkStream(self, src, dst, stream, name)
+        family, kind, proto, _, address = (
+            await trio.socket.getaddrinfo(host, int(port), type=trio.socket.SOCK_STREAM)
+        )[0]
+        sock = trio.socket.socket(family, kind, proto)
+        name: tuple[str, int] | None = None
+        try:
+            # bound and named before it connects: the node that accepts it can tell a link from
+            # a client as it accepts (connection limits exempt links), not only once it reads
+            await sock.bind((self.local_host(src) or address[0], 0))
+            name = sock.getsockname()[:2]
+            self.sources[name] = src
+            await sock.connect(address)
+        except BaseException:
+            if name is not None:
+                self.sources.pop(name, None)
+            sock.close()
+            raise
+        return LinkStream(self, src, dst, trio.SocketStream(sock), name)
 
     def cut(self, a: NodeId, b: NodeId) -> None:
         """Stop all traffic between `a` and `b`, both ways, until `uncut` or `heal`."""

@@ -20,11 +20,20 @@ from typing import Any, Protocol
 
 import trio
 
-from kipwire.codec import APIS, DecodeError, EncodeError, ErrorCode, encode_response, message
+from kipwire.codec import (
+    APIS,
+    DecodeError,
+    EncodeError,
+    ErrorCode,
+    FrameTooLargeError,
+    encode_response,
+    message,
+)
 from kipwire.codec.framing import FrameBuffer, peek_request_header
 
 from .faults import Faults
 from .handlers.registry import Handler, PartitionShape
+from .limits import NodeLimits, RequestMemory, TooManyConnections
 from .network import NodeId
 
 _READ_SIZE = 256 * 1024
@@ -79,6 +88,8 @@ class Endpoint(Protocol):
     faults: Faults
     recorder: Taps | None
     max_request_bytes: int
+    #: Request memory and connection limits over all its listeners.
+    limits: NodeLimits
     handlers: Mapping[int, Handler]
     #: An undecodable body closes the connection (the controller) instead of INVALID_REQUEST.
     closes_on_malformed: bool
@@ -191,30 +202,51 @@ async def serve_connection(
     stream: trio.abc.Stream, node: Endpoint, tap: Tap | None = None, gate: Gate | None = None
 ) -> None:
     """Answer the requests of one client connection, in order, until it closes; a `gate`
-    (SASL) sees every frame first."""
+    (SASL) sees every frame first. Each request of a client is charged to the node's request
+    memory from its size prefix until it is answered (`limits.RequestMemory`)."""
     frames = FrameBuffer(node.max_request_bytes)
     answer = answer_request if gate is None else gate.bind(stream, frames, tap)
+    memory = node.limits.memory
+    if node.faults.source_of(PEER.get()) is not None:
+        # the nodes' own traffic (heartbeats, metadata and replica fetches) is never muted by
+        # clients filling the pool: the control plane is not starved by the data plane
+        memory = UNCOUNTED
     by_client = True
     try:
         while True:
             try:
-                data = await stream.receive_some(_READ_SIZE)
-            except trio.BrokenResourceError:
+                request, charge = await _read_request(stream, frames, memory)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
-            if not data:
+            except FrameTooLargeError as exc:
+                limit = "socket.request.max.bytes"
+                if exc.limit != node.max_request_bytes:
+                    limit = "sasl.server.max.receive.size (not authenticated yet)"
+                node.log.warning(
+                    "closing a connection from %s: a frame of %d bytes is over %s (%d)",
+                    _peer_text(),
+                    exc.size,
+                    limit,
+                    exc.limit,
+                )
+                by_client = False
                 return
-            frames.feed(data)
+            except DecodeError as exc:
+                node.log.info("closing a connection: %s", exc)
+                by_client = False
+                return
+            if request is None:
+                return
             try:
-                for request in frames:
+                if tap is not None:
+                    tap.client_sends(bytes(request))
+                response = await answer(node, request)
+                if response is not None:
                     if tap is not None:
-                        tap.client_sends(bytes(request))
-                    response = await answer(node, request)
-                    if response is not None:
-                        if tap is not None:
-                            tap.server_sends(response)
-                        await stream.send_all(response)
+                        tap.server_sends(response)
+                    await stream.send_all(response)
             except (DecodeError, CloseConnection) as exc:
-                # an oversized or unreadable frame: the stream cannot be resynchronised
+                # an unreadable frame: the stream cannot be resynchronised
                 node.log.info("closing a connection: %s", exc)
                 by_client = False
                 return
@@ -225,11 +257,55 @@ async def serve_connection(
                 node.log.exception("closing a connection after an internal error")
                 by_client = False
                 return
+            finally:
+                # the frame's bytes go with its charge, not when the next frame comes
+                del request
+                memory.give(charge)
+                frames.compact()
     finally:
         if tap is not None:
             tap.close(by_client=by_client)
         with trio.CancelScope(shield=True):
             await stream.aclose()
+
+
+async def _read_request(
+    stream: trio.abc.Stream, frames: FrameBuffer, memory: RequestMemory
+) -> tuple[memoryview | None, int]:
+    """The next request frame and the bytes charged for it; (None, 0) at the end of the stream.
+
+    Raises the framing error for a bad size prefix before anything is charged or read beyond
+    it. Once the size is known only that frame's bytes are read, so what a connection holds
+    uncharged is at most one read's worth (`_READ_SIZE`) while it waits for a size prefix.
+    """
+    while (size := frames.next_frame_size) is None:
+        data = await stream.receive_some(_READ_SIZE)
+        if not data:
+            return None, 0
+        frames.feed(data)
+    if not 0 <= size <= frames.max_frame_size:
+        frames.next_frame()  # raises the framing error for this size
+    charge = await memory.take(4 + size)
+    try:
+        while (request := frames.next_frame()) is None:
+            data = await stream.receive_some(min(_READ_SIZE, 4 + size - frames.buffered))
+            if not data:
+                memory.give(charge)
+                return None, 0
+            frames.feed(data)
+    except BaseException:
+        memory.give(charge)
+        raise
+    return request, charge
+
+
+#: The pool of connections whose requests are not counted (a node's links to another).
+UNCOUNTED = RequestMemory(-1)
+
+
+def _peer_text() -> str:
+    peer = PEER.get()
+    return "an unknown peer" if peer is None else f"{peer[0]}:{peer[1]}"
 
 
 async def listen(
@@ -251,12 +327,24 @@ async def listen(
 
     async def handler(stream: trio.SocketStream) -> None:
         # each connection is its own task: its requests know which peer sent them
-        PEER.set(stream.socket.getpeername()[:2])
-        tap = recorder.tap(stream, (node.host, node.port)) if recorder is not None else None
-        if security is None:
-            await serve_connection(stream, node, tap)
-        else:
-            await security.serve(stream, node, tap)
+        peer = stream.socket.getpeername()[:2]
+        PEER.set(peer)
+        internal = node.faults.source_of(peer) is not None
+        connections = node.limits.connections
+        try:
+            await connections.open(peer[0], internal=internal)
+        except TooManyConnections as exc:
+            node.log.info("%s", exc)
+            await trio.aclose_forcefully(stream)
+            return
+        try:
+            tap = recorder.tap(stream, (node.host, node.port)) if recorder is not None else None
+            if security is None:
+                await serve_connection(stream, node, tap)
+            else:
+                await security.serve(stream, node, tap)
+        finally:
+            connections.close(peer[0], internal=internal)
 
     await trio.serve_listeners(handler, listeners, task_status=task_status)
 

@@ -11,7 +11,7 @@ import trio
 
 from .cluster import Cluster, open_cluster
 from .controller import Controller, Semantics
-from .controller.broker_configs import check_cluster_config
+from .controller.broker_configs import cluster_config
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
 from .processes import open_process_cluster
@@ -83,7 +83,7 @@ class MockCluster:
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
         self._clock = clock
-        check_cluster_config(config or {})  # refused here, in the caller's thread, not at start
+        cluster_config(config or {})  # refused here, in the caller's thread, not at start
         self._kwargs = dict(
             brokers=brokers,
             semantics=semantics,

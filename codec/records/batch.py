@@ -14,6 +14,7 @@ from . import compression as codecs
 from .model import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    DELETE_HORIZON_BIT,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
     Batch,
@@ -301,13 +302,23 @@ def build(
     control: bool,
     partition_leader_epoch: int,
     log_append_time: int | None,
+    keep_offsets: bool = False,
+    last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Encode one v2 batch; see `codec.records.build_batch`."""
     records = list(records)
     if not records:
         raise EncodeError("a batch needs at least one record", path="records")
+    deltas = None
+    if keep_offsets:
+        if not all(isinstance(r, Record) for r in records):
+            raise EncodeError("keep_offsets needs Record values (with offsets)", path="records")
+        deltas = [r.offset - base_offset for r in records]
+        if deltas[0] < 0 or any(b <= a for a, b in zip(deltas, deltas[1:], strict=False)):
+            raise EncodeError("kept offsets must rise from the base offset", path="records")
     now = time.time_ns() // 1_000_000
-    body, base_timestamp, max_timestamp = _encode_records(records, now)
+    body, base_timestamp, max_timestamp = _encode_records(records, now, deltas, delete_horizon_ms)
     attributes = compression.value
     if log_append_time is not None:
         attributes |= TIMESTAMP_TYPE_BIT
@@ -316,11 +327,18 @@ def build(
         attributes |= TRANSACTIONAL_BIT
     if control:
         attributes |= CONTROL_BIT
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_BIT
+    last_delta = len(records) - 1 if deltas is None else deltas[-1]
+    if last_offset_delta is not None:
+        if last_offset_delta < last_delta:
+            raise EncodeError("last_offset_delta is below the last record's", path="records")
+        last_delta = last_offset_delta
     payload = body if compression is Compression.NONE else codecs.compress(compression, body)
     try:
         tail = _TAIL.pack(
             attributes,
-            len(records) - 1,
+            last_delta,
             base_timestamp,
             max_timestamp,
             producer_id,
@@ -336,11 +354,18 @@ def build(
     return b"".join((head, tail, payload))
 
 
-def _encode_records(records: list, now: int) -> tuple[bytes, int, int]:
-    """Frame the records; returns (bytes, base timestamp, max timestamp)."""
+def _encode_records(
+    records: list, now: int, deltas: list[int] | None = None, base: int | None = None
+) -> tuple[bytes, int, int]:
+    """Frame the records, at offset deltas `deltas` (list order when None) and timestamps
+    relative to `base` (the first record's when None); returns (bytes, base timestamp, max
+    timestamp)."""
     out = bytearray()
     enc = encode_varint
     base_timestamp = max_timestamp = None
+    if base is not None:
+        # compaction's delete horizon takes the base timestamp's place (Kafka's KIP-534)
+        base_timestamp, max_timestamp = base, -1
     i = 0
     try:
         for i, record in enumerate(records):
@@ -364,7 +389,7 @@ def _encode_records(records: list, now: int) -> tuple[bytes, int, int]:
             elif timestamp > max_timestamp:
                 max_timestamp = timestamp
             ts = enc(timestamp - base_timestamp)
-            od = enc(i)
+            od = enc(i if deltas is None else deltas[i])
             if key is None:
                 kl, key = b"\x01", b""  # length -1 zigzags to 1
             else:

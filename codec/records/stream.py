@@ -89,6 +89,9 @@ def build_batch(
     control: bool = False,
     partition_leader_epoch: int = -1,
     log_append_time: int | None = None,
+    keep_offsets: bool = False,
+    last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Encode records (dicts of key, value, headers, timestamp, or `Record`) as one batch.
 
@@ -96,7 +99,15 @@ def build_batch(
     ``compression`` is always applied, even when it does not shrink the data. ``magic`` 0 or 1
     writes a legacy message set (one wrapper message when compressed). ``log_append_time`` (ms)
     marks the batch as broker-timestamped.
+
+    A compacted batch (magic 2 only, as Kafka's log cleaner writes it): ``keep_offsets`` keeps
+    each `Record`'s own offset (gaps where records were removed), ``last_offset_delta`` keeps
+    the original batch's last offset, and ``delete_horizon_ms`` is stored in the base timestamp
+    with attribute bit 6 (KIP-534), the record timestamps relative to it.
     """
+    compacted = keep_offsets or last_offset_delta is not None or delete_horizon_ms is not None
+    if compacted and magic != 2:
+        raise EncodeError("compacted batches need magic 2", path="magic")
     try:
         codec = Compression.parse(compression)
     except ValueError as exc:
@@ -113,6 +124,9 @@ def build_batch(
             control=control,
             partition_leader_epoch=partition_leader_epoch,
             log_append_time=log_append_time,
+            keep_offsets=keep_offsets,
+            last_offset_delta=last_offset_delta,
+            delete_horizon_ms=delete_horizon_ms,
         )
     if magic not in (0, 1):
         raise EncodeError(f"unknown magic {magic} (Kafka knows 0, 1 and 2)", path="magic")

@@ -6,16 +6,21 @@ is re-encoded. The leader moves the high watermark (`advance_high_watermark`) as
 machine decides; a follower copies the leader's batches as they are (`append_replicated`) and
 truncates (`truncate_to`) after a leader change. `flushed_offset` is what survives an unclean
 shutdown.
+
+The batches live in segments (segment.py), as Kafka's UnifiedLog keeps them: the last segment
+is active and a new one rolls when it would pass `segment.bytes` or has waited `segment.ms`
+(`config`, a `LogConfig` the broker sets per topic). Retention deletes whole segments from the
+front (`delete_segments`, driven by cleaner.py); `batches` is a read-only view across them.
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from crc32c import crc32c
 
@@ -30,7 +35,21 @@ from kipwire.codec.records import (
     iter_batches,
 )
 
+from .log_config import DEFAULT_LOG_CONFIG, LogConfig
 from .producer_state import ProducerStates
+from .segment import Segment, SegmentFactory, StoredBatch
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_TIMESTAMP",
+    "AbortedTxn",
+    "AppendResult",
+    "LogError",
+    "PartitionLog",
+    "StoredBatch",
+    "stamp_log_append_time",
+]
 
 # A v2 batch's header: offsets of the fields LogAppendTime rewrites (Kafka's DefaultRecordBatch).
 _LENGTH_END, _MAGIC_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 12, 16, 17, 21, 35
@@ -51,17 +70,6 @@ class LogError(Exception):
 
 
 @dataclass(slots=True)
-class StoredBatch:
-    """One batch in the log and the header fields fetch and ListOffsets need."""
-
-    base_offset: int
-    last_offset: int
-    data: bytes
-    max_timestamp: int
-    leader_epoch: int
-
-
-@dataclass(slots=True)
 class AppendResult:
     """Where a produce landed: base offset (of the original for a repeated batch)."""
 
@@ -77,12 +85,61 @@ class AbortedTxn:
     last_offset: int
 
 
-class PartitionLog:
-    """The batches of one partition, its offsets and its transaction index."""
+class Batches(Sequence[StoredBatch]):
+    """The batches of every segment, in order, as one read-only sequence."""
 
-    def __init__(self, leader_epoch: int = 0) -> None:
-        self.batches: list[StoredBatch] = []
-        self._bases: list[int] = []
+    def __init__(self, segments: list[Segment]) -> None:
+        self._segments = segments
+
+    def __len__(self) -> int:
+        return sum(len(s.batches) for s in self._segments)
+
+    def __bool__(self) -> bool:
+        return any(s.batches for s in self._segments)
+
+    def __iter__(self) -> Iterator[StoredBatch]:
+        return itertools.chain.from_iterable(s.batches for s in self._segments)
+
+    @overload
+    def __getitem__(self, index: int) -> StoredBatch: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[StoredBatch]: ...
+    def __getitem__(self, index: int | slice) -> StoredBatch | list[StoredBatch]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        segments = self._segments if index >= 0 else reversed(self._segments)
+        at = index if index >= 0 else -index - 1
+        for segment in segments:
+            if at < len(segment.batches):
+                return segment.batches[at if index >= 0 else -at - 1]
+            at -= len(segment.batches)
+        raise IndexError("batch index out of range")
+
+
+class PartitionLog:
+    """The segments of one partition, its offsets and its transaction index.
+
+    `new_segment` makes each segment (a storage back end plugs in here, segment.py); `clock`
+    gives the time in ms that a new segment records as its creation time.
+    """
+
+    def __init__(
+        self,
+        leader_epoch: int = 0,
+        *,
+        name: str = "",
+        config: LogConfig = DEFAULT_LOG_CONFIG,
+        new_segment: SegmentFactory = Segment,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config
+        #: topic-partition, as Kafka's messages name it (`orders-0`)
+        self.name = name
+        self._new_segment = new_segment
+        self.clock = clock or _now_ms
+        self.segments: list[Segment] = [new_segment(0, self.clock())]
+        #: Called after a new segment rolled (the broker's cleaner watches logs with several).
+        self.on_roll: Callable[[], None] | None = None
         self.log_start_offset = 0
         self.end_offset = 0
         self.leader_epoch = leader_epoch
@@ -92,6 +149,12 @@ class PartitionLog:
         self.epoch_starts: list[tuple[int, int]] = []  # (leader epoch, its first offset)
         self.high_watermark = 0  # offsets below it are visible to consumers
         self.flushed_offset = 0  # offsets below it survive an unclean shutdown
+        self.cleaned_offset = 0  # compaction's checkpoint: offsets below it are clean
+
+    @property
+    def batches(self) -> Batches:
+        """Every segment's batches, oldest first, as one read-only sequence."""
+        return Batches(self.segments)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HWM forward to `offset` (capped at the log end); True if it moved."""
@@ -103,7 +166,16 @@ class PartitionLog:
 
     def flush(self) -> None:
         """Everything written so far survives an unclean shutdown."""
+        for segment in reversed(self.segments):
+            if segment.next_offset <= self.flushed_offset and segment.batches:
+                break  # this one and the older ones were flushed before
+            segment.flush()
         self.flushed_offset = self.end_offset
+
+    @property
+    def size(self) -> int:
+        """The bytes of every segment (Kafka's UnifiedLog.size)."""
+        return sum(s.size for s in self.segments)
 
     @property
     def last_stable_offset(self) -> int:
@@ -132,6 +204,8 @@ class PartitionLog:
                 raise LogError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "only magic 2 batches")
             if batch.is_control:
                 raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+            if self.config.compact:
+                self._refuse_keyless(batch)
         first = batches[0]
         idempotent = first.magic == 2 and first.producer_id >= 0
         if idempotent:
@@ -161,6 +235,21 @@ class PartitionLog:
             if first.is_transactional:
                 self.open_txns.setdefault(first.producer_id, base)
         return AppendResult(base)
+
+    def _refuse_keyless(self, batch: Batch) -> None:
+        """A compacted log refuses records without a key, as Kafka's LogValidator does (the
+        cleaner could not tell what they replace), naming at most three in its message."""
+        keyless = [i for i, r in enumerate(batch.records) if r.key is None]
+        if keyless:
+            why = (
+                f"Compacted topic cannot accept message without key in topic partition {self.name}"
+            )
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{why}')" for i in keyless[:3])
+            raise LogError(
+                ErrorCode.INVALID_RECORD,
+                f"One or more records have been rejected due to {len(keyless)} record errors in "
+                f"total, and only showing the first three errors at most: [{shown}]",
+            )
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool) -> int:
         """Write a transaction's COMMIT or ABORT marker; return its offset."""
@@ -202,14 +291,17 @@ class PartitionLog:
         offset = max(offset, self.log_start_offset)
         if offset >= self.end_offset:
             return
-        keep = bisect.bisect_left([b.last_offset for b in self.batches], offset)
-        # a batch straddling the cut goes whole, as Kafka truncates on batch boundaries
-        del self.batches[keep:]
-        del self._bases[keep:]
-        self.end_offset = self.batches[-1].last_offset + 1 if self.batches else offset
+        # segments starting at or past the cut go; a batch straddling it goes whole, as Kafka
+        # truncates on batch boundaries
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        self.segments[-1].truncate_to(offset)
+        last = self.batches[-1] if self.batches else None
+        self.end_offset = last.last_offset + 1 if last is not None else offset
         self.epoch_starts = [e for e in self.epoch_starts if e[1] < self.end_offset]
         self.high_watermark = min(self.high_watermark, self.end_offset)
         self.flushed_offset = min(self.flushed_offset, self.end_offset)
+        self.cleaned_offset = min(self.cleaned_offset, self.end_offset)
         self.aborted = [t for t in self.aborted if t.last_offset < self.end_offset]
         self.producers = ProducerStates()
         self.open_txns = {}
@@ -237,7 +329,12 @@ class PartitionLog:
             self.open_txns.setdefault(pid, batch.base_offset)
 
     def _store(self, data: bytes | bytearray) -> None:
-        for batch in iter_batches(data, verify_crc=False):
+        batches = list(iter_batches(data, verify_crc=False))
+        if batches:
+            largest = max(b.max_timestamp for b in batches)
+            self._maybe_roll(len(data), largest, batches[0].base_offset)
+        active = self.segments[-1]
+        for batch in batches:
             epoch = batch.partition_leader_epoch
             if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
                 self.epoch_starts.append((epoch, batch.base_offset))
@@ -248,9 +345,32 @@ class PartitionLog:
                 batch.max_timestamp,
                 epoch,
             )
-            self.batches.append(stored)
-            self._bases.append(stored.base_offset)
+            active.append(stored)
             self.end_offset = stored.last_offset + 1
+
+    def _maybe_roll(self, size: int, max_timestamp: int, base_offset: int) -> None:
+        """Roll a new segment before an append the active one should not take: it would pass
+        segment.bytes, or segment.ms has passed since its first batch's time (since its
+        creation when it has none), as Kafka's LogSegment.shouldRoll decides."""
+        active = self.segments[-1]
+        if active.size == 0:
+            return
+        if active.rolling_timestamp is not None and active.rolling_timestamp >= 0:
+            waited = max_timestamp - active.rolling_timestamp
+        else:
+            waited = self.clock() - active.created_ms
+        if active.size > self.config.segment_bytes - size or waited > self.config.segment_ms:
+            self.roll(base_offset)
+
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Start a new active segment at `base_offset` (the log end by default)."""
+        segment = self._new_segment(
+            self.end_offset if base_offset is None else base_offset, self.clock()
+        )
+        self.segments.append(segment)
+        if self.on_roll is not None:
+            self.on_roll()
+        return segment
 
     def read(
         self,
@@ -271,10 +391,9 @@ class PartitionLog:
             limit = self.end_offset  # followers copy the whole log, not only what is committed
         else:
             limit = self.last_stable_offset if committed else self.high_watermark
-        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         parts: list[bytes] = []
         size = 0
-        for stored in self.batches[index:]:
+        for stored in self.batches_from(offset):
             if stored.base_offset >= limit:
                 break
             if stored.last_offset < offset:
@@ -287,8 +406,28 @@ class PartitionLog:
 
     def batches_from(self, offset: int) -> Iterator[StoredBatch]:
         """The stored batches in order, from the one holding `offset` (found by bisection)."""
-        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        return itertools.islice(self.batches, index, None)
+        at = self._segment_index(offset)
+        first = self.segments[at]
+        return itertools.chain(
+            itertools.islice(first.batches, first.index_of(offset), None),
+            itertools.chain.from_iterable(s.batches for s in self.segments[at + 1 :]),
+        )
+
+    def _segment_index(self, offset: int) -> int:
+        """The index of the segment holding `offset`: the last whose first batch is at or below
+        it (the first below them all, the last past the end)."""
+        low, high = 0, len(self.segments) - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self._first_base(mid) <= offset:
+                low = mid
+            else:
+                high = mid - 1
+        return low
+
+    def _first_base(self, index: int) -> int:
+        segment = self.segments[index]
+        return segment.batches[0].base_offset if segment.batches else segment.base_offset
 
     def aborted_in(self, start: int, stop: int) -> list[AbortedTxn]:
         """Aborted transactions that overlap offsets [start, stop)."""
@@ -348,12 +487,25 @@ class PartitionLog:
             raise LogError(ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is past the HWM")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            keep = next(
-                (i for i, b in enumerate(self.batches) if b.last_offset >= offset),
-                len(self.batches),
-            )
-            del self.batches[:keep]
-            del self._bases[:keep]
+            while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+                self.segments.pop(0).delete()
+            self.segments[0].drop_before(offset)
+        return self.log_start_offset
+
+    def delete_segments(self, count: int) -> int:
+        """Delete the `count` oldest segments (retention) and move the log start offset to the
+        first offset left; a new active segment rolls first when every one goes, as Kafka's
+        UnifiedLog.deleteSegments does. Returns the new log start offset."""
+        if count <= 0:
+            return self.log_start_offset
+        if count >= len(self.segments):
+            self.roll()
+            count = len(self.segments) - 1
+        for segment in self.segments[:count]:
+            segment.delete()
+        del self.segments[:count]
+        self.log_start_offset = max(self.log_start_offset, self._first_base(0))
+        self.aborted = [t for t in self.aborted if t.last_offset >= self.log_start_offset]
         return self.log_start_offset
 
     def _epoch_at(self, offset: int) -> int:

@@ -7,6 +7,7 @@ built with.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Mapping
@@ -16,8 +17,10 @@ import trio
 
 from kipwire.codec import ErrorCode
 
+from .cleaner import LogCleaner
 from .fetch_sessions import FetchSessions
 from .log import LogError, PartitionLog
+from .log_config import LogConfig
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
 from .partition import Partition
@@ -58,6 +61,7 @@ class BrokerState:
         self._partition_waits: dict[tuple[str, int], trio.Event] = {}
         self._replayed = trio.Event()
         self.controller_connection: ControllerConnection | None = None
+        self.cleaner = LogCleaner(self)
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.log_dirs = LogDirs(config.get("log.dirs"), node_id)
         self.fetch_sessions = FetchSessions()
@@ -74,8 +78,35 @@ class BrokerState:
         """This broker's log of a partition (created empty on first use)."""
         log = self.logs.get((topic, index))
         if log is None:
-            log = self.logs[topic, index] = PartitionLog()
+            log = self.logs[topic, index] = self.new_log(topic, index)
         return log
+
+    def new_log(self, topic: str, index: int) -> PartitionLog:
+        """An empty log for a partition, with its topic's segment and retention settings (a
+        storage back end gives the log its own segment factory here)."""
+        return self.adopt_log(
+            topic, index, PartitionLog(config=LogConfig.of_topic(self.image, topic))
+        )
+
+    def adopt_log(self, topic: str, index: int, log: PartitionLog) -> PartitionLog:
+        """Join a log, new or loaded by a storage back end, to this broker: its name, the
+        cleaner's clock, and the cleaner's watch once it has (or rolls) more than one segment."""
+        key = (topic, index)
+        log.name = f"{topic}-{index}"
+        log.clock = self.cleaner.now_ms
+        log.on_roll = functools.partial(self.cleaner.watch, key)
+        if len(log.segments) > 1:
+            self.cleaner.watch(key)
+        return log
+
+    def configs_changed(self) -> None:
+        """A config changed: every log takes its topic's settings anew."""
+        by_topic: dict[str, LogConfig] = {}
+        for (topic, _), log in self.logs.items():
+            config = by_topic.get(topic)
+            if config is None:
+                config = by_topic[topic] = LogConfig.of_topic(self.image, topic)
+            log.config = config
 
     def flush(self) -> None:
         """Every log's records survive an unclean shutdown (cluster.flush)."""
@@ -126,7 +157,10 @@ class BrokerState:
         """New metadata records are in the image: wake fetches and anyone waiting on it."""
         self._replayed.set()
         self._replayed = trio.Event()
-        self.replication.metadata_changed(self.image.take_delta())
+        delta = self.image.take_delta()
+        if delta.configs:
+            self.configs_changed()
+        self.replication.metadata_changed(delta)
         self.data_arrived()
         waits, self._partition_waits = self._partition_waits, {}
         for waiting in waits.values():  # leadership may have moved under any of them

@@ -48,13 +48,16 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
     if version >= IDENTITY_VERSION and (body["cluster_id"] is None) != (body["node_id"] == -1):
         return ControllerResult(response=error_body(ErrorCode.INVALID_REQUEST))
     state = view.state
+    ranges = {
+        **NODE_ANSWERED,
+        **{
+            key: (api.min_version, max_version(view.settings.semantics, key))
+            for key, api in SERVED.items()
+        },
+    }
     keys = [
-        {
-            "api_key": key,
-            "min_version": api.min_version,
-            "max_version": max_version(view.settings.semantics, key),
-        }
-        for key, api in sorted(SERVED.items())
+        {"api_key": key, "min_version": low, "max_version": high}
+        for key, (low, high) in sorted(ranges.items())
     ]
     finalized = {METADATA_VERSION: state.metadata_version, **state.features}
     return ControllerResult(
@@ -64,7 +67,9 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
             "supported_features": [
                 {"name": name, "min_version": lo, "max_version": hi}
                 for name, (lo, hi) in sorted(
-                    features.CONTROLLER_FEATURES[view.settings.semantics.release].items()
+                    # a KRaft controller supports its release's features as its brokers do
+                    # (what `kafka-features --bootstrap-controller describe` lists)
+                    features.BROKER_FEATURES[view.settings.semantics.release].items()
                 )
             ],
             "finalized_features_epoch": state.features_epoch,
@@ -112,6 +117,15 @@ SERVED: dict[int, Api] = {
     ApiKey.EXPIRE_DELEGATION_TOKEN: Api(
         "ExpireDelegationToken", 1, 2, security_apis.expire_delegation_token
     ),
+}
+
+
+#: APIs the controller node answers itself rather than a rule here, as they need its listener or
+#: the quorum's fetch state (`controller_node`), and the versions its ApiVersions lists for them,
+#: Kafka 4.1's and 4.4's alike: what `--bootstrap-controller` tools need (KIP-919).
+NODE_ANSWERED: dict[int, tuple[int, int]] = {
+    ApiKey.DESCRIBE_QUORUM: (0, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
 }
 
 

@@ -18,6 +18,27 @@ from .group_configs import GROUP_CONFIGS
 Check = Callable[[str], "str | None"]
 
 
+def parse_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides ("host:count,host:count") as a dict."""
+    out = {}
+    for entry in text.split(","):
+        if entry.strip():
+            host, _, count = entry.strip().rpartition(":")
+            out[host.strip()] = int(count)
+    return out
+
+
+def overrides_problem(value: str) -> str | None:
+    """Why a max.connections.per.ip.overrides value is refused, or None."""
+    try:
+        counts = parse_overrides(value)
+    except ValueError:
+        return "Expected a comma separated list of host:count pairs"
+    if any(not host for host in counts) or any(n < 0 for n in counts.values()):
+        return "Expected a comma separated list of host:count pairs with counts >= 0"
+    return None
+
+
 class ConfigError(ValueError):
     """A config the cluster refuses: unknown, or a value Kafka would not accept."""
 
@@ -38,6 +59,10 @@ BROKER: dict[str, BrokerConfig] = {
     "log.dirs": BrokerConfig("", lambda value: None, False),
     "message.max.bytes": BrokerConfig("1048588", _int_at_least(0), True),
     "socket.request.max.bytes": BrokerConfig(str(100 * 1024 * 1024), _int_at_least(1), False),
+    "queued.max.request.bytes": BrokerConfig("-1", _long_at_least(-(2**63)), False),
+    "max.connections": BrokerConfig(str(2**31 - 1), _int_at_least(0), True),
+    "max.connections.per.ip": BrokerConfig(str(2**31 - 1), _int_at_least(0), True),
+    "max.connections.per.ip.overrides": BrokerConfig("", overrides_problem, True),
     "broker.heartbeat.interval.ms": BrokerConfig("2000", _int_at_least(1), False),
     "broker.session.timeout.ms": BrokerConfig("9000", _int_at_least(1), False),
     "replica.lag.time.max.ms": BrokerConfig("30000", _long_at_least(1), False),
@@ -51,6 +76,18 @@ BROKER: dict[str, BrokerConfig] = {
     "log.cleanup.policy": BrokerConfig("delete", KNOWN["cleanup.policy"][1], True),
     "log.flush.interval.messages": BrokerConfig("9223372036854775807", _long_at_least(1), True),
     "log.flush.interval.ms": BrokerConfig("9223372036854775807", _long_at_least(0), True),
+    "log.roll.ms": BrokerConfig("604800000", _long_at_least(1), True),
+    "log.roll.hours": BrokerConfig("168", _int_at_least(1), True),
+    "log.cleaner.delete.retention.ms": BrokerConfig("86400000", _long_at_least(0), True),
+    "log.cleaner.min.cleanable.ratio": BrokerConfig(
+        "0.5", KNOWN["min.cleanable.dirty.ratio"][1], True
+    ),
+    "log.cleaner.min.compaction.lag.ms": BrokerConfig("0", _long_at_least(0), True),
+    "log.cleaner.max.compaction.lag.ms": BrokerConfig(
+        "9223372036854775807", _long_at_least(1), True
+    ),
+    # the broker's log cleaner task (broker/cleaner.py): how often retention is checked
+    "log.retention.check.interval.ms": BrokerConfig("300000", _long_at_least(1), False),
     # kept and validated; the mock's internal topics and coordinators do not act on them
     "offsets.topic.replication.factor": BrokerConfig("3", _int_at_least(1), False),
     "offsets.topic.num.partitions": BrokerConfig("50", _int_at_least(1), False),
@@ -95,10 +132,16 @@ MOCK_DEFAULTS = {
     # Kafka's default is 5000: a KIP-848 member learns of a rebalance at its next heartbeat
     "group.consumer.heartbeat.interval.ms": "500",
     "socket.request.max.bytes": str(100 * 1024 * 1024),
+    # Kafka's default is -1 (unbounded); a mock that runs all day bounds the request bytes it
+    # holds, with room beside one frame of socket.request.max.bytes for small requests (raised
+    # to socket.request.max.bytes when that is set higher: `cross_checked`)
+    "queued.max.request.bytes": str(128 * 1024 * 1024),
     # Kafka's default is 9000; short enough here that a lost broker is fenced within 3 s
     "broker.session.timeout.ms": "2000",
     # Kafka's default is 30000; a follower that stops fetching leaves the ISR within 3 s here
     "replica.lag.time.max.ms": "1500",
+    # Kafka's default is 300000; a pass visits only logs with several segments, so it is cheap
+    "log.retention.check.interval.ms": "1000",
 }
 
 #: Every name a cluster config may have: broker configs and the topic configs' defaults.
@@ -123,7 +166,6 @@ IGNORED = frozenset(
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
         "num.recovery.threads.per.data.dir",
-        "log.retention.check.interval.ms",
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
     }
@@ -139,6 +181,12 @@ SYNONYMS: dict[str, tuple[str, int]] = {
     "log.cleanup.policy": ("cleanup.policy", 1),
     "log.flush.interval.messages": ("flush.messages", 1),
     "log.flush.interval.ms": ("flush.ms", 1),
+    "log.roll.ms": ("segment.ms", 1),
+    "log.roll.hours": ("segment.ms", 3_600_000),
+    "log.cleaner.delete.retention.ms": ("delete.retention.ms", 1),
+    "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", 1),
+    "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", 1),
+    "log.cleaner.max.compaction.lag.ms": ("max.compaction.lag.ms", 1),
 }
 
 
@@ -180,7 +228,9 @@ def dynamic_problem(name: str) -> str | None:
 def normalise(config: Mapping[str, str | None]) -> dict[str, str | None]:
     """`log.*` synonyms rewritten to the topic config they default (hours and minutes to ms)."""
     out: dict[str, str | None] = {}
-    for name, value in config.items():
+    # the finest unit wins, as in Kafka (log.retention.ms over .minutes over .hours)
+    ordered = sorted(config.items(), key=lambda item: -SYNONYMS.get(item[0], ("", 1))[1])
+    for name, value in ordered:
         target, unit = SYNONYMS.get(name, (name, 1))
         if value is not None and unit != 1:
             value = str(int(value.strip()) * unit) if int(value.strip()) >= 0 else "-1"
@@ -196,3 +246,31 @@ def check_cluster_config(config: Mapping[str, object]) -> dict[str, str]:
         if problem is not None:
             raise ConfigError(problem)
     return {k: v for k, v in normalise(text).items() if v is not None}
+
+
+def cross_checked(config: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
+    """A cluster's whole config (`given` over the defaults) after the checks Kafka makes between
+    configs at startup; ConfigError with Kafka's message. The mock's bound on request memory
+    follows socket.request.max.bytes up unless queued.max.request.bytes was given."""
+    out = dict(config)
+    socket_max = int(out["socket.request.max.bytes"])
+    if "queued.max.request.bytes" not in given:
+        out["queued.max.request.bytes"] = str(max(int(out["queued.max.request.bytes"]), socket_max))
+    queued = int(out["queued.max.request.bytes"])
+    if 0 < queued < socket_max:
+        raise ConfigError(
+            "requirement failed: queued.max.request.bytes must be larger or equal to "
+            "socket.request.max.bytes"
+        )
+    if out.get("max.connections.per.ip") == "0" and not out.get("max.connections.per.ip.overrides"):
+        raise ConfigError(
+            "requirement failed: max.connections.per.ip can be set to zero only if "
+            "max.connections.per.ip.overrides property is set."
+        )
+    return out
+
+
+def cluster_config(config: Mapping[str, object]) -> dict[str, str]:
+    """A cluster's whole config: `config` checked, over the mock's defaults, cross-checked."""
+    given = check_cluster_config(config)
+    return cross_checked({**MOCK_DEFAULTS, **given}, given)

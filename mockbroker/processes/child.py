@@ -157,9 +157,12 @@ class ChildBroker:
         """Stop the running incarnation (see `BrokerRunner.stop`)."""
         await self.runner.stop(clean, reachable)
 
-    def high_watermarks(self) -> dict[tuple[str, int], int]:
-        """The high watermark of every log this broker holds."""
-        return {key: log.high_watermark for key, log in self.node.logs.items()}
+    def high_watermarks(self) -> dict[tuple[str, int], tuple[int, int, int, int]]:
+        """Every log this broker holds: high watermark, log start, size in bytes, segments."""
+        return {
+            key: (log.high_watermark, log.log_start_offset, log.size, len(log.segments))
+            for key, log in self.node.logs.items()
+        }
 
     def _metadata_changed(self) -> None:
         self.channel.post("offset", self.node.node_id, self.node.image.offset)

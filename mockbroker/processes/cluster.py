@@ -29,11 +29,12 @@ from ..broker.controller_channel import ControllerConnection
 from ..broker.log import PartitionLog
 from ..cluster import Cluster
 from ..controller import Controller, Semantics
-from ..controller.broker_configs import MOCK_DEFAULTS, check_cluster_config
+from ..controller.broker_configs import cluster_config
 from ..controller.features import fresh_features
 from ..controller_node import ControllerNode
 from ..errors import ClusterError, WrongState
 from ..handlers.registry import listed
+from ..limits import NodeLimits
 from ..metrics import cluster_metrics
 from ..network import CONTROLLER, NodeId
 from ..recorder import ConnectionTap, Recorder
@@ -59,9 +60,17 @@ class _Image:
 
 @dataclass
 class _Mark:
-    """A log's high watermark as its broker last reported it."""
+    """A log's marks as its broker last reported them (what the metrics read of a log)."""
 
     high_watermark: int
+    log_start_offset: int
+    size: int
+    segment_count: int
+
+    @property
+    def segments(self) -> range:
+        """Stands for the log's segments: only their number is read."""
+        return range(self.segment_count)
 
 
 class BrokerProcess:
@@ -121,7 +130,7 @@ class ProcessCluster(Cluster):
             raise ClusterError(
                 "process mode serves PLAINTEXT only: TLS, SASL and ACLs run in-process"
             )
-        self.config = {**MOCK_DEFAULTS, **check_cluster_config(config or {})}
+        self.config = cluster_config(config or {})
         self.security = None
         self._controller_security = None
         semantics = semantics or Semantics.KAFKA_4_4
@@ -152,7 +161,12 @@ class ProcessCluster(Cluster):
             i: BrokerProcess(i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
         }
         self.controller_node = ControllerNode(
-            self.controller, self.network, self.faults, self.recorder, self.max_request_bytes
+            self.controller,
+            self.network,
+            self.faults,
+            self.recorder,
+            self.max_request_bytes,
+            limits=NodeLimits.from_config(self.config),
         )
         self._nursery: trio.Nursery | None = None
         self._metadata_changed = trio.Event()
@@ -323,7 +337,7 @@ class ProcessCluster(Cluster):
         for node in self.nodes.values():
             if node.running:
                 marks = await node.call("high_watermarks")
-                node.logs = {key: _Mark(value) for key, value in marks.items()}
+                node.logs = {key: _Mark(*value) for key, value in marks.items()}
 
     async def metrics(self) -> dict[str, Any]:  # type: ignore[override]
         """KIP-966's controller metrics and the high watermark of every partition."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -61,6 +62,25 @@ def test_frames_are_views_of_the_bytes_fed() -> None:
     assert isinstance(first, memoryview)
     assert first.obj is stream and second.obj is stream
     assert bytes(second) == b"y" * 1000
+
+
+def test_compact_lets_go_of_a_large_frame_once_it_is_taken() -> None:
+    fed = _framed(b"x" * 100_000) + b"\x00\x00\x00\x02a"
+    buf = FrameBuffer()
+    buf.feed(fed)
+    assert len(buf.next_frame()) == 100_000
+    held = sys.getrefcount(fed)
+    buf.compact()  # taken bytes outnumber those left: only the partial frame is kept
+    assert sys.getrefcount(fed) < held  # the buffer no longer holds the large bytes
+    assert buf.buffered == 5
+    buf.feed(b"b")
+    assert bytes(buf.next_frame()) == b"ab"
+    few = _framed(b"a", b"b" * 1000)
+    buf = FrameBuffer()
+    buf.feed(few)
+    first = buf.next_frame()
+    buf.compact()  # more left than taken: nothing is copied
+    assert first.obj is few and buf.next_frame().obj is few
 
 
 def test_a_mutable_buffer_fed_is_copied() -> None:

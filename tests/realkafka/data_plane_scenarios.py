@@ -28,7 +28,7 @@ from scenario_kit import (
 )
 
 from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
-from kipwire.codec.records import Compression, iter_batches
+from kipwire.codec.records import Compression, build_batch, iter_batches
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -443,3 +443,22 @@ def kafka_python_transactions(bootstrap: str) -> dict[str, Any]:
         "read_uncommitted": kafka_python_consume_values(bootstrap, topic, 15, "read_uncommitted"),
         "producer_ids": {b.producer_id for b in whole_batches(bootstrap, topic)},
     }
+
+
+def keyless_to_compacted(bootstrap: str) -> tuple[str, str]:
+    """Produce v9 of a keyed and a keyless record to a compacted topic: (error, message)."""
+    topic = create_topic(bootstrap, unique("compacted"), config={"cleanup.policy": "compact"})
+    batch = build_batch([{"key": b"k", "value": b"1"}, {"key": None, "value": b"2"}])
+    body = {
+        "acks": -1,
+        "timeout_ms": 10000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    loop = deadline_loop(POLL_TIMEOUT_S)
+    while True:
+        with WireConnection("127.0.0.1", leader_port(bootstrap, topic)) as conn:
+            (part,) = conn.call(ApiKey.PRODUCE, 9, body).body.responses[0].partition_responses
+        error = error_name(part.error_code)
+        if error not in ("NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION") or not loop():
+            return error, (part.error_message or "").replace(topic, "TOPIC")
+        time.sleep(0.1)

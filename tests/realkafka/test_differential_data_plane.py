@@ -227,6 +227,14 @@ def test_mistake_answered_alike(bootstrap: str, mock_bootstrap: str, mistake: st
         assert mock == real
 
 
+def test_a_keyless_record_to_a_compacted_topic_is_refused_alike(
+    bootstrap: str, mock_bootstrap: str
+) -> None:
+    real, mock = both(bootstrap, mock_bootstrap, scenarios.keyless_to_compacted)
+    assert real[0] == "INVALID_RECORD"
+    assert mock == real  # the same code and message (record_errors are not compared)
+
+
 @pytest.mark.parametrize(("key", "value"), CONFIG_VALUES)
 def test_config_value_answered_alike(
     bootstrap: str, mock_bootstrap: str, key: str, value: str

@@ -220,3 +220,38 @@ def test_assign_offsets_legacy(codec, magic) -> None:
 def test_assign_offsets_refuses_a_truncated_batch() -> None:
     with pytest.raises(EncodeError, match="truncated"):
         assign_offsets(build_batch(recs(2))[:-1], 0)
+
+
+def test_a_compacted_batch_keeps_offsets_its_last_offset_and_a_delete_horizon() -> None:
+    (original,) = iter_batches(build_batch(recs(5), base_offset=100, compression="zstd"))
+    kept = [original.records[1], original.records[3]]
+    data = build_batch(
+        kept,
+        base_offset=100,
+        compression="zstd",
+        keep_offsets=True,
+        last_offset_delta=original.last_offset_delta,
+        delete_horizon_ms=TS + 86_400_000,
+    )
+    (batch,) = iter_batches(data, verify_crc=True)
+    assert [(r.offset, r.value, r.timestamp) for r in batch.records] == [
+        (101, b"v1", TS + 1),
+        (103, b"v3", TS + 3),
+    ]
+    assert batch.last_offset == 104 and batch.record_count == 2
+    assert batch.delete_horizon_ms == TS + 86_400_000
+    assert batch.max_timestamp == TS + 3
+
+
+@pytest.mark.parametrize(
+    ("records", "options", "message"),
+    [
+        (recs(1), {"keep_offsets": True}, "Record values"),
+        ([Record(5, TS, b"k", b"v", [])], {"keep_offsets": True, "base_offset": 6}, "rise"),
+        ([Record(5, TS, b"k", b"v", [])], {"keep_offsets": True, "last_offset_delta": -1}, "below"),
+        (recs(1), {"delete_horizon_ms": TS, "magic": 1}, "magic 2"),
+    ],
+)
+def test_compacted_build_errors(records, options, message) -> None:
+    with pytest.raises(EncodeError, match=message):
+        build_batch(records, **options)
