@@ -13,13 +13,17 @@ brokers, then 3 / 9 / 30 brokers at 1,000), or ``--point B,P`` for one point, ``
 print where the idle CPU goes (cProfile over the idle window). ``--ratio N``: the issue's
 throughput check instead, with the cluster in a subprocess (`kipwire-broker serve`): N records of
 100 B produced (acks=all) and consumed on one 10-partition topic of an otherwise empty cluster,
-then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates.
+then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates
+(`--client kafka-python` for kafka-python's producer and consumer, `--processes` for a cluster
+with a process per broker). Every point counts Python's full garbage collections (`gc.callbacks`)
+during set-up and produce; `--gc-freeze` calls `gc.freeze()` once the topics exist.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import os
@@ -28,6 +32,9 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from subprocess import PIPE
 from typing import Any
 
 import trio
@@ -74,11 +81,38 @@ async def _metadata_seconds(address: str) -> tuple[float, int]:
     return took, sum(len(t["partitions"]) for t in body["topics"])
 
 
+class GcPauses:
+    """Python's collections while it is installed (`gc.callbacks`): count and seconds by
+    generation."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((info["generation"], time.perf_counter() - self._started))
+
+    def since(self, mark: int) -> dict[str, float]:
+        """Full (gen 2) collections since `mark` (an index into `pauses`): count, total, longest."""
+        full = [p for gen, p in self.pauses[mark:] if gen == 2]
+        return {"count": len(full), "total_s": sum(full), "max_s": max(full, default=0.0)}
+
+
 async def measure(
-    brokers: int, partitions: int, *, profile: bool = False, produce: int = 0
+    brokers: int,
+    partitions: int,
+    *,
+    profile: bool = False,
+    produce: int = 0,
+    gc_freeze: bool = False,
 ) -> dict[str, Any]:
     """One point of the curve (see the module docstring)."""
     row: dict[str, Any] = {"brokers": brokers, "partitions": partitions}
+    pauses = GcPauses()
     creates: list[float] = []
     async with open_cluster(brokers=brokers) as cluster:
         fenced_seen = False
@@ -92,7 +126,11 @@ async def measure(
         row["create_max_s"] = max(creates, default=0.0)
         row["create_median_s"] = sorted(creates)[len(creates) // 2] if creates else 0.0
         row["create_cpu_max_s"] = cpu_max
+        row["gc_setup"] = pauses.since(0)
+        if gc_freeze:
+            gc.freeze()  # what exists now stays: full collections no longer walk it
         await trio.sleep(SETTLE)
+        mark = len(pauses.pauses)
         profiler = cProfile.Profile() if profile else None
         before = cpu_seconds()
         if profiler is not None:
@@ -101,13 +139,16 @@ async def measure(
         if profiler is not None:
             profiler.disable()
         row["idle_cpu_pct"] = 100 * (cpu_seconds() - before) / IDLE
+        row["gc_idle"] = pauses.since(mark)
         row["metadata_s"], row["metadata_partitions"] = await _metadata_seconds(
             cluster.nodes[1].address
         )
         if produce:
+            mark = len(pauses.pauses)
             row["produce_consume"] = await trio.to_thread.run_sync(
                 _produce_consume, cluster.bootstrap_servers, produce
             )
+            row["gc_produce"] = pauses.since(mark)
         fenced_seen |= any(b.fenced for b in cluster.controller.state.brokers.values())
         row["fenced"] = fenced_seen
         row["rss_mb"] = rss_mb()
@@ -155,20 +196,20 @@ def _produce_consume(bootstrap: str, records: int) -> dict[str, float]:
     return {"produce_rps": produced, "consume_rps": records / (time.perf_counter() - start)}
 
 
-def _ratio(records: int) -> None:
+def _ratio(records: int, client: str = "confluent-kafka", processes: bool = False) -> None:
     """Produce/consume rates on 10 partitions of an empty cluster, then over 10,000 partitions."""
     from confluent_kafka.admin import AdminClient, NewTopic
-    from mock_bench import kipwire_cluster
 
     rates = []
     for topics, partitions in ((["one"], 10), ([f"t{n:04d}" for n in range(100)], 100)):
-        with kipwire_cluster() as bootstrap:
+        with _served_cluster(processes) as bootstrap:
             admin = AdminClient({"bootstrap.servers": bootstrap})
             for first in range(0, len(topics), 10):
                 new = [NewTopic(t, partitions, REPLICATION_FACTOR) for t in topics[first:][:10]]
                 for future in admin.create_topics(new, operation_timeout=60).values():
                     future.result(timeout=120)
-            rates.append(_flow(bootstrap, topics, partitions, records))
+            flow = _flow if client == "confluent-kafka" else _flow_kafka_python
+            rates.append(flow(bootstrap, topics, partitions, records))
             print(
                 f"{len(topics) * partitions:>6,} partitions: produce {rates[-1][0]:,.0f} rec/s,"
                 f" consume {rates[-1][1]:,.0f} rec/s",
@@ -176,6 +217,25 @@ def _ratio(records: int) -> None:
             )
     (p1, c1), (p2, c2) = rates
     print(f"ratio (10,000 partitions / 10): produce {p2 / p1:.2f}x, consume {c2 / c1:.2f}x")
+
+
+@contextmanager
+def _served_cluster(processes: bool) -> Iterator[str]:
+    """`kipwire-broker serve` (3 brokers) in a subprocess, each broker in its own process with
+    `processes`; yields the bootstrap servers."""
+    command = [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3", "--quiet"]
+    proc = subprocess.Popen(
+        [*command, *(["--processes"] if processes else [])], stdout=PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        if not bootstrap:
+            raise RuntimeError("kipwire-broker did not print its bootstrap servers")
+        yield bootstrap
+    finally:
+        proc.terminate()
+        proc.wait(60)
 
 
 def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> tuple[float, float]:
@@ -212,8 +272,43 @@ def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> t
     return produced, consumed
 
 
-def _run_point(brokers: int, partitions: int, produce: int) -> dict[str, Any]:
+def _flow_kafka_python(
+    bootstrap: str, topics: list[str], partitions: int, records: int
+) -> tuple[float, float]:
+    """`_flow` with kafka-python, whose producer (like Kafka's Java client) puts every ready
+    batch for one broker into one ProduceRequest, where librdkafka sends one per partition."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    targets = [(t, p) for p in range(partitions) for t in topics]
+    value = b"x" * 100
+    start = time.perf_counter()
+    for i in range(records):
+        topic, partition = targets[i % len(targets)]
+        producer.send(topic, value, partition=partition)
+    producer.flush(300)
+    produced = records / (time.perf_counter() - start)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    assigned = [TopicPartition(t, p) for t, p in targets]
+    consumer.assign(assigned)
+    consumer.seek_to_beginning(*assigned)
+    seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
+    while seen < records and time.monotonic() < deadline:
+        seen += sum(len(batch) for batch in consumer.poll(1000, max_records=10_000).values())
+    consumed = records / (time.perf_counter() - start)
+    consumer.close()
+    if seen < records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return produced, consumed
+
+
+def _run_point(
+    brokers: int, partitions: int, produce: int, gc_freeze: bool = False
+) -> dict[str, Any]:
     command = [sys.executable, __file__, "--point", f"{brokers},{partitions}", "--json"]
+    if gc_freeze:
+        command.append("--gc-freeze")
     if produce:
         command += ["--produce", str(produce)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
@@ -222,11 +317,18 @@ def _run_point(brokers: int, partitions: int, produce: int) -> dict[str, Any]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def _gcs(pauses: dict[str, float] | None) -> str:
+    """Full collections: how many, their total and the longest, in seconds."""
+    if not pauses:
+        return "-"
+    return f"{pauses['count']:.0f} ({pauses['total_s']:.2f} s, max {pauses['max_s']:.2f} s)"
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| brokers | partitions | idle CPU | create: median / slowest (wall) / slowest (CPU)"
-        " | Metadata (all) | produce / consume | RSS | fenced |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|",
+        " | Metadata (all) | produce / consume | RSS | fenced | full GCs: setup / produce |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         if "error" in r:
@@ -239,7 +341,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"| {r['create_median_s']:.3f} / {r['create_max_s']:.3f}"
             f" / {r['create_cpu_max_s']:.3f} s"
             f" | {r['metadata_s']:.3f} s | {flow} | {r['rss_mb']:.0f} MiB "
-            f"| {'yes' if r['fenced'] else 'no'} |"
+            f"| {'yes' if r['fenced'] else 'no'} | {_gcs(r.get('gc_setup'))} / "
+            f"{_gcs(r.get('gc_produce'))} |"
         )
     return "\n".join(lines)
 
@@ -252,21 +355,39 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the idle window")
     parser.add_argument("--produce", type=int, default=0, help="records to produce and consume")
     parser.add_argument("--ratio", type=int, default=0, help="the throughput ratio, N records")
+    parser.add_argument(
+        "--processes", action="store_true", help="--ratio on a cluster with a process per broker"
+    )
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() once the topics are created"
+    )
+    parser.add_argument(
+        "--client",
+        choices=("confluent-kafka", "kafka-python"),
+        default="confluent-kafka",
+        help="the client of --ratio (default confluent-kafka)",
+    )
     args = parser.parse_args()
     if args.ratio:
-        _ratio(args.ratio)
+        _ratio(args.ratio, args.client, args.processes)
         return
     if args.point:
         brokers, partitions = (int(x) for x in args.point.split(","))
         row = trio.run(
-            lambda: measure(brokers, partitions, profile=args.profile, produce=args.produce)
+            lambda: measure(
+                brokers,
+                partitions,
+                profile=args.profile,
+                produce=args.produce,
+                gc_freeze=args.gc_freeze,
+            )
         )
         profile = row.pop("profile", None)
         print(json.dumps(row) if args.json else _table([row]))
         if profile:
             print(profile)
         return
-    rows = [_run_point(b, p, args.produce) for b, p in CURVE]
+    rows = [_run_point(b, p, args.produce, args.gc_freeze) for b, p in CURVE]
     print(_table(rows))
     print("load average after the run: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 

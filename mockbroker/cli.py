@@ -29,6 +29,7 @@ from .controller.broker_configs import (
     cluster_config,
 )
 from .metrics import serve_metrics
+from .processes import open_process_cluster
 from .properties import PropertiesError, read_properties
 from .security.config import SecurityConfig
 
@@ -111,6 +112,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also log the nodes' own requests (heartbeats, metadata and replica fetches)",
     )
     serve.add_argument("--quiet", action="store_true", help="the same as --log-level warning")
+    serve.add_argument(
+        "--processes",
+        action="store_true",
+        help="run each broker in its own process (more than one core; PLAINTEXT only)",
+    )
     serve.add_argument(
         "--metrics-port",
         type=int,
@@ -219,7 +225,8 @@ def _listeners(cluster: Cluster) -> None:
 async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
     # SIGINT and SIGTERM end the cluster the same orderly way (the recording is completed)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_cluster(
+        opener = open_process_cluster if args.processes else open_cluster
+        async with opener(
             brokers=args.brokers,
             port=args.port,
             record=args.record,
@@ -311,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
         if port is not None and not 0 <= port <= 65535:
             print(f"kipwire-broker: {flag} {port} is not a port", file=sys.stderr)
             return 2
+    if args.processes and (args.metrics_port is not None or args.control_port is not None):
+        print(
+            "kipwire-broker: --metrics-port and --control-port serve in-process clusters only,"
+            " not --processes",
+            file=sys.stderr,
+        )
+        return 2
     if args.record_max_bytes is not None and (args.record is None or args.record_max_bytes < 1):
         print("kipwire-broker: --record-max-bytes needs --record and N >= 1", file=sys.stderr)
         return 2

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -28,12 +28,12 @@ import trio
 from kipwire.codec import ApiKey, ConfigResourceType, ErrorCode
 
 from . import views
-from .broker.controller_channel import ControllerConnection, fetch_metadata
 from .broker.log import PartitionLog
 from .broker_node import BrokerNode, ClusterServices
+from .broker_runner import BrokerRunner
 from .controller import Controller, Semantics
 from .controller.broker_configs import cluster_config
-from .controller.features import CONTROLLER_FEATURES, METADATA_VERSION, fresh_features
+from .controller.features import fresh_features
 from .controller_node import ControllerNode
 from .coordinators.consumer_groups import ConsumerGroupCoordinator
 from .coordinators.group_offsets import GroupOffsets
@@ -54,9 +54,7 @@ from .security.config import SecurityConfig
 from .security.runtime import ClusterSecurity
 from .serve import open_listeners
 
-BROKER_REGISTRATION_VERSION, BROKER_HEARTBEAT_VERSION, CREATE_TOPICS_VERSION = 4, 1, 7
-#: SecurityProtocol.PLAINTEXT's id in a registration's listeners.
-PLAINTEXT = 0
+CREATE_TOPICS_VERSION = 7
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
@@ -126,8 +124,6 @@ class Cluster(SecurityApi):
             else None
         )
         self._nursery: trio.Nursery | None = None
-        self._scopes: dict[int, trio.CancelScope] = {}
-        self._ended: dict[int, trio.Event] = {}
         self._metadata_changed = trio.Event()
         services = ClusterServices(
             cluster_id=cluster_id,
@@ -151,6 +147,7 @@ class Cluster(SecurityApi):
         self.nodes = {
             i: BrokerNode(i, port + i - 1 if port else 0, services) for i in range(1, brokers + 1)
         }
+        self._runners = {i: BrokerRunner(n, self.network) for i, n in self.nodes.items()}
         self.controller_node = ControllerNode(
             self.controller,
             self.network,
@@ -224,107 +221,7 @@ class Cluster(SecurityApi):
 
     async def _start_node(self, node: BrokerNode, previous_epoch: int) -> None:
         assert self._nursery is not None
-        scope = trio.CancelScope()
-        self._scopes[node.node_id] = scope
-        ended = self._ended[node.node_id] = trio.Event()
-        await self._nursery.start(self._run_node, node, scope, previous_epoch, ended)
-
-    async def _run_node(
-        self,
-        node: BrokerNode,
-        scope: trio.CancelScope,
-        previous_epoch: int,
-        ended: trio.Event,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """A broker's life: listen, register, fetch metadata, unfence, heartbeat."""
-        connections: list[ControllerConnection] = []
-        with _setting_on_exit(ended), scope:
-            try:
-                async with trio.open_nursery() as nursery:
-                    await open_listeners(nursery, node, node.port, node.listener_security)
-                    requests = await ControllerConnection.open(self.network, node.node_id)
-                    connections.append(requests)
-                    fetches = await ControllerConnection.open(self.network, node.node_id)
-                    connections.append(fetches)
-                    try:
-                        node.controller_connection = requests
-                        await self._register(node, previous_epoch)
-                        nursery.start_soon(fetch_metadata, node, fetches)
-                        # unfenced once its metadata has caught up with its own registration
-                        await node.wait_for_metadata(node.epoch)
-                        await self._heartbeat(node)
-                        node.running = True
-                        nursery.start_soon(self._heartbeats, node)
-                        nursery.start_soon(node.replication.run)
-                        nursery.start_soon(node.cleaner.run)
-                        task_status.started()
-                        await trio.sleep_forever()
-                    finally:
-                        node.running = False
-            finally:
-                # Closed only once every task of this incarnation has ended: a task still
-                # waiting for the connection (a forwarded request, a heartbeat) would otherwise
-                # meet a closed connection instead of its own cancellation.
-                with trio.CancelScope(shield=True):
-                    for connection in connections:
-                        await connection.aclose()
-
-    async def _register(self, node: BrokerNode, previous_epoch: int) -> None:
-        low, high = CONTROLLER_FEATURES[self.controller.semantics.release][METADATA_VERSION]
-        response = await node.controller_connection.call(
-            ApiKey.BROKER_REGISTRATION,
-            BROKER_REGISTRATION_VERSION,
-            {
-                "broker_id": node.node_id,
-                "cluster_id": self.cluster_id,
-                "incarnation_id": node.incarnation_id,
-                "listeners": [
-                    {
-                        "name": "PLAINTEXT",
-                        "host": node.host,
-                        "port": node.port,
-                        "security_protocol": PLAINTEXT,
-                    }
-                ],
-                "features": [
-                    {
-                        "name": "metadata.version",
-                        "min_supported_version": low,
-                        "max_supported_version": high,
-                    }
-                ],
-                "rack": None,
-                "log_dirs": node.replica_dirs.ids(),
-                "previous_broker_epoch": previous_epoch,
-            },
-        )
-        if response["error_code"]:
-            raise ClusterError(
-                f"broker {node.node_id} registration failed: "
-                f"{ErrorCode(response['error_code']).name}"
-            )
-        node.epoch = response["broker_epoch"]
-
-    async def _heartbeat(self, node: BrokerNode, want_shut_down: bool = False) -> Any:
-        return await node.controller_connection.call(
-            ApiKey.BROKER_HEARTBEAT,
-            BROKER_HEARTBEAT_VERSION,
-            {
-                "broker_id": node.node_id,
-                "broker_epoch": node.epoch,
-                "current_metadata_offset": node.image.offset,
-                "want_fence": False,
-                "want_shut_down": want_shut_down,
-            },
-        )
-
-    async def _heartbeats(self, node: BrokerNode) -> None:
-        interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
-        while True:
-            await trio.sleep(interval)
-            await self._heartbeat(node)
+        await self._runners[node.node_id].start(self._nursery, previous_epoch)
 
     def metadata_changed(self) -> None:
         """A broker replayed metadata: wake `caught_up` and `wait_until`."""
@@ -364,27 +261,9 @@ class Cluster(SecurityApi):
         node = self.node(broker_id)
         if not node.running:
             raise WrongState(f"broker {broker_id} is not running")
-        if clean:
-            for _ in range(100):  # a controlled shutdown takes a few heartbeats at most
-                if (await self._heartbeat(node, want_shut_down=True))["should_shut_down"]:
-                    break
-        # Kafka fences a lost broker a session timeout after its last heartbeat, so whatever it
-        # had sent is answered first; this fences at once, so it first lets the request on the
-        # wire be answered (one answered after the fence would unfence a dead broker). Across a
-        # cut the answer cannot come, and nothing sent since the cut reaches the controller.
-        connection = node.controller_connection
-        reachable = connection is not None and not self.network.is_cut(broker_id, CONTROLLER)
-        async with connection.idle() if reachable else nullcontext():
-            self._scopes.pop(broker_id).cancel()
-            # A task of this incarnation may already hold a response (a metadata batch, replica
-            # records): it must end before the disk changes or a new incarnation resets the
-            # image, or it replays into the next incarnation's image from its own offset.
-            await self._ended.pop(broker_id).wait()
-        node.running = False
-        if clean:
-            node.shut_down_cleanly()
-        else:
-            node.lose_unflushed()
+        reachable = not self.network.is_cut(broker_id, CONTROLLER)
+        await self._runners[broker_id].stop(clean, reachable)
+        if not clean:
             # what the session timeout would do, without waiting for it
             self.controller.fence(broker_id)
             self.controller_node.log_grew()
@@ -585,14 +464,6 @@ class Cluster(SecurityApi):
     def bootstrap_servers(self) -> str:
         """host:port of every broker, comma-separated."""
         return ",".join(n.address for _, n in sorted(self.nodes.items()))
-
-
-@contextmanager
-def _setting_on_exit(event: trio.Event) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        event.set()
 
 
 @asynccontextmanager

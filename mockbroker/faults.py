@@ -237,14 +237,21 @@ class Faults:
 
     def response_delay(self, node: NodeId) -> float:
         """The latency added to `node`'s answers (the latest broker injection for it)."""
-        if node == CONTROLLER:
+        injection = self.latency_for(node)
+        if injection is None:
             return 0.0
+        if injection.seconds:
+            injection.fired += 1
+        return injection.seconds
+
+    def latency_for(self, node: NodeId) -> LatencyInjection | None:
+        """The latency injection in force on `node`'s answers (the latest for it), if any."""
+        if node == CONTROLLER:
+            return None
         for injection in reversed(self._latencies):
             if injection.link is None and injection.broker in (None, node):
-                if injection.seconds:
-                    injection.fired += 1
-                return injection.seconds
-        return 0.0
+                return injection
+        return None
 
     def _observe(self, kind: str, src: NodeId, dst: NodeId) -> None:
         """The network held bytes on a cut link, or delayed them on a slow one."""

@@ -54,6 +54,9 @@ class Network:
         self.sources: dict[tuple[str, int], NodeId] = {}
         #: Told (src, dst) whenever a cut holds bytes or latency delays them (faults count it).
         self.observe: Callable[[str, NodeId, NodeId], None] = lambda kind, src, dst: None
+        #: The local address a node's connections leave from (None: any); process mode gives
+        #: each node its own loopback address, so any process can tell who dialed.
+        self.local_host: Callable[[NodeId], str | None] = lambda node: None
 
     async def connect(self, src: NodeId, dst: NodeId) -> LinkStream:
         """A TCP connection from node `src` to node `dst`, subject to this network's faults."""
@@ -68,7 +71,7 @@ class Network:
         try:
             # bound and named before it connects: the node that accepts it can tell a link from
             # a client as it accepts (connection limits exempt links), not only once it reads
-            await sock.bind((address[0], 0))
+            await sock.bind((self.local_host(src) or address[0], 0))
             name = sock.getsockname()[:2]
             self.sources[name] = src
             await sock.connect(address)

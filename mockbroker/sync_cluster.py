@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ from .controller import Controller, Semantics
 from .controller.broker_configs import cluster_config
 from .faults import FaultHandle, PartitionKey
 from .network import NodeId
+from .processes import open_process_cluster
 from .security.acls import Acl
 from .security.config import SecurityConfig
 
@@ -69,7 +71,15 @@ class MockCluster:
         super_users: tuple[str, ...] = (),
         authorizer: bool = False,
         ssl_client_auth: str = "none",
+        processes: bool = False,
     ) -> None:
+        if processes and clock is not None:
+            raise ValueError(
+                "clock= (a MockClock) drives one trio loop, and processes=True runs each broker"
+                " in its own process: use one or the other"
+            )
+        # processes=True: each broker in an OS process of its own (kipwire.mockbroker.processes)
+        self._open = open_process_cluster if processes else open_cluster
         # clock=trio.testing.MockClock(autojump_threshold=0): every cluster timer (heartbeats,
         # session timeouts, long polls) runs on virtual time, so long timeouts cost nothing
         self._clock = clock
@@ -129,7 +139,7 @@ class MockCluster:
     async def _serve(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._stop = trio.Event()
-        async with open_cluster(**self._kwargs) as cluster:
+        async with self._open(**self._kwargs) as cluster:
             self._cluster = cluster
             self._ready.set()
             await self._stop.wait()
@@ -144,6 +154,12 @@ class MockCluster:
         if self._thread.is_alive():
             raise TimeoutError("the mock cluster did not stop")
         self._thread = None
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a cluster method that is synchronous in-process, asynchronous in process mode."""
+        if inspect.iscoroutinefunction(fn):
+            return self._await(fn, *args)
+        return self._in_trio(fn, *args)
 
     def _in_trio(self, fn: Callable[..., T], *args: Any) -> T:
         if self._in_trio_thread():
@@ -199,7 +215,7 @@ class MockCluster:
 
     def flush(self, broker_id: int) -> None:
         """Flush a broker's logs: their records survive its unclean shutdown."""
-        self._in_trio(self.cluster.flush, broker_id)
+        self._call(self.cluster.flush, broker_id)
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """True once `predicate()` holds (run in the cluster's thread); TimeoutError if not."""
@@ -242,7 +258,7 @@ class MockCluster:
 
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""
-        return self._in_trio(self.cluster.metrics)
+        return self._call(self.cluster.metrics)
 
     # -- security -------------------------------------------------------------------------
 
@@ -316,4 +332,4 @@ class MockCluster:
 
     def describe_partition(self, topic: str, index: int) -> dict[str, Any]:
         """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
-        return self._in_trio(self.cluster.describe_partition, topic, index)
+        return self._call(self.cluster.describe_partition, topic, index)

@@ -227,3 +227,34 @@ def test_a_control_port_in_use_is_reported():
     assert done.returncode == 2
     assert f"control port {port} is already in use" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_processes_serves_each_broker_from_its_own_process():
+    proc = _serve("--brokers", "2", "--processes", "--quiet")
+    try:
+        addresses = proc.stdout.readline().strip().split(",")
+        assert len(addresses) == 2
+        for address in addresses:
+            with WireClient(address) as client:
+                assert len(client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]) == 2
+        children = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert len(children) == 2  # one process per broker
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert "Traceback" not in err
+
+
+def test_processes_refuses_the_in_process_only_servers():
+    done = subprocess.run(
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--processes", "--metrics-port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2
+    assert "--processes" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,249 @@
+"""One broker in a process of its own: `python -m kipwire.mockbroker.processes.child HOST:PORT ID`.
+
+The child dials the parent's control listener at HOST:PORT, says which broker it is, and is told
+its settings (`setup`); then the parent starts and stops the broker's incarnations
+(`broker_runner.BrokerRunner`, the same code as in-process), mirrors the faults into it, tells it
+where the other nodes are, and reads its high watermarks. The child tells the parent whenever its
+metadata image moves (so `caught_up` works in the parent), what its faults fired, and, with a
+recorder, every frame its connections carry. It exits when the control channel closes.
+
+What a broker needs of the rest of the cluster it finds here: the group and transaction
+coordinators are its own (a client reaches a group's coordinator through FindCoordinator, which
+picks by the same hash over the live brokers of its metadata image); transaction markers for
+partitions led elsewhere go to their leader as WriteTxnMarkers; a share group's lag reads only
+the high watermarks of partitions this broker leads.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import zlib
+from typing import Any
+
+import trio
+
+from kipwire.codec import ApiKey
+
+from ..broker.controller_channel import ControllerConnection
+from ..broker_node import BrokerNode, ClusterServices
+from ..broker_runner import BrokerRunner
+from ..coordinators.consumer_groups import ConsumerGroupCoordinator
+from ..coordinators.group_offsets import GroupOffsets
+from ..coordinators.groups import GroupCoordinator
+from ..coordinators.share_groups import ShareCoordinator
+from ..coordinators.streams_groups import StreamsCoordinator
+from ..coordinators.transactions import TransactionCoordinator
+from ..network import NodeId
+from .channel import Channel
+from .faults import MirrorFaults
+from .links import process_network
+
+WRITE_TXN_MARKERS_VERSION = 1
+log = logging.getLogger("kipwire.mockbroker.processes")
+
+
+class ForwardedTap:
+    """A connection's tap whose frames go to the parent's recorder."""
+
+    def __init__(self, channel: Channel, tap_id: int) -> None:
+        self._channel, self._id = channel, tap_id
+
+    def client_sends(self, data: bytes) -> None:
+        """A request frame (without its size prefix)."""
+        self._channel.post("tap", self._id, "client_sends", bytes(data))
+
+    def server_sends(self, data: bytes) -> None:
+        """A response frame (size-prefixed)."""
+        self._channel.post("tap", self._id, "server_sends", bytes(data))
+
+    def close(self, *, by_client: bool = True) -> None:
+        """The connection closed."""
+        self._channel.post("tap", self._id, "close", by_client)
+
+
+class ForwardingTaps:
+    """The recorder of a child: taps that forward to the parent's `Recorder`."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self._next = 0
+
+    def tap(self, stream: trio.SocketStream, server: tuple[str, int]) -> ForwardedTap:
+        """Start forwarding a connection accepted at `server`."""
+        self._next += 1
+        client = stream.socket.getpeername()[:2]
+        self._channel.post("tap", self._next, "open", client, server)
+        return ForwardedTap(self._channel, self._next)
+
+
+class ChildBroker:
+    """The broker of this process and what the parent may ask of it."""
+
+    def __init__(self, channel: Channel, settings: dict[str, Any], nursery: trio.Nursery) -> None:
+        self.channel = channel
+        self.nursery = nursery
+        self.addresses: dict[NodeId, str] = dict(settings["addresses"])
+        self.network = process_network(self._resolve)
+        self.faults = MirrorFaults(self.network, channel.post)
+        for fid, (method, args) in settings["faults"].items():
+            self.faults.apply(fid, method, args)
+        config = settings["config"]
+        groups = GroupCoordinator(int(config["group.initial.rebalance.delay.ms"]))
+        consumer_groups = ConsumerGroupCoordinator(groups)
+        share_groups = ShareCoordinator()
+        streams_groups = StreamsCoordinator()
+        transactions = TransactionCoordinator(
+            GroupOffsets(consumer_groups, streams_groups), self._write_marker
+        )
+        self.coordinators = (groups, consumer_groups, share_groups, streams_groups, transactions)
+        services = ClusterServices(
+            cluster_id=settings["cluster_id"],
+            config=config,
+            network=self.network,
+            faults=self.faults,
+            recorder=ForwardingTaps(channel) if settings["record"] else None,
+            groups=groups,
+            consumer_groups=consumer_groups,
+            share_groups=share_groups,
+            streams_groups=streams_groups,
+            transactions=transactions,
+            coordinator_for=self._coordinator_for,
+            high_watermark=self._high_watermark,
+            caught_up=self._caught_up,
+            metadata_changed=self._metadata_changed,
+            recovering_rejects_fetch=settings["recovering_rejects_fetch"],
+            release=settings["release"],
+        )
+        self.node = BrokerNode(settings["node_id"], settings["port"], services)
+        self.runner = BrokerRunner(self.node, self.network)
+
+    def ops(self) -> dict[str, Any]:
+        """The calls and events the parent sends."""
+        return {
+            "start": self.start,
+            "stop": self.stop,
+            "flush": self.node.flush,
+            "addresses": self.addresses.update,
+            "fault": self.faults.apply,
+            "unfault": self.faults.unapply,
+            "heal": self.faults.heal,
+            "high_watermarks": self.high_watermarks,
+        }
+
+    def _resolve(self, node: NodeId) -> str:
+        try:
+            return self.addresses[node]
+        except KeyError:
+            # not started yet: the dialer backs off and tries again, as for a refused connection
+            raise OSError(f"node {node!r} has no address yet") from None
+
+    async def start(self, first: bool) -> dict[str, Any]:
+        """Start an incarnation (a restart registers with its CleanShutdownFile's epoch)."""
+        previous = -1
+        if not first:
+            previous = self.node.log_dirs.take_previous_epoch()
+            self.node.reset_incarnation()
+        await self.runner.start(self.nursery, previous)
+        return {
+            "port": self.node.port,
+            "internal_address": self.node.internal_address,
+            "epoch": self.node.epoch,
+            "offset": self.node.image.offset,
+        }
+
+    async def stop(self, clean: bool, reachable: bool) -> None:
+        """Stop the running incarnation (see `BrokerRunner.stop`)."""
+        await self.runner.stop(clean, reachable)
+
+    def high_watermarks(self) -> dict[tuple[str, int], tuple[int, int, int, int]]:
+        """Every log this broker holds: high watermark, log start, size in bytes, segments."""
+        return {
+            key: (log.high_watermark, log.log_start_offset, log.size, len(log.segments))
+            for key, log in self.node.logs.items()
+        }
+
+    def _metadata_changed(self) -> None:
+        self.channel.post("offset", self.node.node_id, self.node.image.offset)
+
+    async def _caught_up(self) -> None:
+        await self.channel.call("caught_up")
+
+    def _coordinator_for(self, key: str) -> Any:
+        live = self.node.image.live_brokers()
+        return live[zlib.crc32(key.encode()) % len(live)] if live else None
+
+    def _high_watermark(self, topic: str, index: int) -> int | None:
+        part = self.node.image.partition(topic, index)
+        if part is None or part.leader != self.node.node_id or not self.node.running:
+            return None
+        log = self.node.logs.get((topic, index))
+        return log.high_watermark if log is not None else 0
+
+    def _write_marker(self, topic: str, index: int, pid: int, epoch: int, commit: bool) -> None:
+        part = self.node.image.partition(topic, index)
+        if part is None or part.leader < 0:
+            return  # an offline partition misses its marker, as with Kafka's unwritable markers
+        if part.leader == self.node.node_id:
+            self.node.replica(topic, index).append_marker(pid, epoch, commit)
+            return
+        body = {
+            "markers": [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": topic, "partition_indexes": [index]}],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        }
+        self.nursery.start_soon(self._send_marker, part.leader, body)
+
+    async def _send_marker(self, leader: int, body: dict) -> None:
+        try:
+            stream = await self.network.connect(self.node.node_id, leader)
+        except OSError as exc:
+            log.info("transaction marker for broker %d not sent: %s", leader, exc)
+            return
+        connection = ControllerConnection(stream, f"txn-markers-{self.node.node_id}")
+        try:
+            await connection.call(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body)
+        finally:
+            await connection.aclose()
+
+    async def run_timers(self) -> None:
+        """The coordinators' timers, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            for coordinator in self.coordinators:
+                nursery.start_soon(coordinator.run_timers)
+
+
+async def serve(address: str, node_id: int) -> None:
+    """Dial the parent, say hello, take the settings, then serve the parent until it hangs up."""
+    host, port = address.rsplit(":", 1)
+    channel = Channel(await trio.open_tcp_stream(host, int(port)))
+    async with trio.open_nursery() as nursery:
+
+        async def setup(settings: dict[str, Any]) -> None:
+            child = ChildBroker(channel, settings, nursery)
+            channel.ops.update(child.ops())
+            nursery.start_soon(child.run_timers)
+
+        channel.ops["setup"] = setup
+        channel.post("hello", node_id)
+        await channel.run()
+        nursery.cancel_scope.cancel()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The child's entry point."""
+    address, node_id = (argv if argv is not None else sys.argv[1:])[:2]
+    # Ctrl-C reaches the whole process group: the parent decides when its brokers stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    trio.run(serve, address, int(node_id))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""`ProcessCluster`: the mock cluster with each broker in an OS process of its own.
+
+The parent keeps `Cluster`'s public API and runs the controller (in its trio loop, as
+in-process), the faults' handles, the recorder's file and the test's view of every broker
+(`BrokerProcess`). Each broker is a child (`child.py`, started as
+`python -m kipwire.mockbroker.processes.child`) that runs the same broker code as in-process and
+talks to the parent over a control channel (`channel.py`). Inter-node connections go straight
+between processes, each node dialing from its own loopback address (`links.py`); every process
+applies the parent's cuts and link latency to the connections it dials (`faults.py`).
+
+Not in process mode yet: TLS, SASL and ACLs (refused at construction), `clock=` (MockClock
+cannot drive other processes; `MockCluster` refuses it), and `logs` (the brokers' logs live in
+their processes; `metrics()` and `describe_partition()` read high watermarks from them).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+
+from .. import views
+from ..broker.controller_channel import ControllerConnection
+from ..broker.log import PartitionLog
+from ..cluster import Cluster
+from ..controller import Controller, Semantics
+from ..controller.broker_configs import cluster_config
+from ..controller.features import fresh_features
+from ..controller_node import ControllerNode
+from ..errors import ClusterError, WrongState
+from ..handlers.registry import listed
+from ..limits import NodeLimits
+from ..metrics import cluster_metrics
+from ..network import CONTROLLER, NodeId
+from ..recorder import ConnectionTap, Recorder
+from ..security.config import SecurityConfig
+from ..serve import open_listeners
+from .channel import Channel
+from .faults import ParentFaults
+from .links import process_network
+
+#: How long a child may take to start and dial back.
+START_TIMEOUT = 60.0
+#: How long the children may take to exit once the parent hangs up.
+STOP_TIMEOUT = 10.0
+CHILD_MODULE = "kipwire.mockbroker.processes.child"
+
+
+@dataclass
+class _Image:
+    """What the parent knows of a child's metadata image: how far it has replayed."""
+
+    offset: int = -1
+
+
+@dataclass
+class _Mark:
+    """A log's marks as its broker last reported them (what the metrics read of a log)."""
+
+    high_watermark: int
+    log_start_offset: int
+    size: int
+    segment_count: int
+
+    @property
+    def segments(self) -> range:
+        """Stands for the log's segments: only their number is read."""
+        return range(self.segment_count)
+
+
+class BrokerProcess:
+    """The parent's view of one broker process (what `Cluster`'s methods read of a node)."""
+
+    def __init__(self, node_id: int, port: int) -> None:
+        self.node_id = node_id
+        self.host = "127.0.0.1"
+        self.port = port
+        self.running = False
+        self.image = _Image()
+        self.logs: dict[tuple[str, int], _Mark] = {}
+        self.channel: Channel | None = None
+        self.process: trio.Process | None = None
+        self.hello = trio.Event()
+        self._internal_address: str | None = None
+
+    @property
+    def address(self) -> str:
+        """host:port of the client listener."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        """host:port other nodes dial."""
+        if self._internal_address is None:
+            raise OSError(f"broker {self.node_id} has not started")
+        return self._internal_address
+
+    def call(self, op: str, *args: Any) -> Any:
+        """Call `op` in the child (awaitable)."""
+        if self.channel is None:
+            raise ClusterError(f"broker {self.node_id}'s process is not connected")
+        return self.channel.call(op, *args)
+
+
+class ProcessCluster(Cluster):
+    """A running cluster whose brokers are child processes; made by `open_process_cluster`."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        semantics: Semantics | None = None,
+        config: Mapping[str, Any] | None = None,
+        features: Mapping[str, int] | None = None,
+        record: str | None = None,
+        port: int = 0,
+        cluster_id: str = "kipwire-mock",
+        record_clients_only: bool = False,
+        record_max_bytes: int | None = None,
+        **security: Any,
+    ) -> None:
+        # Cluster.__init__ builds in-process brokers; this keeps its methods and builds its own
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        if SecurityConfig.from_arguments(**security).secured:
+            raise ClusterError(
+                "process mode serves PLAINTEXT only: TLS, SASL and ACLs run in-process"
+            )
+        self.config = cluster_config(config or {})
+        self.security = None
+        self._controller_security = None
+        semantics = semantics or Semantics.KAFKA_4_4
+        self.semantics = semantics
+        served = [h.api_key for h in listed(semantics.release)]
+        self.features = {**fresh_features(semantics.release, served), **(features or {})}
+        self.cluster_id = cluster_id
+        self.controller = Controller(
+            semantics=semantics,
+            cluster_id=cluster_id,
+            session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
+            default_partitions=int(self.config["num.partitions"]),
+            default_replication_factor=int(self.config["default.replication.factor"]),
+        )
+        self.network = process_network(self._address_of)
+        self.faults = ParentFaults(self.network, self._broadcast)
+        self.recorder = (
+            Recorder(
+                record,
+                clients_only=record_clients_only,
+                is_node=lambda peer: self.faults.source_of(peer) is not None,
+                max_bytes=record_max_bytes,
+            )
+            if record
+            else None
+        )
+        self.nodes = {  # type: ignore[assignment]
+            i: BrokerProcess(i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
+        }
+        self.controller_node = ControllerNode(
+            self.controller,
+            self.network,
+            self.faults,
+            self.recorder,
+            self.max_request_bytes,
+            limits=NodeLimits.from_config(self.config),
+        )
+        self._nursery: trio.Nursery | None = None
+        self._metadata_changed = trio.Event()
+        self._admin_connection: ControllerConnection | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the controller, then a process per broker; serve until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.controller.tick(self.controller_node.now_ms())
+                self._bootstrap()
+                await open_listeners(nursery, self.controller_node, 0, None)
+                nursery.start_soon(self.controller_node.run_clock)
+                control = await nursery.start(
+                    partial(trio.serve_tcp, self._serve_child, 0, host="127.0.0.1")
+                )
+                address = f"127.0.0.1:{control[0].socket.getsockname()[1]}"
+                with trio.fail_after(START_TIMEOUT):
+                    async with trio.open_nursery() as starting:
+                        for node in self.nodes.values():
+                            starting.start_soon(self._spawn, nursery, node, address)
+                await self.caught_up()
+                if self.recorder is not None:
+                    nursery.start_soon(self.recorder.run)
+                task_status.started()
+        finally:
+            if self._admin_connection is not None:
+                with trio.CancelScope(shield=True):
+                    await self._admin_connection.aclose()
+            if self.recorder is not None:
+                self.recorder.close()
+
+    async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
+        command = [sys.executable, "-m", CHILD_MODULE, address, str(node.node_id)]
+        node.process = await nursery.start(partial(trio.run_process, command, check=False))
+        await node.hello.wait()
+        await node.call("setup", self._settings(node))
+        await self._start(node, first=True)
+
+    def _settings(self, node: BrokerProcess) -> dict[str, Any]:
+        return {
+            "node_id": node.node_id,
+            "port": node.port,
+            "cluster_id": self.cluster_id,
+            "config": dict(self.config),
+            "release": self.semantics.release,
+            "recovering_rejects_fetch": self.semantics.recovering_rejects_fetch,
+            "record": self.recorder is not None,
+            "addresses": self._addresses(),
+            "faults": dict(self.faults.calls),
+        }
+
+    def _addresses(self) -> dict[NodeId, str]:
+        book: dict[NodeId, str] = {CONTROLLER: self.controller_node.internal_address}
+        for i, n in self.nodes.items():
+            if n._internal_address is not None:
+                book[i] = n._internal_address
+        return book
+
+    async def _serve_child(self, stream: trio.SocketStream) -> None:
+        """One child's control channel, from its hello until it hangs up."""
+        channel = Channel(stream)
+        taps: dict[int, ConnectionTap] = {}
+        nodes = self.nodes
+
+        def hello(node_id: int) -> None:
+            nodes[node_id].channel = channel
+            nodes[node_id].hello.set()
+
+        def offset(node_id: int, value: int) -> None:
+            nodes[node_id].image.offset = value
+            self.metadata_changed()
+
+        def tap(tap_id: int, what: str, *args: Any) -> None:
+            if self.recorder is None:
+                return
+            if what == "open":
+                taps[tap_id] = ConnectionTap(self.recorder, *args)
+            elif what == "close":
+                taps.pop(tap_id).close(by_client=args[0])
+            else:
+                getattr(taps[tap_id], what)(*args)
+
+        channel.ops.update(
+            hello=hello,
+            offset=offset,
+            tap=tap,
+            caught_up=self.caught_up,
+            fired=self.faults.fired,
+            observed=self.faults.observed,
+        )
+        await channel.run()
+
+    async def stop_children(self) -> None:
+        """Hang up on every child and wait for it to exit (before the controller goes, so no
+        broker sees its controller vanish first and reports it as a failure)."""
+        with trio.move_on_after(STOP_TIMEOUT):
+            for node in self.nodes.values():
+                node.running = False
+                if node.channel is not None:
+                    await node.channel.stream.aclose()
+            for node in self.nodes.values():
+                if node.process is not None:
+                    await node.process.wait()
+
+    def _broadcast(self, op: str, *args: Any) -> None:
+        for node in self.nodes.values():
+            if node.channel is not None:
+                node.channel.post(op, *args)
+
+    async def _start(self, node: BrokerProcess, first: bool) -> None:
+        started = await node.call("start", first)
+        node.port = started["port"]
+        node._internal_address = started["internal_address"]
+        node.image.offset = max(node.image.offset, started["offset"])
+        node.running = True
+        self._broadcast("addresses", self._addresses())
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    async def stop_broker(self, broker_id: int, clean: bool = True) -> None:
+        """`Cluster.stop_broker`, in the broker's process."""
+        node = self.node(broker_id)
+        if not node.running:
+            raise WrongState(f"broker {broker_id} is not running")
+        reachable = not self.network.is_cut(broker_id, CONTROLLER)
+        await node.call("stop", clean, reachable)
+        node.running = False
+        if not clean:
+            # what the session timeout would do, without waiting for it
+            self.controller.fence(broker_id)
+            self.controller_node.log_grew()
+        await self.caught_up()
+
+    async def start_broker(self, broker_id: int) -> None:
+        """`Cluster.start_broker`, in the broker's process."""
+        node = self.node(broker_id)
+        if node.running:
+            raise WrongState(f"broker {broker_id} is already running")
+        await self._start(node, first=False)
+        await self.caught_up()
+
+    async def flush(self, broker_id: int) -> None:  # type: ignore[override]
+        """Flush every log of a broker: its records now survive an unclean shutdown."""
+        await self.node(broker_id).call("flush")
+
+    @property
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """Not in process mode: each broker's logs live in its own process."""
+        raise ClusterError("the brokers' logs live in their processes (processes=True)")
+
+    # -- topics, metrics --------------------------------------------------------------------
+
+    async def _admin(self, api_key: int, api_version: int, body: Any) -> Any:
+        """An admin request from the test API, sent to the controller as a broker forwards it."""
+        if self._admin_connection is None:
+            host, port = self.controller_node.internal_address.rsplit(":", 1)
+            stream = await trio.open_tcp_stream(host, int(port))
+            self._admin_connection = ControllerConnection(stream, "kipwire-test-api")
+        response = await self._admin_connection.call(api_key, api_version, body)
+        await self.caught_up()
+        return response
+
+    async def _read_marks(self) -> None:
+        for node in self.nodes.values():
+            if node.running:
+                marks = await node.call("high_watermarks")
+                node.logs = {key: _Mark(*value) for key, value in marks.items()}
+
+    async def metrics(self) -> dict[str, Any]:  # type: ignore[override]
+        """KIP-966's controller metrics and the high watermark of every partition."""
+        await self._read_marks()
+        return cluster_metrics(self)  # type: ignore[arg-type]
+
+    async def describe_partition(self, topic: str, index: int) -> dict[str, Any]:  # type: ignore[override]
+        """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
+        await self._read_marks()
+        return views.describe_partition(self, topic, index)
+
+
+@asynccontextmanager
+async def open_process_cluster(**kwargs: Any) -> AsyncIterator[ProcessCluster]:
+    """A running cluster whose brokers are processes: `async with open_process_cluster(...)`."""
+    cluster = ProcessCluster(**kwargs)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cluster.run)
+        try:
+            yield cluster
+        finally:
+            with trio.CancelScope(shield=True):
+                await cluster.stop_children()
+            nursery.cancel_scope.cancel()

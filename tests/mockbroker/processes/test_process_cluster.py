@@ -1,0 +1,136 @@
+"""Process mode (`MockCluster(processes=True)`): each broker in its own OS process, the same
+public API. Real clients produce and consume in both modes; stop/start, a network cut, an
+injected error and the recorder work across processes; `clock=` is refused."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from kipwire.client import Connection
+from kipwire.codec import ApiKey, ErrorCode
+from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.network import CONTROLLER
+
+METADATA_VERSION = 12
+RECORDS = 200
+MODES = [pytest.param(False, id="in-process"), pytest.param(True, id="processes")]
+
+
+def _produce(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, b"value-%d" % i, key=b"%d" % i)
+    assert producer.flush(30) == 0
+
+
+def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(values) < count and time.monotonic() < deadline:
+        for message in consumer.consume(100, 1.0):
+            if message.error() is None:
+                values.append(message.value())
+    consumer.close()
+    return values
+
+
+@pytest.mark.parametrize("processes", MODES)
+def test_a_real_client_produces_and_consumes(processes):
+    with MockCluster(brokers=3, processes=processes) as cluster:
+        cluster.create_topic("t", partitions=3, replication_factor=3)
+        _produce(cluster.bootstrap_servers, "t", RECORDS)
+        values = _consume(cluster.bootstrap_servers, "t", RECORDS)
+        assert sorted(values) == sorted(b"value-%d" % i for i in range(RECORDS))
+        marks = cluster.metrics()["high_watermark"]
+        assert sum(marks[f"t-{i}"] for i in range(3)) == RECORDS
+
+
+def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
+    capture = tmp_path / "cluster.pcapng"
+    config = {"min.insync.replicas": 2}
+    with MockCluster(brokers=3, processes=True, config=config, record=str(capture)) as cluster:
+        pids = {_pid_listening(cluster, i) for i in (1, 2, 3)}
+        assert len(pids) == 3 and os.getpid() not in pids
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        _produce(cluster.bootstrap_servers, "t", 10)
+
+        cluster.stop_broker(2)
+        assert cluster.describe()["brokers"][1]["state"] == "stopped"
+        assert 2 not in cluster.partition("t", 0).isr
+        _produce(cluster.bootstrap_servers, "t", 10)  # 2 in-sync replicas remain
+        cluster.start_broker(2)
+        assert cluster.wait_until(lambda: 2 in cluster.partition("t", 0).isr, timeout=20)
+        assert cluster.describe_partition("t", 0)["high_watermark"] == 20
+
+        cut = cluster.isolate(3)
+        cluster.wait_until(lambda: cluster.controller.broker(3).fenced, timeout=20)
+        assert 3 not in cluster.partition("t", 0).isr
+        assert cut.fired > 0  # counted from the brokers' processes
+        cluster.heal()
+        assert cluster.wait_until(lambda: 3 in cluster.partition("t", 0).isr, timeout=20)
+
+        link = cluster.partition_network(1, CONTROLLER)
+        cluster.wait_until(lambda: cluster.controller.broker(1).fenced, timeout=20)
+        link.remove()
+        assert cluster.wait_until(lambda: not cluster.controller.broker(1).fenced, timeout=20)
+    assert capture.stat().st_size > 0
+    assert b"value-9" in capture.read_bytes()  # a client's produce, recorded in the parent
+
+
+def test_an_injected_error_fires_in_a_broker_process_and_is_counted_in_the_parent():
+    with MockCluster(brokers=2, processes=True) as cluster:
+        handle = cluster.inject_error(ApiKey.METADATA, ErrorCode.NOT_CONTROLLER, broker=2)
+        host, port = cluster.bootstrap_servers.split(",")[1].split(":")
+        with Connection(f"{host}:{port}") as wire:
+            answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
+            assert answer["brokers"] == []  # the injected answer is the error's, not metadata
+        assert cluster.wait_until(lambda: not handle.active, timeout=10)
+        assert handle.fired == 1
+        with Connection(f"{host}:{port}") as wire:
+            answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
+            assert len(answer["brokers"]) == 2
+
+
+def test_process_mode_refuses_a_clock():
+    import trio.testing
+
+    with pytest.raises(ValueError, match="processes=True"):
+        MockCluster(processes=True, clock=trio.testing.MockClock())
+
+
+def _pid_listening(cluster: MockCluster, broker_id: int) -> int:
+    """The process that listens on a broker's port (from /proc: its socket's inode)."""
+    port = cluster.describe()["brokers"][broker_id - 1]["port"]
+    inode = None
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                inode = fields[9]
+    assert inode is not None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                    return int(pid)
+            except OSError:
+                continue
+    raise AssertionError(f"no process listens on port {port}")
