@@ -44,6 +44,11 @@ class BrokerRunner:
         self._ended: trio.Event | None = None
 
     @property
+    def started(self) -> bool:
+        """Whether an incarnation is running (started and not yet stopped)."""
+        return self._scope is not None
+
+    @property
     def heartbeat_interval(self) -> float:
         """broker.heartbeat.interval.ms, in seconds."""
         return int(self.node.config["broker.heartbeat.interval.ms"]) / 1000

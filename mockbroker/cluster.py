@@ -195,7 +195,7 @@ class Cluster(SecurityApi):
                 task_status.started()
         finally:
             if self.data_dir is not None:  # the brokers still running then stop cleanly
-                self.data_dir.close(self, [self.nodes[i] for i in self._scopes])
+                self.data_dir.close(self, [r.node for r in self._runners.values() if r.started])
             if self.recorder is not None:
                 self.recorder.close()
             if self.security is not None:

@@ -69,7 +69,7 @@ def client_telemetry(cluster: Cluster) -> dict[str, dict[str, Any]]:
     return pushed
 
 
-def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
+def cluster_metrics(cluster: Cluster, telemetry: bool = True) -> dict[str, Any]:
     """The controller's metrics plus, per "topic-partition" with a running leader, the leader's
     `high_watermark`, `log_start_offset`, `log_size_bytes` and `log_segments`,
     and `client_telemetry` (what clients pushed, by client instance id)."""
@@ -84,11 +84,11 @@ def cluster_metrics(cluster: Cluster) -> dict[str, Any]:
         hwm[name] = log.high_watermark if log is not None else 0
         start[name] = log.log_start_offset if log is not None else 0
         size[name] = log.size if log is not None else 0
-        segments[name] = len(log.segments) if log is not None else 1
+        segments[name] = log.segment_count if log is not None else 1
     metrics.update(
         high_watermark=hwm, log_start_offset=start, log_size_bytes=size, log_segments=segments
     )
-    metrics["client_telemetry"] = client_telemetry(cluster)
+    metrics["client_telemetry"] = client_telemetry(cluster) if telemetry else {}
     return metrics
 
 

@@ -178,6 +178,11 @@ class PartitionLog:
         return sum(s.size for s in self.segments)
 
     @property
+    def segment_count(self) -> int:
+        """How many segments the log has (Kafka's NumLogSegments)."""
+        return len(self.segments)
+
+    @property
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, or the high watermark."""
         if self.open_txns:

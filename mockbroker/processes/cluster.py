@@ -8,9 +8,10 @@ talks to the parent over a control channel (`channel.py`). Inter-node connection
 between processes, each node dialing from its own loopback address (`links.py`); every process
 applies the parent's cuts and link latency to the connections it dials (`faults.py`).
 
-Not in process mode yet: TLS, SASL and ACLs (refused at construction), `clock=` (MockClock
-cannot drive other processes; `MockCluster` refuses it), and `logs` (the brokers' logs live in
-their processes; `metrics()` and `describe_partition()` read high watermarks from them).
+Not in process mode yet: TLS, SASL and ACLs and `log.dirs` (refused at construction),
+`clock=` (MockClock cannot drive other processes; `MockCluster` refuses it), and `logs` (the
+brokers' logs live in their processes; `metrics()` and `describe_partition()` read high
+watermarks from them; what clients push as telemetry stays in the broker's process).
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ class ProcessCluster(Cluster):
                 "process mode serves PLAINTEXT only: TLS, SASL and ACLs run in-process"
             )
         self.config = cluster_config(config or {})
+        if self.config.get("log.dirs"):
+            raise ClusterError("process mode keeps logs in memory: log.dirs runs in-process")
+        self.data_dir = None
         self.security = None
         self._controller_security = None
         semantics = semantics or Semantics.KAFKA_4_4
@@ -342,7 +346,7 @@ class ProcessCluster(Cluster):
     async def metrics(self) -> dict[str, Any]:  # type: ignore[override]
         """KIP-966's controller metrics and the high watermark of every partition."""
         await self._read_marks()
-        return cluster_metrics(self)  # type: ignore[arg-type]
+        return cluster_metrics(self, telemetry=False)  # type: ignore[arg-type]
 
     async def describe_partition(self, topic: str, index: int) -> dict[str, Any]:  # type: ignore[override]
         """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
