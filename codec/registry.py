@@ -44,6 +44,13 @@ class MessageCodec(Construct):
         python = self.module.PARSE[self.version]
         fast = _compiled.decoder(self.message_name, self.version, python) if compiled else None
         self._p = python if fast is None else fast
+        if fast is None:
+            self.__dict__.pop("parse", None)
+        else:
+            # `parse` itself in C: a whole message needs no Python frame at all.
+            self.parse = _compiled.decoder(
+                self.message_name, self.version, self._parse_python, whole=True
+            )
 
     @property
     def compiled(self) -> bool:
@@ -53,6 +60,13 @@ class MessageCodec(Construct):
     def parse(self, data: bytes | bytearray | memoryview, **contextkw: Any) -> Any:
         """Decode exactly one message from `data`; trailing bytes are a DecodeError."""
         value, end = self._p(data, 0)
+        if end != len(data):
+            raise DecodeError(f"{len(data) - end} bytes follow the message", offset=end)
+        return value
+
+    def _parse_python(self, data: bytes | bytearray | memoryview, **contextkw: Any) -> Any:
+        """`parse` on the Python parser: the compiled `parse` falls back to it."""
+        value, end = self.module.PARSE[self.version](data, 0)
         if end != len(data):
             raise DecodeError(f"{len(data) - end} bytes follow the message", offset=end)
         return value

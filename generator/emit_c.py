@@ -157,7 +157,7 @@ decoder(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"decoder", decoder, METH_VARARGS,
-     "decoder(message, version, fallback): a compiled parser, or None."},
+     "decoder(message, version, fallback, whole=False): a compiled parser, or None."},
     {NULL, NULL, 0, NULL},
 };
 

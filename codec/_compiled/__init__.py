@@ -51,7 +51,14 @@ _SHARD_OF = _load()
 active = bool(_SHARD_OF)
 
 
-def decoder(message: str, version: int, fallback: Callable) -> Callable[..., Any] | None:
-    """The compiled parser of `message` at `version` (Python's `fallback` for the rest), or None."""
+def decoder(
+    message: str, version: int, fallback: Callable, whole: bool = False
+) -> Callable[..., Any] | None:
+    """The compiled parser of `message` at `version`, or None.
+
+    It takes `(data, offset)` and returns `(value, end)` as a generated Python parser does; with
+    `whole`, it takes `data` and returns the value of a message that fills it exactly. Anything
+    else (other arguments, input it cannot read) goes to `fallback` with the same arguments.
+    """
     shard = _SHARD_OF.get(message)
-    return None if shard is None else shard.decoder(message, version, fallback)
+    return None if shard is None else shard.decoder(message, version, fallback, whole)

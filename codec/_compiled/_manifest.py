@@ -5,7 +5,7 @@ A shard whose DIGEST differs was built from other C sources: it is stale and not
 """
 
 SHARDS = {
-    'shard_0': ('4d9e2765ccf229a3', 
+    'shard_0': ('07964d1825bfebed', 
         (
             'AllocateProducerIdsResponse', 'AlterClientQuotasResponse', 'AlterConfigsRequest',
             'AlterPartitionReassignmentsResponse', 'AssignReplicasToDirsRequest',
@@ -26,7 +26,7 @@ SHARDS = {
             'VoteResponse',
         ),
     ),
-    'shard_1': ('251ff4b5233bda59', 
+    'shard_1': ('415c113c309fa28c', 
         (
             'AddPartitionsToTxnRequest', 'AlterReplicaLogDirsRequest',
             'AlterShareGroupOffsetsResponse', 'ApiVersionsRequest', 'BeginQuorumEpochRequest',
@@ -46,7 +46,7 @@ SHARDS = {
             'ZkMigrationStateRecord',
         ),
     ),
-    'shard_2': ('51391916e6e9a57a', 
+    'shard_2': ('43cd55b040ad9f01', 
         (
             'AbortTransactionRecord', 'AddOffsetsToTxnResponse', 'AddRaftVoterRequest',
             'AllocateProducerIdsRequest', 'BeginQuorumEpochResponse',
@@ -64,7 +64,7 @@ SHARDS = {
             'WriteShareGroupStateResponse',
         ),
     ),
-    'shard_3': ('2dea26d0c7e82a5d', 
+    'shard_3': ('c9d1727be96095c2', 
         (
             'AlterPartitionRequest', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse',
             'BrokerRegistrationRequest', 'ConfigRecord', 'ConsumerGroupHeartbeatRequest',
@@ -80,7 +80,7 @@ SHARDS = {
             'VotersRecord', 'WriteShareGroupStateRequest',
         ),
     ),
-    'shard_4': ('fee814e71d6b8e78', 
+    'shard_4': ('23d479c6458357b1', 
         (
             'AbortedTxn', 'AccessControlEntryRecord', 'AlterPartitionReassignmentsRequest',
             'AlterPartitionResponse', 'AssignReplicasToDirsResponse',
@@ -96,7 +96,7 @@ SHARDS = {
             'UserScramCredentialRecord',
         ),
     ),
-    'shard_5': ('d3d597e7f4a10969', 
+    'shard_5': ('c46d6eaa6259bc9a', 
         (
             'AddOffsetsToTxnRequest', 'AddRaftVoterResponse', 'AlterConfigsResponse',
             'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse',
@@ -119,7 +119,7 @@ SHARDS = {
             'WriteTxnMarkersRequest',
         ),
     ),
-    'shard_6': ('28701c914aa36af8', 
+    'shard_6': ('c6551eb6e0c6aece', 
         (
             'AddPartitionsToTxnResponse', 'AlterClientQuotasRequest', 'AlterReplicaLogDirsResponse',
             'AlterShareGroupOffsetsRequest', 'ApiVersionsResponse',
@@ -138,7 +138,7 @@ SHARDS = {
             'WriteTxnMarkersResponse',
         ),
     ),
-    'shard_7': ('d904b64371ed6071', 
+    'shard_7': ('cc37e4161887258c', 
         (
             'ClearElrRecord', 'ConsumerGroupDescribeResponse', 'ControlRecordType',
             'CreateDelegationTokenResponse', 'CreatePartitionsResponse', 'DeleteTopicsRequest',

@@ -321,15 +321,11 @@ typedef struct {
     PyObject *fallback; /* the message version's Python parser */
 } kw_decoder;
 
-/* Run `parse` over `data` from `offset`; NULL when the compiled path cannot give the answer. */
+/* Run `parse` over `data` from `at`: (value, end), or with `whole` the value of a message that
+ * fills `data` exactly; NULL when the compiled path cannot give the answer. */
 static PyObject *
-kw_decode(kw_parse_fn parse, PyObject *data, PyObject *offset)
+kw_decode(kw_parse_fn parse, PyObject *data, Py_ssize_t at, int whole)
 {
-    if (!PyLong_CheckExact(offset))
-        return NULL;
-    Py_ssize_t at = PyLong_AsSsize_t(offset);
-    if (at < 0)
-        return NULL;
     Py_buffer view;
     kw_reader r;
     int is_bytes = PyBytes_Check(data);
@@ -358,6 +354,12 @@ kw_decode(kw_parse_fn parse, PyObject *data, PyObject *offset)
         PyBuffer_Release(&view);
     if (value == NULL)
         return NULL;
+    if (whole) {
+        if (r.p == r.n)
+            return value;
+        Py_DECREF(value); /* trailing bytes: the fallback raises the DecodeError */
+        return NULL;
+    }
     PyObject *end = PyLong_FromSsize_t(r.p);
     if (end == NULL) {
         Py_DECREF(value);
@@ -374,21 +376,45 @@ kw_decode(kw_parse_fn parse, PyObject *data, PyObject *offset)
     return pair;
 }
 
+/* The fallback's answer, after the compiled path gave none (its exception, if any, dropped). */
 static PyObject *
-kw_decoder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+kw_fall_back(kw_decoder *d, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    kw_decoder *d = (kw_decoder *)self;
-    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
-        PyObject *pair = kw_decode(d->parse, args[0], args[1]);
-        if (pair != NULL)
-            return pair;
-        /* Malformed input or a failed allocation: the Python parser gives the answer, or the
-         * DecodeError with its offset and path. An interrupt is not swallowed. */
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception))
+    /* Malformed input or a failed allocation: the Python parser gives the answer, or the
+     * DecodeError with its offset and path. An interrupt is not swallowed. */
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
             return NULL;
         PyErr_Clear();
     }
     return PyObject_Vectorcall(d->fallback, args, nargsf, kwnames);
+}
+
+/* decoder(data, offset) -> (value, end), as a generated Python parser. */
+static PyObject *
+kw_decoder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    kw_decoder *d = (kw_decoder *)self;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && PyLong_CheckExact(args[1])) {
+        Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+        PyObject *pair = at < 0 ? NULL : kw_decode(d->parse, args[0], at, 0);
+        if (pair != NULL)
+            return pair;
+    }
+    return kw_fall_back(d, args, nargsf, kwnames);
+}
+
+/* decoder(data) -> value of a message filling `data` exactly, as MessageCodec.parse. */
+static PyObject *
+kw_whole_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    kw_decoder *d = (kw_decoder *)self;
+    if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL) {
+        PyObject *value = kw_decode(d->parse, args[0], 0, 1);
+        if (value != NULL)
+            return value;
+    }
+    return kw_fall_back(d, args, nargsf, kwnames);
 }
 
 static void
@@ -409,14 +435,16 @@ static PyTypeObject kw_decoder_type = {
     .tp_dealloc = kw_decoder_dealloc,
 };
 
-/* decoder(message, version, fallback): the compiled parser of that message version, or None. */
+/* decoder(message, version, fallback, whole=False): the compiled parser of that message version
+ * (with `whole`, of a message filling its input), or None. */
 static PyObject *
 kw_make_decoder(const kw_entry *const *tables, PyObject *args)
 {
     const char *message;
     int version;
     PyObject *fallback;
-    if (!PyArg_ParseTuple(args, "siO:decoder", &message, &version, &fallback))
+    int whole = 0;
+    if (!PyArg_ParseTuple(args, "siO|p:decoder", &message, &version, &fallback, &whole))
         return NULL;
     for (const kw_entry *const *table = tables; *table != NULL; table++) {
         for (const kw_entry *e = *table; e->message != NULL; e++) {
@@ -425,7 +453,7 @@ kw_make_decoder(const kw_entry *const *tables, PyObject *args)
             kw_decoder *d = PyObject_New(kw_decoder, &kw_decoder_type);
             if (d == NULL)
                 return NULL;
-            d->vectorcall = kw_decoder_call;
+            d->vectorcall = whole ? kw_whole_call : kw_decoder_call;
             d->parse = e->parse;
             d->fallback = Py_NewRef(fallback);
             return (PyObject *)d;
