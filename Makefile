@@ -37,8 +37,8 @@ test-deep: $(STAMP) $(COMPILED)
 # The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
 # value comparison; then built again without it.
 asan: $(STAMP)
-	CFLAGS="-fsanitize=address -fno-omit-frame-pointer" LDFLAGS="-fsanitize=address" \
-		$(PY) -m pip install --quiet --no-deps -e .
+	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
+	ldd codec/_compiled/shard_0.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
 		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py; \

@@ -44,9 +44,15 @@ class BuildExt(build_ext):
             self.extensions = []
             return
         if self.compiler.compiler_type == "unix":
+            # No debug info (a third of the build time); -O2 is as fast here as -O3.
+            flags = ["-O2", "-g0", "-Wno-unused-function"]
+            link = []
+            if os.environ.get("KIPWIRE_ASAN") == "1":  # `make asan`
+                flags = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+                link = ["-fsanitize=address"]
             for ext in self.extensions:
-                # No debug info (a third of the build time); -O2 is as fast here as -O3.
-                ext.extra_compile_args = ["-O2", "-g0", "-Wno-unused-function"]
+                ext.extra_compile_args = flags
+                ext.extra_link_args = link
         super().build_extensions()
 
     def _compiler_works(self) -> bool:
