@@ -1,16 +1,22 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The compiled codec's extensions, rebuilt when the generated C or its runtime changes.
+COMPILED := $(VENV)/.compiled
 
-.PHONY: test test-deep demo lint generate check bench bench-capture bench-realkafka clean
+.PHONY: test test-deep asan demo lint generate check bench bench-capture bench-realkafka clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,captures]'
-	touch $(STAMP)
+	touch $(STAMP) $(COMPILED)
 
-test: $(STAMP)
+$(COMPILED): $(STAMP) setup.py codec/_compiled/runtime.h $(wildcard codec/_compiled/shard_*.c)
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(COMPILED)
+
+test: $(STAMP) $(COMPILED)
 	$(PY) -m kipwire.generator check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -19,8 +25,9 @@ test: $(STAMP)
 # The deep search: 5,000 fault schedules on the mock cluster and 5,000 controller invariant runs
 # (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
 # with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
-# then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB).
-test-deep: $(STAMP)
+# then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB);
+# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES).
+test-deep: $(STAMP) $(COMPILED)
 	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
 	KIPWIRE_EXAMPLES=5000 $(PY) -m pytest -q -p no:cacheprovider --hypothesis-seed=$$seed \
@@ -28,6 +35,17 @@ test-deep: $(STAMP)
 	KIPWIRE_SCALE_PARTITIONS=10000 $(PY) -m pytest -q -p no:cacheprovider tests/mockbroker/test_scale.py
 	KIPWIRE_RSS_MB=100 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
+	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py
+
+# The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
+# value comparison; then built again without it.
+asan: $(STAMP)
+	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
+	ldd codec/_compiled/shard_0.*.so | grep -q libasan
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
+		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py; \
+		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)
 	$(PY) -m kipwire.demo
@@ -42,7 +60,7 @@ generate: $(STAMP)
 check: $(STAMP)
 	$(PY) -m kipwire.generator check
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED)
 	$(PY) benchmarks/codec_bench.py
 	$(PY) benchmarks/records_bench.py
 	$(PY) benchmarks/controller_bench.py

@@ -1,9 +1,11 @@
 """kipwire's Kafka codec: every request, response and metadata record, every version.
 
 Sans-I/O: bytes in, values out (and back). Message codecs are generated from `jsonschemas/` into
-`codec.messages`; `message(name, version)` returns one as a construct.
+`codec.messages`; `message(name, version)` returns one as a construct. `compiled` is True when
+the C decoders generated from the same schemas (`codec._compiled`) are built and in use.
 """
 
+from ._compiled import active as compiled
 from .apis import api_versions as api_versions
 from .apis import extensions, is_extension
 from .errors import (
@@ -79,6 +81,7 @@ __all__ = [
     "UnknownApiError",
     "UnknownMessageError",
     "UnsupportedVersionError",
+    "compiled",
     "decode_record",
     "decode_request",
     "decode_response",

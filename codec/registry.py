@@ -10,8 +10,11 @@ from typing import Any
 
 from construct import Construct, SizeofError
 
+from . import _compiled
 from ._paths import VersionedEncodeError
 from .errors import DecodeError, UnknownMessageError, UnsupportedVersionError
+
+_OWN_PACKAGE = "kipwire.codec.messages"
 
 
 class MessageCodec(Construct):
@@ -22,22 +25,48 @@ class MessageCodec(Construct):
     may themselves be compiled.
     """
 
-    def __init__(self, module: ModuleType, version: int) -> None:
+    def __init__(self, module: ModuleType, version: int, compiled: bool = False) -> None:
         super().__init__()
         self.module = module
         self.message_name: str = module.NAME
         self.version = version
         self.flexible = module.FLEXIBLE_FROM is not None and version >= module.FLEXIBLE_FROM
         self._p = module.PARSE[version]
+        self.use_compiled(compiled)
         self._b = module.BUILD[version]
         self.name = None
 
     def __repr__(self) -> str:
         return f"<MessageCodec {self.message_name} v{self.version}>"
 
+    def use_compiled(self, compiled: bool) -> None:
+        """Parse with the compiled decoder (when one is built) or with the Python one."""
+        python = self.module.PARSE[self.version]
+        fast = _compiled.decoder(self.message_name, self.version, python) if compiled else None
+        self._p = python if fast is None else fast
+        if fast is None:
+            self.__dict__.pop("parse", None)
+        else:
+            # `parse` itself in C: a whole message needs no Python frame at all.
+            self.parse = _compiled.decoder(
+                self.message_name, self.version, self._parse_python, whole=True
+            )
+
+    @property
+    def compiled(self) -> bool:
+        """True when this codec parses with the compiled decoder."""
+        return self._p is not self.module.PARSE[self.version]
+
     def parse(self, data: bytes | bytearray | memoryview, **contextkw: Any) -> Any:
         """Decode exactly one message from `data`; trailing bytes are a DecodeError."""
         value, end = self._p(data, 0)
+        if end != len(data):
+            raise DecodeError(f"{len(data) - end} bytes follow the message", offset=end)
+        return value
+
+    def _parse_python(self, data: bytes | bytearray | memoryview, **contextkw: Any) -> Any:
+        """`parse` on the Python parser: the compiled `parse` falls back to it."""
+        value, end = self.module.PARSE[self.version](data, 0)
         if end != len(data):
             raise DecodeError(f"{len(data) - end} bytes follow the message", offset=end)
         return value
@@ -118,6 +147,17 @@ class Registry:
         self.messages = messages
         self._codecs: dict[tuple[str, int], MessageCodec] = {}
         self._modules: dict[str, ModuleType] = {}
+        # The compiled decoders are generated for kipwire's own messages only.
+        self._compiled = _compiled.active and package == _OWN_PACKAGE
+
+    def use_compiled(self, compiled: bool) -> None:
+        """Switch every codec of the package to the compiled path (when built) or the Python one.
+
+        For tests and benchmarks that compare the two paths; the compiled path is the default.
+        """
+        self._compiled = compiled and _compiled.active and self.package == _OWN_PACKAGE
+        for codec in self._codecs.values():
+            codec.use_compiled(self._compiled)
 
     def module(self, name: str) -> ModuleType:
         """The generated module of a message, imported on first use."""
@@ -144,5 +184,5 @@ class Registry:
                     f"{name} has no version {version}"
                     + (f" (versions {span[0]}-{span[1]})" if span else " (no versions)")
                 )
-            codec = self._codecs[key] = MessageCodec(module, version)
+            codec = self._codecs[key] = MessageCodec(module, version, self._compiled)
         return codec

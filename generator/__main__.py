@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .build import generate, stale_files, write
+from .build import generate, generate_c, stale_c_files, stale_files, write, write_c
 from .spec import SchemaError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "jsonschemas"
 OUTPUT = ROOT / "codec" / "messages"
+COMPILED = ROOT / "codec" / "_compiled"
 ERRORS = SCHEMAS / "errors.tsv"
 ENUMS = SCHEMAS / "enums.tsv"
 
@@ -20,8 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the generator's command line."""
     parser = argparse.ArgumentParser(prog="python -m kipwire.generator", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="regenerate codec/messages from jsonschemas/")
-    sub.add_parser("check", help="fail when codec/messages differs from what build would write")
+    sub.add_parser("build", help="regenerate codec/messages and codec/_compiled from jsonschemas/")
+    sub.add_parser("check", help="fail when the generated codec is not what build would write")
     comp = sub.add_parser("compile", help="compile schema folders into an importable package")
     comp.add_argument("schema_dirs", nargs="+", type=Path)
     comp.add_argument("--out", type=Path, required=True, help="the package folder to write")
@@ -61,19 +62,27 @@ def main(argv: list[str] | None = None) -> int:
             ERRORS if ERRORS.exists() else None,
             enums_tsv=ENUMS if ENUMS.exists() else None,
         )
+        c_files = generate_c([SCHEMAS])
         if args.command == "build":
             write(files, OUTPUT)
+            write_c(c_files, COMPILED)
             print(f"wrote {len(files)} files to {OUTPUT.relative_to(ROOT)}")
+            print(f"wrote {len(c_files)} files to {COMPILED.relative_to(ROOT)}")
             return 0
-        stale = stale_files(files, OUTPUT)
+        stale = [OUTPUT / name for name in stale_files(files, OUTPUT)]
+        stale += [COMPILED / name for name in stale_c_files(c_files, COMPILED)]
         if stale:
             print(
-                "codec/messages is stale; run `python -m kipwire.generator build`:", file=sys.stderr
+                "the generated codec is stale; run `python -m kipwire.generator build`:",
+                file=sys.stderr,
             )
-            for name in stale:
-                print(f"  {OUTPUT.relative_to(ROOT) / name}", file=sys.stderr)
+            for path in stale:
+                print(f"  {path.relative_to(ROOT)}", file=sys.stderr)
             return 1
-        print(f"codec/messages is current ({len(files)} files)")
+        print(
+            f"codec/messages is current ({len(files)} files),"
+            f" codec/_compiled is current ({len(c_files)} files)"
+        )
         return 0
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)

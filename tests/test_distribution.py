@@ -7,6 +7,7 @@ install, without extras), as `pip install kipwire` would.
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -81,6 +82,24 @@ def test_wheel_installs_only_kipwire(wheel: Path):
     assert tops == {"kipwire"}
     assert "kipwire/codec/messages/fetch_request.py" in names
     assert "kipwire/codec/messages/_index.py" in names
+
+
+def test_wheel_carries_the_compiled_codec(wheel: Path, core_python: Path, tmp_path: Path):
+    """With a C compiler, the wheel holds every compiled shard and the install uses them."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the wheel is pure Python")
+    shards = sorted(p.stem for p in (ROOT / "codec" / "_compiled").glob("shard_*.c"))
+    with zipfile.ZipFile(wheel) as zf:
+        built = sorted(
+            Path(n).name.split(".")[0]
+            for n in zf.namelist()
+            if n.startswith("kipwire/codec/_compiled/") and n.endswith(".so")
+        )
+    assert built == shards
+    code = "from kipwire import codec\nprint(codec.compiled)\n"
+    proc = _run([str(core_python), "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"]
 
 
 def test_user_files_named_like_the_packages_change_nothing(core_python: Path, tmp_path: Path):

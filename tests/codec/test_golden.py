@@ -14,6 +14,9 @@ import pytest
 
 from kipwire import codec
 
+# The compiled decoders and the Python parsers (tests/codec/conftest.py).
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 U = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 U_HEX = "00112233 44556677 8899aabb ccddeeff"
 

@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 
 from kipwire import codec
 
+# The compiled decoders and the Python parsers (tests/codec/conftest.py).
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 # Every message of every kind; versions drawn from each one's range.
 NAMES = sorted(codec.MESSAGES)
 KIND = {name: entry[1] for name, entry in codec.MESSAGES.items()}

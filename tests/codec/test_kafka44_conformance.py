@@ -26,6 +26,9 @@ from kipwire.generator.build import generate, write
 from kipwire.generator.spec import MessageSpec, load_message
 from kipwire.generator.wire import describe_difference, signature
 
+# The compiled decoders and the Python parsers (tests/codec/conftest.py).
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_44 = ROOT.parent / "shared" / "kafka-schemas-4.4.0"
 FOLDERS = ("message", "metadata", "other")

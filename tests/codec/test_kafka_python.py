@@ -32,6 +32,9 @@ from kafka.protocol.schemas.fields.codecs import UUID as KpUUID  # noqa: E402
 from kafka.protocol.schemas.fields.codecs import BitField  # noqa: E402
 from kafka.protocol.schemas.fields.simple import SimpleField  # noqa: E402
 
+# The compiled decoders and the Python parsers (tests/codec/conftest.py).
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 ZERO_UUID = uuid.UUID(int=0)
 
 # Where kafka-python 3.0.12 is not Kafka's generator: what it does, what Kafka does, and the rule
