@@ -36,8 +36,6 @@ TRANSACTION_STATES = {
     "Dead",
     "PrepareEpochFence",
 }
-#: DescribeProducers' CoordinatorEpoch: the mock's coordinators never move, so always 0.
-COORDINATOR_EPOCH = 0
 
 
 @handles(ApiKey.LIST_TRANSACTIONS)
@@ -150,10 +148,12 @@ async def describe_producers(ctx: RequestContext, body: Any) -> dict:
                         "producer_epoch": epoch,
                         "last_sequence": sequence,
                         "last_timestamp": timestamp,
-                        "coordinator_epoch": COORDINATOR_EPOCH,
+                        "coordinator_epoch": coordinator_epoch,
                         "current_txn_start_offset": log.open_txns.get(pid, -1),
                     }
-                    for pid, epoch, sequence, timestamp in log.producers.active()
+                    for pid, epoch, sequence, timestamp, coordinator_epoch in (
+                        log.producers.active()
+                    )
                 ]
             parts.append(entry)
         topics.append({"name": topic["name"], "partitions": parts})

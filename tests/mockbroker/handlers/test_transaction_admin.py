@@ -109,6 +109,8 @@ def test_markers_close_open_transactions_unless_fenced(client):
         return {p["producer_id"]: p for p in part["active_producers"]}
 
     assert producers()[pid]["current_txn_start_offset"] >= 0
+    # no marker yet: Kafka's producer state has no coordinator epoch (-1) until one is written
+    assert producers()[pid]["coordinator_epoch"] == -1
 
     def abort(epoch: int) -> int:
         response = client.call(
@@ -130,6 +132,7 @@ def test_markers_close_open_transactions_unless_fenced(client):
 
     assert abort(5) == ErrorCode.NONE  # a newer epoch fences the producer
     assert producers()[pid]["current_txn_start_offset"] == -1
+    assert producers()[pid]["coordinator_epoch"] == 0  # the marker's
     assert abort(4) == ErrorCode.INVALID_PRODUCER_EPOCH
     unknown = client.call(
         ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "nope", "partition_indexes": [0]}]}
