@@ -68,6 +68,12 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
+    # replication throttles (kafka-reassign-partitions sets and clears them on every broker)
+    "leader.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
+    "follower.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
+    "replica.alter.log.dirs.io.max.bytes.per.second": BrokerConfig(
+        str(2**63 - 1), _long_at_least(0), True
+    ),
     # security (issue 21): read by a secured cluster's listeners and controller
     "connections.max.reauth.ms": BrokerConfig("0", _long_at_least(0), False),
     "connection.failed.authentication.delay.ms": BrokerConfig("100", _int_at_least(0), False),
