@@ -105,7 +105,8 @@ async def describe_transactions(ctx: RequestContext, body: Any) -> dict:
                 error_code=ErrorCode.NONE,
                 transaction_state=txn.state,
                 transaction_timeout_ms=txn.timeout_ms,
-                transaction_start_time_ms=txn.started_ms if txn.state == "Ongoing" else -1,
+                # kept once the transaction completes, as Kafka's txnStartTimestamp is
+                transaction_start_time_ms=txn.started_ms,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.epoch,
                 topics=[{"topic": t, "partitions": ps} for t, ps in topics.items()],
