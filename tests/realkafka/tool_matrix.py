@@ -61,15 +61,19 @@ class Side:
     steps: dict[str, str] = field(default_factory=dict)
     server: subprocess.Popen | None = None
 
-    def _start(self) -> subprocess.Popen:
+    def _command(self, *more: str) -> list[str]:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log4j = self.workdir / "log4j2.properties"
         log4j.write_text(_LOG4J2)
         cmd = [self.dist.java, *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}"]
         cmd += [f"-Dkipwire.log.file={self.workdir / 'tools.log'}", "-cp", self.dist.classpath]
+        return cmd + list(more)
+
+    def _start(self) -> subprocess.Popen:
+        cmd = self._command(str(TOOL_SERVER))
         with open(self.workdir / "server.err", "ab") as err:
             server = subprocess.Popen(
-                [*cmd, str(TOOL_SERVER)],
+                cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,
@@ -86,16 +90,32 @@ class Side:
             raise RuntimeError(f"the {self.name} tool server ended: {tail}")
         return json.loads(line)
 
-    def tool(self, main: str, *args: str, stdin: str | None = None) -> str:
+    def tool(self, main: str, *args: str, stdin: str | None = None, jvm: bool = False) -> str:
         """Run a tool (`main` relative to org.apache.kafka.tools); its text, as a user reads it.
 
-        `{bs}` in an argument is this side's bootstrap servers, `{ctrl}` its controller.
+        `{bs}` in an argument is this side's bootstrap servers, `{ctrl}` its controller. `jvm`
+        runs it in a JVM of its own: for tools that finish their work in a shutdown hook they
+        add with Runtime.addShutdownHook, which the tool server cannot run for them.
         """
-        if self.server is None:
-            self.server = self._start()
         filled = [
             a.replace("{bs}", self.bootstrap).replace("{ctrl}", self.controller or "") for a in args
         ]
+        if jvm:
+            cmd = self._command(TOOLS + main, *filled)
+            try:
+                done = subprocess.run(
+                    cmd,
+                    input=stdin,
+                    capture_output=True,
+                    text=True,
+                    timeout=TOOL_TIMEOUT_S,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return f"[timed out after {TOOL_TIMEOUT_S:.0f} s]"
+            return user_text(done.stdout, done.stderr, done.returncode)
+        if self.server is None:
+            self.server = self._start()
         request = {
             "main": TOOLS + main,
             "args": filled,
@@ -166,8 +186,8 @@ _MASKS: list[tuple[re.Pattern[str], str]] = [
     # Kafka's base64 Uuids: topic ids, directory ids, KIP-848 member ids, the cluster id
     (re.compile(r"(?<![\w-])[A-Za-z0-9_-]{21}[AQgw](?![\w-])"), "<id>"),
     (re.compile(r"\bkipwire-mock\b"), "<id>"),
-    # the group a console consumer without --group makes up
-    (re.compile(r"\bconsole-consumer-\d+\b"), "console-consumer-<n>"),
+    # the groups a console or perf consumer without --group makes up
+    (re.compile(r"\b(console|perf)-consumer-\d+\b"), r"\1-consumer-<n>"),
     # wall-clock milliseconds and the dates the perf tools print
     (re.compile(r"(?<!\d)1\d{12}(?!\d)"), "<ts>"),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"), "<date>"),
@@ -250,3 +270,10 @@ def replica_sets(text: str) -> str:
 def sorted_lines(text: str) -> str:
     """The lines of `text` sorted: a consumer's records come in whatever order fetches end."""
     return "\n".join(sorted(text.splitlines()))
+
+
+def sorted_table(text: str) -> str:
+    """A space-aligned table with one space between cells and its rows (not its header)
+    sorted: Kafka lists groups in hash order."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return "\n".join(lines[:1] + sorted(lines[1:]))

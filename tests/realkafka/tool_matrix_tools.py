@@ -14,7 +14,15 @@ import os
 import re
 from collections.abc import Callable
 
-from tool_matrix import Side, mask, mask_columns, mask_fields, replica_sets, sorted_lines
+from tool_matrix import (
+    Side,
+    mask,
+    mask_columns,
+    mask_fields,
+    replica_sets,
+    sorted_lines,
+    sorted_table,
+)
 
 FULL = os.environ.get("KIPWIRE_TOOL_MATRIX") == "full"
 #: records prepared on tm-data (test_tool_matrix._prepare)
@@ -78,6 +86,14 @@ def kafka_configs(s: Side) -> None:
         )
     static = s.tool(*broker, "--alter", "--add-config", "log.dirs=/elsewhere")
     s.step("broker-alter-static", static)
+    group = (CONFIGS, *BS, "--entity-type", "groups", "--entity-name", "tm-share")
+    earliest = ("--alter", "--add-config", "share.auto.offset.reset=earliest")
+    s.step("group-alter", s.tool(*group, *earliest))
+    s.step("group-describe", s.tool(*group, "--describe"))
+    client = (CONFIGS, *BS, "--entity-type", "clients", "--entity-name", "tm-client")
+    quota = "producer_byte_rate=1048576"
+    s.step("clients-alter", s.tool(*client, "--alter", "--add-config", quota))
+    s.step("clients-describe", s.tool(*client, "--describe"))
 
 
 def kafka_features(s: Side) -> None:
@@ -113,7 +129,7 @@ def kafka_consumer_groups(s: Side) -> None:
     s.step("consume-classic", sorted_lines(s.tool(console, *BS, *every, "--group", "tm-classic")))
     kip848 = ("--group", "tm-848", "--consumer-property", "group.protocol=consumer")
     s.step("consume-consumer-protocol", sorted_lines(s.tool(console, *BS, *every, *kip848)))
-    s.step("list", mask(s.tool(GROUPS, *BS, "--list", "--type", "--state")))
+    s.step("list", sorted_table(mask(s.tool(GROUPS, *BS, "--list", "--type", "--state"))))
     for group in ("tm-classic", "tm-848"):
         described = s.tool(GROUPS, *BS, "--describe", "--group", group)
         s.step(f"describe-{group}", _squeeze(described))
@@ -127,9 +143,8 @@ def kafka_consumer_groups(s: Side) -> None:
 
 
 def kafka_share_groups(s: Side) -> None:
-    group = ("--entity-type", "groups", "--entity-name", "tm-share")
-    earliest = ("--alter", "--add-config", "share.auto.offset.reset=earliest")
-    s.step("configure", s.tool(CONFIGS, *BS, *group, *earliest))
+    # kafka_configs set share.auto.offset.reset=earliest on the group, long enough before that
+    # every broker has it when the share partition starts
     consume = ("--topic", "tm-share", "--group", "tm-share", "--max-messages", "5")
     s.step(
         "consume",
@@ -256,10 +271,12 @@ def kafka_perf_tests(s: Side) -> None:
 
 
 def kafka_verifiable_producer_and_consumer(s: Side) -> None:
-    produced = s.tool("VerifiableProducer", *BS, "--topic", "tm-perf", "--max-messages", "100")
+    # both print their last events from a Runtime shutdown hook: each runs in a JVM of its own
+    produce = ("--topic", "tm-perf", "--max-messages", "100")
+    produced = s.tool("VerifiableProducer", *BS, *produce, jvm=True)
     s.step("producer", _event_counts(produced))
     consume = ("--topic", "tm-perf", "--group-id", "tm-verifiable", "--max-messages", "100")
-    consumed = s.tool("VerifiableConsumer", *BS, *consume, "--reset-policy", "earliest")
+    consumed = s.tool("VerifiableConsumer", *BS, *consume, "--reset-policy", "earliest", jvm=True)
     s.step("consumer", _event_counts(consumed, count_records=True))
 
 

@@ -29,8 +29,9 @@ import org.apache.kafka.common.utils.internals.Exit;
  * {"stdout": ..., "stderr": ..., "rc": N}}. Kafka's tools end through {@code Exit.exit}, which
  * here throws instead of ending the JVM: the first call's code is the exit code, and what the
  * tool prints after it (a JVM would have ended there; a tool that catches the throw prints it)
- * is cut. A tool still running after its timeout answers rc -1 and is left behind. The JVM
- * ends when stdin closes. Usage:
+ * is cut; the shutdown hooks it added through {@code Exit.addShutdownHook} run then, and what
+ * they print follows. A tool still running after its timeout answers rc -1 and is left behind.
+ * The JVM ends when stdin closes. Usage:
  * {@code java -cp KAFKA_JARS ToolServer.java}.
  */
 public final class ToolServer {
@@ -53,6 +54,9 @@ public final class ToolServer {
   private static ByteArrayOutputStream out;
   private static ByteArrayOutputStream err;
 
+  /** The shutdown hooks the running tool added: run when it ends, as a JVM runs them. */
+  private static final List<Runnable> HOOKS = new ArrayList<>();
+
   private ToolServer() {}
 
   private static void exit(int code) {
@@ -71,6 +75,7 @@ public final class ToolServer {
     InputStream requests = System.in;
     Exit.setExitProcedure((code, message) -> exit(code));
     Exit.setHaltProcedure((code, message) -> exit(code));
+    Exit.setShutdownHookAdder((name, hook) -> HOOKS.add(hook));
     ObjectMapper json = new ObjectMapper();
     ExecutorService pool = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "tool");
@@ -111,9 +116,29 @@ public final class ToolServer {
         outLength = outAtExit;
         errLength = errAtExit;
       }
+      String stdout = new String(printed, 0, outLength, StandardCharsets.UTF_8);
+      String stderr = new String(complained, 0, errLength, StandardCharsets.UTF_8);
+      // the JVM would end here: its shutdown hooks run, and what they print follows
+      out = new ByteArrayOutputStream();
+      err = new ByteArrayOutputStream();
+      System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+      // a tool past its timeout may still hold what its hooks wait for: they are dropped
+      for (Runnable hook : rc == -1 ? List.<Runnable>of() : HOOKS) {
+        try {
+          hook.run();
+        } catch (RuntimeException e) {
+          e.printStackTrace();
+        }
+      }
+      HOOKS.clear();
+      System.out.flush();
+      System.err.flush();
+      stdout += out.toString(StandardCharsets.UTF_8);
+      stderr += err.toString(StandardCharsets.UTF_8);
       ObjectNode answer = json.createObjectNode();
-      answer.put("stdout", new String(printed, 0, outLength, StandardCharsets.UTF_8));
-      answer.put("stderr", new String(complained, 0, errLength, StandardCharsets.UTF_8));
+      answer.put("stdout", stdout);
+      answer.put("stderr", stderr);
       answer.put("rc", rc);
       answers.println(json.writeValueAsString(answer));
       answers.flush();
