@@ -321,10 +321,12 @@ class PartitionLog:
             return
         if batch.is_control:
             first = self.open_txns.pop(pid, None)
-            commit = any(decode_control(r).type == ControlType.COMMIT for r in batch.records)
+            markers = [decode_control(r) for r in batch.records]
+            commit = any(m.type == ControlType.COMMIT for m in markers)
             if not commit and first is not None:
                 self.aborted.append(AbortedTxn(pid, first, batch.base_offset))
-            self.producers.bump(pid, batch.producer_epoch)
+            coordinator_epoch = markers[0].value.get("coordinator_epoch", 0) if markers else 0
+            self.producers.bump(pid, batch.producer_epoch, coordinator_epoch)
             return
         count = batch.last_offset_delta + 1
         self.producers.record(

@@ -19,6 +19,9 @@ class _Producer:
     epoch: int
     last_sequence: int = -1
     last_timestamp: int = -1  # wall-clock ms of its last batch (DescribeProducers)
+    # the epoch of the coordinator whose marker it last had; -1 until one (Kafka's
+    # ProducerStateEntry), so an idempotent producer's stays -1
+    coordinator_epoch: int = -1
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
@@ -70,7 +73,8 @@ class ProducerStates:
         """Remember an appended batch as the producer's latest."""
         state = self._producers.get(producer_id)
         if state is None or epoch != state.epoch:
-            state = self._producers[producer_id] = _Producer(epoch)
+            marked = state.coordinator_epoch if state is not None else -1
+            state = self._producers[producer_id] = _Producer(epoch, coordinator_epoch=marked)
         last = _next_sequence(first_sequence, count - 1)
         state.last_sequence = last
         state.last_timestamp = int(time.time() * 1000)
@@ -81,16 +85,25 @@ class ProducerStates:
         state = self._producers.get(producer_id)
         return state.epoch if state is not None else None
 
-    def active(self) -> Iterator[tuple[int, int, int, int]]:
-        """(producer id, epoch, last sequence, last timestamp ms) of every known producer."""
+    def active(self) -> Iterator[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp ms, coordinator epoch) of every
+        known producer."""
         for producer_id, state in sorted(self._producers.items()):
-            yield producer_id, state.epoch, state.last_sequence, state.last_timestamp
+            yield (
+                producer_id,
+                state.epoch,
+                state.last_sequence,
+                state.last_timestamp,
+                state.coordinator_epoch,
+            )
 
-    def bump(self, producer_id: int, epoch: int) -> None:
-        """A transaction marker at `epoch`: later batches of older epochs are fenced."""
+    def bump(self, producer_id: int, epoch: int, coordinator_epoch: int = 0) -> None:
+        """A transaction marker at `epoch` from a coordinator at `coordinator_epoch`: later
+        batches of older epochs are fenced."""
         state = self._producers.get(producer_id)
         if state is None or epoch > state.epoch:
-            self._producers[producer_id] = _Producer(epoch)
+            state = self._producers[producer_id] = _Producer(epoch)
+        state.coordinator_epoch = coordinator_epoch
 
 
 def _behind(sequence: int, last: int) -> bool:

@@ -38,7 +38,8 @@ class Transaction:
     timeout_ms: int
     state: str = "Empty"
     deadline: float = 0.0  # trio time at which an ongoing transaction is aborted
-    started_ms: int = -1  # wall-clock ms the ongoing transaction began (DescribeTransactions)
+    # wall-clock ms the last transaction began (DescribeTransactions), -1 after InitProducerId
+    started_ms: int = -1
     partitions: set[tuple[str, int]] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
@@ -83,6 +84,7 @@ class TransactionCoordinator:
             self._finish(txn, commit=False)
         txn.timeout_ms = timeout_ms
         txn.bumped_from = None
+        txn.started_ms = -1  # Kafka's epoch bump clears txnStartTimestamp
         if txn.epoch >= MAX_EPOCH - 1:
             txn.producer_id, txn.epoch = self.new_producer_id(), 0
         else:

@@ -145,8 +145,17 @@ async def consumer_group_describe(ctx: RequestContext, body: Any) -> dict:
         if not_coordinator(ctx, group_id):
             described.append({"group_id": group_id, "error_code": ErrorCode.NOT_COORDINATOR})
         elif group is None:
-            # Kafka sets no message here, for an unknown group and a classic one alike
-            described.append({"group_id": group_id, "error_code": ErrorCode.GROUP_ID_NOT_FOUND})
+            # Kafka's GroupIdNotFoundException messages; the admin client shows the first when
+            # DescribeGroups, which it falls back to, does not find the group either
+            other_kind = ctx.broker.groups.group(group_id) or group_type(ctx.broker, group_id)
+            kind = "is not a consumer group" if other_kind else "not found"
+            described.append(
+                {
+                    "group_id": group_id,
+                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                    "error_message": f"Group {group_id} {kind}.",
+                }
+            )
         else:
             described.append(describe_group(image, group, settings))
     return {"groups": described}

@@ -36,8 +36,6 @@ TRANSACTION_STATES = {
     "Dead",
     "PrepareEpochFence",
 }
-#: DescribeProducers' CoordinatorEpoch: the mock's coordinators never move, so always 0.
-COORDINATOR_EPOCH = 0
 
 
 @handles(ApiKey.LIST_TRANSACTIONS)
@@ -107,7 +105,8 @@ async def describe_transactions(ctx: RequestContext, body: Any) -> dict:
                 error_code=ErrorCode.NONE,
                 transaction_state=txn.state,
                 transaction_timeout_ms=txn.timeout_ms,
-                transaction_start_time_ms=txn.started_ms if txn.state == "Ongoing" else -1,
+                # kept once the transaction completes, as Kafka's txnStartTimestamp is
+                transaction_start_time_ms=txn.started_ms,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.epoch,
                 topics=[{"topic": t, "partitions": ps} for t, ps in topics.items()],
@@ -150,10 +149,12 @@ async def describe_producers(ctx: RequestContext, body: Any) -> dict:
                         "producer_epoch": epoch,
                         "last_sequence": sequence,
                         "last_timestamp": timestamp,
-                        "coordinator_epoch": COORDINATOR_EPOCH,
+                        "coordinator_epoch": coordinator_epoch,
                         "current_txn_start_offset": log.open_txns.get(pid, -1),
                     }
-                    for pid, epoch, sequence, timestamp in log.producers.active()
+                    for pid, epoch, sequence, timestamp, coordinator_epoch in (
+                        log.producers.active()
+                    )
                 ]
             parts.append(entry)
         topics.append({"name": topic["name"], "partitions": parts})

@@ -110,3 +110,37 @@ def test_kafka_configs_add_config_num_partitions_applies_to_the_next_topic():
             "3600000",
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
         )
+
+
+#: what kafka-reassign-partitions --verify deletes on every broker once a move is done
+THROTTLE_RATES = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+
+def test_the_replication_throttles_are_dynamic_broker_configs():
+    with MockCluster(brokers=1) as cluster, WireClient(cluster.bootstrap_servers) as client:
+        response = client.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": ConfigResourceType.BROKER,
+                        "resource_name": "1",
+                        "configs": [
+                            {"name": name, "config_operation": AlterConfigOp.DELETE, "value": None}
+                            for name in THROTTLE_RATES
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+        assert response["responses"][0]["error_code"] == ErrorCode.NONE
+        set_rate = _alter_cluster_default(client, THROTTLE_RATES[0], "1048576")
+        assert set_rate["error_code"] == ErrorCode.NONE
+        negative = _alter_cluster_default(client, THROTTLE_RATES[1], "-5")
+        assert negative["error_code"] == ErrorCode.INVALID_CONFIG

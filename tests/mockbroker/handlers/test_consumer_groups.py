@@ -85,6 +85,8 @@ def test_join_describe_commit_and_leave(client):
     assert (member["member_id"], member["member_type"], member["client_id"]) == ("m1", 1, "test")
     assert member["assignment"]["topic_partitions"][0]["topic_name"] == "t"
     assert missing["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
+    # Kafka 4.4's message, which kafka-consumer-groups --describe prints for an unknown group
+    assert missing["error_message"] == "Group nope not found."
 
     assert _commit(client, "m1", 0) == ErrorCode.STALE_MEMBER_EPOCH
     assert _commit(client, "m1", 1) == ErrorCode.NONE

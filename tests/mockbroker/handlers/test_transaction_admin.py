@@ -97,6 +97,42 @@ def test_list_and_describe_transactions(client):
     assert described[1]["error_code"] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
+def test_a_completed_transaction_keeps_its_start_time_until_the_next_init(client):
+    pid = _begin(client, "orders-3")
+
+    def described() -> dict:
+        return client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["orders-3"]})[
+            "transaction_states"
+        ][0]
+
+    started = described()["transaction_start_time_ms"]
+    ended = client.call(
+        ApiKey.END_TXN,
+        4,
+        {
+            "transactional_id": "orders-3",
+            "producer_id": pid,
+            "producer_epoch": 0,
+            "committed": True,
+        },
+    )
+    assert ended["error_code"] == ErrorCode.NONE
+    done = described()
+    assert (done["transaction_state"], done["topics"]) == ("CompleteCommit", [])
+    assert done["transaction_start_time_ms"] == started > 0  # kafka-transactions describe shows it
+    client.call(
+        ApiKey.INIT_PRODUCER_ID,
+        4,
+        {
+            "transactional_id": "orders-3",
+            "transaction_timeout_ms": 60000,
+            "producer_id": pid,
+            "producer_epoch": 0,
+        },
+    )
+    assert described()["transaction_start_time_ms"] == -1
+
+
 def test_markers_close_open_transactions_unless_fenced(client):
     pid = _begin(client, "orders-2")
 
@@ -109,6 +145,8 @@ def test_markers_close_open_transactions_unless_fenced(client):
         return {p["producer_id"]: p for p in part["active_producers"]}
 
     assert producers()[pid]["current_txn_start_offset"] >= 0
+    # no marker yet: Kafka's producer state has no coordinator epoch (-1) until one is written
+    assert producers()[pid]["coordinator_epoch"] == -1
 
     def abort(epoch: int) -> int:
         response = client.call(
@@ -130,6 +168,7 @@ def test_markers_close_open_transactions_unless_fenced(client):
 
     assert abort(5) == ErrorCode.NONE  # a newer epoch fences the producer
     assert producers()[pid]["current_txn_start_offset"] == -1
+    assert producers()[pid]["coordinator_epoch"] == 0  # the marker's
     assert abort(4) == ErrorCode.INVALID_PRODUCER_EPOCH
     unknown = client.call(
         ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "nope", "partition_indexes": [0]}]}
