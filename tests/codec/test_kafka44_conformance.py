@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -120,6 +121,15 @@ def test_same_bytes_as_kafka_44(
     assert ours == theirs, f"{name} v{version}: the bytes differ"
     assert plain(mine.parse(theirs)) == plain(kafka.parse(ours))
     assert mine.build(mine.parse(theirs)) == theirs
+
+
+@pytest.fixture(autouse=True)
+def _one_settings_link_per_run() -> Iterator[None]:
+    """Hypothesis's pytest plugin wraps a parametrized test's settings once per run (a parent
+    link each time); over this module's thousands of runs under the CI profile, reading the
+    settings walks that chain past the recursion limit. Each run starts from SETTINGS again."""
+    yield
+    test_same_bytes_as_kafka_44._hypothesis_internal_use_settings = SETTINGS
 
 
 @needs_kafka_44
