@@ -31,6 +31,10 @@ def _size(ctx: RequestContext, key: tuple[str, int]) -> tuple[int, int]:
     if log is None:
         return 0, 0
     size = sum(len(stored.data) for stored in log.batches)
+    if ctx.broker.log_dirs.on_disk:
+        # the files' bytes, and the unflushed batches Kafka would have in them already
+        unflushed = (b for b in log.batches if b.last_offset >= log.flushed_offset)
+        size = ctx.broker.log_dirs.size_on_disk(*key) + sum(len(b.data) for b in unflushed)
     return size, max(log.high_watermark - log.end_offset, 0)
 
 
@@ -83,7 +87,7 @@ def _alter_one(ctx: RequestContext, path: str, topic: str, index: int) -> int:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         # Kafka keeps REPLICA_NOT_AVAILABLE here for compatibility (not NOT_LEADER_OR_FOLLOWER)
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    dirs.move(topic, index, target)
+    ctx.broker.move_replica(topic, index, target)
     return ErrorCode.NONE
 
 
