@@ -49,9 +49,10 @@ class DataDir:
     def __init__(self, log_dirs: str) -> None:
         # the controller's log and the offsets live in the first entry, as Kafka's
         # metadata.log.dir defaults to the first of log.dirs
-        first = next(e.strip() for e in log_dirs.split(",") if e.strip())
-        self.path = Path(first)
-        self.metadata = MetadataLogFiles(first)
+        #: Every `log.dirs` entry, as configured.
+        self.entries = [Path(e.strip()) for e in log_dirs.split(",") if e.strip()]
+        self.path = self.entries[0]
+        self.metadata = MetadataLogFiles(str(self.path))
         self._saved_offsets: str | None = None
 
     def load(self, cluster: Cluster) -> bool:
