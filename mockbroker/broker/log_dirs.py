@@ -39,6 +39,8 @@ from .log_config import LogConfig
 from .replica_dirs import log_dir_paths, random_directory_id
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: The end of a log's copy in progress to another directory (Kafka's future log).
+FUTURE_SUFFIX = "-future"
 NO_EPOCH = -1
 #: Kafka's default log.segment.bytes.
 SEGMENT_BYTES = 1024 * 1024 * 1024
@@ -203,7 +205,7 @@ class LogDirs:
         if held is None or held.directory.parent == Path(log_dir):
             return
         target = Path(log_dir) / held.directory.name
-        future = Path(log_dir) / f"{held.directory.name}.{uuid.uuid4().hex}-future"
+        future = Path(log_dir) / f"{held.directory.name}.{uuid.uuid4().hex}{FUTURE_SUFFIX}"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(held.directory, future)
         os.replace(future, target)
@@ -235,7 +237,12 @@ class LogDirs:
             watermarks = files.read_offsets_checkpoint(path / files.REPLICATION_CHECKPOINT)
             for directory in sorted(p for p in path.iterdir() if p.is_dir()):
                 key = files.parse_partition_dir(directory.name)
-                if key is None or key in logs:  # a replica in two directories: the first wins
+                if directory.name.endswith(FUTURE_SUFFIX) or (key is not None and key in logs):
+                    # a move cut short: its partial copy, or a whole second copy, goes (the
+                    # replica stays in the first directory that has it)
+                    shutil.rmtree(directory)
+                    continue
+                if key is None:
                     continue
                 logs[key] = self._load_log(
                     key, directory, config_of, starts.get(key, 0), watermarks.get(key, 0)

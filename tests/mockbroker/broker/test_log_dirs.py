@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -210,3 +211,25 @@ def test_a_clean_shutdown_counts_only_when_every_directory_has_its_file(tmp_path
     (dirs.paths[1] / ".kafka_cleanshutdown").unlink()
     assert dirs.take_previous_epoch() == -1
     assert not (dirs.paths[0] / ".kafka_cleanshutdown").exists()
+
+
+def test_a_move_cut_short_leaves_one_copy_after_a_restart(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.format()
+    log = dirs.new_log("t", 0, TOPIC_ID, LogConfig(), str(dirs.paths[0]))
+    log.append(_batch(2))
+    log.flush()
+    source = dirs.paths[0] / "t-0"
+    partial = dirs.paths[1] / "t-0.0123456789abcdef0123456789abcdef-future"
+    partial.mkdir()
+    (partial / "00000000000000000000.log").write_bytes(b"cut")
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    (loaded,) = again.load_logs(lambda topic: LogConfig()).values()
+    assert not partial.exists()
+    assert again.loaded_from == {("t", 0): dirs.paths[0]}
+    # copied and renamed, the source not deleted yet: the copy in the first directory stays
+    shutil.copytree(source, dirs.paths[1] / "t-0")
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    (loaded,) = again.load_logs(lambda topic: LogConfig()).values()
+    assert loaded.end_offset == 2
+    assert source.is_dir() and not (dirs.paths[1] / "t-0").exists()
