@@ -128,11 +128,19 @@ def test_replicas_files_spread_over_both_dirs_move_and_come_back_in_place(tmp_pa
         cluster.wait_until(lambda: _all_replicated(cluster, ends))
         assert _ids(cluster) == ids
         assert _placement(cluster) == placed
-        for broker_id in (1, 2):  # the controller records the same directories
-            node = cluster.cluster.node(broker_id)
-            for index, p in cluster.controller.state.topic(TOPIC).partitions.items():
-                recorded = p.directories[p.replicas.index(broker_id)]
-                assert node.replica_dirs.by_id(recorded).path == placed[broker_id, index]
+        # the controller records the same directories (a move reported late is reported again)
+        cluster.wait_until(lambda: _recorded(cluster) == placed)
+
+
+def _recorded(cluster: MockCluster) -> dict[tuple[int, int], str | None]:
+    """(broker, partition) -> the path of the directory the controller records for it."""
+    out = {}
+    for broker_id in (1, 2):
+        dirs = cluster.cluster.node(broker_id).replica_dirs
+        for index, p in cluster.controller.state.topic(TOPIC).partitions.items():
+            where = dirs.by_id(p.directories[p.replicas.index(broker_id)])
+            out[broker_id, index] = where.path if where is not None else None
+    return out
 
 
 def test_a_topic_deleted_while_a_broker_was_down_leaves_no_log_on_it(tmp_path):
