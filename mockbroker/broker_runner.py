@@ -115,6 +115,8 @@ class BrokerRunner:
                         nursery.start_soon(fetch_metadata, node, fetches)
                         # unfenced once its metadata has caught up with its own registration
                         await node.wait_for_metadata(node.epoch)
+                        for topic, index in node.drop_stray_logs():
+                            node.log.info("dropped stray log %s-%d", topic, index)
                         await self.heartbeat()
                         node.running = True
                         nursery.start_soon(self._heartbeats)

@@ -249,7 +249,8 @@ async def _serve(args: argparse.Namespace, config: dict[str, str]) -> None:
                     print(f"control: http://127.0.0.1:{port}/v1", flush=True)
                 _listeners(cluster)
                 if cluster.data_dir is not None:
-                    print(f"data: {cluster.data_dir.path}", flush=True)
+                    entries = ",".join(str(e) for e in cluster.data_dir.entries)
+                    print(f"data: {entries}", flush=True)
                 async for _ in signals:
                     break
                 nursery.cancel_scope.cancel()

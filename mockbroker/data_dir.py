@@ -1,9 +1,11 @@
 """A cluster's data directory (`log.dirs`, `serve --data-dir`): what a restart finds again.
 
-Under it: `broker-<id>/` per broker (its Kafka log directory, `broker/log_dirs.py`),
-`controller/__cluster_metadata-0/` (the controller's metadata log as segment files,
-`controller/metadata_files.py`) and `group-offsets.json` (committed offsets,
-`coordinators/offsets_file.py`; the mock keeps no `__consumer_offsets` log).
+Under each comma-separated entry: `broker-<id>/` per broker (one of its Kafka log
+directories, `broker/log_dirs.py`; a replica's files are in the one `broker/replica_dirs.py`
+names); under the first entry also `controller/__cluster_metadata-0/` (the controller's
+metadata log as segment files, `controller/metadata_files.py`) and `group-offsets.json`
+(committed offsets, `coordinators/offsets_file.py`; the mock keeps no `__consumer_offsets`
+log).
 
 At start the controller replays the metadata log found there (topics, configs, ACLs, the
 brokers' last registrations) instead of writing a new cluster's bootstrap records, the groups
@@ -44,9 +46,13 @@ OFFSETS_INTERVAL_S = 1.0
 class DataDir:
     """The files of a cluster's `log.dirs`."""
 
-    def __init__(self, base: str) -> None:
-        self.path = Path(base)
-        self.metadata = MetadataLogFiles(base)
+    def __init__(self, log_dirs: str) -> None:
+        # the controller's log and the offsets live in the first entry, as Kafka's
+        # metadata.log.dir defaults to the first of log.dirs
+        #: Every `log.dirs` entry, as configured.
+        self.entries = [Path(e.strip()) for e in log_dirs.split(",") if e.strip()]
+        self.path = self.entries[0]
+        self.metadata = MetadataLogFiles(str(self.path))
         self._saved_offsets: str | None = None
 
     def load(self, cluster: Cluster) -> bool:

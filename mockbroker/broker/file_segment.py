@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .segment import Segment, SegmentFactory, StoredBatch
+from .segment import Segment, StoredBatch
 from .segment_files import INDEX_INTERVAL_BYTES, SegmentBatch, SegmentFile
 
 
@@ -64,15 +64,28 @@ class FileSegment(Segment):
             del self.files[self.base_offset]
 
 
-def segment_factory(directory: Path, files: dict[int, SegmentFile]) -> SegmentFactory:
-    """A log's segment factory for a partition directory; `files` holds the segment files found
-    there (recovered) and gets each new one: a segment made again at a base offset (the log's
-    first, made once more as it loads) takes the same file, until the segment is deleted."""
+class PartitionFiles:
+    """A log's partition directory and the segment files in it, by base offset: each new
+    segment gets its file here, and a segment made again at a base offset (the log's first,
+    made once more as it loads) takes the same file, until the segment is deleted."""
 
-    def make(base_offset: int, created_ms: int) -> Segment:
-        file = files.get(base_offset)
+    def __init__(self, directory: Path, files: dict[int, SegmentFile]) -> None:
+        self.directory = directory
+        self.files = files
+
+    def factory(self, base_offset: int, created_ms: int) -> Segment:
+        """The log's segment factory (`PartitionLog(new_segment=...)`)."""
+        file = self.files.get(base_offset)
         if file is None:
-            file = files[base_offset] = SegmentFile(directory, base_offset, INDEX_INTERVAL_BYTES)
-        return FileSegment(base_offset, created_ms, files, file)
+            file = SegmentFile(self.directory, base_offset, INDEX_INTERVAL_BYTES)
+            self.files[base_offset] = file
+        return FileSegment(base_offset, created_ms, self.files, file)
 
-    return make
+    def relocate(self, directory: Path) -> None:
+        """The directory moved (its files copied there): new segments and every file's writes
+        go to the new place."""
+        self.directory = directory
+        for file in self.files.values():
+            file.log_path = directory / file.log_path.name
+            file.index_path = directory / file.index_path.name
+            file.time_index_path = directory / file.time_index_path.name

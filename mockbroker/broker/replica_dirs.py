@@ -72,6 +72,13 @@ def stored_directory_id(path: str) -> uuid.UUID | None:
     return None
 
 
+def log_dir_paths(log_dirs: str | None, node_id: int) -> list[str]:
+    """A broker's log directories' absolute paths: `<entry>/broker-<id>` per comma-separated
+    `log.dirs` entry (none without it)."""
+    entries = [e.strip() for e in (log_dirs or "").split(",") if e.strip()]
+    return [os.path.abspath(Path(e) / f"broker-{node_id}") for e in entries]
+
+
 def random_directory_id() -> uuid.UUID:
     """A new directory id outside Kafka's reserved range (DirectoryId#random)."""
     while True:
@@ -108,13 +115,10 @@ class ReplicaDirs:
     """A broker's log directories and the directory of each replica it holds."""
 
     def __init__(self, log_dirs: str | None, node_id: int) -> None:
-        entries = [e.strip() for e in (log_dirs or "").split(",") if e.strip()]
-        if entries:
-            paths = [os.path.abspath(Path(e) / f"broker-{node_id}") for e in entries]
-        else:
-            paths = [f"{MEMORY_ROOT}/broker-{node_id}"]
+        on_disk = log_dir_paths(log_dirs, node_id)
+        paths = on_disk or [f"{MEMORY_ROOT}/broker-{node_id}"]
         self.dirs = [
-            LogDir(p, (entries and stored_directory_id(p)) or random_directory_id(), bool(entries))
+            LogDir(p, (on_disk and stored_directory_id(p)) or random_directory_id(), bool(on_disk))
             for p in paths
         ]
         self._where: dict[Key, LogDir] = {}
@@ -182,6 +186,13 @@ class ReplicaDirs:
             counts[d] += 1
         return min(self.dirs, key=counts.__getitem__)  # first in config order on a tie
 
+    def place(self, topic: str, index: int) -> LogDir:
+        """The replica's directory, placed now (as a new replica is) when it has none yet."""
+        where = self._where.get((topic, index))
+        if where is None:
+            where = self._where[topic, index] = self._place((topic, index), None)
+        return where
+
     def prefer(self, topic: str, index: int, log_dir: LogDir) -> None:
         """Place the replica in `log_dir` when it arrives (maybeUpdatePreferredLogDir)."""
         if self._where.get((topic, index)) != log_dir:
@@ -198,6 +209,11 @@ class ReplicaDirs:
     def adopt(self, topic: str, index: int, log_dir: LogDir) -> None:
         """A replica found in `log_dir` (a log loaded from disk) stays there."""
         self._where[topic, index] = log_dir
+
+    def forget(self, topic: str, index: int) -> None:
+        """A replica whose log went without the metadata saying so (a stray log dropped)."""
+        self._where.pop((topic, index), None)
+        self._unreported.pop((topic, index), None)
 
     def _report(self, key: Key, log_dir: LogDir) -> None:
         self._unreported[key] = log_dir

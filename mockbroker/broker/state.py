@@ -24,7 +24,7 @@ from .log_config import LogConfig
 from .log_dirs import LogDirs
 from .metadata_image import MetadataImage, PartitionInfo
 from .partition import Partition
-from .replica_dirs import ReplicaDirs
+from .replica_dirs import LogDir, ReplicaDirs
 from .replication import Replication
 
 if TYPE_CHECKING:
@@ -65,11 +65,13 @@ class BrokerState:
         self.controller_connection: ControllerConnection | None = None
         self.cleaner = LogCleaner(self)
         self.log_dirs = LogDirs(config.get("log.dirs") or None, node_id, cluster_id)
+        if self.log_dirs.on_disk:
+            self.log_dirs.format()  # before ReplicaDirs reads each directory.id
+        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
+        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
         self.logs: dict[tuple[str, int], PartitionLog] = self.load_logs()
         self.fetch_sessions = FetchSessions()
         self.replication = Replication(self)
-        #: Which log directory holds each replica (AlterReplicaLogDirs, DescribeLogDirs).
-        self.replica_dirs = ReplicaDirs(config.get("log.dirs"), node_id)
 
     def reset_incarnation(self) -> None:
         """A restart: a new incarnation id, an empty metadata image, no leadership; logs on
@@ -94,12 +96,28 @@ class BrokerState:
         topic_info = self.image.topics.get(topic)
         topic_id = topic_info.topic_id if topic_info is not None else None
         config = LogConfig.of_topic(self.image, topic)
-        return self.adopt_log(topic, index, self.log_dirs.new_log(topic, index, topic_id, config))
+        where = self.replica_dirs.place(topic, index).path
+        log = self.log_dirs.new_log(topic, index, topic_id, config, where)
+        return self.adopt_log(topic, index, log)
 
     def load_logs(self) -> dict[tuple[str, int], PartitionLog]:
-        """The logs in the log directory's files (none in memory), joined to this broker."""
+        """The logs in the log directories' files (none in memory), joined to this broker,
+        each replica placed in the directory it was found in."""
         loaded = self.log_dirs.load_logs(lambda topic: LogConfig.of_topic(self.image, topic))
+        for key, path in self.log_dirs.loaded_from.items():
+            log_dir = self.replica_dirs.by_path(str(path))
+            if log_dir is not None:
+                self.replica_dirs.adopt(*key, log_dir)
         return {key: self.adopt_log(*key, log) for key, log in loaded.items()}
+
+    def move_replica(self, topic: str, index: int, log_dir: LogDir) -> None:
+        """AlterReplicaLogDirs: the replica goes to another of this broker's directories, its
+        files with it when it is on disk."""
+        if self.replica_dirs.dir_of(topic, index) == log_dir:
+            return
+        self.replica_dirs.move(topic, index, log_dir)
+        if log_dir.on_disk:
+            self.log_dirs.move_log(topic, index, log_dir.path)
 
     def _drop_stale_logs(self, keys: set[tuple[str, int]]) -> None:
         """Logs loaded from disk whose topic id is not the topic's now: the topic was deleted
@@ -109,6 +127,22 @@ class BrokerState:
             topic = self.image.topics.get(key[0])
             if topic is not None and self.log_dirs.stale(key, topic.topic_id):
                 self.remove_log(*key)
+
+    def drop_stray_logs(self) -> list[tuple[str, int]]:
+        """Once the image has caught up (at registration): logs loaded from disk that the
+        metadata no longer assigns here (their topic deleted, and not made again, while this
+        broker was down; or the replica moved to other brokers) go, as Kafka's LogManager
+        deletes stray logs at startup. Returns their keys."""
+        stray = []
+        for key in sorted(self.log_dirs.loaded_from):
+            part = self.image.partition(*key)
+            if key in self.logs and (part is None or self.node_id not in part.replicas):
+                stray.append(key)
+                self.remove_log(*key)
+                self.replica_dirs.forget(*key)
+        self.log_dirs.loaded_from = {}
+        self.log_dirs.unchecked = {}
+        return stray
 
     def remove_log(self, topic: str, index: int) -> None:
         """A deleted topic's replica: its log and its directory go."""

@@ -2,11 +2,13 @@
 each holds, and moving a replica between them (KIP-113), answered as Kafka's ReplicaManager does.
 
 Behavior: DescribeLogDirs lists every directory of the broker (`broker/replica_dirs.py`) with the
-replicas it holds among those asked (all when Topics is null): the log's size in bytes and its
+replicas it holds among those asked (all when Topics is null): the log's size in bytes (on disk,
+its `.log` files' bytes and those not flushed yet, which Kafka's files already hold) and its
 offset lag (high watermark minus log end offset, never below 0), IsFutureKey false (moves
 complete at once). v4+ adds the volume's total and usable bytes, -1 (unknown) for an in-memory
 directory; v5's IsCordoned is false (KIP-1066 cordoning is not modeled).
-AlterReplicaLogDirs answers per partition: LOG_DIR_NOT_FOUND for a path that is not one of the
+AlterReplicaLogDirs moves the replica, and on disk its partition directory, at once; it
+answers per partition: LOG_DIR_NOT_FOUND for a path that is not one of the
 broker's directories, UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata lacks,
 REPLICA_NOT_AVAILABLE for one this broker holds no replica of (the directory is remembered for
 when it arrives), INVALID_TOPIC_EXCEPTION when the future log's name would exceed 255 bytes.
@@ -31,6 +33,10 @@ def _size(ctx: RequestContext, key: tuple[str, int]) -> tuple[int, int]:
     if log is None:
         return 0, 0
     size = sum(len(stored.data) for stored in log.batches)
+    if ctx.broker.log_dirs.on_disk:
+        # the files' bytes, and the unflushed batches Kafka would have in them already
+        unflushed = (b for b in log.batches if b.last_offset >= log.flushed_offset)
+        size = ctx.broker.log_dirs.size_on_disk(*key) + sum(len(b.data) for b in unflushed)
     return size, max(log.high_watermark - log.end_offset, 0)
 
 
@@ -83,7 +89,7 @@ def _alter_one(ctx: RequestContext, path: str, topic: str, index: int) -> int:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         # Kafka keeps REPLICA_NOT_AVAILABLE here for compatibility (not NOT_LEADER_OR_FOLLOWER)
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    dirs.move(topic, index, target)
+    ctx.broker.move_replica(topic, index, target)
     return ErrorCode.NONE
 
 

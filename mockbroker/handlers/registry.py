@@ -20,10 +20,11 @@ from .releases import BROKER_VERSIONS, CLIENT_TELEMETRY, HELD_BACK
 if TYPE_CHECKING:
     from ..broker.client_metrics import ClientMetrics
     from ..broker.log import PartitionLog
+    from ..broker.log_dirs import LogDirs
     from ..broker.metadata_image import MetadataImage
     from ..broker.partition import Partition
     from ..broker.quotas import ClientQuotas
-    from ..broker.replica_dirs import ReplicaDirs
+    from ..broker.replica_dirs import LogDir, ReplicaDirs
     from ..coordinators.consumer_groups import ConsumerGroupCoordinator
     from ..coordinators.groups import GroupCoordinator
     from ..coordinators.share_groups import ShareCoordinator
@@ -58,6 +59,8 @@ class BrokerView(Protocol):
     logs: Mapping[tuple[str, int], PartitionLog]
     #: Its log directories and which one holds each replica.
     replica_dirs: ReplicaDirs
+    #: Its log directories' files (sizes on disk), or memory.
+    log_dirs: LogDirs
     cluster_id: str
     groups: GroupCoordinator
     consumer_groups: ConsumerGroupCoordinator
@@ -74,6 +77,7 @@ class BrokerView(Protocol):
     def partition(self, topic: str, index: int, leader_epoch: int = -1) -> Partition: ...
     def replica(self, topic: str, index: int) -> Partition: ...
     def partition_log(self, topic: str, index: int, leader_epoch: int = -1) -> PartitionLog: ...
+    def move_replica(self, topic: str, index: int, log_dir: LogDir) -> None: ...
     def coordinator_for(self, key: str) -> NodeAddress | None: ...
     def leader_high_watermark(self, topic: str, index: int) -> int | None: ...
     def data_arrived(self, key: tuple[str, int] | None = None) -> None: ...

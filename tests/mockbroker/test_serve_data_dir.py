@@ -15,16 +15,22 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from kipwire.mockbroker.broker import segment_files as files
+
 TIMEOUT_S = 30
 GROUP = "survivors"
 
 
 @contextmanager
-def _serve(data_dir: Path, stop: signal.Signals = signal.SIGINT) -> Iterator[str]:
-    """A one-broker `serve --data-dir`; yields its bootstrap server, then stops it by `stop`."""
+def _serve(data_dir: Path | list[Path], stop: signal.Signals = signal.SIGINT) -> Iterator[str]:
+    """A one-broker `serve --data-dir` (`--config log.dirs=A,B` for a list); yields its
+    bootstrap server, then stops it by `stop`."""
+    if isinstance(data_dir, list):
+        where = ["--config", "log.dirs=" + ",".join(str(d) for d in data_dir)]
+    else:
+        where = ["--data-dir", str(data_dir)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "1", "--quiet"]
-        + ["--data-dir", str(data_dir)],
+        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "1", "--quiet"] + where,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -93,6 +99,31 @@ def test_a_clean_restart_keeps_records_offsets_and_committed_offsets(tmp_path):
         more = _produce(bootstrap, "events", 2, partitions=2)
     assert committed == 15
     assert sorted(more) == [(0, 20), (1, 20)]
+
+
+def test_a_restart_with_two_log_dirs_keeps_each_replica_in_its_directory(tmp_path):
+    entries = [tmp_path / "a", tmp_path / "b"]
+    with _serve(entries) as bootstrap:
+        _create(bootstrap, NewTopic("halves", 4, 1))
+        acked = _produce(bootstrap, "halves", 20, partitions=4)
+    held = {
+        entry.name: sorted(p.name for p in (entry / "broker-1").iterdir() if p.is_dir())
+        for entry in entries
+    }
+    # the fewest-replicas rule: two partitions in each directory; the controller in the first
+    assert sorted(held["a"] + held["b"]) == [f"halves-{i}" for i in range(4)]
+    assert [len(held["a"]), len(held["b"])] == [2, 2]
+    assert (tmp_path / "a" / "controller").is_dir()
+    assert not (tmp_path / "b" / "controller").exists()
+    ids = [files.read_meta_properties(e / "broker-1")["directory.id"] for e in entries]
+    assert all((e / "broker-1" / ".kafka_cleanshutdown").is_file() for e in entries)
+    with _serve(entries) as bootstrap:
+        assert _consume_all(bootstrap, "halves", partitions=4) == acked
+    assert {
+        entry.name: sorted(p.name for p in (entry / "broker-1").iterdir() if p.is_dir())
+        for entry in entries
+    } == held
+    assert [files.read_meta_properties(e / "broker-1")["directory.id"] for e in entries] == ids
 
 
 def test_an_unclean_stop_loses_exactly_the_unflushed_suffix(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -12,6 +13,7 @@ from kipwire.mockbroker.broker import segment_files as files
 from kipwire.mockbroker.broker.log import LogError
 from kipwire.mockbroker.broker.log_config import LogConfig
 from kipwire.mockbroker.broker.log_dirs import LogDirError, LogDirs
+from kipwire.mockbroker.broker.replica_dirs import ReplicaDirs
 
 TOPIC_ID = uuid.UUID("7b2ca0f1-83b1-4f4c-9d2a-0c6f2d7b2a11")
 
@@ -135,3 +137,99 @@ def test_another_clusters_log_directory_is_refused(tmp_path):
         LogDirs(str(tmp_path), 1, "cluster-b").format()
     meta = files.read_meta_properties(tmp_path / "broker-1")
     assert (meta["node.id"], meta["cluster.id"], meta["version"]) == ("1", "cluster-a", "1")
+
+
+def _two_dirs(tmp_path) -> str:
+    return f"{tmp_path}/a,{tmp_path}/b"
+
+
+def test_each_log_dirs_entry_is_a_directory_with_its_own_id_kept_across_restarts(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.format()
+    assert not (tmp_path / "a,b").exists()
+    ids = [files.read_meta_properties(p)["directory.id"] for p in dirs.paths]
+    assert dirs.paths == [tmp_path / "a" / "broker-1", tmp_path / "b" / "broker-1"]
+    assert len(set(ids)) == 2
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    again.format()
+    assert [files.read_meta_properties(p)["directory.id"] for p in again.paths] == ids
+    assert [d.directory_id for d in ReplicaDirs(_two_dirs(tmp_path), 1).dirs] == [
+        files.parse_uuid(i) for i in ids
+    ]
+
+
+def test_logs_live_in_the_directory_given_and_load_back_from_there(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.format()
+    first = dirs.new_log("t", 0, TOPIC_ID, LogConfig(), str(dirs.paths[0]))
+    second = dirs.new_log("t", 1, TOPIC_ID, LogConfig(), str(dirs.paths[1]))
+    first.append(_batch(2))
+    second.append(_batch(3))
+    first.flush()
+    second.flush()
+    first.high_watermark, second.high_watermark = 2, 3
+    dirs.write_checkpoints({("t", 0): first, ("t", 1): second})
+    assert (dirs.paths[0] / "replication-offset-checkpoint").read_text() == "0\n1\nt 0 2\n"
+    assert (dirs.paths[1] / "replication-offset-checkpoint").read_text() == "0\n1\nt 1 3\n"
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    loaded = again.load_logs(lambda topic: LogConfig())
+    assert again.loaded_from == {("t", 0): dirs.paths[0], ("t", 1): dirs.paths[1]}
+    assert (loaded["t", 0].end_offset, loaded["t", 1].end_offset) == (2, 3)
+    assert (loaded["t", 0].high_watermark, loaded["t", 1].high_watermark) == (2, 3)
+
+
+def test_a_moved_log_takes_its_files_and_writes_the_next_ones_there(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.format()
+    log = dirs.new_log("t", 0, TOPIC_ID, LogConfig(segment_bytes=150), str(dirs.paths[0]))
+    for _ in range(3):
+        log.append(_batch(1, value=b"z" * 60))
+    log.flush()
+    log.append(_batch(1, value=b"z" * 60))  # not flushed yet: it goes to the new place
+    size = dirs.size_on_disk("t", 0)
+    dirs.move_log("t", 0, str(dirs.paths[1]))
+    assert not (dirs.paths[0] / "t-0").exists()
+    assert [p.name for p in dirs.paths[1].iterdir() if p.is_dir()] == ["t-0"]
+    assert dirs.size_on_disk("t", 0) == size > 0
+    log.flush()
+    log.append(_batch(1, value=b"z" * 60))
+    log.flush()
+    assert dirs.size_on_disk("t", 0) > size
+    assert files.read_partition_metadata(dirs.paths[1] / "t-0") == TOPIC_ID
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    (loaded,) = again.load_logs(lambda topic: LogConfig()).values()
+    assert again.loaded_from == {("t", 0): dirs.paths[1]}
+    assert [b.data for b in loaded.batches] == [b.data for b in log.batches]
+
+
+def test_a_clean_shutdown_counts_only_when_every_directory_has_its_file(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.write_clean_shutdown(9)
+    assert dirs.take_previous_epoch() == 9
+    assert not any((p / ".kafka_cleanshutdown").exists() for p in dirs.paths)
+    dirs.write_clean_shutdown(9)
+    (dirs.paths[1] / ".kafka_cleanshutdown").unlink()
+    assert dirs.take_previous_epoch() == -1
+    assert not (dirs.paths[0] / ".kafka_cleanshutdown").exists()
+
+
+def test_a_move_cut_short_leaves_one_copy_after_a_restart(tmp_path):
+    dirs = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    dirs.format()
+    log = dirs.new_log("t", 0, TOPIC_ID, LogConfig(), str(dirs.paths[0]))
+    log.append(_batch(2))
+    log.flush()
+    source = dirs.paths[0] / "t-0"
+    partial = dirs.paths[1] / "t-0.0123456789abcdef0123456789abcdef-future"
+    partial.mkdir()
+    (partial / "00000000000000000000.log").write_bytes(b"cut")
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    (loaded,) = again.load_logs(lambda topic: LogConfig()).values()
+    assert not partial.exists()
+    assert again.loaded_from == {("t", 0): dirs.paths[0]}
+    # copied and renamed, the source not deleted yet: the copy in the first directory stays
+    shutil.copytree(source, dirs.paths[1] / "t-0")
+    again = LogDirs(_two_dirs(tmp_path), 1, "cluster-a")
+    (loaded,) = again.load_logs(lambda topic: LogConfig()).values()
+    assert loaded.end_offset == 2
+    assert source.is_dir() and not (dirs.paths[1] / "t-0").exists()
