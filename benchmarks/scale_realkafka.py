@@ -9,7 +9,7 @@ each, in order:
 1. one topic of 10 partitions (RF 3) in the otherwise empty cluster; N records of 100 B produced
    (confluent-kafka, acks=all, linger.ms=5, round robin) and consumed: the ratio's baseline;
 2. topics of 100 partitions (RF 3) up to P partitions, one CreateTopics each (confluent-kafka's
-   AdminClient; timed until its future resolves, which both answer once the controller commits);
+   AdminClient; timed until its future resolves);
 3. a 2 s settle, then the CPU of the cluster's processes (utime + stime from /proc) over 5 s;
 4. a Metadata v12 request for every topic (kipwire's client, decode included);
 5. the same N records spread round robin over all P partitions, produced and consumed;
