@@ -17,6 +17,8 @@ then spread over 100 topics of a 10,000-partition cluster, and the ratio of the 
 (`--client kafka-python` for kafka-python's producer and consumer, `--processes` for a cluster
 with a process per broker). Every point counts Python's full garbage collections (`gc.callbacks`)
 during set-up and produce; `--gc-freeze` calls `gc.freeze()` once the topics exist.
+``--real-kafka [--partitions P]``: the same client-side measures on the mock and on real Kafka
+4.4.0, side by side (scale_realkafka.py).
 """
 
 from __future__ import annotations
@@ -367,7 +369,22 @@ def main() -> None:
         default="confluent-kafka",
         help="the client of --ratio (default confluent-kafka)",
     )
+    parser.add_argument(
+        "--real-kafka",
+        action="store_true",
+        help="the mock and real Kafka 4.4.0 side by side (benchmarks/scale_realkafka.py)",
+    )
+    parser.add_argument("--partitions", type=int, default=1_000, help="--real-kafka's P")
+    parser.add_argument("--records", type=int, default=20_000, help="--real-kafka's N")
+    parser.add_argument(
+        "--side", action="append", choices=("mock", "kafka"), help="--real-kafka: one side only"
+    )
     args = parser.parse_args()
+    if args.real_kafka:
+        from scale_realkafka import run
+
+        run(args.partitions, args.records, args.side or ["mock", "kafka"])
+        return
     if args.ratio:
         _ratio(args.ratio, args.client, args.processes)
         return

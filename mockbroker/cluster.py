@@ -44,6 +44,7 @@ from .coordinators.transactions import TransactionCoordinator
 from .data_dir import DataDir
 from .errors import ClusterError, UnknownResource, WrongState
 from .faults import CutInjection, ErrorInjection, Faults, LatencyInjection, PartitionKey
+from .gc_pacing import paced_full_collections
 from .handlers.registry import listed
 from .limits import NodeLimits
 from .metrics import cluster_metrics
@@ -171,28 +172,31 @@ class Cluster(SecurityApi):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the controller and every broker; serve until cancelled."""
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self.controller.tick(self.controller_node.now_ms())
-                if self.data_dir is None or not self.data_dir.load(self):
-                    self._bootstrap()
-                await open_listeners(nursery, self.controller_node, 0, self._controller_security)
-                nursery.start_soon(self.controller_node.run_clock)
-                async with trio.open_nursery() as starting:
-                    for node in self.nodes.values():
-                        previous = node.log_dirs.take_previous_epoch()  # -1 in memory
-                        starting.start_soon(self._start_node, node, previous)
-                await self.caught_up()
-                nursery.start_soon(self.groups.run_timers)
-                nursery.start_soon(self.consumer_groups.run_timers)
-                nursery.start_soon(self.share_groups.run_timers)
-                nursery.start_soon(self.streams_groups.run_timers)
-                nursery.start_soon(self.transactions.run_timers)
-                if self.recorder is not None:
-                    nursery.start_soon(self.recorder.run)
-                if self.data_dir is not None:
-                    nursery.start_soon(self.data_dir.run, self)
-                task_status.started()
+            with paced_full_collections():
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    self.controller.tick(self.controller_node.now_ms())
+                    if self.data_dir is None or not self.data_dir.load(self):
+                        self._bootstrap()
+                    await open_listeners(
+                        nursery, self.controller_node, 0, self._controller_security
+                    )
+                    nursery.start_soon(self.controller_node.run_clock)
+                    async with trio.open_nursery() as starting:
+                        for node in self.nodes.values():
+                            previous = node.log_dirs.take_previous_epoch()  # -1 in memory
+                            starting.start_soon(self._start_node, node, previous)
+                    await self.caught_up()
+                    nursery.start_soon(self.groups.run_timers)
+                    nursery.start_soon(self.consumer_groups.run_timers)
+                    nursery.start_soon(self.share_groups.run_timers)
+                    nursery.start_soon(self.streams_groups.run_timers)
+                    nursery.start_soon(self.transactions.run_timers)
+                    if self.recorder is not None:
+                        nursery.start_soon(self.recorder.run)
+                    if self.data_dir is not None:
+                        nursery.start_soon(self.data_dir.run, self)
+                    task_status.started()
         finally:
             if self.data_dir is not None:  # the brokers still running then stop cleanly
                 self.data_dir.close(self, [r.node for r in self._runners.values() if r.started])
