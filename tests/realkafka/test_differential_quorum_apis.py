@@ -2,9 +2,9 @@
 the mock's: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter and UnregisterController, on the
 controller listener and (but UpdateRaftVoter, which brokers do not list) through a broker, with
 the answers compared after masking the cluster id and the leader's id and port; then what
-`kafka-metadata-quorum remove-controller` and `kafka-cluster unregister-controller` print on
-each. Kafka refuses to change a static quorum's voters with UNSUPPORTED_VERSION; so does the
-mock, whose one controller is its only voter.
+`kafka-metadata-quorum add-controller` and `remove-controller` and `kafka-cluster
+unregister-controller` print on each. Kafka refuses to change a static quorum's voters with
+UNSUPPORTED_VERSION; so does the mock, whose one controller is its only voter.
 
 Not sent: an UpdateRaftVoter naming the leader itself, which makes Kafka 4.4.0's combined node
 end on a fatal fault in its Raft thread ("Received a FETCH/FETCH_SNAPSHOT request from the
@@ -17,6 +17,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,9 +185,37 @@ def _tool(dist: KafkaDist, main: str, *args: str) -> tuple[int, str]:
     return run.returncode, run.stderr.splitlines()[0] if run.stderr else ""
 
 
-def _tool_outputs(dist: KafkaDist, side: dict[str, Any]) -> dict[str, tuple[int, str]]:
+def _new_controller(side: dict[str, Any], where: Path) -> Path:
+    """The properties file of a controller to add, and its formatted metadata directory's
+    meta.properties (where add-controller reads its directory id)."""
+    node = side["leader"] + 7
+    meta = where / "metadata"
+    meta.mkdir(parents=True)
+    (meta / "meta.properties").write_text(
+        f"version=1\nnode.id={node}\ndirectory.id=b3Ak3zVzTwGWk6E_V4Yd7A\n"
+        f"cluster.id={side['cluster']}\n"
+    )
+    config = where / "controller.properties"
+    config.write_text(
+        f"process.roles=controller\nnode.id={node}\ncontroller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://127.0.0.1:9099\nmetadata.log.dir={meta}\n"
+    )
+    return config
+
+
+def _tool_outputs(dist: KafkaDist, side: dict[str, Any], where: Path) -> dict[str, tuple[int, str]]:
     controller, broker = f"127.0.0.1:{side['controller']}", f"127.0.0.1:{side['broker']}"
-    outputs = {}
+    outputs = {
+        "add-controller": _tool(
+            dist,
+            QUORUM,
+            "--bootstrap-controller",
+            controller,
+            "--command-config",
+            str(_new_controller(side, where)),
+            "add-controller",
+        )  # fmt: skip
+    }
     for reach in (["--bootstrap-controller", controller], ["--bootstrap-server", broker]):
         outputs[f"remove-controller {reach[0]}"] = _tool(
             dist, QUORUM, *reach, "remove-controller", "--controller-id", str(side["leader"]),
@@ -199,11 +228,16 @@ def _tool_outputs(dist: KafkaDist, side: dict[str, Any]) -> dict[str, tuple[int,
 
 
 def test_the_tools_print_what_they_print_against_kafka(
-    kafka_dist: KafkaDist, kafka_single: KafkaCluster, mock: MockCluster
+    kafka_dist: KafkaDist, kafka_single: KafkaCluster, mock: MockCluster, tmp_path: Path
 ) -> None:
     sides = _sides(kafka_single, mock)
-    theirs = _tool_outputs(kafka_dist, sides["kafka"])
-    assert _tool_outputs(kafka_dist, sides["mock"]) == theirs
+    theirs = _tool_outputs(kafka_dist, sides["kafka"], tmp_path / "kafka")
+    assert _tool_outputs(kafka_dist, sides["mock"], tmp_path / "mock") == theirs
+    assert theirs["add-controller"] == (
+        1,
+        "org.apache.kafka.common.errors.UnsupportedVersionException: Cluster doesn't support "
+        "adding voter because the kraft.version feature is 0",
+    )
     refused = (
         1,
         "org.apache.kafka.common.errors.UnsupportedVersionException: Cluster doesn't support "
