@@ -1,12 +1,15 @@
-"""A KIP-848 rebalance, timed: three confluent-kafka consumers with `group.protocol=consumer` join
-a group on a 6-partition topic (from their subscribe until each holds two partitions), then one
-leaves (from its close until the other two hold all six).
+"""A KIP-848 rebalance, timed: three confluent-kafka consumers with `group.protocol=consumer` in
+a group on a 6-partition topic. Two join and settle (untimed); then the third joins: from its
+subscribe until the three hold two partitions each; then one leaves: from its close until the
+other two hold all six.
 
 Sides: kipwire's mock (one broker, in a subprocess: `python -m kipwire.mockbroker serve`) and
 real Apache Kafka 4.4.0 (tests/realkafka's harness: one combined controller+broker node, full JIT),
-each with its own defaults: the mock's members heartbeat every 500 ms, Kafka's every 5 s
-(`group.consumer.heartbeat.interval.ms`), and a member learns of a rebalance at its next
-heartbeat. Each round uses a new group; the median of the rounds is reported.
+each with its own defaults and each with the other's heartbeat interval. A member learns of a
+rebalance at its next heartbeat, so `group.consumer.heartbeat.interval.ms` sets the pace: the
+mock's default is 500 ms, Kafka's 5 s, and Kafka refuses an interval below
+`group.consumer.min.heartbeat.interval.ms` (5 s too), so its 500 ms side lowers both. Each round
+uses a new group; the median of the rounds is reported, with every side's ratio to Kafka's.
 Usage: ``python benchmarks/kip848_bench.py [--rounds N] [--side S]``.
 """
 
@@ -35,13 +38,21 @@ TOPIC = "rebalance"
 PARTITIONS = 6
 MEMBERS = 3
 TIMEOUT = 60.0
+HEARTBEAT = "group.consumer.heartbeat.interval.ms"
+#: The mock's default heartbeat interval, on Kafka (whose minimum must come down with it).
+FAST_HEARTBEAT = {HEARTBEAT: "500", "group.consumer.min.heartbeat.interval.ms": "500"}
+#: Kafka's default heartbeat interval, on the mock.
+KAFKA_HEARTBEAT = {HEARTBEAT: "5000"}
 
 
 @contextmanager
-def real_kafka_cluster() -> Iterator[str]:
-    """Real Kafka (the harness's reference release), one combined node; yields its bootstrap."""
+def real_kafka_cluster(config: dict[str, str] | None = None) -> Iterator[str]:
+    """Real Kafka (the harness's reference release), one combined node with broker `config`;
+    yields its bootstrap."""
     with tempfile.TemporaryDirectory(prefix="kipwire-kip848-bench-") as tmp:
-        cluster = KafkaCluster.start(ensure_kafka(), Path(tmp), single(), jvm_opts=BENCH_JVM_OPTS)
+        cluster = KafkaCluster.start(
+            ensure_kafka(), Path(tmp), single(), extra_props=config, jvm_opts=BENCH_JVM_OPTS
+        )
         try:
             yield cluster.bootstrap()
         finally:
@@ -49,10 +60,17 @@ def real_kafka_cluster() -> Iterator[str]:
 
 
 REAL = f"real Kafka {KAFKA_VERSION}"
+REAL_FAST = f"{REAL}, heartbeat 500 ms"
+MOCK = "kipwire"
+MOCK_SLOW = "kipwire, heartbeat 5 s"
 SIDES: dict[str, Callable[[], AbstractContextManager[str]]] = {
     REAL: real_kafka_cluster,
-    "kipwire": functools.partial(kipwire_cluster, brokers=1),
+    REAL_FAST: functools.partial(real_kafka_cluster, FAST_HEARTBEAT),
+    MOCK: functools.partial(kipwire_cluster, brokers=1),
+    MOCK_SLOW: functools.partial(kipwire_cluster, brokers=1, config=KAFKA_HEARTBEAT),
 }
+#: side -> the side with the same heartbeat interval on the other broker.
+SAME_SETTINGS = {MOCK: REAL_FAST, MOCK_SLOW: REAL}
 
 
 def _poll_until(consumers: list[Consumer], done: Callable[[], bool]) -> None:
@@ -64,20 +82,34 @@ def _poll_until(consumers: list[Consumer], done: Callable[[], bool]) -> None:
             consumer.poll(0.01)
 
 
+def _holding(consumers: list[Consumer], each: int) -> Callable[[], bool]:
+    """True once every consumer holds `each` partitions, all of them distinct."""
+
+    def done() -> bool:
+        held = [tp.partition for c in consumers for tp in c.assignment()]
+        counts = {len(c.assignment()) for c in consumers}
+        return counts == {each} and len(set(held)) == len(held) == PARTITIONS
+
+    return done
+
+
 def one_round(bootstrap: str, group: str) -> tuple[float, float]:
-    """(seconds for three members to settle, seconds for a leaver's partitions to move)."""
+    """(seconds for a third member's join to settle, seconds for a leaver's partitions to move)."""
     config = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer"}
     consumers = [Consumer(config) for _ in range(MEMBERS)]
     try:
-        started = time.monotonic()
-        for consumer in consumers:
+        first = consumers[: MEMBERS - 1]
+        for consumer in first:
             consumer.subscribe([TOPIC])
-        _poll_until(consumers, lambda: all(len(c.assignment()) == 2 for c in consumers))
+        _poll_until(first, _holding(first, PARTITIONS // len(first)))
+        started = time.monotonic()
+        consumers[-1].subscribe([TOPIC])
+        _poll_until(consumers, _holding(consumers, PARTITIONS // MEMBERS))
         joined = time.monotonic() - started
         leaving = consumers.pop()
         started = time.monotonic()
         leaving.close()
-        _poll_until(consumers, lambda: sum(len(c.assignment()) for c in consumers) == PARTITIONS)
+        _poll_until(consumers, _holding(consumers, PARTITIONS // len(consumers)))
         return joined, time.monotonic() - started
     finally:
         for consumer in consumers:
@@ -95,7 +127,7 @@ def run_side(name: str, rounds: int) -> tuple[float, float]:
 
 
 def main() -> int:
-    """Run every side (or one) and print the medians and the ratios to real Kafka."""
+    """Run every side (or those named) and print the medians and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--side", choices=sorted(SIDES), action="append")
@@ -108,15 +140,14 @@ def main() -> int:
             print(f"{name}: skipped ({e})")
             continue
         join, leave = results[name]
-        print(
-            f"{name}: 3 members settle in {join:.2f} s; a leaver's partitions move in {leave:.2f} s"
-        )
-    real = results.get(REAL)
-    mock = results.get("kipwire")
-    if real and mock:
-        print(
-            f"kipwire vs real Kafka: join {real[0] / mock[0]:.1f}x, leave {real[1] / mock[1]:.1f}x"
-        )
+        print(f"{name}: a third member settles in {join:.2f} s; a leaver's in {leave:.2f} s")
+    for name, (join, leave) in results.items():
+        for base in dict.fromkeys((REAL, SAME_SETTINGS.get(name))):
+            if base in results and base != name and not name.startswith(REAL):
+                ratio = (
+                    f"join {results[base][0] / join:.1f}x, leave {results[base][1] / leave:.1f}x"
+                )
+                print(f"{name} vs {base}: {ratio}")
     return 0
 
 

@@ -19,7 +19,7 @@ import argparse
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -31,10 +31,20 @@ TIMEOUT = 120.0
 
 
 @contextmanager
-def kipwire_cluster(brokers: int = 3) -> Iterator[str]:
-    """A kipwire cluster in a subprocess; yields its bootstrap servers."""
+def kipwire_cluster(brokers: int = 3, config: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A kipwire cluster in a subprocess, with broker `config`; yields its bootstrap servers."""
+    configs = [f"--config={key}={value}" for key, value in (config or {}).items()]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", str(brokers), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "kipwire.mockbroker",
+            "serve",
+            "--brokers",
+            str(brokers),
+            "--quiet",
+            *configs,
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         text=True,
     )

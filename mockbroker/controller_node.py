@@ -27,7 +27,7 @@ from kipwire.codec.records import build_batch
 from .broker.controller_channel import METADATA_TOPIC_ID, ControllerConnection
 from .controller import METADATA_TOPIC, Controller
 from .controller.apis import SERVED
-from .controller.quorum import CONTROLLER_NODE_ID, QuorumState
+from .controller.quorum import CONTROLLER_NODE_ID, QuorumState, update_raft_voter
 from .faults import Faults
 from .handlers.describe_cluster import CONTROLLER_ENDPOINT, endpoint_type_error
 from .handlers.registry import Handler, top_level_error
@@ -73,6 +73,7 @@ class ControllerHandlers(Mapping[int, Handler]):
                 ApiKey.FETCH: node.fetch,
                 ApiKey.DESCRIBE_QUORUM: node.describe_quorum,
                 ApiKey.DESCRIBE_CLUSTER: node.describe_cluster,
+                ApiKey.UPDATE_RAFT_VOTER: node.update_raft_voter,
             }
             handle = own.get(api_key, node.handle_request)
             guard = node.authorization
@@ -240,6 +241,10 @@ class ControllerNode:
         return self.quorum.describe(
             ctx.api_version, body, self.controller.end_offset, _wall_ms(), (self.host, self.port)
         )
+
+    async def update_raft_voter(self, ctx: ControllerRequest, body: Any) -> dict:
+        """UpdateRaftVoter: answered with this leader's endpoint on the listener asked."""
+        return update_raft_voter(self.controller.cluster_id, body, (self.host, self.port))
 
     async def describe_cluster(self, ctx: ControllerRequest, body: Any) -> dict:
         """DescribeCluster on the controller's listener (KIP-919): the controllers, this one

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from construct import Container
@@ -20,6 +21,7 @@ from . import (
     dir_assignment,
     elect_leaders,
     features,
+    quorum,
     reassignments,
     security_apis,
     topics,
@@ -54,7 +56,7 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
         **NODE_ANSWERED,
         **{
             key: (api.min_version, max_version(view.settings.semantics, key))
-            for key, api in SERVED.items()
+            for key, api in served(view.settings.semantics).items()
         },
     }
     keys = [
@@ -81,6 +83,21 @@ def api_versions(view: ControllerView, version: int, body: Any) -> ControllerRes
             ],
         }
     )
+
+
+def add_raft_voter(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """AddRaftVoter: refused as Kafka's static quorum refuses it (`quorum.add_raft_voter`)."""
+    return ControllerResult(response=quorum.add_raft_voter(view.settings.cluster_id, body))
+
+
+def remove_raft_voter(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """RemoveRaftVoter: refused as Kafka's static quorum refuses it."""
+    return ControllerResult(response=quorum.remove_raft_voter(view.settings.cluster_id, body))
+
+
+def unregister_controller(view: ControllerView, version: int, body: Any) -> ControllerResult:
+    """UnregisterController: the one controller is active, no other is registered."""
+    return ControllerResult(response=quorum.unregister_controller(body))
 
 
 SERVED: dict[int, Api] = {
@@ -123,6 +140,9 @@ SERVED: dict[int, Api] = {
     ApiKey.EXPIRE_DELEGATION_TOKEN: Api(
         "ExpireDelegationToken", 1, 2, security_apis.expire_delegation_token
     ),
+    ApiKey.ADD_RAFT_VOTER: Api("AddRaftVoter", 0, 1, add_raft_voter),
+    ApiKey.REMOVE_RAFT_VOTER: Api("RemoveRaftVoter", 0, 0, remove_raft_voter),
+    ApiKey.UNREGISTER_CONTROLLER: Api("UnregisterController", 0, 0, unregister_controller),
 }
 
 
@@ -132,14 +152,32 @@ SERVED: dict[int, Api] = {
 NODE_ANSWERED: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.UPDATE_RAFT_VOTER: (0, 0),
 }
 
 
 #: release -> the versions added since that release's controller listener, held back under it.
 RELEASE_MAX_VERSIONS: Mapping[str, Mapping[int, int]] = {
-    "4.1": {ApiKey.API_VERSIONS: 4, ApiKey.BROKER_HEARTBEAT: 1},
+    "4.1": {ApiKey.API_VERSIONS: 4, ApiKey.BROKER_HEARTBEAT: 1, ApiKey.ADD_RAFT_VOTER: 0},
     "4.4": {},
 }
+
+#: release -> the APIs added since that release's controller listener, not served under it.
+RELEASE_UNSERVED: Mapping[str, frozenset[int]] = {
+    "4.1": frozenset({ApiKey.UNREGISTER_CONTROLLER}),
+    "4.4": frozenset(),
+}
+
+
+def served(semantics: Semantics) -> Mapping[int, Api]:
+    """The APIs served under a preset's release."""
+    return _served_in(semantics.release)
+
+
+@cache
+def _served_in(release: str) -> Mapping[int, Api]:
+    unserved = RELEASE_UNSERVED[release]
+    return MappingProxyType({key: api for key, api in SERVED.items() if key not in unserved})
 
 
 def max_version(semantics: Semantics, api_key: int) -> int:
@@ -176,7 +214,7 @@ def decode_at_node_boundary(name: str, version: int, body: Mapping[str, Any] | N
 
 def handle(view: ControllerView, api_key: int, version: int, body: Any) -> ControllerResult:
     """Answer one request with its rule; bad versions and bodies get protocol errors."""
-    api = SERVED.get(api_key)
+    api = served(view.settings.semantics).get(api_key)
     if api is None or not api.min_version <= version <= max_version(
         view.settings.semantics, api_key
     ):

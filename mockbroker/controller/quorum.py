@@ -119,3 +119,116 @@ def _replica(version: int, replica_id: int, directory: uuid.UUID, fetch: Replica
     if version >= NODES_FROM:
         state["replica_directory_id"] = directory
     return state
+
+
+#: The quorum's kraft.version: 0, a static voter set (`controller.quorum.voters`), as a Kafka
+#: cluster formatted without `--standalone` or `--initial-controllers` has; changing the
+#: voters needs 1 (KIP-853), so Kafka refuses AddRaftVoter and RemoveRaftVoter.
+KRAFT_VERSION = 0
+
+
+def add_raft_voter(cluster_id: str, body: Mapping[str, Any]) -> dict:
+    """AddRaftVoter (80) as Kafka 4.4.0's leader answers it (KafkaRaftClient's checks in its
+    order): another cluster's id, a voter without an id or directory, no endpoint on the
+    controller listener, and then UNSUPPORTED_VERSION, as the quorum is static."""
+    mismatch = _cluster_mismatch(body["cluster_id"], cluster_id)
+    if mismatch is not None:
+        return _error(ErrorCode.INCONSISTENT_CLUSTER_ID, mismatch)
+    if not _valid_voter(body):
+        return _error(ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+    if not _on_controller_listener(body["listeners"]):
+        return _error(
+            ErrorCode.INVALID_REQUEST,
+            f"Add voter request didn't include the endpoint ({_endpoints(body['listeners'])}) "
+            f"for the default listener ListenerName({CONTROLLER_LISTENER})",
+        )
+    return _error(
+        ErrorCode.UNSUPPORTED_VERSION,
+        f"Cluster doesn't support adding voter because the kraft.version feature is "
+        f"{KRAFT_VERSION}",
+    )
+
+
+def remove_raft_voter(cluster_id: str, body: Mapping[str, Any]) -> dict:
+    """RemoveRaftVoter (81) as Kafka 4.4.0's leader of a static quorum answers it."""
+    mismatch = _cluster_mismatch(body["cluster_id"], cluster_id)
+    if mismatch is not None:
+        return _error(ErrorCode.INCONSISTENT_CLUSTER_ID, mismatch)
+    if not _valid_voter(body):
+        return _error(
+            ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter"
+        )
+    return _error(
+        ErrorCode.UNSUPPORTED_VERSION,
+        f"Cluster doesn't support removing voter because the kraft.version feature is "
+        f"{KRAFT_VERSION}",
+    )
+
+
+def update_raft_voter(cluster_id: str, body: Mapping[str, Any], endpoint: tuple[str, int]) -> dict:
+    """UpdateRaftVoter (82), which a controller sends its leader with its endpoints: Kafka
+    4.4.0's checks in its order; the one voter, this controller, keeps the endpoint it has."""
+    code = ErrorCode.NONE
+    epoch = body["current_leader_epoch"]
+    supported = body["k_raft_version_feature"]
+    low, high = supported["min_supported_version"], supported["max_supported_version"]
+    if _cluster_mismatch(body["cluster_id"], cluster_id) is not None:
+        code = ErrorCode.INCONSISTENT_CLUSTER_ID
+    elif epoch < LEADER_EPOCH:
+        code = ErrorCode.FENCED_LEADER_EPOCH
+    elif epoch > LEADER_EPOCH:
+        code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    elif (
+        not _valid_voter(body)
+        or not _on_controller_listener(body["listeners"])
+        or not 0 <= low <= high
+        or not low <= KRAFT_VERSION <= high
+    ):
+        code = ErrorCode.INVALID_REQUEST
+    elif body["voter_id"] != CONTROLLER_NODE_ID:
+        code = ErrorCode.VOTER_NOT_FOUND
+    host, port = endpoint
+    leader = {"leader_id": CONTROLLER_NODE_ID, "leader_epoch": LEADER_EPOCH, "host": host}
+    return {"error_code": code, "current_leader": {**leader, "port": port}}
+
+
+def unregister_controller(body: Mapping[str, Any]) -> dict:
+    """UnregisterController (94, Kafka 4.4): the mock's one controller is the active one, and
+    no other is registered."""
+    controller_id = body["controller_id"]
+    if controller_id == CONTROLLER_NODE_ID:
+        return _error(
+            ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active."
+        )
+    return _error(
+        ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
+        f"Controller ID {controller_id} is not currently registered.",
+    )
+
+
+def _error(code: int, message: str) -> dict:
+    return {"error_code": code, "error_message": message}
+
+
+def _cluster_mismatch(given: str | None, ours: str) -> str | None:
+    """Kafka's message for a request naming another cluster (no name matches any)."""
+    if given is None or given == ours:
+        return None
+    return f'The given id "{given}" doesn\'t match the cluster id "{ours}"'
+
+
+def _valid_voter(body: Mapping[str, Any]) -> bool:
+    # a replica key needs an id and a directory (ReplicaKey with no directory is refused)
+    return body["voter_id"] >= 0 and body["voter_directory_id"] != uuid.UUID(int=0)
+
+
+def _on_controller_listener(listeners: list[Mapping[str, Any]]) -> bool:
+    return any(listener["name"] == CONTROLLER_LISTENER for listener in listeners)
+
+
+def _endpoints(listeners: list[Mapping[str, Any]]) -> str:
+    """A request's listeners as Kafka's Endpoints#toString prints them in its messages."""
+    shown = ", ".join(
+        f"ListenerName({e['name']})={e['host']}/<unresolved>:{e['port']}" for e in listeners
+    )
+    return f"Endpoints(endpoints={{{shown}}})"

@@ -1,7 +1,8 @@
 """Admin requests a broker forwards to the controller, as KRaft brokers do: CreateTopics (19),
 DeleteTopics (20), DescribeConfigs (32), AlterConfigs (33), CreatePartitions (37),
 ElectLeaders (43), IncrementalAlterConfigs (44), Alter/ListPartitionReassignments (45, 46),
-UpdateFeatures (57), UnregisterBroker (64). The answer comes back once this broker has the
+UpdateFeatures (57), UnregisterBroker (64), AddRaftVoter (80), RemoveRaftVoter (81),
+UnregisterController (94, Kafka 4.4). The answer comes back once this broker has the
 metadata."""
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ FORWARDED = (
     ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.UPDATE_FEATURES,
     ApiKey.UNREGISTER_BROKER,
+    ApiKey.ADD_RAFT_VOTER,
+    ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.UNREGISTER_CONTROLLER,
 )
 #: Forwarded APIs whose responses carry one top-level error code and nothing required besides.
 _TOP_LEVEL_ERROR = {
@@ -31,6 +35,9 @@ _TOP_LEVEL_ERROR = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.UPDATE_FEATURES,
     ApiKey.UNREGISTER_BROKER,
+    ApiKey.ADD_RAFT_VOTER,
+    ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.UNREGISTER_CONTROLLER,
 }
 
 

@@ -521,8 +521,11 @@ _CLUSTER_OPERATION = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: Op.DESCRIBE_CONFIGS,
     ApiKey.ALTER_CLIENT_QUOTAS: Op.ALTER_CONFIGS,
-    # forwarded to the controller, which would check it; the broker checks it first
+    # forwarded to the controller, which would check them; the broker checks them first
     ApiKey.DESCRIBE_QUORUM: Op.DESCRIBE,
+    ApiKey.ADD_RAFT_VOTER: Op.ALTER,
+    ApiKey.REMOVE_RAFT_VOTER: Op.ALTER,
+    ApiKey.UNREGISTER_CONTROLLER: Op.ALTER,
 }
 
 

@@ -103,6 +103,7 @@ CLUSTER_OPERATION: Mapping[int, int] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
     ApiKey.ADD_RAFT_VOTER: Op.ALTER,
     ApiKey.REMOVE_RAFT_VOTER: Op.ALTER,
+    ApiKey.UNREGISTER_CONTROLLER: Op.ALTER,
     # unlike a broker, a controller asks ALTER for DescribeCluster
     ApiKey.DESCRIBE_CLUSTER: Op.ALTER,
     ApiKey.ALTER_CLIENT_QUOTAS: Op.ALTER_CONFIGS,

@@ -32,7 +32,6 @@ _NO_AUTHORIZER = (
     "security API: served by a mock with authorizer=True only (Kafka without an authorizer "
     "answers SECURITY_DISABLED)"
 )
-_QUORUM = "the mock controller is one node, not a Raft quorum"
 _KIP_932 = (
     "the share coordinator's state RPCs (KIP-932) go between brokers: the mock's share "
     "coordinator keeps share-partition state in-process"
@@ -51,8 +50,6 @@ NOT_SERVED_BY_MOCK: dict[int, str] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: _SASL + " (delegation tokens authenticate over SASL)",
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _SASL + " (SCRAM credentials)",
-    ApiKey.ADD_RAFT_VOTER: _QUORUM,
-    ApiKey.REMOVE_RAFT_VOTER: _QUORUM,
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.READ_SHARE_GROUP_STATE: _KIP_932,
     ApiKey.WRITE_SHARE_GROUP_STATE: _KIP_932,
@@ -70,10 +67,7 @@ ADVERTISED_BEYOND_KAFKA: dict[int, str] = {
 }
 
 #: API key -> why the mock does not serve what Kafka 4.4.0's broker listener advertises besides.
-NOT_SERVED_BY_MOCK_4_4: dict[int, str] = {
-    **NOT_SERVED_BY_MOCK,
-    ApiKey.UNREGISTER_CONTROLLER: _QUORUM + ": there is no other controller to unregister",
-}
+NOT_SERVED_BY_MOCK_4_4: dict[int, str] = dict(NOT_SERVED_BY_MOCK)
 
 #: feature -> (Kafka 4.4.0's finalized level, the KAFKA_4_4 mock's, why they differ); None: not
 #: finalized (controller.features.FEATURE_NEEDS: the APIs that would lift each one).
@@ -219,6 +213,25 @@ def test_no_stale_explanation(
         assert key in real["ranges"] and key not in mock["ranges"], key
     for key, (theirs, ours, _why) in pair.narrower.items():
         assert (real["ranges"][key], mock["ranges"][key]) == (theirs, ours), key
+
+
+def test_the_quorum_apis_are_listed_as_kafka_lists_them(
+    pairing: tuple[Pairing, str, MockCluster], real: dict, mock: dict
+) -> None:
+    # a broker forwards AddRaftVoter, RemoveRaftVoter and (4.4) UnregisterController to the
+    # controller, as Kafka's do; UpdateRaftVoter is for controllers only
+    keys = (
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.UPDATE_RAFT_VOTER,
+        ApiKey.UNREGISTER_CONTROLLER,
+    )
+    theirs = {key: real["ranges"].get(key) for key in keys}
+    assert {key: mock["ranges"].get(key) for key in keys} == theirs
+    assert theirs[ApiKey.ADD_RAFT_VOTER] == (
+        (0, 1) if pairing[0].cluster == "kafka_single" else (0, 0)
+    )
+    assert theirs[ApiKey.UPDATE_RAFT_VOTER] is None
 
 
 def test_the_mock_serves_most_of_what_kafka_advertises(real: dict, mock: dict) -> None:
