@@ -57,9 +57,6 @@ class Difference(NamedTuple):
     reason: str
 
 
-_LOG_DIRS_WORK = "served by the log-dirs work (DescribeLogDirs, AlterReplicaLogDirs)"
-_QUOTAS_WORK = "served by the client quotas work (DescribeClientQuotas, AlterClientQuotas)"
-_CONTROLLER_WORK = "served by the --bootstrap-controller work (the mock's controller listener)"
 _SYNONYMS = (
     "Kafka's DescribeConfigs lists each config's synonyms when asked (IncludeSynonyms: the "
     "dynamic value, then the broker's log.* default); the mock answers with none"
@@ -108,21 +105,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest",
         _SYNONYMS,
     ),
-    "kafka-configs/clients-alter": Difference(
-        "The node does not support DESCRIBE_CLIENT_QUOTAS",
-        "Completed updating config for client tm-client.",
-        _QUOTAS_WORK,
-    ),
-    "kafka-configs/clients-describe": Difference(
-        "The node does not support DESCRIBE_CLIENT_QUOTAS",
-        "Quota configs for client-id 'tm-client' are producer_byte_rate=1048576.0",
-        _QUOTAS_WORK,
-    ),
-    "kafka-configs/broker-default-describe-controller": Difference(
-        "no controller listener",
-        "Default configs for brokers in the cluster are:",
-        _CONTROLLER_WORK,
-    ),
     "kafka-features/describe": Difference(
         "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 0",
@@ -131,9 +113,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "Kafka 4.4 finalizes transaction.version 2 (transactions v2, KIP-890 part 2); the "
         "mock's coordinator does transactions v1 (test_differential_api_versions "
         "FEATURE_DIFFERENCES_4_4)",
-    ),
-    "kafka-features/describe-controller": Difference(
-        "no controller listener", "Feature: metadata.version", _CONTROLLER_WORK
     ),
     "kafka-share-groups/describe-offsets": Difference(
         "tm-share tm-share 0 5 0",
@@ -153,28 +132,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "1 AAAAAAAAAAAAAAAAAAAAAA <n> <n> <n> <n> Observer",
         "3000 AAAAAAAAAAAAAAAAAAAAAA <n> <n> <n> <n> Leader",
         "the same directory ids as describe --status, in the replication table",
-    ),
-    "kafka-metadata-quorum/describe-status-controller": Difference(
-        "no controller listener", "CurrentVoters:", _CONTROLLER_WORK
-    ),
-    "kafka-log-dirs/describe": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS", '"logDir":"<log-dir>"', _LOG_DIRS_WORK
-    ),
-    "kafka-reassign-partitions/generate": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS",
-        "Proposed partition reassignment configuration",
-        _LOG_DIRS_WORK + ": the tool reads each replica's log dir first",
-    ),
-    "kafka-reassign-partitions/execute": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS",
-        "Successfully started partition reassignment for tm-reassign-0",
-        _LOG_DIRS_WORK + ": the tool reads each replica's log dir first",
-    ),
-    "kafka-reassign-partitions/verify": Difference(
-        "There is no active reassignment of partition tm-reassign-0, but replica set is "
-        "1,2,3 rather than 1,2.",
-        "Reassignment of partition tm-reassign-0 is completed.",
-        "follows from execute: on the mock the reassignment never started",
     ),
     "kafka-get-offsets/all-topics": Difference(
         "tm-console:0:",
@@ -235,8 +192,13 @@ def sides(
                 "real": Side(
                     "real", real.bootstrap(), kafka_dist, workdir / "real-tools", controller
                 ),
-                # the mock's controller has no listener of its own yet
-                "mock": Side("mock", mock.bootstrap_servers, kafka_dist, workdir / "mock-tools"),
+                "mock": Side(
+                    "mock",
+                    mock.bootstrap_servers,
+                    kafka_dist,
+                    workdir / "mock-tools",
+                    mock.cluster.controller_node.address,
+                ),
             }
             try:
                 yield both
