@@ -114,13 +114,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "mock's coordinator does transactions v1 (test_differential_api_versions "
         "FEATURE_DIFFERENCES_4_4)",
     ),
-    "kafka-share-groups/describe-offsets": Difference(
-        "tm-share tm-share 0 5 0",
-        "tm-share tm-share 0 0 0",
-        "after the five records are delivered and accepted Kafka's share coordinator still "
-        "reports the start offset it persisted first (0, lag 0); the mock reports the share "
-        "partition's start offset as it is now (5)",
-    ),
     "kafka-metadata-quorum/describe-status": Difference(
         'CurrentObservers: [{"id": 1}, {"id": 2}, {"id": 3}]',
         'CurrentObservers: [{"id": 1, "directoryId": "<id>"}',
