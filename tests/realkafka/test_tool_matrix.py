@@ -57,41 +57,8 @@ class Difference(NamedTuple):
     reason: str
 
 
-_SYNONYMS = (
-    "Kafka's DescribeConfigs lists each config's synonyms when asked (IncludeSynonyms: the "
-    "dynamic value, then the broker's log.* default); the mock answers with none"
-)
-
 #: "tool/step" -> the difference that step shows, with the reason naming what Kafka does
 EXPECTED_DIFFERENCES: dict[str, Difference] = {
-    "kafka-topics/describe": Difference(
-        "Configs: retention.ms=100000",
-        "Configs: min.insync.replicas=1,retention.ms=100000",
-        "Kafka 4.4 with eligible.leader.replicas.version=1 writes a cluster-level "
-        "min.insync.replicas config record when it formats (KIP-966), which every topic "
-        "inherits as a non-default config; the mock's controller writes none",
-    ),
-    "kafka-topics/describe-altered": Difference(
-        "Configs: retention.ms=100000",
-        "Configs: min.insync.replicas=1,retention.ms=100000",
-        "as describe",
-    ),
-    "kafka-configs/topic-describe-altered": Difference(
-        "synonyms={}", "synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact", _SYNONYMS
-    ),
-    "kafka-configs/broker-describe": Difference(
-        "message.max.bytes=2000000 sensitive=false synonyms={}",
-        "synonyms={DYNAMIC_BROKER_CONFIG:message.max.bytes=2000000",
-        _SYNONYMS,
-    ),
-    "kafka-configs/broker-default-describe": Difference(
-        "num.partitions=1 sensitive=false",
-        "min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG",
-        "Kafka lists only the cluster-level configs set dynamically (here the "
-        "min.insync.replicas ELR's format wrote, and log.retention.ms as named); the mock "
-        "lists its whole cluster config and stores log.retention.ms as retention.ms "
-        "(controller/broker_configs.py keeps log.* synonyms under the topic config's name)",
-    ),
     "kafka-configs/broker-alter-static": Difference(
         "InvalidConfigurationException: Cannot update these configs dynamically: Set(log.dirs)",
         "InvalidRequestException: Cannot update these configs dynamically: [log.dirs]",
@@ -99,11 +66,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "the mock answers INVALID_CONFIG with the Scala text earlier releases had "
         "(controller/broker_configs.dynamic_problem, asserted by test_broker_configs and "
         "test_realkafka_tools_on_mock)",
-    ),
-    "kafka-configs/group-describe": Difference(
-        "share.auto.offset.reset=earliest sensitive=false synonyms={}",
-        "synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest",
-        _SYNONYMS,
     ),
     "kafka-features/describe": Difference(
         "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
@@ -114,12 +76,24 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "mock's coordinator does transactions v1 (test_differential_api_versions "
         "FEATURE_DIFFERENCES_4_4)",
     ),
+    "kafka-features/describe-controller": Difference(
+        "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+        "FinalizedVersionLevel: 0",
+        "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+        "FinalizedVersionLevel: 2",
+        "as describe: the controller lists the same finalized levels",
+    ),
     "kafka-metadata-quorum/describe-status": Difference(
         'CurrentObservers: [{"id": 1}, {"id": 2}, {"id": 3}]',
         'CurrentObservers: [{"id": 1, "directoryId": "<id>"}',
         "with kraft.version 0 Kafka's static voter has no directory id and each observer "
         "reports its own (Fetch v17 ReplicaDirectoryId); the mock gives its voter one and its "
         "observers none",
+    ),
+    "kafka-metadata-quorum/describe-status-controller": Difference(
+        'CurrentObservers: [{"id": 1}, {"id": 2}, {"id": 3}]',
+        'CurrentObservers: [{"id": 1, "directoryId": "<id>"}',
+        "as describe-status: the controller answers DescribeQuorum the same way",
     ),
     "kafka-metadata-quorum/describe-replication": Difference(
         "1 AAAAAAAAAAAAAAAAAAAAAA <n> <n> <n> <n> Observer",
