@@ -104,6 +104,9 @@ class Cluster(SecurityApi):
             default_replication_factor=int(self.config["default.replication.factor"]),
             **(self.security.controller_settings() if self.security else {}),
         )
+        self.controller.static_configs = {
+            name: value for name, value in self.config.items() if name not in _BROKER_ONLY
+        }
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.consumer_groups = ConsumerGroupCoordinator(self.groups)
         self.share_groups = ShareCoordinator()
@@ -220,6 +223,18 @@ class Cluster(SecurityApi):
                         "value": value,
                     },
                 )
+        if self.controller.state.elr_enabled and "min.insync.replicas" not in self.config:
+            # as Kafka 4.4's format with ELR on (KIP-966): the cluster's min.insync.replicas
+            # written as a dynamic cluster-level config, which every topic inherits
+            self.controller.replay(
+                "ConfigRecord",
+                {
+                    "resource_type": ConfigResourceType.BROKER,
+                    "resource_name": "",
+                    "name": "min.insync.replicas",
+                    "value": "1",
+                },
+            )
         for name, record in self.security.bootstrap_records() if self.security else ():
             self.controller.append(name, record)
 

@@ -105,6 +105,24 @@ BROKER: dict[str, BrokerConfig] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": BrokerConfig(
         "10000", _int_at_least(1), False
     ),
+    # common server.properties settings Kafka 4.4 takes: kept and validated, not acted on (the
+    # mock's cleaner runs in its brokers' task, its threads and fetchers are trio tasks); the
+    # log cleaner's, background.threads and num.replica.fetchers change while Kafka runs
+    "log.cleaner.enable": BrokerConfig("true", _bool, False),
+    "log.cleaner.threads": BrokerConfig("1", _int_at_least(0), True),
+    "log.cleaner.backoff.ms": BrokerConfig("15000", _long_at_least(0), True),
+    "log.cleaner.dedupe.buffer.size": BrokerConfig("134217728", _long_at_least(0), True),
+    "log.cleaner.io.buffer.size": BrokerConfig("524288", _int_at_least(0), True),
+    "background.threads": BrokerConfig("10", _int_at_least(1), True),
+    "num.replica.fetchers": BrokerConfig("1", _int_at_least(1), True),
+    "replica.fetch.max.bytes": BrokerConfig("1048576", _int_at_least(0), False),
+    "auto.leader.rebalance.enable": BrokerConfig("true", _bool, False),
+    "leader.imbalance.check.interval.seconds": BrokerConfig("300", _long_at_least(1), False),
+    "delete.topic.enable": BrokerConfig("true", _bool, False),
+    "controlled.shutdown.enable": BrokerConfig("true", _bool, False),
+    "offsets.retention.minutes": BrokerConfig("10080", _int_at_least(1), False),
+    "group.max.size": BrokerConfig(str(2**31 - 1), _int_at_least(1), False),
+    "fetch.max.bytes": BrokerConfig("57671680", _int_at_least(1024), False),
     # replication throttles (kafka-reassign-partitions sets and clears them on every broker)
     "leader.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),
     "follower.replication.throttled.rate": BrokerConfig(str(2**63 - 1), _long_at_least(0), True),

@@ -10,6 +10,7 @@ from kipwire.codec import AlterConfigOp, ConfigResourceType, ConfigSource, Error
 
 from .broker_configs import BROKER, SYNONYMS, broker_config_problem, dynamic_problem, normalise
 from .client_metrics_configs import check_client_metrics, describe_client_metrics
+from .config_synonyms import broker_name, broker_synonyms, is_static, topic_synonyms
 from .configs import MIN_ISR, known, resolve, validate
 from .draft import Draft
 from .group_configs import check_group_config, describe_group
@@ -158,10 +159,13 @@ def _describe_one(
 ) -> list[dict]:
     state = draft.state
     if rtype == ConfigResourceType.GROUP:
-        return describe_group(state, version, rname, keys)
+        return describe_group(state, version, rname, keys, synonyms)
     if rtype == ConfigResourceType.CLIENT_METRICS:
         return describe_client_metrics(state, version, rname, keys, synonyms)
+    static = draft.settings.static_configs
     configs = known(draft.settings.semantics.release)
+    if rtype == ConfigResourceType.BROKER and not rname:
+        return _describe_cluster_default(draft, version, keys, synonyms)
     out = []
     # a broker resource also describes the broker configs (not the log.* synonyms, which are
     # stored and described under the topic config they default)
@@ -171,26 +175,45 @@ def _describe_one(
             continue
         if rtype == ConfigResourceType.TOPIC:
             value, source = resolve(state, rname, name)
+            found = topic_synonyms(state, static, rname, name)
         else:
             value = state.config(ConfigResourceType.BROKER, rname, name)
-            source = (
-                ConfigSource.DYNAMIC_BROKER_CONFIG
-                if rname
-                else ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-            )
-            if value is None and rname:
+            source = ConfigSource.DYNAMIC_BROKER_CONFIG
+            if value is None:
                 value = state.config(ConfigResourceType.BROKER, "", name)
                 source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             if value is None:
                 value = configs[name][0] if name in configs else BROKER[name].default
                 source = ConfigSource.DEFAULT_CONFIG
-        entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
-        if version == 0:
-            entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
-        else:
-            entry["config_source"] = source
-        out.append(entry)
+            found = broker_synonyms(state, static, broker_name(name), rname)
+        if source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG and is_static(state, static, name):
+            source = ConfigSource.STATIC_BROKER_CONFIG
+        out.append(_entry(version, name, value, source, found if synonyms else []))
     return out
+
+
+def _describe_cluster_default(draft: Draft, version: int, keys: Any, synonyms: bool) -> list[dict]:
+    """The cluster default broker resource: as Kafka, only the configs set dynamically there,
+    under their broker names (log.retention.ms, not the retention.ms the mock stores)."""
+    state, static = draft.state, draft.settings.static_configs
+    out = []
+    for stored, value in sorted(state.configs.get((ConfigResourceType.BROKER, ""), {}).items()):
+        name = broker_name(stored)
+        if is_static(state, static, stored) or (keys is not None and name not in keys):
+            continue
+        found = broker_synonyms(state, static, name, "") if synonyms else []
+        out.append(_entry(version, name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, found))
+    return out
+
+
+def _entry(version: int, name: str, value: str, source: int, found: list[dict]) -> dict:
+    entry = {"name": name, "value": value, "read_only": False, "is_sensitive": False}
+    if version == 0:
+        entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
+    else:
+        entry["config_source"] = source
+        entry["synonyms"] = found
+    return entry
 
 
 def describe_configs(view: ControllerView, version: int, body: Any) -> ControllerResult:

@@ -46,6 +46,8 @@ class Controller:
         self.delegation_token_secret = delegation_token_secret
         self.wall_clock_offset_ms = wall_clock_offset_ms
         self.cluster_id = cluster_id
+        # set by the cluster: what describe reports as static broker configs
+        self.static_configs: dict[str, str] = {}
         self.session_timeout_ms = session_timeout_ms
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
@@ -67,6 +69,7 @@ class Controller:
             self.default_replication_factor,
             self.delegation_token_secret,
             self.wall_clock_offset_ms,
+            MappingProxyType(self.static_configs),
         )
         sessions = MappingProxyType(self.sessions)
         return ControllerView(self.state, settings, self.now_ms, len(self.log), sessions)

@@ -126,10 +126,10 @@ def check_group_config(name: str, value: str | None) -> str | None:
 
 
 def describe_group(
-    state: ClusterState, version: int, group_id: str, keys: list[str] | None
+    state: ClusterState, version: int, group_id: str, keys: list[str] | None, synonyms: bool = False
 ) -> list[dict]:
     """A group's configs as DescribeConfigs lists them: set on the group, else the broker
-    default it falls back to."""
+    default it falls back to; as synonyms (Kafka's) the group's own value, then the default."""
     out = []
     for name in sorted(GROUP_CONFIGS):
         if keys is not None and name not in keys:
@@ -150,5 +150,9 @@ def describe_group(
             entry["is_default"] = source == ConfigSource.DEFAULT_CONFIG
         else:
             entry["config_source"] = source
+            found = [{"name": name, "value": default, "source": ConfigSource.DEFAULT_CONFIG}]
+            if source == ConfigSource.GROUP_CONFIG:
+                found.insert(0, {"name": name, "value": value, "source": source})
+            entry["synonyms"] = found if synonyms else []
         out.append(entry)
     return out

@@ -51,6 +51,8 @@ class Settings(NamedTuple):
     delegation_token_secret: bytes | None = None
     #: Added to the controller's clock for wall-clock timestamps (delegation tokens).
     wall_clock_offset_ms: int = 0
+    #: The cluster-level configs the cluster started with (Kafka's static broker configs).
+    static_configs: Mapping[str, str] = MappingProxyType({})
 
 
 class ControllerView(NamedTuple):

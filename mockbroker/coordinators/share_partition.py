@@ -81,6 +81,10 @@ class SharePartition:
         self.start_offset = start_offset
         self.next_offset = start_offset
         self.records: dict[int, InFlight] = {}
+        # what DescribeShareGroupOffsets reports: Kafka's SharePartition writes the share-group
+        # state (its start offset, the changed batches) before it moves the start offset over
+        # them, so its share coordinator holds the start offset before the latest change
+        self.persisted_start_offset = start_offset
 
     # -- acquiring ------------------------------------------------------------------------------
 
@@ -156,6 +160,8 @@ class SharePartition:
                 del self.records[gone]
             self.start_offset = offset
             self.next_offset = max(self.next_offset, offset)
+            # nothing below the log start is left to report
+            self.persisted_start_offset = max(self.persisted_start_offset, offset)
 
     # -- acknowledging --------------------------------------------------------------------------
 
@@ -206,6 +212,8 @@ class SharePartition:
                 self._release(record, delivery_limit)
             else:
                 record.deadline = renewed_deadline
+        if last >= self.start_offset:  # Kafka writes no state for finished offsets alone
+            self.persisted_start_offset = self.start_offset
         self._advance()
 
     @staticmethod
@@ -224,6 +232,8 @@ class SharePartition:
         ]
         for record in held:
             self._release(record, delivery_limit)
+        if held:
+            self.persisted_start_offset = self.start_offset
         self._advance()
         return bool(held)
 
@@ -236,6 +246,8 @@ class SharePartition:
         ]
         for record in expired:
             self._release(record, delivery_limit)
+        if expired:
+            self.persisted_start_offset = self.start_offset
         self._advance()
         return bool(expired)
 
@@ -260,7 +272,7 @@ class SharePartition:
     def reset(self, offset: int) -> None:
         """AlterShareGroupOffsets: start again at `offset` with nothing in flight."""
         self.records.clear()
-        self.start_offset = self.next_offset = offset
+        self.start_offset = self.next_offset = self.persisted_start_offset = offset
 
     def lag(self, high_watermark: int) -> int:
         """Records below the HWM not yet acknowledged or archived."""

@@ -56,7 +56,7 @@ def _describe_topics(broker: BrokerView, group: ShareGroup, wanted: Any) -> list
             info = broker.image.partition(name, index)
             entry: dict[str, Any] = {
                 "partition_index": index,
-                "start_offset": state.start_offset if state is not None else NO_OFFSET,
+                "start_offset": state.persisted_start_offset if state is not None else NO_OFFSET,
                 "leader_epoch": info.leader_epoch if info is not None else -1,
                 "lag": _lag(broker, name, index, state),
                 "error_code": ErrorCode.NONE,

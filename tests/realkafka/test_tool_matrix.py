@@ -57,44 +57,8 @@ class Difference(NamedTuple):
     reason: str
 
 
-_LOG_DIRS_WORK = "served by the log-dirs work (DescribeLogDirs, AlterReplicaLogDirs)"
-_QUOTAS_WORK = "served by the client quotas work (DescribeClientQuotas, AlterClientQuotas)"
-_CONTROLLER_WORK = "served by the --bootstrap-controller work (the mock's controller listener)"
-_SYNONYMS = (
-    "Kafka's DescribeConfigs lists each config's synonyms when asked (IncludeSynonyms: the "
-    "dynamic value, then the broker's log.* default); the mock answers with none"
-)
-
 #: "tool/step" -> the difference that step shows, with the reason naming what Kafka does
 EXPECTED_DIFFERENCES: dict[str, Difference] = {
-    "kafka-topics/describe": Difference(
-        "Configs: retention.ms=100000",
-        "Configs: min.insync.replicas=1,retention.ms=100000",
-        "Kafka 4.4 with eligible.leader.replicas.version=1 writes a cluster-level "
-        "min.insync.replicas config record when it formats (KIP-966), which every topic "
-        "inherits as a non-default config; the mock's controller writes none",
-    ),
-    "kafka-topics/describe-altered": Difference(
-        "Configs: retention.ms=100000",
-        "Configs: min.insync.replicas=1,retention.ms=100000",
-        "as describe",
-    ),
-    "kafka-configs/topic-describe-altered": Difference(
-        "synonyms={}", "synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact", _SYNONYMS
-    ),
-    "kafka-configs/broker-describe": Difference(
-        "message.max.bytes=2000000 sensitive=false synonyms={}",
-        "synonyms={DYNAMIC_BROKER_CONFIG:message.max.bytes=2000000",
-        _SYNONYMS,
-    ),
-    "kafka-configs/broker-default-describe": Difference(
-        "num.partitions=1 sensitive=false",
-        "min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG",
-        "Kafka lists only the cluster-level configs set dynamically (here the "
-        "min.insync.replicas ELR's format wrote, and log.retention.ms as named); the mock "
-        "lists its whole cluster config and stores log.retention.ms as retention.ms "
-        "(controller/broker_configs.py keeps log.* synonyms under the topic config's name)",
-    ),
     "kafka-configs/broker-alter-static": Difference(
         "InvalidConfigurationException: Cannot update these configs dynamically: Set(log.dirs)",
         "InvalidRequestException: Cannot update these configs dynamically: [log.dirs]",
@@ -102,26 +66,6 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "the mock answers INVALID_CONFIG with the Scala text earlier releases had "
         "(controller/broker_configs.dynamic_problem, asserted by test_broker_configs and "
         "test_realkafka_tools_on_mock)",
-    ),
-    "kafka-configs/group-describe": Difference(
-        "share.auto.offset.reset=earliest sensitive=false synonyms={}",
-        "synonyms={DYNAMIC_GROUP_CONFIG:share.auto.offset.reset=earliest",
-        _SYNONYMS,
-    ),
-    "kafka-configs/clients-alter": Difference(
-        "The node does not support DESCRIBE_CLIENT_QUOTAS",
-        "Completed updating config for client tm-client.",
-        _QUOTAS_WORK,
-    ),
-    "kafka-configs/clients-describe": Difference(
-        "The node does not support DESCRIBE_CLIENT_QUOTAS",
-        "Quota configs for client-id 'tm-client' are producer_byte_rate=1048576.0",
-        _QUOTAS_WORK,
-    ),
-    "kafka-configs/broker-default-describe-controller": Difference(
-        "no controller listener",
-        "Default configs for brokers in the cluster are:",
-        _CONTROLLER_WORK,
     ),
     "kafka-features/describe": Difference(
         "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
@@ -133,14 +77,11 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "FEATURE_DIFFERENCES_4_4)",
     ),
     "kafka-features/describe-controller": Difference(
-        "no controller listener", "Feature: metadata.version", _CONTROLLER_WORK
-    ),
-    "kafka-share-groups/describe-offsets": Difference(
-        "tm-share tm-share 0 5 0",
-        "tm-share tm-share 0 0 0",
-        "after the five records are delivered and accepted Kafka's share coordinator still "
-        "reports the start offset it persisted first (0, lag 0); the mock reports the share "
-        "partition's start offset as it is now (5)",
+        "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+        "FinalizedVersionLevel: 0",
+        "transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+        "FinalizedVersionLevel: 2",
+        "as describe: the controller lists the same finalized levels",
     ),
     "kafka-metadata-quorum/describe-status": Difference(
         'CurrentObservers: [{"id": 1}, {"id": 2}, {"id": 3}]',
@@ -149,32 +90,15 @@ EXPECTED_DIFFERENCES: dict[str, Difference] = {
         "reports its own (Fetch v17 ReplicaDirectoryId); the mock gives its voter one and its "
         "observers none",
     ),
+    "kafka-metadata-quorum/describe-status-controller": Difference(
+        'CurrentObservers: [{"id": 1}, {"id": 2}, {"id": 3}]',
+        'CurrentObservers: [{"id": 1, "directoryId": "<id>"}',
+        "as describe-status: the controller answers DescribeQuorum the same way",
+    ),
     "kafka-metadata-quorum/describe-replication": Difference(
         "1 AAAAAAAAAAAAAAAAAAAAAA <n> <n> <n> <n> Observer",
         "3000 AAAAAAAAAAAAAAAAAAAAAA <n> <n> <n> <n> Leader",
         "the same directory ids as describe --status, in the replication table",
-    ),
-    "kafka-metadata-quorum/describe-status-controller": Difference(
-        "no controller listener", "CurrentVoters:", _CONTROLLER_WORK
-    ),
-    "kafka-log-dirs/describe": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS", '"logDir":"<log-dir>"', _LOG_DIRS_WORK
-    ),
-    "kafka-reassign-partitions/generate": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS",
-        "Proposed partition reassignment configuration",
-        _LOG_DIRS_WORK + ": the tool reads each replica's log dir first",
-    ),
-    "kafka-reassign-partitions/execute": Difference(
-        "The node does not support DESCRIBE_LOG_DIRS",
-        "Successfully started partition reassignment for tm-reassign-0",
-        _LOG_DIRS_WORK + ": the tool reads each replica's log dir first",
-    ),
-    "kafka-reassign-partitions/verify": Difference(
-        "There is no active reassignment of partition tm-reassign-0, but replica set is "
-        "1,2,3 rather than 1,2.",
-        "Reassignment of partition tm-reassign-0 is completed.",
-        "follows from execute: on the mock the reassignment never started",
     ),
     "kafka-get-offsets/all-topics": Difference(
         "tm-console:0:",
@@ -235,8 +159,13 @@ def sides(
                 "real": Side(
                     "real", real.bootstrap(), kafka_dist, workdir / "real-tools", controller
                 ),
-                # the mock's controller has no listener of its own yet
-                "mock": Side("mock", mock.bootstrap_servers, kafka_dist, workdir / "mock-tools"),
+                "mock": Side(
+                    "mock",
+                    mock.bootstrap_servers,
+                    kafka_dist,
+                    workdir / "mock-tools",
+                    mock.cluster.controller_node.address,
+                ),
             }
             try:
                 yield both

@@ -191,8 +191,10 @@ _MASKS: list[tuple[re.Pattern[str], str]] = [
     # wall-clock milliseconds and the dates the perf tools print
     (re.compile(r"(?<!\d)1\d{12}(?!\d)"), "<ts>"),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"), "<date>"),
-    # the harness's node folders (kafka-log-dirs, kafka-reassign-partitions print log dirs)
-    (re.compile(r"/\S*/node\d+/data"), "<log-dir>"),
+    # the harness's node folders and the mock's in-memory log dirs (kafka-log-dirs and
+    # kafka-reassign-partitions print log dirs, in JSON without spaces: no quote or comma inside)
+    (re.compile(r"/[^\s\",]*/node\d+/data"), "<log-dir>"),
+    (re.compile(r"/kipwire-memory/broker-\d+"), "<log-dir>"),
 ]
 
 

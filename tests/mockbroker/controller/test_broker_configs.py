@@ -144,3 +144,22 @@ def test_the_replication_throttles_are_dynamic_broker_configs():
         assert set_rate["error_code"] == ErrorCode.NONE
         negative = _alter_cluster_default(client, THROTTLE_RATES[1], "-5")
         assert negative["error_code"] == ErrorCode.INVALID_CONFIG
+
+
+def test_common_server_properties_settings_are_known_configs():
+    common = {
+        "log.cleaner.threads": "2",
+        "log.cleaner.enable": "true",
+        "background.threads": "4",
+        "num.replica.fetchers": "2",
+        "auto.leader.rebalance.enable": "false",
+        "offsets.retention.minutes": "60",
+    }
+    assert check_cluster_config(common) == common
+    with pytest.raises(ConfigError, match=r"^Invalid value -1 for configuration log\.cleaner"):
+        check_cluster_config({"log.cleaner.threads": "-1"})
+    # Kafka changes its log cleaner's threads while running; not whether it has one
+    assert dynamic_problem("log.cleaner.threads") is None
+    assert dynamic_problem("log.cleaner.enable") == (
+        "Cannot update these configs dynamically: Set(log.cleaner.enable)"
+    )
