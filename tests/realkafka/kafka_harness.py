@@ -251,8 +251,7 @@ class KafkaCluster:
             node.dir / "format.log",
             "kafka.tools.StorageTool",
             "format",
-            "-t",
-            self.cluster_id,
+            f"--cluster-id={self.cluster_id}",  # one glued argument: an id may start with "-"
             "-c",
             str(node.dir / "server.properties"),
             "--feature",
