@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py codec/_compiled/runtime.h $(wildcard codec/_compiled/shard_*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/shard_*.c)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 

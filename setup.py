@@ -20,7 +20,7 @@ def _extensions() -> list[Extension]:
         Extension(
             f"kipwire.codec._compiled.{source.stem}",
             [str(source)],
-            depends=[str(COMPILED / "runtime.h")],
+            depends=[str(header) for header in sorted(COMPILED.glob("*.h"))],
             optional=True,
         )
         for source in sorted(COMPILED.glob("shard_*.c"))

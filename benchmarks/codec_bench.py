@@ -194,11 +194,11 @@ def kipwire_side(case: Case, wire: bytes) -> Side:
 
 
 def kipwire_python_side(case: Case, wire: bytes) -> Side:
-    """kipwire's generated Python parser, for the compiled path's gain (encode: Python on both)."""
+    """kipwire's generated Python builder and parser, for the compiled path's gain."""
     msg = codec.message(case.message, case.version)
     parse = msg.module.PARSE[case.version]
     value = case.value
-    return Side("kipwire-py", lambda: msg.build(value), lambda: parse(wire, 0)[0])
+    return Side("kipwire-py", lambda: msg._build_python(value), lambda: parse(wire, 0)[0])
 
 
 def kafka_python_side(case: Case, wire: bytes) -> Side:
@@ -374,17 +374,23 @@ def main(argv: list[str] | None = None) -> int:
             py = ops["kipwire-py"]
             line += f" {fmt_ops(py):>10} {ops['kipwire'] / py:>8.2f}x"
         print(line)
-        if kp < 1 or (op == "encode" and ki < 1):
+        # The compiled encoders' target (issue 23): 3x the faster Python peer.
+        encode_target = 3 if codec.compiled else 1
+        if kp < 1 or (op == "encode" and min(kp, ki) < encode_target):
             misses.append(f"{label} {op}")
     print()
     print("ratios are kipwire ops/s divided by the peer's (above 1: kipwire is faster)")
     if codec.compiled:
-        print("kipwire decodes on its compiled path; kipwire-py is its Python parser, for the gain")
+        print(
+            "kipwire encodes and decodes on its compiled path; kipwire-py is its Python builder"
+            " and parser, for the gain"
+        )
+        print("targets: encode 3x both peers; decode faster than kafka-python")
     else:
         print("kipwire runs on its pure-Python path (the compiled codec is not built)")
+        print("targets: encode faster than both peers; decode faster than kafka-python")
     if java:
         print("java: Kafka's generated *Data classes, JIT-warm, CPU time with GC pauses counted")
-    print("targets: encode faster than both peers; decode faster than kafka-python")
     print("missed: " + ", ".join(misses) if misses else "all targets met")
     return 0
 

@@ -40,17 +40,22 @@ class MessageCodec(Construct):
         return f"<MessageCodec {self.message_name} v{self.version}>"
 
     def use_compiled(self, compiled: bool) -> None:
-        """Parse with the compiled decoder (when one is built) or with the Python one."""
-        python = self.module.PARSE[self.version]
-        fast = _compiled.decoder(self.message_name, self.version, python) if compiled else None
+        """Parse and build with the compiled code (when built) or with the Python code."""
+        name, version = self.message_name, self.version
+        python = self.module.PARSE[version]
+        fast = _compiled.decoder(name, version, python) if compiled else None
         self._p = python if fast is None else fast
+        for attr in ("parse", "build", "build_into"):
+            self.__dict__.pop(attr, None)
         if fast is None:
-            self.__dict__.pop("parse", None)
-        else:
-            # `parse` itself in C: a whole message needs no Python frame at all.
-            self.parse = _compiled.decoder(
-                self.message_name, self.version, self._parse_python, whole=True
-            )
+            return
+        # `parse`, `build` and `build_into` themselves in C: no Python frame on the way in. Each
+        # hands what it cannot take to the Python method, which gives the answer or the error.
+        self.parse = _compiled.decoder(name, version, self._parse_python, whole=True)
+        build = _compiled.encoder(name, version, self._build_python)
+        if build is not None:
+            self.build = build
+            self.build_into = _compiled.encoder(name, version, self._build_into_python, into=True)
 
     @property
     def compiled(self) -> bool:
@@ -77,6 +82,14 @@ class MessageCodec(Construct):
 
     def build(self, obj: Any, **contextkw: Any) -> bytes:
         """Encode a dict (omitted keys take their defaults) into bytes."""
+        return self._build_python(obj)
+
+    def build_into(self, obj: Any, out: bytearray) -> None:
+        """Append the encoding of `obj` to `out` (no intermediate copy)."""
+        self._build_into_python(obj, out)
+
+    def _build_python(self, obj: Any, **contextkw: Any) -> bytes:
+        """`build` on the Python builder: the compiled `build` falls back to it."""
         w = bytearray()
         try:
             self._b(obj, w)
@@ -84,8 +97,8 @@ class MessageCodec(Construct):
             raise e.in_version(self.version) from None
         return bytes(w)
 
-    def build_into(self, obj: Any, out: bytearray) -> None:
-        """Append the encoding of `obj` to `out` (no intermediate copy)."""
+    def _build_into_python(self, obj: Any, out: bytearray) -> None:
+        """`build_into` on the Python builder: the compiled `build_into` falls back to it."""
         try:
             self._b(obj, out)
         except VersionedEncodeError as e:

@@ -1,4 +1,5 @@
-"""The second back end: C (CPython C API) decoders, one function per struct and version range.
+"""The second back end: C (CPython C API) decoders and encoders, one function per struct and
+version range.
 
 Functions take the Python back end's names and version ranges: the Python emitter is run first,
 and each of its parse and default functions becomes one C function of the same name. C has one
@@ -7,7 +8,8 @@ namespace per shard, so each message's section defines `F(name)` as `<module>__n
 Every read goes through the
 bounds-checked readers of `codec/_compiled/runtime.h`; a function returns NULL on anything it
 cannot read, and the decoder hands the input to the Python parser, which is the reference for
-values and errors alike.
+values and errors alike. The encoders (`emit_c_build.py`) do the same the other way: -1 on any
+value they do not take as it is, and the Python builder writes it or raises the EncodeError.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from .emit_build import BuildEmitter
+from .emit_c_build import CBuild
 from .emit_parse import ParseEmitter
 from .emitter import READERS, ModuleEmitter, Version, _version_list, kind_of, split_fields
 from .layout import WIDTH
@@ -93,6 +97,8 @@ class Shard:
             name = self.consts[(kind, value)] = f"c_{len(self.consts)}"
             if kind == "u":
                 data, size = f'"{value.hex}"', 32
+            elif kind in "if":
+                data, size = f'"{value!r}"', len(repr(value))
             else:
                 raw = value.encode() if kind == "s" else value
                 data, size = _c_string(raw), len(raw)
@@ -104,13 +110,16 @@ class Shard:
         keys = sorted(self.keys.values())
         consts = list(self.consts.values())
         lines = [
-            "/* The compiled decoders of:",
+            "/* The compiled decoders and encoders of:",
             *textwrap.wrap(
                 ", ".join(self.messages), WIDTH - 4, initial_indent=" * ", subsequent_indent=" * "
             ),
             " */",
             "",
-            '#include "runtime.h"',
+            '#include "runtime_tags.h"',
+            "",
+            "/* A builder's look-up of a key of its struct `o`, counted in `seen`. */",
+            "#define KW_GET(key, dflt) kw_get(o, k_##key, dflt, &seen)",
             "",
             *_declare("PyObject *", keys),
             *_declare("PyObject *", consts),
@@ -155,20 +164,29 @@ decoder(PyObject *self, PyObject *args)
     return kw_make_decoder(tables, args);
 }
 
+static PyObject *
+encoder(PyObject *self, PyObject *args)
+{
+    return kw_make_encoder(tables, args);
+}
+
 static PyMethodDef methods[] = {
     {"decoder", decoder, METH_VARARGS,
      "decoder(message, version, fallback, whole=False): a compiled parser, or None."},
+    {"encoder", encoder, METH_VARARGS,
+     "encoder(message, version, fallback, into=False): a compiled builder, or None."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "SHARD", "Compiled Kafka message decoders (generated).", -1, methods,
+    PyModuleDef_HEAD_INIT, "SHARD", "Compiled Kafka message decoders and encoders (generated).",
+    -1, methods,
 };
 
 PyMODINIT_FUNC
 PyInit_SHARD(void)
 {
-    if (kw_init(keys, consts) < 0)
+    if (kw_init(keys, consts) < 0 || kw_init_build() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddStringConstant(m, "DIGEST", KW_DIGEST) < 0) {
@@ -180,8 +198,17 @@ PyInit_SHARD(void)
 """
 
 
+_SIGNATURES = {
+    "parse": "static PyObject *{name}(kw_reader *r)",
+    "default": "static PyObject *{name}(void)",
+    "build": "static int {name}(kw_wbuf *w, PyObject *o)",
+}
+_KINDS = {"parse": "Parse", "default": "The default", "build": "Build"}
+
+
 class CMessage:
-    """Emits one message's C decoders into a Shard, named and grouped as the Python ones are."""
+    """Emits one message's C decoders and encoders into a Shard, named and grouped as the Python
+    ones are."""
 
     def __init__(self, spec: MessageSpec, shard: Shard) -> None:
         self.spec = spec
@@ -189,10 +216,16 @@ class CMessage:
         self.module = snake_case(spec.name)
         self.em = ModuleEmitter(spec)
         self.parse = ParseEmitter(self.em)
+        build = BuildEmitter(self.em)
         valid = spec.valid_versions
         self.versions = [] if valid.empty else list(range(valid.lo, valid.hi + 1))
-        self.tops = {v: self.parse.parser(spec.struct, v) for v in self.versions}
+        self.tops: dict[int, str] = {}
+        self.builds: dict[int, str] = {}
+        for v in self.versions:  # in emit_module's order, so the entries are the same
+            self.tops[v] = self.parse.parser(spec.struct, v)
+            self.builds[v] = build.builder(spec.struct, v)
         _, self.names = self.em.finish()
+        self.build = CBuild(self)
 
     def cname(self, token: str) -> str:
         """The C name of the Python entry `token`, inside the message's section."""
@@ -209,29 +242,31 @@ class CMessage:
         out += ["", f"/* -- {schema} -- */", "", f"#define F(name) {self.module}__##name"]
         functions = []
         for i, entry in enumerate(self.em.entries):
-            if entry.kind in ("parse", "default") and not entry.suffix:
+            if entry.kind in ("parse", "default", "build") and not entry.suffix:
                 functions.append((self.cname(f"__E{i}__"), entry))
         for name, entry in functions:
-            args = "kw_reader *r" if entry.kind == "parse" else "void"
-            out.append(f"static PyObject *{name}({args});")
+            out.append(_SIGNATURES[entry.kind].format(name=name) + ";")
         for name, entry in functions:
             ver = Version(self.spec, min(entry.versions))
-            what = "Parse" if entry.kind == "parse" else "The default"
+            what = _KINDS[entry.kind]
             out += ["", f"/* {what} {entry.struct.name}, {_version_list(entry.versions)}. */"]
+            result, args = _SIGNATURES[entry.kind].split("{name}")
+            out += [result.rstrip(), name + args, "{"]
             if entry.kind == "parse":
-                out += ["static PyObject *", f"{name}(kw_reader *r)", "{"]
                 out += self.parse_body(entry.struct, ver)
+            elif entry.kind == "build":
+                out += self.build.body(entry.struct, ver)
             else:
-                out += ["static PyObject *", f"{name}(void)", "{"]
                 out += self.default_body(entry.struct, ver)
             out.append("}")
         out += ["", "static const kw_entry F(versions)[] = {"]
         for v in self.versions:
-            row = f'    {{"{self.spec.name}", {v}, {self.cname(self.tops[v])}}},'
+            parse, build = self.cname(self.tops[v]), self.cname(self.builds[v])
+            row = f'    {{"{self.spec.name}", {v}, {parse}, {build}}},'
             if len(row) >= WIDTH:
-                row = f'    {{"{self.spec.name}", {v},\n     {self.cname(self.tops[v])}}},'
+                row = f'    {{"{self.spec.name}", {v},\n     {parse},\n     {build}}},'
             out.append(row)
-        out += ["    {NULL, 0, NULL},", "};", "", "#undef F"]
+        out += ["    {NULL, 0, NULL, NULL},", "};", "", "#undef F"]
         self.shard.tables.append(f"{self.module}__versions")
         self.shard.messages.append(self.spec.name)
 

@@ -1,10 +1,12 @@
-"""The compiled codec path: C decoders generated from the same schemas as `codec.messages`.
+"""The compiled codec path: C decoders and encoders generated from the same schemas as
+`codec.messages`.
 
 `python -m kipwire.generator build` writes `shard_*.c` beside this file; installing kipwire compiles
 them when a C compiler is present (setup.py). A shard whose digest differs from `_manifest.py` was
 built from other sources: it is stale, and then no shard is used. `KIPWIRE_PURE_PYTHON=1` keeps
 the Python path. A compiled decoder gives the same values as the Python parser and, on anything it
-cannot read, hands the input to that parser, which raises the DecodeError.
+cannot read, hands the input to that parser, which raises the DecodeError; a compiled encoder
+writes the same bytes as the Python builder and hands it any value it does not take as it is.
 """
 
 from __future__ import annotations
@@ -62,3 +64,16 @@ def decoder(
     """
     shard = _SHARD_OF.get(message)
     return None if shard is None else shard.decoder(message, version, fallback, whole)
+
+
+def encoder(
+    message: str, version: int, fallback: Callable, into: bool = False
+) -> Callable[..., Any] | None:
+    """The compiled builder of `message` at `version`, or None.
+
+    It takes a value and returns its bytes, as `MessageCodec.build` does; with `into`, it takes
+    `(value, out)` and appends them to the bytearray `out`. Anything else (other arguments, a value
+    it does not take as it is) goes to `fallback` with the same arguments.
+    """
+    shard = _SHARD_OF.get(message)
+    return None if shard is None else shard.encoder(message, version, fallback, into)

@@ -5,7 +5,7 @@ A shard whose DIGEST differs was built from other C sources: it is stale and not
 """
 
 SHARDS = {
-    'shard_0': ('07964d1825bfebed', 
+    'shard_0': ('19a4a353593af08a', 
         (
             'AllocateProducerIdsResponse', 'AlterClientQuotasResponse', 'AlterConfigsRequest',
             'AlterPartitionReassignmentsResponse', 'AssignReplicasToDirsRequest',
@@ -26,7 +26,7 @@ SHARDS = {
             'VoteResponse',
         ),
     ),
-    'shard_1': ('415c113c309fa28c', 
+    'shard_1': ('6b10042d7957ef43', 
         (
             'AddPartitionsToTxnRequest', 'AlterReplicaLogDirsRequest',
             'AlterShareGroupOffsetsResponse', 'ApiVersionsRequest', 'BeginQuorumEpochRequest',
@@ -46,7 +46,7 @@ SHARDS = {
             'ZkMigrationStateRecord',
         ),
     ),
-    'shard_2': ('43cd55b040ad9f01', 
+    'shard_2': ('a0bd7c784a42810b', 
         (
             'AbortTransactionRecord', 'AddOffsetsToTxnResponse', 'AddRaftVoterRequest',
             'AllocateProducerIdsRequest', 'BeginQuorumEpochResponse',
@@ -64,7 +64,7 @@ SHARDS = {
             'WriteShareGroupStateResponse',
         ),
     ),
-    'shard_3': ('c9d1727be96095c2', 
+    'shard_3': ('78fff4e93bc5e7b7', 
         (
             'AlterPartitionRequest', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse',
             'BrokerRegistrationRequest', 'ConfigRecord', 'ConsumerGroupHeartbeatRequest',
@@ -80,7 +80,7 @@ SHARDS = {
             'VotersRecord', 'WriteShareGroupStateRequest',
         ),
     ),
-    'shard_4': ('23d479c6458357b1', 
+    'shard_4': ('7b7b1884cdba028a', 
         (
             'AbortedTxn', 'AccessControlEntryRecord', 'AlterPartitionReassignmentsRequest',
             'AlterPartitionResponse', 'AssignReplicasToDirsResponse',
@@ -96,7 +96,7 @@ SHARDS = {
             'UserScramCredentialRecord',
         ),
     ),
-    'shard_5': ('c46d6eaa6259bc9a', 
+    'shard_5': ('73783331e68b046f', 
         (
             'AddOffsetsToTxnRequest', 'AddRaftVoterResponse', 'AlterConfigsResponse',
             'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse',
@@ -119,7 +119,7 @@ SHARDS = {
             'WriteTxnMarkersRequest',
         ),
     ),
-    'shard_6': ('c6551eb6e0c6aece', 
+    'shard_6': ('5e42652a343c773f', 
         (
             'AddPartitionsToTxnResponse', 'AlterClientQuotasRequest', 'AlterReplicaLogDirsResponse',
             'AlterShareGroupOffsetsRequest', 'ApiVersionsResponse',
@@ -138,7 +138,7 @@ SHARDS = {
             'WriteTxnMarkersResponse',
         ),
     ),
-    'shard_7': ('cc37e4161887258c', 
+    'shard_7': ('582a9d1c1b0cc1bf', 
         (
             'ClearElrRecord', 'ConsumerGroupDescribeResponse', 'ControlRecordType',
             'CreateDelegationTokenResponse', 'CreatePartitionsResponse', 'DeleteTopicsRequest',

@@ -26,10 +26,16 @@ typedef struct {
 
 typedef PyObject *(*kw_parse_fn)(kw_reader *r);
 
+/* The encoders' output buffer (runtime_build.h) and a struct's builder: 0, or -1 to fall back. */
+typedef struct kw_wbuf kw_wbuf;
+typedef int (*kw_build_fn)(kw_wbuf *w, PyObject *o);
+
+/* One message version's compiled parser and builder. */
 typedef struct {
     const char *message;
     int version;
     kw_parse_fn parse;
+    kw_build_fn build;
 } kw_entry;
 
 typedef struct {
@@ -37,7 +43,8 @@ typedef struct {
     const char *text;
 } kw_key;
 
-/* A constant value a default needs: 's' str, 'b' bytes, 'u' uuid (32 hex digits). */
+/* A constant value a default needs: 's' str, 'b' bytes, 'u' uuid (32 hex digits), 'i' int and
+ * 'f' float (their decimal text). */
 typedef struct {
     PyObject **slot;
     char kind;
@@ -435,6 +442,19 @@ static PyTypeObject kw_decoder_type = {
     .tp_dealloc = kw_decoder_dealloc,
 };
 
+/* The table entry of a message version, or NULL. */
+static const kw_entry *
+kw_find(const kw_entry *const *tables, const char *message, int version)
+{
+    for (const kw_entry *const *table = tables; *table != NULL; table++) {
+        for (const kw_entry *e = *table; e->message != NULL; e++) {
+            if (e->version == version && strcmp(e->message, message) == 0)
+                return e;
+        }
+    }
+    return NULL;
+}
+
 /* decoder(message, version, fallback, whole=False): the compiled parser of that message version
  * (with `whole`, of a message filling its input), or None. */
 static PyObject *
@@ -446,20 +466,16 @@ kw_make_decoder(const kw_entry *const *tables, PyObject *args)
     int whole = 0;
     if (!PyArg_ParseTuple(args, "siO|p:decoder", &message, &version, &fallback, &whole))
         return NULL;
-    for (const kw_entry *const *table = tables; *table != NULL; table++) {
-        for (const kw_entry *e = *table; e->message != NULL; e++) {
-            if (e->version != version || strcmp(e->message, message) != 0)
-                continue;
-            kw_decoder *d = PyObject_New(kw_decoder, &kw_decoder_type);
-            if (d == NULL)
-                return NULL;
-            d->vectorcall = whole ? kw_whole_call : kw_decoder_call;
-            d->parse = e->parse;
-            d->fallback = Py_NewRef(fallback);
-            return (PyObject *)d;
-        }
-    }
-    Py_RETURN_NONE;
+    const kw_entry *e = kw_find(tables, message, version);
+    if (e == NULL)
+        Py_RETURN_NONE;
+    kw_decoder *d = PyObject_New(kw_decoder, &kw_decoder_type);
+    if (d == NULL)
+        return NULL;
+    d->vectorcall = whole ? kw_whole_call : kw_decoder_call;
+    d->parse = e->parse;
+    d->fallback = Py_NewRef(fallback);
+    return (PyObject *)d;
 }
 
 /* -- module set-up ---------------------------------------------------------------------------- */
@@ -482,6 +498,12 @@ kw_make_const(const kw_const *c)
         return PyUnicode_DecodeUTF8(c->data, c->size, NULL);
     if (c->kind == 'b')
         return PyBytes_FromStringAndSize(c->data, c->size);
+    if (c->kind == 'i')
+        return PyLong_FromString(c->data, NULL, 10);
+    if (c->kind == 'f') {
+        double d = PyOS_string_to_double(c->data, NULL, NULL);
+        return d == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(d);
+    }
     return PyObject_CallFunction(kw_uuid_type, "s", c->data);
 }
 
