@@ -7,8 +7,8 @@ Every step must print the same on both, unless `EXPECTED_DIFFERENCES` names it: 
 asserts the difference is still there (the mock's text and Kafka's), so a fixed one fails
 loudly and its entry goes. The real and mock side of each tool run at once (two threads).
 
-kafka-acls is not here: it needs a secured cluster. test_differential_security.py compares the
-ACLs' effect (its authorization matrix) on a secured real Kafka and mock, and
+kafka-acls runs in test_acl_tool_matrix.py, on secured clusters; test_differential_security.py
+compares the ACLs' effect (its authorization matrix) on a secured real Kafka and mock, and
 test_java_tools_on_secured_mock.py runs Kafka's tools over SASL_SSL and mTLS. The slower tools
 (the perf tests and the verifiable producer and consumer, counts only) run with
 KIPWIRE_TOOL_MATRIX=full.
