@@ -64,6 +64,17 @@ class KafkaDist:
         """The JVM classpath: every jar of the folder."""
         return str(self.libs / "*")
 
+    def run_tool(self, main: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run one of Kafka's command-line tools by its main class, output captured."""
+        command = [self.java, "-cp", self.classpath, main, *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def tool_output(self, main: str, *args: str, timeout: float = 120) -> str:
+        """A tool's stdout; a non-zero exit fails with the tail of its stderr."""
+        run = self.run_tool(main, *args, timeout=timeout)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return run.stdout
+
 
 def cache_root() -> Path:
     """Where fetched Kafka versions live (KIPWIRE_CACHE overrides ~/.cache/kipwire)."""

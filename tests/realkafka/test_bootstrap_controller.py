@@ -7,7 +7,6 @@ EndpointType 2, then follows the endpoints it answers."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -38,15 +37,7 @@ FINALIZED_DIFFERENCES = {
 
 
 def _tool(dist: KafkaDist, main: str, *args: str) -> str:
-    run = subprocess.run(
-        [dist.java, "-cp", dist.classpath, main, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.stdout
+    return dist.tool_output(main, *args, timeout=TIMEOUT)
 
 
 def _outputs(dist: KafkaDist, controller: str) -> dict[str, str]:

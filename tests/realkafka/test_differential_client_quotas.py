@@ -4,7 +4,6 @@ get the same answers from both (entries sorted: Kafka lists them from a hash map
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -31,15 +30,7 @@ def mock() -> Iterator[MockCluster]:
 
 
 def _tool(dist: KafkaDist, *args: str) -> str:
-    run = subprocess.run(
-        [dist.java, "-cp", dist.classpath, CONFIGS, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.stdout
+    return dist.tool_output(CONFIGS, *args, timeout=TIMEOUT)
 
 
 def test_kafka_configs_sets_and_describes_client_quotas(

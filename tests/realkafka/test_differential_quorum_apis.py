@@ -14,7 +14,6 @@ endpoint.
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,13 +174,7 @@ _CODES = {
 
 def _tool(dist: KafkaDist, main: str, *args: str) -> tuple[int, str]:
     """A tool's exit status and its first line of stderr."""
-    run = subprocess.run(
-        [dist.java, "-cp", dist.classpath, main, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    run = dist.run_tool(main, *args, timeout=TIMEOUT)
     return run.returncode, run.stderr.splitlines()[0] if run.stderr else ""
 
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -32,15 +31,7 @@ def mock() -> Iterator[MockCluster]:
 
 
 def _tool(dist: KafkaDist, main: str, *args: str) -> str:
-    run = subprocess.run(
-        [dist.java, "-cp", dist.classpath, main, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.stdout
+    return dist.tool_output(main, *args, timeout=TIMEOUT)
 
 
 def _columns(output: str) -> list[list[str]]:

@@ -6,7 +6,6 @@ carries the files to the other directory."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,15 +56,7 @@ def _file_bytes(log_dir: str, partition: str) -> int:
 
 
 def _tool(dist: KafkaDist, main: str, *args: str) -> str:
-    run = subprocess.run(
-        [dist.java, "-cp", dist.classpath, main, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run.stdout
+    return dist.tool_output(main, *args, timeout=TIMEOUT)
 
 
 def _describe(dist: KafkaDist, mock: MockCluster) -> dict[str, Any]:
