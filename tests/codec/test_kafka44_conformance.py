@@ -27,9 +27,6 @@ from kipwire.generator.build import generate, write
 from kipwire.generator.spec import MessageSpec, load_message
 from kipwire.generator.wire import describe_difference, signature
 
-# The compiled decoders and the Python parsers (tests/codec/conftest.py).
-pytestmark = pytest.mark.usefixtures("codec_path")
-
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_44 = ROOT.parent / "shared" / "kafka-schemas-4.4.0"
 FOLDERS = ("message", "metadata", "other")
@@ -109,6 +106,7 @@ def test_same_wire_format_as_kafka_44(name: str, version: int) -> None:
 
 
 @needs_kafka_44
+@pytest.mark.usefixtures("codec_path")  # the compiled path and the Python one (conftest.py)
 @pytest.mark.parametrize(("name", "version"), pairs())
 @SETTINGS
 @given(data=st.data())
@@ -145,6 +143,7 @@ def test_api_keys_are_numbered_as_kafka_44_numbers_them() -> None:
     }
 
 
+@pytest.mark.usefixtures("codec_path")
 def test_api_versions_v5_carries_cluster_id_and_node_id() -> None:
     """KIP-1242: a Kafka 4.4 client opens with ApiVersions v5, naming the cluster it expects."""
     request = codec.encode_request(
