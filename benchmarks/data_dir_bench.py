@@ -12,40 +12,17 @@ Usage: ``python benchmarks/data_dir_bench.py [--records N] [--size B]``.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from mock_bench import PARTITIONS, consume, create_topic, produce
-
-
-@contextmanager
-def serve(*args: str) -> Iterator[str]:
-    """A one-broker `kipwire-broker serve` with `args`; yields its bootstrap servers and stops
-    it with SIGTERM (a clean stop: the logs are flushed and checkpointed)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "1", "--quiet", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        bootstrap = proc.stdout.readline().strip()
-        if not bootstrap:
-            raise RuntimeError("kipwire-broker did not print its bootstrap servers")
-        yield bootstrap
-    finally:
-        proc.terminate()
-        proc.wait(60)
+from mock_bench import PARTITIONS, consume, create_topic, kipwire_cluster, produce
 
 
 def run(name: str, args: list[str], records: int, value: bytes) -> tuple[float, float]:
     """Produce then consume on one side; (produce, consume) in records per second."""
-    with serve(*args) as bootstrap:
+    # a clean stop: the logs are flushed and checkpointed
+    with kipwire_cluster(1, options=args, stop_seconds=60) as bootstrap:
         create_topic(bootstrap)
         produce(bootstrap, PARTITIONS, value)  # start-up costs untimed, as in mock_bench
         consume(bootstrap, PARTITIONS)
@@ -85,7 +62,7 @@ def main() -> None:
 def _start_time(args: list[str]) -> float:
     """Seconds from starting `serve` until it prints its bootstrap servers."""
     start = time.perf_counter()
-    with serve(*args):
+    with kipwire_cluster(1, options=args, stop_seconds=60):
         return time.perf_counter() - start
 
 

@@ -19,7 +19,7 @@ import argparse
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -31,22 +31,18 @@ TIMEOUT = 120.0
 
 
 @contextmanager
-def kipwire_cluster(brokers: int = 3, config: Mapping[str, str] | None = None) -> Iterator[str]:
-    """A kipwire cluster in a subprocess, with broker `config`; yields its bootstrap servers."""
+def kipwire_cluster(
+    brokers: int = 3,
+    config: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
+    stop_seconds: float = 10,
+) -> Iterator[str]:
+    """`kipwire-broker serve` in a subprocess, with broker `config` and further serve `options`;
+    yields its bootstrap servers, then stops it with SIGTERM (a clean stop)."""
     configs = [f"--config={key}={value}" for key, value in (config or {}).items()]
+    command = [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", str(brokers)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kipwire.mockbroker",
-            "serve",
-            "--brokers",
-            str(brokers),
-            "--quiet",
-            *configs,
-        ],  # fmt: skip
-        stdout=subprocess.PIPE,
-        text=True,
+        [*command, "--quiet", *configs, *options], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None
@@ -56,7 +52,7 @@ def kipwire_cluster(brokers: int = 3, config: Mapping[str, str] | None = None) -
         yield bootstrap
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(stop_seconds)
 
 
 @contextmanager

@@ -34,9 +34,6 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from subprocess import PIPE
 from typing import Any
 
 import trio
@@ -201,10 +198,12 @@ def _produce_consume(bootstrap: str, records: int) -> dict[str, float]:
 def _ratio(records: int, client: str = "confluent-kafka", processes: bool = False) -> None:
     """Produce/consume rates on 10 partitions of an empty cluster, then over 10,000 partitions."""
     from confluent_kafka.admin import AdminClient, NewTopic
+    from mock_bench import kipwire_cluster
 
     rates = []
     for topics, partitions in ((["one"], 10), ([f"t{n:04d}" for n in range(100)], 100)):
-        with _served_cluster(processes) as bootstrap:
+        options = ["--processes"] if processes else []
+        with kipwire_cluster(3, options=options, stop_seconds=60) as bootstrap:
             admin = AdminClient({"bootstrap.servers": bootstrap})
             for first in range(0, len(topics), 10):
                 new = [NewTopic(t, partitions, REPLICATION_FACTOR) for t in topics[first:][:10]]
@@ -219,25 +218,6 @@ def _ratio(records: int, client: str = "confluent-kafka", processes: bool = Fals
             )
     (p1, c1), (p2, c2) = rates
     print(f"ratio (10,000 partitions / 10): produce {p2 / p1:.2f}x, consume {c2 / c1:.2f}x")
-
-
-@contextmanager
-def _served_cluster(processes: bool) -> Iterator[str]:
-    """`kipwire-broker serve` (3 brokers) in a subprocess, each broker in its own process with
-    `processes`; yields the bootstrap servers."""
-    command = [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", "3", "--quiet"]
-    proc = subprocess.Popen(
-        [*command, *(["--processes"] if processes else [])], stdout=PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        bootstrap = proc.stdout.readline().strip()
-        if not bootstrap:
-            raise RuntimeError("kipwire-broker did not print its bootstrap servers")
-        yield bootstrap
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> tuple[float, float]:
