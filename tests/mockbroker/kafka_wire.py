@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kipwire.client import Connection, ConnectionClosedError
-from kipwire.codec import Response
+from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, Response
 
 
 class WireClient:
@@ -46,3 +46,25 @@ class WireClient:
     def call(self, api_key: int, version: int, body: dict) -> Any:
         """Send a request and return its decoded response body."""
         return self.connection.call(api_key, version, body)
+
+
+def alter_cluster_default(client: WireClient, name: str, value: str) -> dict:
+    """IncrementalAlterConfigs SET of one config on the cluster-default broker resource; the
+    resource's result (`error_code`, `error_message`)."""
+    response = client.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": ConfigResourceType.BROKER,
+                    "resource_name": "",
+                    "configs": [
+                        {"name": name, "config_operation": AlterConfigOp.SET, "value": value}
+                    ],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
+    return response["responses"][0]

@@ -18,9 +18,9 @@ import pytest
 import trio
 import trio.testing
 from confluent_kafka import Producer
-from kafka_wire import WireClient
+from kafka_wire import WireClient, alter_cluster_default
 
-from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ErrorCode
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import ConfigError, MockCluster
 from kipwire.mockbroker.controller.broker_configs import cluster_config
 from kipwire.mockbroker.limits import ConnectionLimits, RequestMemory, TooManyConnections
@@ -134,7 +134,9 @@ def test_a_client_over_max_connections_waits_for_a_slot_and_the_limit_is_dynamic
             waiting.connection.timeout = 10.0
             assert waiting.receive(ApiKey.METADATA, 12).correlation_id == cid
             # max.connections is a dynamic broker config in Kafka: a cluster default applies
-            assert _set_cluster_default(one, "max.connections", "5") == ErrorCode.NONE
+            assert (
+                alter_cluster_default(one, "max.connections", "5")["error_code"] == ErrorCode.NONE
+            )
             with WireClient(address) as three, WireClient(address) as four:
                 for client in (three, four):
                     assert client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]
@@ -162,26 +164,6 @@ def test_clients_filling_the_controllers_pool_never_mute_the_brokers_links():
         muted.connection.timeout = 10.0
         assert muted.receive(ApiKey.API_VERSIONS, 3).correlation_id == cid
         muted.connection.close()
-
-
-def _set_cluster_default(client: WireClient, name: str, value: str) -> int:
-    response = client.call(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {
-            "resources": [
-                {
-                    "resource_type": ConfigResourceType.BROKER,
-                    "resource_name": "",
-                    "configs": [
-                        {"name": name, "config_operation": AlterConfigOp.SET, "value": value}
-                    ],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
-    return response["responses"][0]["error_code"]
 
 
 def _rss_peak_mib(pid: int) -> float:

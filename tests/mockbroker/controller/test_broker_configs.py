@@ -5,7 +5,7 @@ config they default, and lets IncrementalAlterConfigs change only the dynamic on
 from __future__ import annotations
 
 import pytest
-from kafka_wire import WireClient
+from kafka_wire import WireClient, alter_cluster_default
 
 from kipwire.codec import AlterConfigOp, ApiKey, ConfigResourceType, ConfigSource, ErrorCode
 from kipwire.mockbroker import ConfigError, MockCluster
@@ -52,43 +52,23 @@ def test_which_broker_configs_may_change_while_running():
     assert not BROKER["offsets.topic.replication.factor"].dynamic
 
 
-def _alter_cluster_default(client: WireClient, name: str, value: str) -> dict:
-    response = client.call(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {
-            "resources": [
-                {
-                    "resource_type": ConfigResourceType.BROKER,
-                    "resource_name": "",
-                    "configs": [
-                        {"name": name, "config_operation": AlterConfigOp.SET, "value": value}
-                    ],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
-    return response["responses"][0]
-
-
 def test_kafka_configs_add_config_num_partitions_applies_to_the_next_topic():
     with MockCluster(brokers=1) as cluster, WireClient(cluster.bootstrap_servers) as client:
-        result = _alter_cluster_default(client, "num.partitions", "4")
+        result = alter_cluster_default(client, "num.partitions", "4")
         assert result["error_code"] == ErrorCode.NONE
         metadata = client.call(ApiKey.METADATA, 12, {"topics": [{"name": "auto4"}]})
         assert len(metadata["topics"][0]["partitions"]) == 4  # auto-created with the new default
         cluster.create_topic("made", partitions=-1)
         assert cluster.describe_partition("made", 3)["leader"] == 1
 
-        refused = _alter_cluster_default(client, "log.dirs", "/tmp/x")
+        refused = alter_cluster_default(client, "log.dirs", "/tmp/x")
         assert refused["error_code"] == ErrorCode.INVALID_CONFIG
         assert refused["error_message"] == "Cannot update these configs dynamically: Set(log.dirs)"
-        typo = _alter_cluster_default(client, "num.partition", "4")
+        typo = alter_cluster_default(client, "num.partition", "4")
         assert typo["error_code"] == ErrorCode.INVALID_CONFIG
         assert "Did you mean 'num.partitions'?" in typo["error_message"]
 
-        hours = _alter_cluster_default(client, "log.retention.hours", "1")
+        hours = alter_cluster_default(client, "log.retention.hours", "1")
         assert hours["error_code"] == ErrorCode.NONE
         described = client.call(
             ApiKey.DESCRIBE_CONFIGS,
@@ -140,9 +120,9 @@ def test_the_replication_throttles_are_dynamic_broker_configs():
             },
         )
         assert response["responses"][0]["error_code"] == ErrorCode.NONE
-        set_rate = _alter_cluster_default(client, THROTTLE_RATES[0], "1048576")
+        set_rate = alter_cluster_default(client, THROTTLE_RATES[0], "1048576")
         assert set_rate["error_code"] == ErrorCode.NONE
-        negative = _alter_cluster_default(client, THROTTLE_RATES[1], "-5")
+        negative = alter_cluster_default(client, THROTTLE_RATES[1], "-5")
         assert negative["error_code"] == ErrorCode.INVALID_CONFIG
 
 
