@@ -252,10 +252,20 @@ def _process_mode(records: int, rounds: int = 2) -> None:
 def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> tuple[float, float]:
     """Records per second produced (one producer, acks=all, round robin over every partition),
     then consumed (one consumer assigned every partition from offset 0)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    targets = [(t, p) for p in range(partitions) for t in topics]
+    produced = records / produce_spread(bootstrap, targets, records)
+    seen, took = consume_spread(bootstrap, targets, records)
+    if seen < records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return produced, records / took
+
+
+def produce_spread(bootstrap: str, targets: list[tuple[str, int]], records: int) -> float:
+    """Seconds to produce `records` round robin over `targets` (confluent-kafka, acks=all,
+    linger.ms=5) until all are acknowledged; RuntimeError when that takes over 300 s."""
+    from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    targets = [(t, p) for p in range(partitions) for t in topics]
     value = b"x" * 100
     start = time.perf_counter()
     for i in range(records):
@@ -268,7 +278,16 @@ def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> t
                 producer.poll(0.05)
     if producer.flush(300) != 0:
         raise RuntimeError("records were not delivered in 300 s")
-    produced = records / (time.perf_counter() - start)
+    return time.perf_counter() - start
+
+
+def consume_spread(
+    bootstrap: str, targets: list[tuple[str, int]], records: int
+) -> tuple[int, float]:
+    """(records seen, seconds) for one consumer assigned every target from offset 0, until
+    `records` are seen or 300 s have passed."""
+    from confluent_kafka import Consumer, TopicPartition
+
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "scale", "enable.auto.commit": False}
     )
@@ -276,11 +295,9 @@ def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> t
     seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
     while seen < records and time.monotonic() < deadline:
         seen += sum(m.error() is None for m in consumer.consume(10_000, 1.0))
-    consumed = records / (time.perf_counter() - start)
+    took = time.perf_counter() - start
     consumer.close()
-    if seen < records:
-        raise RuntimeError(f"consumed {seen} of {records} records")
-    return produced, consumed
+    return seen, took
 
 
 def _flow_kafka_python(
