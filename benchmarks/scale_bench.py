@@ -224,9 +224,10 @@ def _ratio(records: int, client: str = "confluent-kafka", processes: bool = Fals
 
 
 def _process_mode(records: int, rounds: int = 2) -> None:
-    """mock_bench's produce and consume (confluent-kafka, 4 partitions, here RF 3 and acks=all)
-    on `kipwire-broker serve --brokers 3` in one process and with `--processes`, alternating."""
-    from mock_bench import PARTITIONS, consume, create_topic, kipwire_cluster, produce
+    """mock_bench's produce (confluent-kafka, 4 partitions, here RF 3 and acks=all), then a
+    consume of everything from offset 0 (`consume_spread`, its start-up included), on
+    `kipwire-broker serve --brokers 3` in one process and with `--processes`, alternating."""
+    from mock_bench import PARTITIONS, TOPIC, consume, create_topic, kipwire_cluster, produce
 
     value = b"x" * 100
     rates: dict[str, list[tuple[float, float]]] = {"in-process": [], "--processes": []}
@@ -237,7 +238,11 @@ def _process_mode(records: int, rounds: int = 2) -> None:
                 produce(bootstrap, PARTITIONS, value)  # start-up costs stay out of the timing
                 consume(bootstrap, PARTITIONS)
                 produced = records / produce(bootstrap, records, value)
-                consumed = records / consume(bootstrap, records + PARTITIONS)
+                targets = [(TOPIC, p) for p in range(PARTITIONS)]
+                seen, took = consume_spread(bootstrap, targets, records + PARTITIONS)
+                if seen < records + PARTITIONS:
+                    raise RuntimeError(f"consumed {seen} of {records + PARTITIONS} records")
+                consumed = records / took
             rates[mode].append((produced, consumed))
             print(
                 f"{mode:>12}: produce {produced:,.0f} rec/s, consume {consumed:,.0f} rec/s"
@@ -294,7 +299,9 @@ def consume_spread(
     consumer.assign([TopicPartition(t, p, 0) for t, p in targets])
     seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
     while seen < records and time.monotonic() < deadline:
-        seen += sum(m.error() is None for m in consumer.consume(10_000, 1.0))
+        # at most what is left: a call asking for more waits out its whole timeout at the end
+        batch = consumer.consume(min(10_000, records - seen), 1.0)
+        seen += sum(m.error() is None for m in batch)
     took = time.perf_counter() - start
     consumer.close()
     return seen, took
