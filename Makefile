@@ -26,7 +26,9 @@ test: $(STAMP) $(COMPILED)
 # (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
 # with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
 # then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB);
-# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES).
+# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES); then the
+# capture job on a standalone Spark cluster (KIPWIRE_SPARK_CLUSTER) and every tool of the tool
+# matrix, the slow ones included (KIPWIRE_TOOL_MATRIX).
 test-deep: $(STAMP) $(COMPILED)
 	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
@@ -36,6 +38,9 @@ test-deep: $(STAMP) $(COMPILED)
 	KIPWIRE_RSS_MB=100 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
 	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py
+	KIPWIRE_SPARK_CLUSTER=1 $(PY) -m pytest -q -p no:cacheprovider \
+		tests/captures/engines/test_capture_spark_cluster.py
+	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
 # The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
 # value comparison; then built again without it.
