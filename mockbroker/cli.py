@@ -319,12 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         if port is not None and not 0 <= port <= 65535:
             print(f"kipwire-broker: {flag} {port} is not a port", file=sys.stderr)
             return 2
-    if args.processes and (
-        args.metrics_port is not None or args.control_port is not None or args.data_dir
-    ):
+    if args.processes and args.data_dir:
         print(
-            "kipwire-broker: --metrics-port, --control-port and --data-dir serve in-process"
-            " clusters only, not --processes",
+            "kipwire-broker: --data-dir serves in-process clusters only, not --processes",
             file=sys.stderr,
         )
         return 2

@@ -21,6 +21,7 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from ..errors import ClusterError, UnknownResource, WrongState
 from ..faults import CutInjection, ErrorInjection, FaultHandle, LatencyInjection
+from ..metrics import settled
 from ..network import CONTROLLER, NodeId
 
 
@@ -115,7 +116,7 @@ class ControlAPI:
 
     async def metrics(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/metrics: what --metrics-port serves, as JSON."""
-        return _ok(self.cluster.metrics())
+        return _ok(await settled(self.cluster.metrics()))
 
     async def list_topics(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/topics: every topic with its id and partition count."""
@@ -142,7 +143,7 @@ class ControlAPI:
     async def get_partition(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/topics/{topic}/partitions/{p}: leader, epoch, ISR, ELR, HWM."""
         index = _number(params["partition"], "partition")
-        return _ok(self.cluster.describe_partition(params["topic"], index))
+        return _ok(await settled(self.cluster.describe_partition(params["topic"], index)))
 
     async def stop_broker(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/brokers/{id}/stop {"clean"}: returns once the controller has fenced it."""

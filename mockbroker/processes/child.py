@@ -36,6 +36,7 @@ from ..coordinators.share_groups import ShareCoordinator
 from ..coordinators.streams_groups import StreamsCoordinator
 from ..coordinators.transactions import TransactionCoordinator
 from ..network import NodeId
+from ..security.runtime import ClusterSecurity
 from .channel import Channel
 from .faults import MirrorFaults
 from .links import process_network
@@ -90,6 +91,9 @@ class ChildBroker:
         for fid, (method, args) in settings["faults"].items():
             self.faults.apply(fid, method, args)
         config = settings["config"]
+        shared = settings["security"]
+        #: The cluster's TLS files, SASL users and token key, as the parent's brokers would have
+        self.security = ClusterSecurity.from_shared(shared) if shared is not None else None
         groups = GroupCoordinator(int(config["group.initial.rebalance.delay.ms"]))
         consumer_groups = ConsumerGroupCoordinator(groups)
         share_groups = ShareCoordinator()
@@ -115,6 +119,7 @@ class ChildBroker:
             metadata_changed=self._metadata_changed,
             recovering_rejects_fetch=settings["recovering_rejects_fetch"],
             release=settings["release"],
+            security=self.security,
         )
         self.node = BrokerNode(settings["node_id"], settings["port"], services)
         self.runner = BrokerRunner(self.node, self.network)
@@ -130,6 +135,7 @@ class ChildBroker:
             "unfault": self.faults.unapply,
             "heal": self.faults.heal,
             "high_watermarks": self.high_watermarks,
+            "telemetry": self.node.client_metrics.pushed,
         }
 
     def _resolve(self, node: NodeId) -> str:

@@ -11,7 +11,7 @@ applies the parent's cuts and link latency to the connections it dials (`faults.
 Not in process mode yet: TLS, SASL and ACLs and `log.dirs` (refused at construction),
 `clock=` (MockClock cannot drive other processes; `MockCluster` refuses it), and `logs` (the
 brokers' logs live in their processes; `metrics()` and `describe_partition()` read high
-watermarks from them; what clients push as telemetry stays in the broker's process).
+watermarks from them, and `metrics()` the client telemetry each broker received).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -40,6 +40,7 @@ from ..metrics import cluster_metrics
 from ..network import CONTROLLER, NodeId
 from ..recorder import ConnectionTap, Recorder
 from ..security.config import SecurityConfig
+from ..security.runtime import ClusterSecurity
 from ..serve import open_listeners
 from .channel import Channel
 from .faults import ParentFaults
@@ -74,6 +75,17 @@ class _Mark:
         return range(self.segment_count)
 
 
+@dataclass
+class _Telemetry:
+    """What clients pushed to a broker (KIP-714), as it last reported it."""
+
+    last: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def pushed(self) -> dict[str, dict[str, Any]]:
+        """By client instance id: client id, software name and metrics (`ClientMetrics`)."""
+        return self.last
+
+
 class BrokerProcess:
     """The parent's view of one broker process (what `Cluster`'s methods read of a node)."""
 
@@ -84,6 +96,7 @@ class BrokerProcess:
         self.running = False
         self.image = _Image()
         self.logs: dict[tuple[str, int], _Mark] = {}
+        self.client_metrics = _Telemetry()
         self.channel: Channel | None = None
         self.process: trio.Process | None = None
         self.hello = trio.Event()
@@ -127,16 +140,13 @@ class ProcessCluster(Cluster):
         # Cluster.__init__ builds in-process brokers; this keeps its methods and builds its own
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
-        if SecurityConfig.from_arguments(**security).secured:
-            raise ClusterError(
-                "process mode serves PLAINTEXT only: TLS, SASL and ACLs run in-process"
-            )
         self.config = cluster_config(config or {})
         if self.config.get("log.dirs"):
             raise ClusterError("process mode keeps logs in memory: log.dirs runs in-process")
         self.data_dir = None
-        self.security = None
-        self._controller_security = None
+        settings = SecurityConfig.from_arguments(**security)
+        # the CA lives here; each child serves the same certificate files (`SharedSecurity`)
+        self.security = ClusterSecurity(settings, self.config) if settings.secured else None
         semantics = semantics or Semantics.KAFKA_4_4
         self.semantics = semantics
         served = [h.api_key for h in listed(semantics.release)]
@@ -148,6 +158,7 @@ class ProcessCluster(Cluster):
             session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
             default_partitions=int(self.config["num.partitions"]),
             default_replication_factor=int(self.config["default.replication.factor"]),
+            **(self.security.controller_settings() if self.security else {}),
         )
         self.network = process_network(self._address_of)
         self.faults = ParentFaults(self.network, self._broadcast)
@@ -172,6 +183,9 @@ class ProcessCluster(Cluster):
             self.max_request_bytes,
             limits=NodeLimits.from_config(self.config),
         )
+        self._controller_security = None
+        if self.security is not None:
+            self._controller_security = self.security.secure_controller(self.controller_node)
         self._nursery: trio.Nursery | None = None
         self._metadata_changed = trio.Event()
         self._admin_connection: ControllerConnection | None = None
@@ -185,7 +199,7 @@ class ProcessCluster(Cluster):
                 self._nursery = nursery
                 self.controller.tick(self.controller_node.now_ms())
                 self._bootstrap()
-                await open_listeners(nursery, self.controller_node, 0, None)
+                await open_listeners(nursery, self.controller_node, 0, self._controller_security)
                 nursery.start_soon(self.controller_node.run_clock)
                 control = await nursery.start(
                     partial(trio.serve_tcp, self._serve_child, 0, host="127.0.0.1")
@@ -205,6 +219,8 @@ class ProcessCluster(Cluster):
                     await self._admin_connection.aclose()
             if self.recorder is not None:
                 self.recorder.close()
+            if self.security is not None:
+                self.security.close()
 
     async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
         command = [sys.executable, "-m", CHILD_MODULE, address, str(node.node_id)]
@@ -224,6 +240,7 @@ class ProcessCluster(Cluster):
             "record": self.recorder is not None,
             "addresses": self._addresses(),
             "faults": dict(self.faults.calls),
+            "security": self.security.shared() if self.security is not None else None,
         }
 
     def _addresses(self) -> dict[NodeId, str]:
@@ -344,9 +361,13 @@ class ProcessCluster(Cluster):
                 node.logs = {key: _Mark(*value) for key, value in marks.items()}
 
     async def metrics(self) -> dict[str, Any]:  # type: ignore[override]
-        """KIP-966's controller metrics and the high watermark of every partition."""
+        """KIP-966's controller metrics, the high watermark of every partition and what clients
+        pushed (KIP-714), read from the brokers' processes."""
         await self._read_marks()
-        return cluster_metrics(self, telemetry=False)  # type: ignore[arg-type]
+        for node in self.nodes.values():
+            if node.running:
+                node.client_metrics.last = await node.call("telemetry")
+        return cluster_metrics(self)  # type: ignore[arg-type]
 
     async def describe_partition(self, topic: str, index: int) -> dict[str, Any]:  # type: ignore[override]
         """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""

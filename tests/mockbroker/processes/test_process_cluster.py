@@ -5,10 +5,9 @@ injected error and the recorder work across processes; `clock=` is refused."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from process_clients import MODES, consume, produce, values
 
 from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
@@ -17,43 +16,15 @@ from kipwire.mockbroker.network import CONTROLLER
 
 METADATA_VERSION = 12
 RECORDS = 200
-MODES = [pytest.param(False, id="in-process"), pytest.param(True, id="processes")]
-
-
-def _produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for i in range(count):
-        producer.produce(topic, b"value-%d" % i, key=b"%d" % i)
-    assert producer.flush(30) == 0
-
-
-def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(values) < count and time.monotonic() < deadline:
-        for message in consumer.consume(100, 1.0):
-            if message.error() is None:
-                values.append(message.value())
-    consumer.close()
-    return values
 
 
 @pytest.mark.parametrize("processes", MODES)
 def test_a_real_client_produces_and_consumes(processes):
     with MockCluster(brokers=3, processes=processes) as cluster:
         cluster.create_topic("t", partitions=3, replication_factor=3)
-        _produce(cluster.bootstrap_servers, "t", RECORDS)
-        values = _consume(cluster.bootstrap_servers, "t", RECORDS)
-        assert sorted(values) == sorted(b"value-%d" % i for i in range(RECORDS))
+        assert produce(cluster.bootstrap_servers, "t", RECORDS) == []
+        read = consume(cluster.bootstrap_servers, "t", RECORDS)
+        assert sorted(read) == values(RECORDS)
         marks = cluster.metrics()["high_watermark"]
         assert sum(marks[f"t-{i}"] for i in range(3)) == RECORDS
 
@@ -65,12 +36,12 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
         pids = {_pid_listening(cluster, i) for i in (1, 2, 3)}
         assert len(pids) == 3 and os.getpid() not in pids
         cluster.create_topic("t", partitions=1, replication_factor=3)
-        _produce(cluster.bootstrap_servers, "t", 10)
+        assert produce(cluster.bootstrap_servers, "t", 10) == []
 
         cluster.stop_broker(2)
         assert cluster.describe()["brokers"][1]["state"] == "stopped"
         assert 2 not in cluster.partition("t", 0).isr
-        _produce(cluster.bootstrap_servers, "t", 10)  # 2 in-sync replicas remain
+        assert produce(cluster.bootstrap_servers, "t", 10) == []  # 2 in-sync replicas remain
         cluster.start_broker(2)
         assert cluster.wait_until(lambda: 2 in cluster.partition("t", 0).isr, timeout=20)
         assert cluster.describe_partition("t", 0)["high_watermark"] == 20
