@@ -3,13 +3,16 @@ request, stops cleanly on SIGINT; bad arguments exit 2 with a message, no traceb
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
+from confluent_kafka import Producer
 from kafka_wire import WireClient
 
 from kipwire.codec import ApiKey
@@ -229,11 +232,16 @@ def test_a_control_port_in_use_is_reported():
     assert "Traceback" not in done.stderr
 
 
-def test_processes_serves_each_broker_from_its_own_process():
-    proc = _serve("--brokers", "2", "--processes", "--quiet")
+def test_processes_serves_each_broker_from_its_own_process_with_the_http_servers():
+    proc = _serve(
+        "--brokers", "2", "--processes", "--quiet", "--control-port", "0", "--metrics-port", "0"
+    )  # fmt: skip
     try:
-        addresses = proc.stdout.readline().strip().split(",")
+        bootstrap = proc.stdout.readline().strip()
+        addresses = bootstrap.split(",")
         assert len(addresses) == 2
+        metrics = proc.stdout.readline().split()[1]
+        control = proc.stdout.readline().split()[1]
         for address in addresses:
             with WireClient(address) as client:
                 assert len(client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]) == 2
@@ -241,6 +249,17 @@ def test_processes_serves_each_broker_from_its_own_process():
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
         assert len(children) == 2  # one process per broker
+        topic = {"name": "http", "partitions": 2, "replication_factor": 2}
+        assert _http(f"{control}/topics", topic)["partitions"] == 2
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(10):
+            producer.produce("http", b"%d" % i, partition=i % 2)
+        assert producer.flush(TIMEOUT) == 0
+        marks = _http(f"{control}/metrics")["high_watermark"]  # read from the brokers
+        assert marks == {"http-0": 5, "http-1": 5}
+        with urllib.request.urlopen(metrics, timeout=TIMEOUT) as answer:
+            assert 'kipwire_high_watermark{topic="http",partition="1"} 5' in answer.read().decode()
+        assert _http(f"{control}/brokers/2/stop", {})["state"] == "stopped"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=TIMEOUT)
     finally:
@@ -249,9 +268,25 @@ def test_processes_serves_each_broker_from_its_own_process():
     assert "Traceback" not in err
 
 
-def test_processes_refuses_the_in_process_only_servers():
+def _http(url: str, body: dict | None = None) -> dict:
+    """GET `url`, or POST `body` to it, and the JSON it answers."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+        return json.loads(answer.read())
+
+
+def test_processes_refuses_a_data_dir(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--processes", "--metrics-port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "kipwire.mockbroker",
+            "serve",
+            "--processes",
+            "--data-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
