@@ -1,4 +1,5 @@
-"""One broker in a process of its own: `python -m kipwire.mockbroker.processes.child HOST:PORT ID`.
+"""One node in a process of its own: `python -m kipwire.mockbroker.processes.child HOST:PORT ID`,
+ID a broker id (this module) or `controller` (`controller_child.py`).
 
 The child dials the parent's control listener at HOST:PORT, says which broker it is, and is told
 its settings (`setup`); then the parent starts and stops the broker's incarnations
@@ -35,48 +36,16 @@ from ..coordinators.groups import GroupCoordinator
 from ..coordinators.share_groups import ShareCoordinator
 from ..coordinators.streams_groups import StreamsCoordinator
 from ..coordinators.transactions import TransactionCoordinator
-from ..network import NodeId
+from ..network import CONTROLLER, NodeId
 from ..security.runtime import ClusterSecurity
 from .channel import Channel
+from .controller_child import ChildController
 from .faults import MirrorFaults
 from .links import process_network
+from .taps import ForwardingTaps
 
 WRITE_TXN_MARKERS_VERSION = 1
 log = logging.getLogger("kipwire.mockbroker.processes")
-
-
-class ForwardedTap:
-    """A connection's tap whose frames go to the parent's recorder."""
-
-    def __init__(self, channel: Channel, tap_id: int) -> None:
-        self._channel, self._id = channel, tap_id
-
-    def client_sends(self, data: bytes) -> None:
-        """A request frame (without its size prefix)."""
-        self._channel.post("tap", self._id, "client_sends", bytes(data))
-
-    def server_sends(self, data: bytes) -> None:
-        """A response frame (size-prefixed)."""
-        self._channel.post("tap", self._id, "server_sends", bytes(data))
-
-    def close(self, *, by_client: bool = True) -> None:
-        """The connection closed."""
-        self._channel.post("tap", self._id, "close", by_client)
-
-
-class ForwardingTaps:
-    """The recorder of a child: taps that forward to the parent's `Recorder`."""
-
-    def __init__(self, channel: Channel) -> None:
-        self._channel = channel
-        self._next = 0
-
-    def tap(self, stream: trio.SocketStream, server: tuple[str, int]) -> ForwardedTap:
-        """Start forwarding a connection accepted at `server`."""
-        self._next += 1
-        client = stream.socket.getpeername()[:2]
-        self._channel.post("tap", self._next, "open", client, server)
-        return ForwardedTap(self._channel, self._next)
 
 
 class ChildBroker:
@@ -226,13 +195,16 @@ class ChildBroker:
                 nursery.start_soon(coordinator.run_timers)
 
 
-async def serve(address: str, node_id: int) -> None:
+async def serve(address: str, node_id: NodeId) -> None:
     """Dial the parent, say hello, take the settings, then serve the parent until it hangs up."""
     host, port = address.rsplit(":", 1)
     channel = Channel(await trio.open_tcp_stream(host, int(port)))
     async with trio.open_nursery() as nursery:
 
         async def setup(settings: dict[str, Any]) -> None:
+            if node_id == CONTROLLER:
+                channel.ops.update(ChildController(channel, settings, nursery).ops())
+                return
             child = ChildBroker(channel, settings, nursery)
             channel.ops.update(child.ops())
             nursery.start_soon(child.run_timers)
@@ -245,10 +217,10 @@ async def serve(address: str, node_id: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """The child's entry point."""
-    address, node_id = (argv if argv is not None else sys.argv[1:])[:2]
-    # Ctrl-C reaches the whole process group: the parent decides when its brokers stop
+    address, node = (argv if argv is not None else sys.argv[1:])[:2]
+    # Ctrl-C reaches the whole process group: the parent decides when its nodes stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    trio.run(serve, address, int(node_id))
+    trio.run(serve, address, CONTROLLER if node == CONTROLLER else int(node))
 
 
 if __name__ == "__main__":

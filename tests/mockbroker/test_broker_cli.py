@@ -248,7 +248,7 @@ def test_processes_serves_each_broker_from_its_own_process_with_the_http_servers
         children = subprocess.run(
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        assert len(children) == 2  # one process per broker
+        assert len(children) == 3  # one process per broker and one for the controller
         topic = {"name": "http", "partitions": 2, "replication_factor": 2}
         assert _http(f"{control}/topics", topic)["partitions"] == 2
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})

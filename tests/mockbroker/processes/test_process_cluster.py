@@ -1,6 +1,6 @@
-"""Process mode (`MockCluster(processes=True)`): each broker in its own OS process, the same
-public API. Real clients produce and consume in both modes; stop/start, a network cut, an
-injected error and the recorder work across processes; `clock=` is refused."""
+"""Process mode (`MockCluster(processes=True)`): each broker and the controller in its own OS
+process, the same public API. Real clients produce and consume in both modes; stop/start, a
+network cut, an injected error and the recorder work across processes; `clock=` is refused."""
 
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
     capture = tmp_path / "cluster.pcapng"
     config = {"min.insync.replicas": 2}
     with MockCluster(brokers=3, processes=True, config=config, record=str(capture)) as cluster:
-        pids = {_pid_listening(cluster, i) for i in (1, 2, 3)}
-        assert len(pids) == 3 and os.getpid() not in pids
+        described = cluster.describe()
+        pids = {_pid_listening(b["port"]) for b in described["brokers"]}
+        pids.add(_pid_listening(described["controller"]["port"]))
+        assert len(pids) == 4 and os.getpid() not in pids  # the controller's process too
         cluster.create_topic("t", partitions=1, replication_factor=3)
         assert produce(cluster.bootstrap_servers, "t", 10) == []
 
@@ -57,6 +59,9 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
         cluster.wait_until(lambda: cluster.controller.broker(1).fenced, timeout=20)
         link.remove()
         assert cluster.wait_until(lambda: not cluster.controller.broker(1).fenced, timeout=20)
+
+        cluster.stop_broker(3, clean=False)  # fenced by the controller's process at once
+        assert cluster.controller.broker(3).fenced and 3 not in cluster.partition("t", 0).isr
     assert capture.stat().st_size > 0
     assert b"value-9" in capture.read_bytes()  # a client's produce, recorded in the parent
 
@@ -82,9 +87,8 @@ def test_process_mode_refuses_a_clock():
         MockCluster(processes=True, clock=trio.testing.MockClock())
 
 
-def _pid_listening(cluster: MockCluster, broker_id: int) -> int:
-    """The process that listens on a broker's port (from /proc: its socket's inode)."""
-    port = cluster.describe()["brokers"][broker_id - 1]["port"]
+def _pid_listening(port: int) -> int:
+    """The process that listens on `port` (from /proc: its socket's inode)."""
     inode = None
     with open("/proc/net/tcp") as table:
         for line in table.readlines()[1:]:
