@@ -319,12 +319,6 @@ def main(argv: list[str] | None = None) -> int:
         if port is not None and not 0 <= port <= 65535:
             print(f"kipwire-broker: {flag} {port} is not a port", file=sys.stderr)
             return 2
-    if args.processes and args.data_dir:
-        print(
-            "kipwire-broker: --data-dir serves in-process clusters only, not --processes",
-            file=sys.stderr,
-        )
-        return 2
     if args.record_max_bytes is not None and (args.record is None or args.record_max_bytes < 1):
         print("kipwire-broker: --record-max-bytes needs --record and N >= 1", file=sys.stderr)
         return 2

@@ -15,8 +15,12 @@ own loopback address (`links.py`); every process applies the parent's cuts and l
 the connections it dials (`faults.py`), so a cut between a broker and the controller acts in
 both of their processes.
 
-Not in process mode: `log.dirs` (refused at construction), `clock=` (MockClock cannot drive
-other processes; `MockCluster` refuses it), and `logs` (the brokers' logs live in their
+With `log.dirs`, the parent reads the last run's metadata log and the controller's process
+writes it on; each broker process loads and writes its broker's directories, and keeps the
+committed offsets of the groups it coordinates in `group-offsets-broker-<id>.json`.
+
+Not in process mode: `clock=` (MockClock cannot drive other processes; `MockCluster` refuses
+it), and `logs` (the brokers' logs live in their
 processes; `metrics()` and `describe_partition()` read high watermarks from them, and
 `metrics()` the client telemetry each broker received).
 """
@@ -38,7 +42,9 @@ from ..cluster import BROKER_ONLY, Cluster
 from ..controller import Controller, Semantics
 from ..controller.broker_configs import cluster_config
 from ..controller.features import fresh_features
+from ..data_dir import DataDir
 from ..errors import ClusterError, WrongState
+from ..faults import CutInjection, ErrorInjection, LatencyInjection
 from ..handlers.registry import listed
 from ..metrics import cluster_metrics
 from ..network import CONTROLLER, NodeId
@@ -77,9 +83,9 @@ class ProcessCluster(Cluster):
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         self.config = cluster_config(config or {})
-        if self.config.get("log.dirs"):
-            raise ClusterError("process mode keeps logs in memory: log.dirs runs in-process")
-        self.data_dir = None
+        #: log.dirs: the metadata log is read here and written by the controller's process;
+        #: each broker process owns its brokers' directories
+        self.data_dir = DataDir(self.config["log.dirs"]) if self.config.get("log.dirs") else None
         settings = SecurityConfig.from_arguments(**security)
         # the CA lives here; each child serves the same certificate files (`SharedSecurity`)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None
@@ -131,7 +137,11 @@ class ProcessCluster(Cluster):
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self._bootstrap()
+                framed = self.data_dir.metadata.load() if self.data_dir is not None else []
+                for data in framed:  # the last run's metadata log, handed on to the controller
+                    self.controller.append_bytes(data)
+                if not framed:
+                    self._bootstrap()
                 control = await nursery.start(
                     partial(trio.serve_tcp, self._serve_child, 0, host="127.0.0.1")
                 )
@@ -188,6 +198,7 @@ class ProcessCluster(Cluster):
             "addresses": self._addresses(),
             "faults": dict(self.faults.calls),
             "security": self.security.shared() if self.security is not None else None,
+            "metadata_dir": str(self.data_dir.path) if self.data_dir is not None else None,
         }
 
     async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
@@ -292,6 +303,44 @@ class ProcessCluster(Cluster):
         end = await self.controller_node.call("end_offset")
         if self.controller.end_offset < end:
             raise ClusterError(f"the controller's copy is at {self.controller.end_offset} of {end}")
+
+    # -- faults: each returns once every process has it ---------------------------------------
+
+    async def _faults_reached(self) -> None:
+        """Wait until every child has applied the faults sent so far (its channel keeps order:
+        the fault's event is handled before this call is answered)."""
+        for node in self._children():
+            if node.channel is not None:
+                await node.channel.call("applied")
+
+    async def inject_error(self, *args: Any, **kwargs: Any) -> ErrorInjection:  # type: ignore[override]
+        """`Cluster.inject_error`; the next request to any process meets it."""
+        handle = super().inject_error(*args, **kwargs)
+        await self._faults_reached()
+        return handle
+
+    async def add_latency(self, *args: Any, **kwargs: Any) -> LatencyInjection:  # type: ignore[override]
+        """`Cluster.add_latency`, in every process when this returns."""
+        handle = super().add_latency(*args, **kwargs)
+        await self._faults_reached()
+        return handle
+
+    async def partition_network(self, *groups: Any) -> CutInjection:  # type: ignore[override]
+        """`Cluster.partition_network`, in every process when this returns."""
+        handle = super().partition_network(*groups)
+        await self._faults_reached()
+        return handle
+
+    async def isolate(self, broker_id: NodeId) -> CutInjection:  # type: ignore[override]
+        """`Cluster.isolate`, in every process when this returns."""
+        handle = super().isolate(broker_id)
+        await self._faults_reached()
+        return handle
+
+    async def heal(self) -> None:  # type: ignore[override]
+        """`Cluster.heal`, in every process when this returns."""
+        super().heal()
+        await self._faults_reached()
 
     # -- brokers ----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from ..controller import Controller
+from ..controller.metadata_files import MetadataLogFiles
 from ..controller_node import ControllerNode
 from ..limits import NodeLimits
 from ..network import NodeId
@@ -76,6 +77,17 @@ class ChildController:
             limits=NodeLimits.from_config(config),
         )
         self.listener_security = security.secure_controller(self.node) if security else None
+        if settings["metadata_dir"] is not None:
+            # log.dirs: the records the parent handed over are on disk already, or a new
+            # directory gets the bootstrap records; every append reaches the files at once
+            self.node.metadata_files = MetadataLogFiles(settings["metadata_dir"])
+            self.node.metadata_files.load()
+            self.node.metadata_files.sync(controller)
+
+    def close(self) -> None:
+        """The cluster ends: every record is on disk already (`log_grew` syncs)."""
+        if self.node.metadata_files is not None:
+            self.node.metadata_files.sync(self.node.controller)
 
     def ops(self) -> dict[str, Any]:
         """The calls and events the parent sends."""
@@ -85,6 +97,7 @@ class ChildController:
             "fault": self.faults.apply,
             "unfault": self.faults.unapply,
             "heal": self.faults.heal,
+            "applied": lambda: None,  # answered after every fault sent before it
             "fence": self.fence,
             "metrics": self.node.controller.metrics,
             "end_offset": lambda: self.node.controller.end_offset,

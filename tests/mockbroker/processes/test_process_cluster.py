@@ -15,6 +15,7 @@ from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.network import CONTROLLER
 
 METADATA_VERSION = 12
+INIT_PRODUCER_ID_VERSION = 4
 RECORDS = 200
 
 
@@ -66,7 +67,7 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
     assert b"value-9" in capture.read_bytes()  # a client's produce, recorded in the parent
 
 
-def test_an_injected_error_fires_in_a_broker_process_and_is_counted_in_the_parent():
+def test_an_injected_error_is_counted_in_the_parent_and_producer_ids_are_never_shared():
     with MockCluster(brokers=2, processes=True) as cluster:
         handle = cluster.inject_error(ApiKey.METADATA, ErrorCode.NOT_CONTROLLER, broker=2)
         host, port = cluster.bootstrap_servers.split(",")[1].split(":")
@@ -78,6 +79,16 @@ def test_an_injected_error_fires_in_a_broker_process_and_is_counted_in_the_paren
         with Connection(f"{host}:{port}") as wire:
             answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
             assert len(answer["brokers"]) == 2
+        # each broker process hands out producer ids of its own: none is given out twice
+        ids = set()
+        for address in cluster.bootstrap_servers.split(","):
+            with Connection(address) as wire:
+                for _ in range(2):
+                    request = {"transactional_id": None, "transaction_timeout_ms": 60000}
+                    answer = wire.call(ApiKey.INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION, request)
+                    assert answer["error_code"] == ErrorCode.NONE
+                    ids.add(answer["producer_id"])
+        assert len(ids) == 4
 
 
 def test_process_mode_refuses_a_clock():
