@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--processes",
         action="store_true",
-        help="run each broker in its own process (more than one core)",
+        help="run each broker and the controller in its own process (more cores)",
     )
     serve.add_argument(
         "--metrics-port",

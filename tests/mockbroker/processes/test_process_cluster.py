@@ -12,6 +12,7 @@ from process_clients import MODES, consume, produce, values
 from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.errors import ClusterError
 from kipwire.mockbroker.network import CONTROLLER
 
 METADATA_VERSION = 12
@@ -61,6 +62,8 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
         link.remove()
         assert cluster.wait_until(lambda: not cluster.controller.broker(1).fenced, timeout=20)
 
+        with pytest.raises(ClusterError, match="processes=True"):
+            cluster.cluster.logs  # noqa: B018 - the logs live in the brokers' processes
         cluster.stop_broker(3, clean=False)  # fenced by the controller's process at once
         assert cluster.controller.broker(3).fenced and 3 not in cluster.partition("t", 0).isr
     assert capture.stat().st_size > 0
