@@ -14,6 +14,7 @@ from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.errors import ClusterError
 from kipwire.mockbroker.network import CONTROLLER
+from kipwire.mockbroker.processes import ProcessCluster
 
 METADATA_VERSION = 12
 INIT_PRODUCER_ID_VERSION = 4
@@ -123,3 +124,11 @@ def _pid_listening(port: int) -> int:
             except OSError:
                 continue
     raise AssertionError(f"no process listens on port {port}")
+
+
+@pytest.mark.trio
+@pytest.mark.mock_cluster(brokers=1, processes=True)
+async def test_the_trio_fixture_runs_process_mode(trio_mock_cluster):
+    assert isinstance(trio_mock_cluster, ProcessCluster)
+    await trio_mock_cluster.create_topic("t")
+    assert (await trio_mock_cluster.metrics())["high_watermark"] == {"t-0": 0}
