@@ -148,12 +148,12 @@ class ProcessCluster(Cluster):
                 address = f"127.0.0.1:{control[0].socket.getsockname()[1]}"
                 with trio.fail_after(START_TIMEOUT):
                     async with trio.open_nursery() as starting:
-                        # every child imports kipwire at once; brokers dial the controller
-                        # only once it has an address (their dialers back off until then)
+                        # every child imports kipwire at once; brokers register once the
+                        # controller listens
                         starting.start_soon(self._spawn_controller, nursery, address)
                         for node in self.nodes.values():
                             starting.start_soon(self._spawn, nursery, node, address)
-                await self.caught_up()
+                await self._synced_and_caught_up()
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 task_status.started()
@@ -264,7 +264,7 @@ class ProcessCluster(Cluster):
             offset=offset,
             records=records,
             tap=tap,
-            caught_up=self.caught_up,
+            caught_up=self._synced_and_caught_up,
             fired=self.faults.fired,
             observed=self.faults.observed,
         )
@@ -303,6 +303,12 @@ class ProcessCluster(Cluster):
         end = await self.controller_node.call("end_offset")
         if self.controller.end_offset < end:
             raise ClusterError(f"the controller's copy is at {self.controller.end_offset} of {end}")
+
+    async def _synced_and_caught_up(self) -> None:
+        """What a broker waits for after forwarding a request to the controller: this copy has
+        what the controller appended for it, and every running broker has replayed that."""
+        await self._controller_synced()
+        await self.caught_up()
 
     # -- faults: each returns once every process has it ---------------------------------------
 
@@ -355,8 +361,7 @@ class ProcessCluster(Cluster):
         if not clean:
             # what the session timeout would do, without waiting for it
             await self.controller_node.call("fence", broker_id)
-        await self._controller_synced()
-        await self.caught_up()
+        await self._synced_and_caught_up()
 
     async def start_broker(self, broker_id: int) -> None:
         """`Cluster.start_broker`, in the broker's process."""
@@ -364,8 +369,7 @@ class ProcessCluster(Cluster):
         if node.running:
             raise WrongState(f"broker {broker_id} is already running")
         await self._start(node, first=False)
-        await self._controller_synced()
-        await self.caught_up()
+        await self._synced_and_caught_up()
 
     async def flush(self, broker_id: int) -> None:  # type: ignore[override]
         """Flush every log of a broker: its records now survive an unclean shutdown."""
@@ -385,8 +389,7 @@ class ProcessCluster(Cluster):
             stream = await trio.open_tcp_stream(host, int(port))
             self._admin_connection = ControllerConnection(stream, "kipwire-test-api")
         response = await self._admin_connection.call(api_key, api_version, body)
-        await self._controller_synced()
-        await self.caught_up()
+        await self._synced_and_caught_up()
         return response
 
     async def _read_marks(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from process_clients import MODES, consume, produce, values
 
 from kipwire.client import Connection
@@ -30,6 +31,15 @@ def test_a_real_client_produces_and_consumes(processes):
         assert sorted(read) == values(RECORDS)
         marks = cluster.metrics()["high_watermark"]
         assert sum(marks[f"t-{i}"] for i in range(3)) == RECORDS
+        # a client's CreateTopics is answered once every broker has the topic, as in Kafka
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        (created,) = admin.create_topics([NewTopic("made", 3, 3)]).values()
+        assert created.result(30) is None
+        for address in cluster.bootstrap_servers.split(","):
+            with Connection(address) as wire:
+                request = {"topics": [{"name": "made"}], "allow_auto_topic_creation": False}
+                (topic,) = wire.call(ApiKey.METADATA, METADATA_VERSION, request)["topics"]
+                assert topic["error_code"] == ErrorCode.NONE and len(topic["partitions"]) == 3
 
 
 def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
