@@ -52,3 +52,13 @@ def consume(bootstrap: str, topic: str, count: int, extra: dict | None = None) -
 def values(count: int) -> list[bytes]:
     """What `produce` writes, sorted."""
     return sorted(b"value-%d" % i for i in range(count))
+
+
+def produce_in_transaction(bootstrap: str, topic: str, count: int) -> None:
+    """Produce `count` records `value-<i>` over every partition in one committed transaction."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(count):
+        producer.produce(topic, b"value-%d" % i, key=b"%d" % i)
+    producer.commit_transaction(30)

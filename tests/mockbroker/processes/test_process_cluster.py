@@ -8,7 +8,7 @@ import os
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from process_clients import MODES, consume, produce, values
+from process_clients import MODES, consume, produce, produce_in_transaction, values
 
 from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
@@ -40,6 +40,12 @@ def test_a_real_client_produces_and_consumes(processes):
                 request = {"topics": [{"name": "made"}], "allow_auto_topic_creation": False}
                 (topic,) = wire.call(ApiKey.METADATA, METADATA_VERSION, request)["topics"]
                 assert topic["error_code"] == ErrorCode.NONE and len(topic["partitions"]) == 3
+        # a transaction over partitions led by different processes (markers go to each leader),
+        # read by a KIP-848 consumer group
+        produce_in_transaction(cluster.bootstrap_servers, "made", 30)
+        kip848 = {"group.protocol": "consumer", "isolation.level": "read_committed"}
+        read = consume(cluster.bootstrap_servers, "made", 30, extra=kip848)
+        assert sorted(read) == values(30)
 
 
 def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
