@@ -437,6 +437,10 @@ class Cluster(SecurityApi):
         """End every network cut and isolation."""
         self.faults.heal()
 
+    async def faults_reached(self) -> None:
+        """Every node applies the faults made and removed so far: at once in-process (process
+        mode waits for its children)."""
+
     def inject_error(
         self,
         api_key: int,

@@ -46,8 +46,10 @@ class SyncFaultHandle:
         return self._handle.active
 
     def remove(self) -> None:
-        """End the fault now."""
+        """End the fault now (in process mode: in every process when this returns)."""
         self._cluster._in_trio(self._handle.remove)
+        if not self._cluster._in_trio_thread():
+            self._cluster._await(self._cluster.cluster.faults_reached)
 
 
 class MockCluster:

@@ -195,6 +195,7 @@ class ControlAPI:
     async def remove_cut(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/network/{id}: end one cut."""
         self._fault(params["id"], CutInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     # -- faults -------------------------------------------------------------------------------
@@ -227,6 +228,7 @@ class ControlAPI:
     async def remove_error(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/faults/errors/{id}: end the injection."""
         self._fault(params["id"], ErrorInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     async def add_latency(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
@@ -242,6 +244,7 @@ class ControlAPI:
     async def remove_latency(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/faults/latency/{id}: end the latency."""
         self._fault(params["id"], LatencyInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     def _register(self, handle: FaultHandle) -> Reply:

@@ -312,9 +312,9 @@ class ProcessCluster(Cluster):
 
     # -- faults: each returns once every process has it ---------------------------------------
 
-    async def _faults_reached(self) -> None:
-        """Wait until every child has applied the faults sent so far (its channel keeps order:
-        the fault's event is handled before this call is answered)."""
+    async def faults_reached(self) -> None:
+        """Wait until every child has applied the faults made and removed so far (its channel
+        keeps order: a fault's event is handled before this call is answered)."""
         for node in self._children():
             if node.channel is not None:
                 await node.channel.call("applied")
@@ -322,31 +322,31 @@ class ProcessCluster(Cluster):
     async def inject_error(self, *args: Any, **kwargs: Any) -> ErrorInjection:  # type: ignore[override]
         """`Cluster.inject_error`; the next request to any process meets it."""
         handle = super().inject_error(*args, **kwargs)
-        await self._faults_reached()
+        await self.faults_reached()
         return handle
 
     async def add_latency(self, *args: Any, **kwargs: Any) -> LatencyInjection:  # type: ignore[override]
         """`Cluster.add_latency`, in every process when this returns."""
         handle = super().add_latency(*args, **kwargs)
-        await self._faults_reached()
+        await self.faults_reached()
         return handle
 
     async def partition_network(self, *groups: Any) -> CutInjection:  # type: ignore[override]
         """`Cluster.partition_network`, in every process when this returns."""
         handle = super().partition_network(*groups)
-        await self._faults_reached()
+        await self.faults_reached()
         return handle
 
     async def isolate(self, broker_id: NodeId) -> CutInjection:  # type: ignore[override]
         """`Cluster.isolate`, in every process when this returns."""
         handle = super().isolate(broker_id)
-        await self._faults_reached()
+        await self.faults_reached()
         return handle
 
     async def heal(self) -> None:  # type: ignore[override]
         """`Cluster.heal`, in every process when this returns."""
         super().heal()
-        await self._faults_reached()
+        await self.faults_reached()
 
     # -- brokers ----------------------------------------------------------------------------
 

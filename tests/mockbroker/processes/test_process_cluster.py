@@ -99,6 +99,13 @@ def test_an_injected_error_is_counted_in_the_parent_and_producer_ids_are_never_s
         with Connection(f"{host}:{port}") as wire:
             answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
             assert len(answer["brokers"]) == 2
+        # until removed, and removed in broker 2's process when remove() returns
+        forever = cluster.inject_error(ApiKey.METADATA, ErrorCode.NOT_CONTROLLER, -1, broker=2)
+        with Connection(f"{host}:{port}") as wire:
+            assert wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})["brokers"] == []
+            forever.remove()
+            answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
+            assert len(answer["brokers"]) == 2
         # each broker process hands out producer ids of its own: none is given out twice
         ids = set()
         for address in cluster.bootstrap_servers.split(","):
