@@ -106,6 +106,8 @@ class ChildBroker:
             offsets = f"group-offsets-broker-{self.node.node_id}.json"
             self.data_dir = DataDir(config["log.dirs"], offsets)
             self.data_dir.restore_offsets(consumer_groups, streams_groups)
+        #: Set when the parent ends the cluster in order (a parent that dies sends nothing).
+        self.ending_cleanly = False
         # each process hands out producer ids from a block of its own (Kafka's brokers take
         # blocks from the controller): two producers never share an id across brokers, nor
         # with a producer of an earlier run on the same directory
@@ -140,6 +142,7 @@ class ChildBroker:
             "unfault": self.faults.unapply,
             "heal": self.faults.heal,
             "applied": lambda: None,  # answered after every fault sent before it
+            "closing": self._closing,
             "high_watermarks": self.high_watermarks,
             "telemetry": self.node.client_metrics.pushed,
         }
@@ -239,10 +242,14 @@ class ChildBroker:
             await trio.sleep(OFFSETS_INTERVAL_S)
             self.data_dir.save_offsets(consumer_groups, streams_groups)
 
+    def _closing(self) -> None:
+        self.ending_cleanly = True
+
     def close(self) -> None:
-        """The cluster ends cleanly: with log.dirs, the offsets are saved and a running broker
-        flushes and writes its checkpoints and CleanShutdownFile (as in-process)."""
-        if self.data_dir is None:
+        """The cluster ended: in order, with log.dirs, the offsets are saved and a running
+        broker flushes and writes its checkpoints and CleanShutdownFile (as in-process); after
+        its parent died, the disk keeps only what was flushed, as for a killed process."""
+        if self.data_dir is None or not self.ending_cleanly:
             return
         _, consumer_groups, _, streams_groups, _ = self.coordinators
         self.data_dir.save_offsets(consumer_groups, streams_groups)

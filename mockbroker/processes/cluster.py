@@ -27,6 +27,7 @@ processes; `metrics()` and `describe_partition()` read high watermarks from them
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -51,7 +52,7 @@ from ..network import CONTROLLER, NodeId
 from ..recorder import ConnectionTap, Recorder
 from ..security.config import SecurityConfig
 from ..security.runtime import ClusterSecurity
-from .channel import Channel
+from .channel import Channel, ChannelClosed
 from .faults import ParentFaults
 from .links import process_network
 from .nodes import BrokerProcess, ControllerProcess, NodeProcess, _Mark
@@ -279,6 +280,8 @@ class ProcessCluster(Cluster):
                     if isinstance(node, BrokerProcess):
                         node.running = False
                     if node.channel is not None:
+                        with contextlib.suppress(ChannelClosed):  # a child already gone
+                            await node.channel.call("closing")  # an orderly end: not a crash
                         await node.channel.stream.aclose()
                 for node in group:
                     if node.process is not None:

@@ -98,6 +98,7 @@ class ChildController:
             "unfault": self.faults.unapply,
             "heal": self.faults.heal,
             "applied": lambda: None,  # answered after every fault sent before it
+            "closing": lambda: None,  # every append is on disk already
             "fence": self.fence,
             "metrics": self.node.controller.metrics,
             "end_offset": lambda: self.node.controller.end_offset,

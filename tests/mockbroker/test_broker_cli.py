@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 from kafka_wire import WireClient
 
 from kipwire.codec import ApiKey
+from kipwire.mockbroker.broker.log_dirs import CLEAN_SHUTDOWN_FILE
 
 TIMEOUT = 20
 
@@ -267,9 +268,42 @@ def test_processes_serves_each_broker_from_its_own_process_with_the_http_servers
         proc.kill()
     assert proc.returncode == 0
     assert "Traceback" not in err
-    # the brokers' processes wrote their directories, the controller's the metadata log
+    # the brokers' processes wrote their directories, the controller's the metadata log, and
+    # the orderly end a clean shutdown of the broker still running
     assert (tmp_path / "broker-1" / "http-0").is_dir()
+    assert (tmp_path / "broker-1" / CLEAN_SHUTDOWN_FILE).is_file()
     assert any((tmp_path / "controller" / "__cluster_metadata-0").iterdir())
+
+
+def test_processes_whose_parent_is_killed_end_as_killed_brokers(tmp_path):
+    proc = _serve("--brokers", "1", "--processes", "--quiet", "--data-dir", str(tmp_path))
+    try:
+        assert proc.stdout.readline().strip()
+        children = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+            ).stdout.split()
+        ]
+        assert len(children) == 2
+        proc.kill()
+        proc.communicate(timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in children)  # they go with their parent
+    finally:
+        proc.kill()
+    assert (tmp_path / "broker-1").is_dir()
+    assert not (tmp_path / "broker-1" / CLEAN_SHUTDOWN_FILE).exists()  # not a clean shutdown
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
 
 
 def _http(url: str, body: dict | None = None) -> dict:
