@@ -6,8 +6,10 @@ and hands the framed records over in `setup`; this process appends them, serves 
 listener with the same `ControllerNode` as in-process (its clock, session timeouts, the metadata
 log's long poll), and sends every record it appends afterwards to the parent, whose copy of the
 `Controller` replays them (what `cluster.controller` and `wait_until` read). The parent's calls:
-`start`, the other nodes' `addresses`, the faults' mirror (`fault`, `unfault`, `heal`, as in a
-broker process), `fence` (an unclean stop, without the session timeout) and `metrics`.
+`start`, the other nodes' `addresses`, the faults' mirror (`fault`, `unfault`, `heal`,
+`applied`, as in a broker process), `fence` (an unclean stop, without the session timeout),
+`metrics`, and `end_offset` (answered after every record sent before it, so the parent knows its
+copy is complete).
 """
 
 from __future__ import annotations
