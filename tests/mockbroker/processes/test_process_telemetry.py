@@ -49,3 +49,6 @@ def test_pushed_client_metrics_reach_the_parents_metrics(processes):
         assert producer.flush(10) == 0
         (client,) = seen.values()
         assert any(name.startswith("org.apache.kafka.producer.") for name in client["metrics"])
+        if processes:  # metrics() asks the children: not from a predicate in the cluster's thread
+            with pytest.raises(RuntimeError, match="inside the cluster's thread"):
+                cluster.wait_until(lambda: cluster.metrics()["client_telemetry"], timeout=1)
