@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/shard_*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 
@@ -37,14 +37,16 @@ test-deep: $(STAMP) $(COMPILED)
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
 	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py
 
-# The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
-# value comparison; then built again without it.
+# The compiled decoders and record loops built with AddressSanitizer, run on the mutated-frame
+# and mutated-batch fuzz and the value comparisons; then built again without it.
 asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
+	ldd codec/_compiled/records.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
-		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py; \
+		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
+		tests/codec/records/test_records_compiled.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

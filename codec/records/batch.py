@@ -11,6 +11,7 @@ from crc32c import crc32c
 
 from ..errors import DecodeError, EncodeError
 from . import compression as codecs
+from ._native import NATIVE
 from .model import (
     COMPRESSION_MASK,
     CONTROL_BIT,
@@ -39,6 +40,18 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _MIN_RECORD_SIZE = 7
 
 _COMPRESSIONS = {c.value: c for c in Compression}
+
+# The compiled record loops in use (None: the Python ones); `use_compiled` switches.
+_native = NATIVE
+
+
+def use_compiled(compiled: bool) -> None:
+    """Read and frame records with the compiled loops (when built) or the Python ones.
+
+    For tests and benchmarks that compare the two paths; the compiled loops are the default.
+    """
+    global _native
+    _native = NATIVE if compiled else None
 
 
 class RecordBatch(Batch):
@@ -117,7 +130,14 @@ class RecordBatch(Batch):
     def _decode_records(self) -> list[Record]:
         path = f"batch@{self.base_offset}.records"
         payload = self.raw[HEADER_SIZE:]
+        fixed = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         if self.compression is Compression.NONE:
+            if _native is not None:
+                records = _native.read(
+                    payload, self.record_count, self.base_offset, self.base_timestamp, fixed
+                )
+                if records is not None:
+                    return records
             buf = bytes(payload)
             origin: int | None = self.position + HEADER_SIZE
         else:
@@ -129,7 +149,12 @@ class RecordBatch(Batch):
                 ) from None
             origin = None
             path += " (decompressed)"
-        fixed = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+            if _native is not None:
+                records = _native.read(
+                    buf, self.record_count, self.base_offset, self.base_timestamp, fixed
+                )
+                if records is not None:
+                    return records
         return decode_records(
             buf, self.record_count, self.base_offset, self.base_timestamp, fixed, origin, path
         )
@@ -318,7 +343,10 @@ def build(
         if deltas[0] < 0 or any(b <= a for a, b in zip(deltas, deltas[1:], strict=False)):
             raise EncodeError("kept offsets must rise from the base offset", path="records")
     now = time.time_ns() // 1_000_000
-    body, base_timestamp, max_timestamp = _encode_records(records, now, deltas, delete_horizon_ms)
+    framed = None if _native is None else _native.frame(records, now, deltas, delete_horizon_ms)
+    if framed is None:  # the Python code gives the same bytes, or the EncodeError
+        framed = _encode_records(records, now, deltas, delete_horizon_ms)
+    body, base_timestamp, max_timestamp = framed
     attributes = compression.value
     if log_append_time is not None:
         attributes |= TIMESTAMP_TYPE_BIT
