@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from crc32c import crc32c
 
@@ -127,36 +127,59 @@ class RecordBatch(Batch):
         batch.truncated = True
         return batch
 
-    def _decode_records(self) -> list[Record]:
-        path = f"batch@{self.base_offset}.records"
+    def __iter__(self) -> Iterator[Record]:
+        """The records one at a time, made as they are reached and not kept (`records` keeps
+        them): with the compiled loops, a consumer that drops each record never holds the batch's
+        records at once. A malformed batch raises here, before its first record, as `records`
+        does."""
+        if self._records is None and not self.truncated and _native is not None:
+            buf = self._payload()
+            stream = _native.stream(
+                buf, self.record_count, self.base_offset, self.base_timestamp, self._fixed()
+            )
+            if stream is not None:
+                return stream
+        return iter(self.records)
+
+    def _fixed(self) -> int | None:
+        """The timestamp every record takes (log append time), or None."""
+        return self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+
+    def _payload(self) -> memoryview | bytes:
+        """The records' bytes: the batch's own, or decompressed."""
         payload = self.raw[HEADER_SIZE:]
-        fixed = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         if self.compression is Compression.NONE:
-            if _native is not None:
-                records = _native.read(
-                    payload, self.record_count, self.base_offset, self.base_timestamp, fixed
-                )
-                if records is not None:
-                    return records
-            buf = bytes(payload)
-            origin: int | None = self.position + HEADER_SIZE
-        else:
-            try:
-                buf = codecs.decompress(self.compression, payload, limit=self.max_decompressed)
-            except DecodeError as exc:
-                raise DecodeError(
-                    exc.reason, offset=self.position + HEADER_SIZE + (exc.offset or 0), path=path
-                ) from None
+            return payload
+        try:
+            return codecs.decompress(self.compression, payload, limit=self.max_decompressed)
+        except DecodeError as exc:
+            raise DecodeError(
+                exc.reason,
+                offset=self.position + HEADER_SIZE + (exc.offset or 0),
+                path=f"batch@{self.base_offset}.records",
+            ) from None
+
+    def _decode_records(self) -> list[Record]:
+        buf, fixed = self._payload(), self._fixed()
+        if _native is not None:
+            records = _native.read(
+                buf, self.record_count, self.base_offset, self.base_timestamp, fixed
+            )
+            if records is not None:
+                return records
+        path = f"batch@{self.base_offset}.records"
+        origin: int | None = self.position + HEADER_SIZE
+        if self.compression is not Compression.NONE:
             origin = None
             path += " (decompressed)"
-            if _native is not None:
-                records = _native.read(
-                    buf, self.record_count, self.base_offset, self.base_timestamp, fixed
-                )
-                if records is not None:
-                    return records
         return decode_records(
-            buf, self.record_count, self.base_offset, self.base_timestamp, fixed, origin, path
+            bytes(buf),
+            self.record_count,
+            self.base_offset,
+            self.base_timestamp,
+            fixed,
+            origin,
+            path,
         )
 
 

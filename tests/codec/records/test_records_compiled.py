@@ -69,14 +69,16 @@ def beyond_int64(result: Any) -> bool:
 
 
 def check_read(payload: bytes, count: int, base: int = 0, ts: int = TS, fixed: int | None = None):
-    """The C reader gives what Python gives; it refuses only what Python refuses (or int64
-    overflows). Returns Python's outcome."""
+    """The C reader and stream give what Python gives; they refuse only what Python refuses (or
+    int64 overflows). Returns Python's outcome."""
     expected = python_read(payload, count, base, ts, fixed)
     got = NATIVE.read(payload, count, base, ts, fixed)
+    stream = NATIVE.stream(payload, count, base, ts, fixed)
     if got is None:
         assert expected == "refused" or beyond_int64(expected), payload.hex()
+        assert stream is None
     else:
-        assert shape(got) == expected, payload.hex()
+        assert shape(got) == expected == shape(list(stream)), payload.hex()
     return expected
 
 
@@ -183,17 +185,19 @@ def test_hostile_records_are_refused(payload, count) -> None:
     """Each is refused by the C reader (before allocating for a lying length) and by Python,
     which then raises the DecodeError: the same one on both paths through iter_batches."""
     assert NATIVE.read(payload, count, 0, TS, None) is None
+    assert NATIVE.stream(payload, count, 0, TS, None) is None
     assert python_read(payload, count, 0, TS, None) == "refused"
     errors = []
-    for compiled in (True, False):
+    for compiled, iterate in ((True, False), (True, True), (False, False), (False, True)):
         batch.use_compiled(compiled)
         try:
             with pytest.raises(DecodeError) as info:
-                [b.records for b in iter_batches(v2_batch(payload, count))]
+                for one in iter_batches(v2_batch(payload, count)):
+                    iter(one) if iterate else one.records  # noqa: B018
         finally:
             batch.use_compiled(True)
         errors.append((str(info.value), info.value.offset, info.value.path))
-    assert errors[0] == errors[1]
+    assert errors[0] == errors[1] == errors[2] == errors[3]
 
 
 @needs_native
@@ -254,8 +258,8 @@ def test_mutated_batches() -> None:
 
 @needs_native
 def test_no_reference_leaks() -> None:
-    """100,000 records read and framed (some batches malformed): the live allocations stay flat,
-    where one leaked object per record would add 100,000."""
+    """100,000 records read, framed and streamed (some batches malformed): the live allocations
+    stay flat, where one leaked object per record would add 100,000."""
     recs = [
         {"key": b"k", "value": b"v" * 20, "headers": [("h", b"x")] if i % 2 else [], "timestamp": i}
         for i in range(1000)
@@ -270,6 +274,10 @@ def test_no_reference_leaks() -> None:
             assert NATIVE.frame([*recs, {"value": 1.5}], TS, None, None) is None
             got = NATIVE.read(body if i % 5 else bad, 1000, 0, first, None if i % 2 else TS)
             read += 0 if got is None else len(got)
+            stream = NATIVE.stream(body if i % 5 else bad, 1000, 0, first, TS)
+            assert (stream is None) == (got is None)
+            if i % 3 == 0 and stream is not None:
+                assert sum(1 for _ in stream) == 1000
         return read
 
     run(5)
@@ -296,7 +304,33 @@ def test_batches_read_the_same_on_both_paths(codec) -> None:
         batch.use_compiled(compiled)
         try:
             read.append([shape(b.records) for b in iter_batches(data)])
+            read.append([shape(list(b)) for b in iter_batches(data)])
         finally:
             batch.use_compiled(True)
-    assert read[0] == read[1]
+    assert read[0] == read[1] == read[2] == read[3]
     assert read[0][0][1][0][1][1] == ("int", TS)  # log append time replaces the timestamps
+
+
+@needs_native
+def test_stream_of_bytes_changed_while_iterated() -> None:
+    """The stream holds the buffer (it cannot be resized) but its bytes can still change: it
+    reads on with every bound checked, and says so when a record no longer reads."""
+    body, first, _ = NATIVE.frame([{"value": b"v" * 10, "timestamp": TS}] * 4, TS, None, None)
+    buf = bytearray(body)
+    stream = NATIVE.stream(memoryview(buf), 4, 0, first, None)
+    assert next(stream).value == b"v" * 10
+    with pytest.raises(BufferError):
+        buf.append(0)
+    buf[len(buf) // 2 :] = b"\xff" * (len(buf) - len(buf) // 2)
+    with pytest.raises(RuntimeError, match="changed"):
+        list(stream)
+
+
+@needs_native
+def test_iterating_a_batch_streams_its_records() -> None:
+    (one,) = iter_batches(build_batch([{"value": b"v", "timestamp": TS}] * 3))
+    assert type(iter(one)).__name__ == "stream"
+    assert [r.offset for r in one] == [0, 1, 2]
+    assert one._records is None  # iterating keeps nothing
+    assert one.records == list(one)
+    assert type(iter(one)) is type(iter([]))  # once kept, the list is iterated
