@@ -59,10 +59,17 @@ setup(PyObject *self, PyObject *type)
         return NULL;
     }
     PyTypeObject *t = (PyTypeObject *)type;
-    if ((at_offset = slot_of(t, "offset")) < 0 || (at_timestamp = slot_of(t, "timestamp")) < 0 ||
-        (at_key = slot_of(t, "key")) < 0 || (at_value = slot_of(t, "value")) < 0 ||
-        (at_headers = slot_of(t, "headers")) < 0)
-        return NULL;
+    const char *names[5] = {"offset", "timestamp", "key", "value", "headers"};
+    Py_ssize_t at[5];
+    for (int i = 0; i < 5; i++) {
+        if ((at[i] = slot_of(t, names[i])) < 0)
+            return NULL; /* the class in use, if any, keeps its slots */
+    }
+    at_offset = at[0];
+    at_timestamp = at[1];
+    at_key = at[2];
+    at_value = at[3];
+    at_headers = at[4];
     Py_INCREF(type);
     Py_XSETREF(record_type, t);
     Py_RETURN_NONE;

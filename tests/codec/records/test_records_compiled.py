@@ -334,3 +334,16 @@ def test_iterating_a_batch_streams_its_records() -> None:
     assert one._records is None  # iterating keeps nothing
     assert one.records == list(one)
     assert type(iter(one)) is type(iter([]))  # once kept, the list is iterated
+
+
+@needs_native
+def test_setup_refuses_a_class_without_the_slots() -> None:
+    """Only a class whose five fields are writable object slots is taken; the one in use stays."""
+
+    class Plain:
+        offset = timestamp = key = value = headers = None
+
+    for odd in (Plain, int, "Record"):
+        with pytest.raises(TypeError):
+            NATIVE.setup(odd)
+    assert NATIVE.read(GOOD_RECORD, 1, 7, TS, None) == [Record(7, TS, None, b"v", [])]
