@@ -74,9 +74,9 @@ class Batch:
     """A v2 record batch, or a legacy (magic 0/1) wrapper message or run of plain messages.
 
     Header fields are plain attributes; ``records`` is decoded on first access (and cached), so
-    iterating a fetch response to count or forward batches never touches the records. Iterating
-    the batch itself gives the same records without keeping them. ``raw`` is a
-    zero-copy memoryview of the batch's bytes in the buffer it was read from, which starts at byte
+    iterating a fetch response to count or forward batches never touches the records; iterating
+    the batch itself gives the same records without keeping them. ``raw`` is a zero-copy
+    memoryview of the batch's bytes in the buffer it was read from, which starts at byte
     ``position`` of that buffer. For a run of plain legacy messages, ``crc`` and ``attributes``
     are the first message's and ``batch_length`` spans the run.
     """
