@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/shard_*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 
@@ -42,14 +42,16 @@ test-deep: $(STAMP) $(COMPILED)
 		tests/captures/engines/test_capture_spark_cluster.py
 	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
-# The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
-# value comparison; then built again without it.
+# The compiled decoders and record loops built with AddressSanitizer, run on the mutated-frame
+# and mutated-batch fuzz and the value comparisons; then built again without it.
 asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
+	ldd codec/_compiled/records.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
-		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py; \
+		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
+		tests/codec/records/test_records_compiled.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)
