@@ -37,7 +37,8 @@ test-deep: $(STAMP) $(COMPILED)
 	KIPWIRE_SCALE_PARTITIONS=10000 $(PY) -m pytest -q -p no:cacheprovider tests/mockbroker/test_scale.py
 	KIPWIRE_RSS_MB=100 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
-	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py
+	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
+		tests/codec/records/test_records_compiled.py
 	KIPWIRE_SPARK_CLUSTER=1 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/captures/engines/test_capture_spark_cluster.py
 	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
