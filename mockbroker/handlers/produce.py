@@ -14,9 +14,11 @@ import trio
 from kipwire.codec import ApiKey, ErrorCode
 
 from ..broker.log import LogError
-from ..broker.topic_names import topic_id, topic_name
+from ..broker.topic_names import response_topic, topic_name
 from .registry import PartitionShape, RequestContext, handles
 
+#: Produce names topics by id from this version on (KIP-516), by name before it.
+TOPIC_IDS_SINCE = 13
 #: Produce's request timeout when a version lacks one (v0 always carries it).
 DEFAULT_TIMEOUT_MS = 30000
 
@@ -32,6 +34,7 @@ async def produce(ctx: RequestContext, body: Any) -> dict | None:
     image = broker.image
     acks = body["acks"]
     timeout_ms = body.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+    by_id = ctx.api_version >= TOPIC_IDS_SINCE
     responses = []
     async with trio.open_nursery() as nursery:
         for topic in body["topic_data"]:
@@ -42,11 +45,7 @@ async def produce(ctx: RequestContext, body: Any) -> dict | None:
                 parts.append(part)
                 nursery.start_soon(_append, ctx, name, data, acks, timeout_ms, part)
             responses.append(
-                {
-                    "name": topic.get("name"),
-                    "topic_id": topic_id(image, name),
-                    "partition_responses": parts,
-                }
+                {**response_topic(image, name, by_id=by_id), "partition_responses": parts}
             )
     if acks == 0:
         return None
