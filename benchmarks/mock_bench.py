@@ -7,20 +7,30 @@ mock runs in C threads of the client. Both sides use a 4-partition topic: librdk
 auto-creates topics with 4 partitions (it does not serve CreateTopics); kipwire's is made with
 CreateTopics through the AdminClient.
 
+Both clusters stay up and the sides alternate, round after round (each round a new topic, the
+side going first taking turns), so that the load of a shared machine falls on both alike; the
+ratios are per round, then their median. Each side's broker CPU time is measured beside its rate
+(the serve process's threads; the mock's `rdk:mock` thread): the clients are the same, so the
+rates meet where the client's own loop is the bound, and the CPU time says what each broker
+spent on the same work.
+
 Then the cost of replication on kipwire: the same produce to a replication-factor-3 topic with
 acks=1 (the leader answers at once) and acks=all (the answer waits for both followers to fetch
 the records and the high watermark to pass them), reported as the ratio of the two rates.
-Usage: ``python benchmarks/mock_bench.py [--records N] [--size B]``.
+Usage: ``python benchmarks/mock_bench.py [--records N] [--size B] [--rounds R]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -39,6 +49,18 @@ def kipwire_cluster(
 ) -> Iterator[str]:
     """`kipwire-broker serve` in a subprocess, with broker `config` and further serve `options`;
     yields its bootstrap servers, then stops it with SIGTERM (a clean stop)."""
+    with kipwire_process(brokers, config, options, stop_seconds) as (bootstrap, _pid):
+        yield bootstrap
+
+
+@contextmanager
+def kipwire_process(
+    brokers: int = 3,
+    config: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
+    stop_seconds: float = 10,
+) -> Iterator[tuple[str, int]]:
+    """`kipwire_cluster`, yielding the serve process's id beside its bootstrap servers."""
     configs = [f"--config={key}={value}" for key, value in (config or {}).items()]
     command = [sys.executable, "-m", "kipwire.mockbroker", "serve", "--brokers", str(brokers)]
     proc = subprocess.Popen(
@@ -49,7 +71,7 @@ def kipwire_cluster(
         bootstrap = proc.stdout.readline().strip()
         if not bootstrap:
             raise RuntimeError("kipwire-broker did not print its bootstrap servers")
-        yield bootstrap
+        yield bootstrap, proc.pid
     finally:
         proc.terminate()
         proc.wait(stop_seconds)
@@ -102,7 +124,7 @@ def produce(
     return elapsed
 
 
-def consume(bootstrap: str, records: int) -> float:
+def consume(bootstrap: str, records: int, topic: str = TOPIC) -> float:
     """Seconds from the first record received to the last, reading every partition from 0.
 
     The clock starts at the first record so that the consumer's own start-up (connections,
@@ -111,12 +133,13 @@ def consume(bootstrap: str, records: int) -> float:
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
     )
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     seen = 0
     start = None
     deadline = time.perf_counter() + TIMEOUT
     while seen < records and time.perf_counter() < deadline:
-        for message in consumer.consume(10_000, 1.0):
+        # never more than are left: a call asking for more waits out its whole timeout
+        for message in consumer.consume(min(10_000, records - seen), 1.0):
             if message.error() is None:
                 if start is None:
                     start = time.perf_counter()
@@ -130,34 +153,83 @@ def consume(bootstrap: str, records: int) -> float:
     return elapsed
 
 
+def cpu_seconds(tasks: Path, name: str | None = None) -> float:
+    """CPU time of a process's threads (those called `name`, when given), from schedstat."""
+    total = 0
+    for task in tasks.iterdir():
+        try:
+            if name is None or (task / "comm").read_text().strip() == name:
+                total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def run_side(
+    bootstrap: str, topic: str, records: int, value: bytes, cpu: Callable[[], float]
+) -> tuple[float, float, float, float]:
+    """(produce msg/s, consume msg/s, broker CPU s of each) on a new topic."""
+    # one record each way first: neither side's one-time start-up costs are timed
+    produce(bootstrap, PARTITIONS, value, topic)
+    consume(bootstrap, PARTITIONS, topic)
+    before = cpu()
+    produced = produce(bootstrap, records, value, topic)
+    between = cpu()
+    consumed = consume(bootstrap, records + PARTITIONS, topic)
+    after = cpu()
+    return records / produced, records / consumed, between - before, after - between
+
+
 def main() -> None:
-    """Run both sides and print rates and ratios."""
+    """Run both sides, alternating, and print rates, CPU times and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     value = b"x" * args.size
-    results = {}
-    for name, cluster in (("librdkafka mock", librdkafka_cluster), ("kipwire", kipwire_cluster)):
-        with cluster() as bootstrap:
-            if name == "kipwire":
-                create_topic(bootstrap)
-            # one record each way first: neither side's one-time start-up costs are timed
-            produce(bootstrap, PARTITIONS, value)
-            consume(bootstrap, PARTITIONS)
-            produced = produce(bootstrap, args.records, value)
-            consumed = consume(bootstrap, args.records + PARTITIONS)
-        results[name] = (args.records / produced, args.records / consumed)
-        print(
-            f"{name:16} produce {results[name][0]:>10,.0f} msg/s   "
-            f"consume {results[name][1]:>10,.0f} msg/s"
-        )
-    ours, theirs = results["kipwire"], results["librdkafka mock"]
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    rates: dict[str, list[tuple[float, float, float, float]]] = {"mock": [], "kipwire": []}
+    with ExitStack() as stack:
+        mock = stack.enter_context(librdkafka_cluster())
+        ours, pid = stack.enter_context(kipwire_process())
+        sides = {
+            "mock": (mock, lambda: cpu_seconds(Path("/proc/self/task"), "rdk:mock")),
+            "kipwire": (ours, lambda: cpu_seconds(Path(f"/proc/{pid}/task"))),
+        }
+        for n in range(args.rounds):
+            topic = f"{TOPIC}-{n}"
+            create_topic(ours, topic)
+            for side in ("mock", "kipwire") if n % 2 == 0 else ("kipwire", "mock"):
+                bootstrap, cpu = sides[side]
+                rates[side].append(run_side(bootstrap, topic, args.records, value, cpu))
+            _print_round(str(n + 1), rates["kipwire"][-1], rates["mock"][-1], args.records)
+    ratios = [
+        (k[0] / m[0], k[1] / m[1]) for k, m in zip(rates["kipwire"], rates["mock"], strict=True)
+    ]
     print(
-        f"{'kipwire / mock':16} produce {ours[0] / theirs[0]:>10.2f}x        "
-        f"consume {ours[1] / theirs[1]:>10.2f}x"
+        f"median of {args.rounds} rounds: produce {statistics.median(r[0] for r in ratios):.2f}x"
+        f"  consume {statistics.median(r[1] for r in ratios):.2f}x"
+        f"  (load average {os.getloadavg()[0]:.1f})"
     )
-    replication_cost(args.records, value, ours[0])
+    replication_cost(args.records, value, statistics.median(r[0] for r in rates["kipwire"]))
+
+
+def _print_round(label: str, ours: tuple, theirs: tuple, records: int) -> None:
+    """One round: each side's rates and broker CPU per record, and kipwire / mock."""
+    for name, (produced, consumed, produce_cpu, consume_cpu) in (
+        ("librdkafka mock", theirs),
+        ("kipwire", ours),
+    ):
+        print(
+            f"{label:>3} {name:16} produce {produced:>10,.0f} msg/s "
+            f"({produce_cpu / records * 1e6:5.2f} us CPU/msg)   consume {consumed:>10,.0f} msg/s "
+            f"({consume_cpu / records * 1e6:5.2f} us CPU/msg)"
+        )
+    print(
+        f"{label:>3} {'kipwire / mock':16} produce {ours[0] / theirs[0]:>10.2f}x"
+        f"{'':24}consume {ours[1] / theirs[1]:>10.2f}x"
+    )
 
 
 def replication_cost(records: int, value: bytes, unreplicated: float) -> None:
