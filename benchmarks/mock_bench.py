@@ -93,10 +93,12 @@ def librdkafka_cluster() -> Iterator[str]:
         owner.flush(5)
 
 
-def create_topic(bootstrap: str, topic: str = TOPIC, replication_factor: int = 1) -> None:
+def create_topic(
+    bootstrap: str, topic: str = TOPIC, replication_factor: int = 1, partitions: int = PARTITIONS
+) -> None:
     """The topic, made through the cluster's CreateTopics."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(topic, PARTITIONS, replication_factor)
+    new = NewTopic(topic, partitions, replication_factor)
     for future in admin.create_topics([new]).values():
         future.result(timeout=30)
 
