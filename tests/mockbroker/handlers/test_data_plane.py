@@ -180,13 +180,13 @@ def test_produce_and_fetch_answers_are_taken_by_the_compiled_encoder(cluster, mo
     # Python builder, many times slower on a Fetch response of a megabyte
     answered = []
 
-    def spy(key: int, version: int, body: dict, *, correlation_id: int) -> bytes:
+    def spy(key: int, version: int, body: dict, *, correlation_id: int) -> bytearray:
         if key in (ApiKey.PRODUCE, ApiKey.FETCH):
             answered.append((key, version, body))
         return encode(key, version, body, correlation_id=correlation_id)
 
-    encode = serve.encode_response
-    monkeypatch.setattr(serve, "encode_response", spy)
+    encode = serve.encode_frame
+    monkeypatch.setattr(serve, "encode_frame", spy)
     with WireClient(_leader(cluster, "p")) as client:
         metadata = client.call(ApiKey.METADATA, 12, {"topics": [{"name": "p"}]})
         topic_id = metadata["topics"][0]["topic_id"]
