@@ -135,17 +135,29 @@ def encode_frame(api_key: int, api_version: int, body: dict, *, correlation_id: 
     """`frame(encode_response(...))` built in one buffer: the header and body go after four bytes
     the size fills in. A Fetch response's records (a megabyte) are copied twice less: neither
     into bytes of the payload nor into the frame."""
-    try:
-        name = APIS[api_key].response
-        header = message("ResponseHeader", response_header_version(api_key, api_version))
-        codec = message(name, api_version)
-    except (KeyError, UnknownApiError, UnsupportedVersionError) as exc:
-        raise EncodeError(f"no response codec for API {api_key} v{api_version}: {exc}") from None
+    codecs = _RESPONSE_CODECS.get((api_key, api_version))
+    if codecs is None:
+        codecs = _RESPONSE_CODECS[api_key, api_version] = _response_codecs(api_key, api_version)
+    header, codec = codecs
     out = bytearray(4)
     header.build_into({"correlation_id": correlation_id}, out)
     codec.build_into(body, out)
     _SIZE_AT(out, 0, len(out) - 4)
     return out
+
+
+def _response_codecs(api_key: int, api_version: int) -> tuple[Any, Any]:
+    """The response header's codec and the response body's, for `encode_frame`."""
+    try:
+        name = APIS[api_key].response
+        header = message("ResponseHeader", response_header_version(api_key, api_version))
+        return header, message(name, api_version)
+    except (KeyError, UnknownApiError, UnsupportedVersionError) as exc:
+        raise EncodeError(f"no response codec for API {api_key} v{api_version}: {exc}") from None
+
+
+#: (api key, version) -> its response header and body codecs, found once.
+_RESPONSE_CODECS: dict[tuple[int, int], tuple[Any, Any]] = {}
 
 
 async def answer_request(node: Endpoint, data: memoryview) -> bytes | bytearray | None:
