@@ -23,10 +23,12 @@ from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
 from ..broker.log import LogError
-from ..broker.topic_names import topic_id, topic_name
+from ..broker.topic_names import response_topic, topic_name
 from ..security.context import PRINCIPAL
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
+#: Fetch names topics by id from this version on (KIP-516), by name before it.
+TOPIC_IDS_SINCE = 13
 #: The long poll's cap while a session lacks a partition its follower should fetch here: the
 #: follower names it in its next fetch, so that fetch should come soon.
 MISSING_WAIT = 0.02
@@ -49,8 +51,9 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     broker = ctx.broker
     replica_id, replica_epoch = _replica(body)
     session_id, session_epoch = body.get("session_id", 0), body.get("session_epoch", -1)
+    by_id = ctx.api_version >= TOPIC_IDS_SINCE
     if replica_id >= 0 and (session_id != 0 or session_epoch == 0):
-        answer = await _session_fetch(broker, body, replica_id, replica_epoch)
+        answer = await _session_fetch(broker, body, replica_id, replica_epoch, by_id)
         if answer is not None:
             return answer
     elif session_id != 0:
@@ -65,7 +68,7 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     else:
         body = _within_quota(ctx, body)
     while True:
-        responses, size, failed = _read(broker, body, replica_id >= 0)
+        responses, size, failed = _read(broker, body, replica_id >= 0, by_id)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
             return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         with trio.move_on_at(deadline):
@@ -82,7 +85,7 @@ def _within_quota(ctx: RequestContext, body: Any) -> Any:
 
 
 async def _session_fetch(
-    broker: Any, body: Any, replica_id: int, replica_epoch: int
+    broker: Any, body: Any, replica_id: int, replica_epoch: int, by_id: bool
 ) -> dict | None:
     """A follower's fetch in a session; None when it closes its session (SessionEpoch -1) and
     is answered as a sessionless fetch."""
@@ -106,16 +109,11 @@ async def _session_fetch(
     while True:
         session.wake = trio.Event()
         session.dirty -= wanted
-        responses, news = _read_session(broker, session, wanted, body, full)
+        responses, news = _read_session(broker, session, wanted, body, full, by_id)
         for topic, index in unknown:
             news = True
-            responses.append(
-                {
-                    "topic": topic.get("topic"),
-                    "topic_id": topic.get("topic_id"),
-                    "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)],
-                }
-            )
+            named = {"topic_id": topic["topic_id"]} if by_id else {"topic": topic.get("topic")}
+            responses.append({**named, "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)]})
         now = trio.current_time()
         if news or full or now >= deadline or sessions.get(session.session_id) is not session:
             return {
@@ -205,7 +203,12 @@ def _failed(index: int, code: int) -> dict:
 
 
 def _read_session(
-    broker: Any, session: FetchSession, keys: set[tuple[str, int]], body: Any, full: bool
+    broker: Any,
+    session: FetchSession,
+    keys: set[tuple[str, int]],
+    body: Any,
+    full: bool,
+    by_id: bool,
 ) -> tuple[list[dict], bool]:
     """The session's partitions among `keys` with news (all of them in a full answer); a
     partition left out for want of bytes stays dirty."""
@@ -251,7 +254,7 @@ def _read_session(
             )
     image = broker.image
     responses = [
-        {"topic": name, "topic_id": topic_id(image, name), "partitions": parts}
+        {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
         for name, parts in by_topic.items()
     ]
     return responses, news
@@ -278,7 +281,9 @@ def _record_follower_fetch(
                 )
 
 
-def _read(broker: BrokerView, body: Any, replica: bool) -> tuple[list[dict], int, bool]:
+def _read(
+    broker: BrokerView, body: Any, replica: bool, by_id: bool
+) -> tuple[list[dict], int, bool]:
     image = broker.image
     committed = body.get("isolation_level", 0) == IsolationLevel.READ_COMMITTED
     budget = body.get("max_bytes", 0x7FFFFFFF)
@@ -331,6 +336,6 @@ def _read(broker: BrokerView, body: Any, replica: bool) -> tuple[list[dict], int
                     }
                 )
         responses.append(
-            {"topic": topic.get("topic"), "topic_id": topic_id(image, name), "partitions": parts}
+            {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
         )
     return responses, total, failed
