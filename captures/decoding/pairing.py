@@ -318,22 +318,15 @@ def decode_connection(
         if it.kind not in ("frame", "truncated") or len(it.data) < 8:
             continue
         key, version, corr = _req_fixed(it.data, 0)
-        row.update(api_key=key, api_name=api.name(key), api_version=version, correlation_id=corr)
+        row["api_key"] = key
+        row["api_name"] = api.name(key)
+        row["api_version"] = version
+        row["correlation_id"] = corr
         if it.kind == "frame":
             d = _decode(decoder, api, it.data, key, version, True, with_body_json)
-            row.update(
-                decode_status=d.status,
-                decode_error=d.error,
-                header_version=d.header_version,
-                client_id=d.client_id,
-                error_code=d.facts[0],
-                topics=d.facts[1],
-                record_count=d.facts[2],
-                body_json=d.json,
-                topic_ids=d.facts[4],
-                trailing_bytes=d.trailing,
-                redacted=d.redacted,
-            )
+            _decoded_into(row, d)
+            row["client_id"] = d.client_id
+            row["redacted"] = d.redacted
         else:
             row["client_id"] = api.client_id(it.data)
         pair = {
@@ -372,32 +365,23 @@ def decode_connection(
             pairs.append(_orphan(capture, file, uid, corr, it))
             continue
         key, version = pair["api_key"], pair["api_version"]
-        row.update(api_key=key, api_name=pair["api_name"], api_version=version)
+        row["api_key"] = key
+        row["api_name"] = pair["api_name"]
+        row["api_version"] = version
         row["client_id"] = pair["client_id"]
-        pair.update(
-            response_ts=it.ts_ns,
-            response_length=it.length,
-            status="answered",
-            rtt_ms=(
-                (it.ts_ns - pair["request_ts"]) / 1e6
-                if it.ts_ns is not None and pair["request_ts"] is not None
-                else None
-            ),
+        request_ts = pair["request_ts"]
+        pair["response_ts"] = it.ts_ns
+        pair["rtt_ms"] = (
+            (it.ts_ns - request_ts) / 1e6
+            if it.ts_ns is not None and request_ts is not None
+            else None
         )
+        pair["response_length"] = it.length
+        pair["status"] = "answered"
         if it.kind == "frame":
             d = _decode(decoder, api, it.data, key, version, False, with_body_json)
-            row.update(
-                decode_status=d.status,
-                decode_error=d.error,
-                api_version=d.api_version,
-                header_version=d.header_version,
-                error_code=d.facts[0],
-                topics=d.facts[1],
-                record_count=d.facts[2],
-                body_json=d.json,
-                topic_ids=d.facts[4],
-                trailing_bytes=d.trailing,
-            )
+            _decoded_into(row, d)
+            row["api_version"] = d.api_version
             if d.status != "ok":
                 row["error_code"] = d.error_code
                 pair["status"] = f"answered_{d.status}"  # the pair holds a failed response
@@ -420,26 +404,52 @@ def decode_connection(
     return ConnectionRows(pdus, pairs, connection)
 
 
+def _decoded_into(row: dict[str, Any], d: _Decoded) -> None:
+    """What decoding a frame found, into its `pdus` row."""
+    row["decode_status"] = d.status
+    row["decode_error"] = d.error
+    row["header_version"] = d.header_version
+    err, topics, records, _, ids = d.facts
+    row["error_code"] = err
+    row["topics"] = topics
+    row["record_count"] = records
+    row["body_json"] = d.json
+    row["topic_ids"] = ids
+    row["trailing_bytes"] = d.trailing
+
+
 _STATUS = {"frame": "ok", "truncated": "truncated", "gap": "gap", "skipped": "malformed"}
 
 
 def _pdu_row(base: dict[str, Any], direction: str, index: int, it: FrameItem) -> dict[str, Any]:
-    row = dict.fromkeys(PDU_COLUMNS)
-    row.update(base)
-    row.update(
-        direction=direction,
-        pdu_index=index,
-        ts=it.ts_ns,
-        length=it.length,
-        decode_status=_STATUS[it.kind],
-        decode_error=it.note or None,
-        stream_offset=it.offset,
-        captured_bytes=it.captured,
-        redacted=False,
-    )
-    if it.kind == "skipped":
-        row["decode_error"] = f"{it.length} bytes skipped: {it.note}"
-    return row
+    # one literal in PDU_COLUMNS order (a test holds the two equal): the row of every PDU
+    kind = it.kind
+    return {
+        **base,
+        "direction": direction,
+        "pdu_index": index,
+        "ts": it.ts_ns,
+        "length": it.length,
+        "api_key": None,
+        "api_name": None,
+        "api_version": None,
+        "header_version": None,
+        "correlation_id": None,
+        "client_id": None,
+        "error_code": None,
+        "topics": None,
+        "record_count": None,
+        "decode_status": _STATUS[kind],
+        "decode_error": (
+            f"{it.length} bytes skipped: {it.note}" if kind == "skipped" else it.note or None
+        ),
+        "body_json": None,
+        "stream_offset": it.offset,
+        "captured_bytes": it.captured,
+        "trailing_bytes": None,
+        "topic_ids": None,
+        "redacted": False,
+    }
 
 
 def _orphan(capture: str, file: str, uid: str, corr: int, it: FrameItem) -> dict[str, Any]:
