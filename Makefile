@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/shard_*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 
@@ -26,7 +26,9 @@ test: $(STAMP) $(COMPILED)
 # (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
 # with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
 # then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB);
-# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES).
+# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES); then the
+# capture job on a standalone Spark cluster (KIPWIRE_SPARK_CLUSTER) and every tool of the tool
+# matrix, the slow ones included (KIPWIRE_TOOL_MATRIX).
 test-deep: $(STAMP) $(COMPILED)
 	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
@@ -35,16 +37,22 @@ test-deep: $(STAMP) $(COMPILED)
 	KIPWIRE_SCALE_PARTITIONS=10000 $(PY) -m pytest -q -p no:cacheprovider tests/mockbroker/test_scale.py
 	KIPWIRE_RSS_MB=100 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
-	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py
+	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
+		tests/codec/records/test_records_compiled.py
+	KIPWIRE_SPARK_CLUSTER=1 $(PY) -m pytest -q -p no:cacheprovider \
+		tests/captures/engines/test_capture_spark_cluster.py
+	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
-# The compiled decoders built with AddressSanitizer, run on the mutated-frame fuzz and the
-# value comparison; then built again without it.
+# The compiled decoders and record loops built with AddressSanitizer, run on the mutated-frame
+# and mutated-batch fuzz and the value comparisons; then built again without it.
 asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
+	ldd codec/_compiled/records.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
-		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py; \
+		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
+		tests/codec/records/test_records_compiled.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

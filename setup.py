@@ -1,4 +1,5 @@
-"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`) when a C compiler works.
+"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`) and the record batches'
+hand-written loops (`codec/_compiled/records.c`) when a C compiler works.
 
 Everything else about the package is in pyproject.toml. Without a working compiler the install
 still succeeds, says once that the pure-Python codec path is in use, and ships no extension.
@@ -16,15 +17,22 @@ COMPILED = Path("codec") / "_compiled"
 
 
 def _extensions() -> list[Extension]:
-    return [
+    shards = [
         Extension(
             f"kipwire.codec._compiled.{source.stem}",
             [str(source)],
-            depends=[str(header) for header in sorted(COMPILED.glob("*.h"))],
+            depends=[str(header) for header in sorted(COMPILED.glob("runtime*.h"))],
             optional=True,
         )
         for source in sorted(COMPILED.glob("shard_*.c"))
     ]
+    records = Extension(
+        "kipwire.codec._compiled.records",
+        [str(COMPILED / "records.c")],
+        depends=[str(COMPILED / "records_frame.h")],
+        optional=True,
+    )
+    return [*shards, records]
 
 
 class BuildExt(build_ext):

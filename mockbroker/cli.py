@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--processes",
         action="store_true",
-        help="run each broker in its own process (more than one core; PLAINTEXT only)",
+        help="run each broker and the controller in its own process (more cores)",
     )
     serve.add_argument(
         "--metrics-port",
@@ -319,15 +319,6 @@ def main(argv: list[str] | None = None) -> int:
         if port is not None and not 0 <= port <= 65535:
             print(f"kipwire-broker: {flag} {port} is not a port", file=sys.stderr)
             return 2
-    if args.processes and (
-        args.metrics_port is not None or args.control_port is not None or args.data_dir
-    ):
-        print(
-            "kipwire-broker: --metrics-port, --control-port and --data-dir serve in-process"
-            " clusters only, not --processes",
-            file=sys.stderr,
-        )
-        return 2
     if args.record_max_bytes is not None and (args.record is None or args.record_max_bytes < 1):
         print("kipwire-broker: --record-max-bytes needs --record and N >= 1", file=sys.stderr)
         return 2

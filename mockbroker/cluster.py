@@ -59,7 +59,7 @@ CREATE_TOPICS_VERSION = 7
 # quiet by default: the brokers' loggers say nothing unless the application configures logging
 logging.getLogger("kipwire.mockbroker").addHandler(logging.NullHandler())
 #: Brokers the controller should see as settings, not cluster-wide dynamic configs.
-_BROKER_ONLY = {
+BROKER_ONLY = {
     "socket.request.max.bytes",
     "queued.max.request.bytes",
     "broker.heartbeat.interval.ms",
@@ -105,7 +105,7 @@ class Cluster(SecurityApi):
             **(self.security.controller_settings() if self.security else {}),
         )
         self.controller.static_configs = {
-            name: value for name, value in self.config.items() if name not in _BROKER_ONLY
+            name: value for name, value in self.config.items() if name not in BROKER_ONLY
         }
         self.groups = GroupCoordinator(int(self.config["group.initial.rebalance.delay.ms"]))
         self.consumer_groups = ConsumerGroupCoordinator(self.groups)
@@ -213,7 +213,7 @@ class Cluster(SecurityApi):
         for name, level in sorted(self.features.items()):
             self.controller.replay("FeatureLevelRecord", {"name": name, "feature_level": level})
         for name, value in sorted(self.config.items()):
-            if name not in _BROKER_ONLY:
+            if name not in BROKER_ONLY:
                 self.controller.replay(
                     "ConfigRecord",
                     {
@@ -436,6 +436,10 @@ class Cluster(SecurityApi):
     def heal(self) -> None:
         """End every network cut and isolation."""
         self.faults.heal()
+
+    async def faults_reached(self) -> None:
+        """Every node applies the faults made and removed so far: at once in-process (process
+        mode waits for its children)."""
 
     def inject_error(
         self,

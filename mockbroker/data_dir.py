@@ -46,13 +46,15 @@ OFFSETS_INTERVAL_S = 1.0
 class DataDir:
     """The files of a cluster's `log.dirs`."""
 
-    def __init__(self, log_dirs: str) -> None:
+    def __init__(self, log_dirs: str, offsets_file: str = OFFSETS_FILE) -> None:
         # the controller's log and the offsets live in the first entry, as Kafka's
         # metadata.log.dir defaults to the first of log.dirs
         #: Every `log.dirs` entry, as configured.
         self.entries = [Path(e.strip()) for e in log_dirs.split(",") if e.strip()]
         self.path = self.entries[0]
         self.metadata = MetadataLogFiles(str(self.path))
+        #: The committed offsets' file under `path` (process mode: one per broker process).
+        self.offsets_file = offsets_file
         self._saved_offsets: str | None = None
 
     def load(self, cluster: Cluster) -> bool:
@@ -70,7 +72,7 @@ class DataDir:
         self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator
     ) -> None:
         """Committed offsets of the last run back into the coordinators."""
-        path = self.path / OFFSETS_FILE
+        path = self.path / self.offsets_file
         if not path.is_file():
             return
         try:
@@ -101,12 +103,12 @@ class DataDir:
         if text == self._saved_offsets:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.path / (OFFSETS_FILE + ".tmp")
+        tmp = self.path / (self.offsets_file + ".tmp")
         with open(tmp, "w") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, self.path / OFFSETS_FILE)
+        os.replace(tmp, self.path / self.offsets_file)
         self._saved_offsets = text
 
     async def run(self, cluster: Cluster) -> None:

@@ -10,6 +10,7 @@ pushed (KIP-714), decoded by each broker's `broker.client_metrics.ClientMetrics`
 from __future__ import annotations
 
 import errno
+import inspect
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -47,6 +48,14 @@ class Cluster(Protocol):
 
     @property
     def nodes(self) -> Mapping[int, _Broker]: ...
+
+    def metrics(self) -> Any: ...
+
+
+async def settled(answer: Any) -> Any:
+    """A cluster method's answer: in process mode `metrics()` and `describe_partition()` ask
+    the brokers' processes and are awaited; in-process they answer at once."""
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 def leader_high_watermark(cluster: Cluster, topic: str, index: int) -> int | None:
@@ -158,7 +167,8 @@ async def _answer(stream: trio.SocketStream, cluster: Cluster) -> None:
     elif words[1].split(b"?", 1)[0] != b"/metrics":
         reply = _response("404 Not Found", "metrics are at /metrics\n")
     else:
-        text = prometheus_text(cluster_metrics(cluster))
+        # the cluster's own metrics(): in process mode it asks the brokers' processes
+        text = prometheus_text(await settled(cluster.metrics()))
         reply = _response("200 OK", text, "text/plain; version=0.0.4; charset=utf-8")
     await stream.send_all(reply)
 

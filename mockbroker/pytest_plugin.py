@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .cluster import Cluster, open_cluster
+from .processes import open_process_cluster
 from .sync_cluster import MockCluster
 
 
@@ -47,8 +48,10 @@ class TrioFixture:
 
     @pytest.fixture
     async def trio_mock_cluster(self, request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
-        """A running trio `Cluster` for pytest-trio tests."""
-        async with open_cluster(**_options(request)) as cluster:
+        """A running trio `Cluster` for pytest-trio tests (`processes=True`: a `ProcessCluster`)."""
+        options = _options(request)
+        opener = open_process_cluster if options.pop("processes", False) else open_cluster
+        async with opener(**options) as cluster:
             yield cluster
 
 

@@ -46,8 +46,10 @@ class SyncFaultHandle:
         return self._handle.active
 
     def remove(self) -> None:
-        """End the fault now."""
+        """End the fault now (in process mode: in every process when this returns)."""
         self._cluster._in_trio(self._handle.remove)
+        if not self._cluster._in_trio_thread():
+            self._cluster._await(self._cluster.cluster.faults_reached)
 
 
 class MockCluster:
@@ -232,7 +234,7 @@ class MockCluster:
     ) -> SyncFaultHandle:
         """The next `count` requests of `api_key` (to `broker`, over `link`, or any) answer
         `error_code`; with `partition=(topic, index)` only that partition of them does."""
-        handle = self._in_trio(
+        handle = self._call(
             self.cluster.inject_error, api_key, error_code, count, broker, link, partition
         )
         return SyncFaultHandle(handle, self)
@@ -241,20 +243,20 @@ class MockCluster:
         self, ms: float, broker: int | None = None, link: tuple[NodeId, NodeId] | None = None
     ) -> SyncFaultHandle:
         """Set added latency: on a broker's responses, on a link (one way), or on every broker."""
-        return SyncFaultHandle(self._in_trio(self.cluster.add_latency, ms, broker, link), self)
+        return SyncFaultHandle(self._call(self.cluster.add_latency, ms, broker, link), self)
 
     def partition_network(self, *groups: NodeId | Iterable[NodeId]) -> SyncFaultHandle:
         """Cut the link between two nodes (broker ids or "controller") both ways, or every link
         between groups (`partition_network([1], [2, 3])`), until `heal`."""
-        return SyncFaultHandle(self._in_trio(self.cluster.partition_network, *groups), self)
+        return SyncFaultHandle(self._call(self.cluster.partition_network, *groups), self)
 
     def isolate(self, broker_id: NodeId) -> SyncFaultHandle:
         """Cut a node off from every other node; its clients still reach it."""
-        return SyncFaultHandle(self._in_trio(self.cluster.isolate, broker_id), self)
+        return SyncFaultHandle(self._call(self.cluster.isolate, broker_id), self)
 
     def heal(self) -> None:
         """End every network cut and isolation."""
-        self._in_trio(self.cluster.heal)
+        self._call(self.cluster.heal)
 
     def metrics(self) -> dict[str, Any]:
         """KIP-966's controller metrics and the high watermark of every partition."""

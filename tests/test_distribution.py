@@ -85,10 +85,12 @@ def test_wheel_installs_only_kipwire(wheel: Path):
 
 
 def test_wheel_carries_the_compiled_codec(wheel: Path, core_python: Path, tmp_path: Path):
-    """With a C compiler, the wheel holds every compiled shard and the install uses them."""
+    """With a C compiler, the wheel holds every compiled shard (and the record loops) and the
+    install uses them."""
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler: the wheel is pure Python")
-    shards = sorted(p.stem for p in (ROOT / "codec" / "_compiled").glob("shard_*.c"))
+    compiled = ROOT / "codec" / "_compiled"
+    shards = sorted([*(p.stem for p in compiled.glob("shard_*.c")), "records"])
     with zipfile.ZipFile(wheel) as zf:
         built = sorted(
             Path(n).name.split(".")[0]
@@ -96,10 +98,13 @@ def test_wheel_carries_the_compiled_codec(wheel: Path, core_python: Path, tmp_pa
             if n.startswith("kipwire/codec/_compiled/") and n.endswith(".so")
         )
     assert built == shards
-    code = "from kipwire import codec\nprint(codec.compiled)\n"
+    code = (
+        "from kipwire import codec\nfrom kipwire.codec.records import batch\n"
+        "print(codec.compiled, batch.NATIVE is not None)\n"
+    )
     proc = _run([str(core_python), "-c", code], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True"]
+    assert proc.stdout.split() == ["True", "True"]
 
 
 def test_user_files_named_like_the_packages_change_nothing(core_python: Path, tmp_path: Path):

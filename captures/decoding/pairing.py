@@ -8,20 +8,24 @@ on the same connection; without that request it is a `request_missing` row.
 
 from __future__ import annotations
 
-import base64
 import inspect
-import json
 import struct
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-from uuid import UUID
-
-from kipwire.codec import ErrorCode
 
 from ..reading.reassembly import Connection
+from .bodies import (
+    NO_FACTS,
+    Facts,
+    body_json,
+    count_records,
+    error_text,
+    facts,
+    facts_and_json,
+)
 from .framing import FrameItem, split_frames
 from .redaction import is_redacted_token
 from .roles import orient
@@ -142,6 +146,8 @@ class _Api:
         # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
         params = inspect.signature(decoder.decode_request).parameters
         self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        # kipwire's own codec: one walk of each body gives its facts and its JSON
+        self.own_codec = getattr(decoder, "__name__", "") == "kipwire.codec"
         framing = getattr(decoder, "framing", None)
         self.peek_header = getattr(framing, "peek_request_header", None)
         self.peek_error = getattr(framing, "peek_error_code", None)
@@ -174,109 +180,6 @@ def _pascal(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
 
-def count_records(blob: bytes | memoryview | None) -> int | None:
-    """Records in a record-batch blob, from batch headers only; None if they cannot be counted.
-
-    v2 batches carry their record count; legacy (v0/v1) message sets count one record per
-    message, and a compressed legacy wrapper hides its count (None). A batch cut at the end, as
-    fetch responses do, is not counted.
-    """
-    if blob is None:
-        return None
-    n = len(blob)
-    pos, total = 0, 0
-    while pos + 17 <= n:
-        (length,) = _i32(blob, pos + 8)
-        end = pos + 12 + length
-        if length < 0 or end > n:
-            break
-        magic = blob[pos + 16]
-        if magic == 2:
-            if pos + 61 > n:
-                break
-            total += _i32(blob, pos + 57)[0]
-        else:
-            if pos + 22 > n or blob[pos + 21] & 0x07:
-                return None
-            total += 1
-        pos = end
-    return total
-
-
-Facts = tuple[int | None, list[str] | None, int | None, bool, list[str] | None]
-
-
-def _facts(body: Any) -> Facts:
-    """error_code, topic names, record count, whether it has records, topic ids of a body."""
-    if not isinstance(body, dict):
-        return None, None, None, False, None
-    acc = _Acc()
-    _scan(body, 0, acc)
-    top = body.get("error_code")
-    err = top if isinstance(top, int) else acc.first_err
-    return err, (acc.topics or None), acc.records, acc.seen_records, (acc.ids or None)
-
-
-class _Acc:
-    """What `_scan` has found so far."""
-
-    __slots__ = ("first_err", "topics", "seen", "ids", "seen_ids", "records", "seen_records")
-
-    def __init__(self) -> None:
-        self.first_err: int | None = None
-        self.topics: list[str] = []
-        self.seen: set[str] = set()  # the topics, for a quick membership test
-        self.ids: list[str] = []  # topic ids (Fetch v13+ names topics by id alone)
-        self.seen_ids: set[str] = set()
-        self.records: int | None = None
-        self.seen_records = False
-
-
-_BLOB = (bytes, bytearray, memoryview)
-
-
-def _scan(value: Any, depth: int, acc: _Acc) -> None:
-    """Visit every field of a decoded body depth-first (to depth 6), noting what `_facts` needs.
-
-    A plain recursion, without generators: every decoded field passes here, so generator frames
-    and tuples per field were a top cost of the decode.
-    """
-    if depth > 6:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(v, dict):
-                _scan(v, depth + 1, acc)
-            elif isinstance(v, list):
-                if "topic" in k or k == "responses":
-                    for item in v:
-                        if isinstance(item, dict):
-                            name = item.get("name", item.get("topic", item.get("topic_name")))
-                            if isinstance(name, str) and name not in acc.seen:
-                                acc.seen.add(name)
-                                acc.topics.append(name)
-                            tid = item.get("topic_id")
-                            if isinstance(tid, UUID) and tid.int and str(tid) not in acc.seen_ids:
-                                acc.seen_ids.add(str(tid))
-                                acc.ids.append(str(tid))
-                _scan(v, depth + 1, acc)
-            elif k == "error_code":
-                if isinstance(v, int) and (
-                    acc.first_err is None
-                    or (acc.first_err == ErrorCode.NONE and v != ErrorCode.NONE)
-                ):
-                    acc.first_err = v
-            elif k == "records" and isinstance(v, _BLOB):
-                acc.seen_records = True
-                c = count_records(v)
-                if c is not None:
-                    acc.records = (acc.records or 0) + c
-    elif isinstance(value, list):
-        for v in value:
-            if isinstance(v, (dict, list)):
-                _scan(v, depth + 1, acc)
-
-
 def _header_version(msg: Any) -> int | None:
     v = getattr(msg, "header_version", None)
     if isinstance(v, int):
@@ -287,10 +190,6 @@ def _header_version(msg: Any) -> int | None:
         if isinstance(v, int):
             return v
     return None
-
-
-def _error_text(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}"[:2000]
 
 
 class _Decoded:
@@ -316,47 +215,8 @@ class _Decoded:
         self.api_version: int | None = None
         self.header_version: int | None = None
         self.client_id: str | None = None
-        self.facts: Facts = (None, None, None, False, None)
+        self.facts: Facts = NO_FACTS
         self.json: str | None = None
-
-
-def _expand(tree: Any, expand: Any) -> None:
-    """Replace base64 `records` blobs in a to_json tree with their decoded batches, in place."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for k, v in items:
-            if k == "records" and isinstance(v, str) and v:
-                try:
-                    node[k] = expand(base64.b64decode(v))
-                except Exception as exc:  # noqa: BLE001 - keep the raw blob and say why
-                    node["records_error"] = _error_text(exc)
-            elif isinstance(v, (dict, list)):
-                stack.append(v)
-
-
-def _records_expander(decoder: Any) -> Any:
-    """codec.records.expand_records when the codec has it (only the real codec does)."""
-    records = getattr(decoder, "records", None)
-    if records is None and getattr(decoder, "__name__", "") == "kipwire.codec":
-        try:
-            from kipwire.codec import records
-        except ImportError:
-            return None
-    return getattr(records, "expand_records", None)
-
-
-# json.dumps with non-default options builds a new encoder per call; one is enough
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-def _body_json(decoder: Any, body: Any, has_records: bool) -> str:
-    tree = decoder.to_json(body)
-    expand = _records_expander(decoder) if has_records else None
-    if expand is not None and isinstance(tree, (dict, list)):
-        _expand(tree, expand)
-    return _ENCODE(tree)
 
 
 def _decode(
@@ -392,15 +252,18 @@ def _decode(
         if isinstance(v, int):
             d.api_version = v
         d.header_version = _header_version(msg)
-        d.facts = _facts(msg.body)
-        if with_json:
-            d.json = _body_json(decoder, msg.body, d.facts[3])
+        if with_json and api.own_codec:
+            d.facts, d.json = facts_and_json(msg.body, decoder)
+        else:
+            d.facts = facts(msg.body)
+            if with_json:
+                d.json = body_json(decoder, msg.body, d.facts[3])
     except api.unknown as exc:
-        d.status, d.error = "unknown_api", _error_text(exc)
+        d.status, d.error = "unknown_api", error_text(exc)
     except api.unsupported as exc:
-        d.status, d.error = "unsupported_version", _error_text(exc)
+        d.status, d.error = "unsupported_version", error_text(exc)
     except decoder.DecodeError as exc:
-        d.status, d.error = "malformed", _error_text(exc)
+        d.status, d.error = "malformed", error_text(exc)
     if d.status != "ok":
         if request:
             d.client_id = api.client_id(frame)
@@ -455,22 +318,15 @@ def decode_connection(
         if it.kind not in ("frame", "truncated") or len(it.data) < 8:
             continue
         key, version, corr = _req_fixed(it.data, 0)
-        row.update(api_key=key, api_name=api.name(key), api_version=version, correlation_id=corr)
+        row["api_key"] = key
+        row["api_name"] = api.name(key)
+        row["api_version"] = version
+        row["correlation_id"] = corr
         if it.kind == "frame":
             d = _decode(decoder, api, it.data, key, version, True, with_body_json)
-            row.update(
-                decode_status=d.status,
-                decode_error=d.error,
-                header_version=d.header_version,
-                client_id=d.client_id,
-                error_code=d.facts[0],
-                topics=d.facts[1],
-                record_count=d.facts[2],
-                body_json=d.json,
-                topic_ids=d.facts[4],
-                trailing_bytes=d.trailing,
-                redacted=d.redacted,
-            )
+            _decoded_into(row, d)
+            row["client_id"] = d.client_id
+            row["redacted"] = d.redacted
         else:
             row["client_id"] = api.client_id(it.data)
         pair = {
@@ -509,32 +365,23 @@ def decode_connection(
             pairs.append(_orphan(capture, file, uid, corr, it))
             continue
         key, version = pair["api_key"], pair["api_version"]
-        row.update(api_key=key, api_name=pair["api_name"], api_version=version)
+        row["api_key"] = key
+        row["api_name"] = pair["api_name"]
+        row["api_version"] = version
         row["client_id"] = pair["client_id"]
-        pair.update(
-            response_ts=it.ts_ns,
-            response_length=it.length,
-            status="answered",
-            rtt_ms=(
-                (it.ts_ns - pair["request_ts"]) / 1e6
-                if it.ts_ns is not None and pair["request_ts"] is not None
-                else None
-            ),
+        request_ts = pair["request_ts"]
+        pair["response_ts"] = it.ts_ns
+        pair["rtt_ms"] = (
+            (it.ts_ns - request_ts) / 1e6
+            if it.ts_ns is not None and request_ts is not None
+            else None
         )
+        pair["response_length"] = it.length
+        pair["status"] = "answered"
         if it.kind == "frame":
             d = _decode(decoder, api, it.data, key, version, False, with_body_json)
-            row.update(
-                decode_status=d.status,
-                decode_error=d.error,
-                api_version=d.api_version,
-                header_version=d.header_version,
-                error_code=d.facts[0],
-                topics=d.facts[1],
-                record_count=d.facts[2],
-                body_json=d.json,
-                topic_ids=d.facts[4],
-                trailing_bytes=d.trailing,
-            )
+            _decoded_into(row, d)
+            row["api_version"] = d.api_version
             if d.status != "ok":
                 row["error_code"] = d.error_code
                 pair["status"] = f"answered_{d.status}"  # the pair holds a failed response
@@ -557,26 +404,52 @@ def decode_connection(
     return ConnectionRows(pdus, pairs, connection)
 
 
+def _decoded_into(row: dict[str, Any], d: _Decoded) -> None:
+    """What decoding a frame found, into its `pdus` row."""
+    row["decode_status"] = d.status
+    row["decode_error"] = d.error
+    row["header_version"] = d.header_version
+    err, topics, records, _, ids = d.facts
+    row["error_code"] = err
+    row["topics"] = topics
+    row["record_count"] = records
+    row["body_json"] = d.json
+    row["topic_ids"] = ids
+    row["trailing_bytes"] = d.trailing
+
+
 _STATUS = {"frame": "ok", "truncated": "truncated", "gap": "gap", "skipped": "malformed"}
 
 
 def _pdu_row(base: dict[str, Any], direction: str, index: int, it: FrameItem) -> dict[str, Any]:
-    row = dict.fromkeys(PDU_COLUMNS)
-    row.update(base)
-    row.update(
-        direction=direction,
-        pdu_index=index,
-        ts=it.ts_ns,
-        length=it.length,
-        decode_status=_STATUS[it.kind],
-        decode_error=it.note or None,
-        stream_offset=it.offset,
-        captured_bytes=it.captured,
-        redacted=False,
-    )
-    if it.kind == "skipped":
-        row["decode_error"] = f"{it.length} bytes skipped: {it.note}"
-    return row
+    # one literal in PDU_COLUMNS order (a test holds the two equal): the row of every PDU
+    kind = it.kind
+    return {
+        **base,
+        "direction": direction,
+        "pdu_index": index,
+        "ts": it.ts_ns,
+        "length": it.length,
+        "api_key": None,
+        "api_name": None,
+        "api_version": None,
+        "header_version": None,
+        "correlation_id": None,
+        "client_id": None,
+        "error_code": None,
+        "topics": None,
+        "record_count": None,
+        "decode_status": _STATUS[kind],
+        "decode_error": (
+            f"{it.length} bytes skipped: {it.note}" if kind == "skipped" else it.note or None
+        ),
+        "body_json": None,
+        "stream_offset": it.offset,
+        "captured_bytes": it.captured,
+        "trailing_bytes": None,
+        "topic_ids": None,
+        "redacted": False,
+    }
 
 
 def _orphan(capture: str, file: str, uid: str, corr: int, it: FrameItem) -> dict[str, Any]:

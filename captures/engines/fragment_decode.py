@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -26,9 +26,16 @@ from ..reading.inputs import CaptureFile, file_size
 from ..reading.packets import TcpSegment
 from ..reading.pcap import CaptureFormatError, FileIssue
 from ..reading.reassembly import TcpReassembler
+from .fragments import fragment_groups
 from .table_files import OUT_ROWS, ParquetSink, UnionBatches
 
-__all__ = ["decode_file", "decode_fragments"]
+__all__ = ["decode_file", "decode_fragment_groups", "decode_fragments"]
+
+# A fragment row's segment columns, under the names of `fragments.Fragment`'s lists
+_ROW = ("ts", "seq", "ack", "flags", "wire_len", "from_a", "payload")
+_Row = NamedTuple(
+    "_Row", [(n, list) for n in ("ts", "seq", "ack", "flags", "wire", "from_a", "pay")]
+)
 
 
 def decode_file(
@@ -70,10 +77,13 @@ class _Decoder:
         self.untimed: set[tuple] = set()  # keys of connections read from inputs without times
 
     def feed(
-        self, a: tuple[bytes, int], b: tuple[bytes, int], file: str, timed: bool, cols: dict
+        self, a: tuple[bytes, int], b: tuple[bytes, int], file: str, timed: bool, frag: Any
     ) -> None:
-        """Add one fragment's segments (`cols`: its list columns) to its connection."""
-        ts = cols["ts"]
+        """Add one fragment's segments to its connection.
+
+        `frag` holds them as parallel lists: a `fragments.Fragment`, or a row of its batch.
+        """
+        ts = frag.ts
         if not ts:
             return
         stamps, names = self.files.setdefault((a, b), ([], []))
@@ -84,14 +94,7 @@ class _Decoder:
             names.append(file)
         add = self.reasm.add
         for t, seq, ack, flags, wire, fa, pay in zip(
-            ts,
-            cols["seq"],
-            cols["ack"],
-            cols["flags"],
-            cols["wire_len"],
-            cols["from_a"],
-            cols["payload"],
-            strict=True,
+            ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay, strict=True
         ):
             src, dst = (a, b) if fa else (b, a)
             add(t, TcpSegment(src[0], src[1], dst[0], dst[1], seq, ack, flags, pay, wire))
@@ -169,8 +172,7 @@ def decode_fragments(
             elif keys_sorted and current is not None and (a, b) != current[1]:
                 state.flush(out, codec)
             current = (group, (a, b))
-            row = {k: cols[k][i] for k in ("ts", "seq", "ack", "flags", "wire_len", "from_a")}
-            row["payload"] = cols["payload"][i]
+            row = _Row(*(cols[k][i] for k in _ROW))
             state.feed(a, b, cols["file"][i], cols["timed"][i], row)
             if sink is None and out.count >= OUT_ROWS:
                 yield out.batch()
@@ -180,3 +182,29 @@ def decode_fragments(
         yield sink.stats()
     elif out.count:
         yield out.batch()
+
+
+def decode_fragment_groups(
+    files: Iterable[CaptureFile],
+    sink: ParquetSink,
+    *,
+    capture: str,
+    broker_ports: Iterable[int] = (),
+    with_body_json: bool = True,
+) -> None:
+    """The files of one rotation set, in rotation order, decoded into `sink` in this process.
+
+    The rows of `decode_fragments(..., keys_sorted=False)` over their `fragments_of` batches,
+    without building those batches and reading them back.
+    """
+    codec = load_codec()
+    state = _Decoder(capture, broker_ports, with_body_json)
+    for file in files:
+        timed = file.kind == "pcap"
+        for frags, issues in fragment_groups(file):
+            for frag in frags:
+                state.feed(frag.a, frag.b, file.name, timed, frag)
+            for issue in issues:
+                sink.add("pdus", [issue_row(capture, file.name, issue)])
+    state.flush(sink, codec)
+    sink.close()

@@ -22,7 +22,7 @@ from ..reading.inputs import CaptureFile, file_size
 from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange
 from .schema import FRAGMENTS
 
-__all__ = ["fragments_of"]
+__all__ = ["Fragment", "fragment_groups", "fragments_of"]
 
 # A fragment is closed at this many payload bytes or segments, so no Spark row grows huge
 _FRAG_BYTES = 4 << 20
@@ -30,7 +30,9 @@ _FRAG_SEGS = 20_000
 _BATCH_BYTES = 8 << 20  # Arrow batch size the reader aims for
 
 
-class _Frag:
+class Fragment:
+    """One connection's segments in one read partition, as parallel lists."""
+
     __slots__ = (
         "a",
         "b",
@@ -53,11 +55,11 @@ class _Frag:
         self.flags: list[int] = []
         self.wire: list[int] = []
         self.from_a: list[bool] = []
-        self.pay: list[bytes] = []
+        self.pay: list[bytes | memoryview] = []
         self.nbytes = 0
 
 
-def _batch(frags: list[_Frag], issues: Sequence[FileIssue], file: CaptureFile) -> pa.RecordBatch:
+def _batch(frags: list[Fragment], issues: Sequence[FileIssue], file: CaptureFile) -> pa.RecordBatch:
     n = len(frags) + len(issues)
     none = [None] * len(issues)
     cols: dict[str, list[Any]] = {
@@ -97,8 +99,28 @@ def fragments_of(
     `content` holds the file's bytes when Spark read them (binaryFile, remote inputs), `mtime`
     its modification time (epoch ns).
     """
-    open_: dict[tuple, _Frag] = {}
-    done: list[_Frag] = []
+    for frags, issues in fragment_groups(
+        file, packet_range, extra_issues, content, mtime, copy=True
+    ):
+        yield _batch(frags, issues, file)
+
+
+def fragment_groups(
+    file: CaptureFile,
+    packet_range: PacketRange | None = None,
+    extra_issues: Sequence[FileIssue] = (),
+    content: bytes | None = None,
+    mtime: int = 0,
+    *,
+    copy: bool = False,
+) -> Iterator[tuple[list[Fragment], list[FileIssue]]]:
+    """The fragments of `fragments_of` as objects, each group what one of its batches holds.
+
+    The in-process engine takes them as they are (no Arrow batch to build and read back);
+    `copy` detaches payloads from the file's buffer, as an Arrow batch needs.
+    """
+    open_: dict[tuple, Fragment] = {}
+    done: list[Fragment] = []
     done_bytes = 0
     issues: list[FileIssue] = []
     try:
@@ -113,8 +135,8 @@ def fragments_of(
             frag = open_.get(key)
             if frag is None:
                 first = index if packet_range is None else packet_range.first_index + index
-                frag = open_[key] = _Frag(key[0], key[1], first)
-            payload = bytes(seg.payload)
+                frag = open_[key] = Fragment(key[0], key[1], first)
+            payload = bytes(seg.payload) if copy else seg.payload
             frag.ts.append(ts)
             frag.seq.append(seg.seq)
             frag.ack.append(seg.ack)
@@ -128,7 +150,7 @@ def fragments_of(
                 done.append(open_.pop(key))
                 done_bytes += frag.nbytes
                 if done_bytes >= _BATCH_BYTES:
-                    yield _batch(done, (), file)
+                    yield done, []
                     done, done_bytes = [], 0
     except (CaptureFormatError, OSError, ValueError) as exc:
         size = len(content) if content is not None else file_size(file.path)
@@ -136,4 +158,4 @@ def fragments_of(
     done.extend(sorted(open_.values(), key=lambda f: f.first_index))
     issues.extend(extra_issues)
     if done or issues:
-        yield _batch(done, issues, file)
+        yield done, issues

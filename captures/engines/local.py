@@ -2,8 +2,8 @@
 
 Same inputs, same rows, same layout as the Spark job (`spark_job`): each input is decoded
 whole where it has its connections to itself; the files of a rotated set go through the Spark
-job's own fragment decode, in one process. For small inputs this beats Spark's start-up (tens of
-seconds) many times over; it runs on one core.
+job's own fragment decode (its fragments as objects, not Arrow batches), in one process. For
+small inputs this beats Spark's start-up (tens of seconds) many times over; it runs on one core.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
 from typing import Any
 
 from ..reading.inputs import CaptureFile, expand_inputs, is_remote, local_path
-from .fragment_decode import decode_file, decode_fragments
-from .fragments import fragments_of
+from .fragment_decode import decode_file, decode_fragment_groups
 from .table_files import ParquetSink, finish_tables, prepare_tables, summary_of_tables
 
 __all__ = ["run_local"]
@@ -60,17 +58,13 @@ def run_local(
             )
             continue
         # a rotated set: its connections run across the files, in rotation order
-        batches = chain.from_iterable(fragments_of(f) for f in members)
-        sink = ParquetSink(root, f"set{n:05d}")
-        for _stats in decode_fragments(
-            batches,
+        decode_fragment_groups(
+            members,
+            ParquetSink(root, f"set{n:05d}"),
             capture=capture,
             broker_ports=ports,
             with_body_json=with_body_json,
-            keys_sorted=False,
-            sink=sink,
-        ):
-            pass
+        )
     whole.close()
     finish_tables(root)
     summary = summary_of_tables(root)

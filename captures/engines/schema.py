@@ -193,10 +193,12 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    columns = []
-    for f in schema:
-        values = [r.get(f.name) for r in rows]
-        columns.append(pa.array(values, type=f.type))
+    if all(type(r) is dict for r in rows):
+        # Arrow reads the dicts as structs in C++, a column per field, where a Python loop per
+        # column and row took a fifth of the local engine's time
+        structs = pa.array(rows, type=pa.struct(list(schema)))
+        return pa.Table.from_struct_array(structs).replace_schema_metadata(schema.metadata)
+    columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
 
 

@@ -275,7 +275,7 @@ def _assemble_half(h: _Half) -> Stream:
     data_min: int | None = None
     claimed_end = 0
     for i, (seq, ts, payload, wire_len) in enumerate(segs):
-        off = last_off + _diff(seq, last_seq)
+        off = last_off + ((seq - last_seq + _HALF) % _MOD) - _HALF  # _diff, inline: per segment
         last_seq, last_off = seq, off
         if wire_len or payload:
             placed.append((off, i, ts, payload, wire_len))
@@ -302,7 +302,7 @@ def _assemble_half(h: _Half) -> Stream:
     if fin_off is not None:
         # the FIN ends the data; the ACKs that follow it sit one past it, which is not data
         claimed_end = fin_off
-    placed.sort(key=lambda x: (x[0], x[1]))
+    placed.sort()  # by offset, then capture order: (off, i) is unique, so nothing else compares
     runs = st.runs
     pos = start
     parts: list[memoryview | bytes] = []

@@ -1,7 +1,9 @@
 """Kafka record batches: v2 with CRC-32C, legacy magic 0/1 message sets, four codecs.
 
-Read with `iter_batches` (lazy, zero-copy; records decode on access), write with `build_batch`,
-and stamp offsets like a broker with `assign_offsets`. Control batches' records decode with
+Read with `iter_batches` (lazy, zero-copy; records decode on access to `Batch.records`, or one at
+a time by iterating the batch), write with `build_batch`, and stamp offsets like a broker with
+`assign_offsets`. With the compiled codec built, v2 records are read and framed in C
+(`codec/_compiled/records.c`). Control batches' records decode with
 `decode_control`; `expand_records` renders a whole ``records`` field as JSON-ready dicts.
 """
 

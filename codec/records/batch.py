@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from crc32c import crc32c
 
 from ..errors import DecodeError, EncodeError
 from . import compression as codecs
+from ._native import NATIVE
 from .model import (
     COMPRESSION_MASK,
     CONTROL_BIT,
@@ -39,6 +40,18 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _MIN_RECORD_SIZE = 7
 
 _COMPRESSIONS = {c.value: c for c in Compression}
+
+# The compiled record loops in use (None: the Python ones); `use_compiled` switches.
+_native = NATIVE
+
+
+def use_compiled(compiled: bool) -> None:
+    """Read and frame records with the compiled loops (when built) or the Python ones.
+
+    For tests and benchmarks that compare the two paths; the compiled loops are the default.
+    """
+    global _native
+    _native = NATIVE if compiled else None
 
 
 class RecordBatch(Batch):
@@ -114,24 +127,59 @@ class RecordBatch(Batch):
         batch.truncated = True
         return batch
 
-    def _decode_records(self) -> list[Record]:
-        path = f"batch@{self.base_offset}.records"
+    def __iter__(self) -> Iterator[Record]:
+        """The records one at a time, made as they are reached and not kept (`records` keeps
+        them): with the compiled loops, a consumer that drops each record never holds the batch's
+        records at once. A malformed batch raises here, before its first record, as `records`
+        does."""
+        if self._records is None and not self.truncated and _native is not None:
+            buf = self._payload()
+            stream = _native.stream(
+                buf, self.record_count, self.base_offset, self.base_timestamp, self._fixed()
+            )
+            if stream is not None:
+                return stream
+        return iter(self.records)
+
+    def _fixed(self) -> int | None:
+        """The timestamp every record takes (log append time), or None."""
+        return self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+
+    def _payload(self) -> memoryview | bytes:
+        """The records' bytes: the batch's own, or decompressed."""
         payload = self.raw[HEADER_SIZE:]
         if self.compression is Compression.NONE:
-            buf = bytes(payload)
-            origin: int | None = self.position + HEADER_SIZE
-        else:
-            try:
-                buf = codecs.decompress(self.compression, payload, limit=self.max_decompressed)
-            except DecodeError as exc:
-                raise DecodeError(
-                    exc.reason, offset=self.position + HEADER_SIZE + (exc.offset or 0), path=path
-                ) from None
+            return payload
+        try:
+            return codecs.decompress(self.compression, payload, limit=self.max_decompressed)
+        except DecodeError as exc:
+            raise DecodeError(
+                exc.reason,
+                offset=self.position + HEADER_SIZE + (exc.offset or 0),
+                path=f"batch@{self.base_offset}.records",
+            ) from None
+
+    def _decode_records(self) -> list[Record]:
+        buf, fixed = self._payload(), self._fixed()
+        if _native is not None:
+            records = _native.read(
+                buf, self.record_count, self.base_offset, self.base_timestamp, fixed
+            )
+            if records is not None:
+                return records
+        path = f"batch@{self.base_offset}.records"
+        origin: int | None = self.position + HEADER_SIZE
+        if self.compression is not Compression.NONE:
             origin = None
             path += " (decompressed)"
-        fixed = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
         return decode_records(
-            buf, self.record_count, self.base_offset, self.base_timestamp, fixed, origin, path
+            bytes(buf),
+            self.record_count,
+            self.base_offset,
+            self.base_timestamp,
+            fixed,
+            origin,
+            path,
         )
 
 
@@ -318,7 +366,10 @@ def build(
         if deltas[0] < 0 or any(b <= a for a, b in zip(deltas, deltas[1:], strict=False)):
             raise EncodeError("kept offsets must rise from the base offset", path="records")
     now = time.time_ns() // 1_000_000
-    body, base_timestamp, max_timestamp = _encode_records(records, now, deltas, delete_horizon_ms)
+    framed = None if _native is None else _native.frame(records, now, deltas, delete_horizon_ms)
+    if framed is None:  # the Python code gives the same bytes, or the EncodeError
+        framed = _encode_records(records, now, deltas, delete_horizon_ms)
+    body, base_timestamp, max_timestamp = framed
     attributes = compression.value
     if log_append_time is not None:
         attributes |= TIMESTAMP_TYPE_BIT

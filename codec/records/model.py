@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,8 +74,9 @@ class Batch:
     """A v2 record batch, or a legacy (magic 0/1) wrapper message or run of plain messages.
 
     Header fields are plain attributes; ``records`` is decoded on first access (and cached), so
-    iterating a fetch response to count or forward batches never touches the records. ``raw`` is a
-    zero-copy memoryview of the batch's bytes in the buffer it was read from, which starts at byte
+    iterating a fetch response to count or forward batches never touches the records; iterating
+    the batch itself gives the same records without keeping them. ``raw`` is a zero-copy
+    memoryview of the batch's bytes in the buffer it was read from, which starts at byte
     ``position`` of that buffer. For a run of plain legacy messages, ``crc`` and ``attributes``
     are the first message's and ``batch_length`` spans the run.
     """
@@ -162,6 +163,10 @@ class Batch:
         if self._records is None:
             self._records = [] if self.truncated else self._decode_records()
         return self._records
+
+    def __iter__(self) -> Iterator[Record]:
+        """The batch's records, one at a time (magic 2 makes them as they are reached)."""
+        return iter(self.records)
 
     def _decode_records(self) -> list[Record]:
         return []

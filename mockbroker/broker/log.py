@@ -225,9 +225,14 @@ class PartitionLog:
             if verdict.error:
                 raise LogError(verdict.error, f"producer {first.producer_id}: {verdict.error.name}")
         base = self.end_offset
+        # bytes get their offsets in one copy (new bytes, which the log keeps as they are); a
+        # LogAppendTime stamp rewrites the batches in place, so that copy is a bytearray
+        source = (
+            records if type(records) is bytes and log_append_time is None else bytearray(records)
+        )
         try:
             epoch = self.leader_epoch
-            stamped = assign_offsets(bytearray(records), base, partition_leader_epoch=epoch)
+            stamped = assign_offsets(source, base, partition_leader_epoch=epoch)
         except EncodeError as exc:
             raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
         if log_append_time is not None:
@@ -341,18 +346,21 @@ class PartitionLog:
             largest = max(b.max_timestamp for b in batches)
             self._maybe_roll(len(data), largest, batches[0].base_offset)
         active = self.segments[-1]
+        # bytes holding one whole batch (most produces) are kept as they are, not copied
+        whole = data if type(data) is bytes and len(batches) == 1 else None
         for batch in batches:
-            self._place(active, batch)
+            self._place(active, batch, whole if batch.size == len(data) else None)
 
-    def _place(self, segment: Segment, batch: Batch) -> None:
-        """Put a batch at the end of `segment`: the log's end and leader epochs follow."""
+    def _place(self, segment: Segment, batch: Batch, data: bytes | None = None) -> None:
+        """Put a batch at the end of `segment` (`data`: its bytes, when they are already
+        exactly that): the log's end and leader epochs follow."""
         epoch = batch.partition_leader_epoch
         if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
             self.epoch_starts.append((epoch, batch.base_offset))
         stored = StoredBatch(
             batch.base_offset,
             batch.last_offset,
-            bytes(batch.raw),
+            bytes(batch.raw) if data is None else data,
             batch.max_timestamp,
             epoch,
         )

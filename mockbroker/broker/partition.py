@@ -5,8 +5,10 @@ the produce purgatory's wait, the whole acks=all rule of kip-rules A.3 in one pl
 (the committed ISR) an acks=all append is refused with NOT_ENOUGH_REPLICAS before anything is
 written; otherwise the batches go to the log and the answer waits until the high watermark passes
 them, then NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR shrank below min ISR meanwhile,
-REQUEST_TIMED_OUT when the request's timeout runs out first. The decisions are `isr.LeaderIsr`'s
-(sans-I/O); the broker's replication runtime (`replication.py`) moves its high watermark.
+REQUEST_TIMED_OUT when the request's timeout runs out first. Its two halves, `write` (never
+waits) and `replicated` (the wait), let a produce of several partitions write them all and then
+wait, without a task per partition. The decisions are `isr.LeaderIsr`'s (sans-I/O); the
+broker's replication runtime (`replication.py`) moves its high watermark.
 """
 
 from __future__ import annotations
@@ -115,6 +117,15 @@ class Partition:
         Raises LogError with the partition's error code: NOT_ENOUGH_REPLICAS before the append,
         NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT after it.
         """
+        appended, end = self.write(records, acks)
+        if acks == ACKS_ALL:
+            await self.replicated(end, trio.current_time() + max(timeout_ms, 0) / 1000)
+        return appended
+
+    def write(self, records: bytes | None, acks: int) -> tuple[Appended, int]:
+        """`append`'s first half, which never waits: the batches written, and the log end an
+        acks=all answer waits for (`replicated`). A produce naming several partitions writes
+        each, then waits for them: one deadline, no task per partition."""
         if acks == ACKS_ALL:
             self._check_min_isr()
         if records is None:
@@ -130,10 +141,8 @@ class Partition:
             result.base_offset, log.log_start_offset, -1 if stamp is None else stamp
         )
         self._written()
-        if acks == ACKS_ALL:
-            # a repeated batch waits for the end it was first written below
-            await self._wait_for_replicas(max(log.end_offset, end), timeout_ms)
-        return appended
+        # a repeated batch waits for the end it was first written below
+        return appended, max(log.end_offset, end)
 
     def _written(self) -> None:
         self._host.replication.appended(self.key)
@@ -152,9 +161,9 @@ class Partition:
                 f"ISR {list(state.isr)} is smaller than min.insync.replicas",
             )
 
-    async def _wait_for_replicas(self, end: int, timeout_ms: int) -> None:
-        """Hold the acks=all answer until the HWM reaches `end` (A.3)."""
-        deadline = trio.current_time() + max(timeout_ms, 0) / 1000
+    async def replicated(self, end: int, deadline: float) -> None:
+        """Hold the acks=all answer until the HWM reaches `end`, by trio time `deadline` (A.3);
+        at once when it already has."""
         while True:
             state, part = self.leader_isr, self.info
             log = self._host.logs.get(self.key)

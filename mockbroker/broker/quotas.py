@@ -193,9 +193,9 @@ class ClientQuotas:
         api_key: int,
         request_bytes: int,
         response: dict | None,
-        encode: Callable[[dict], bytes],
+        encode: Callable[[dict], bytes | bytearray],
         work_seconds: float,
-    ) -> tuple[bytes | None, float]:
+    ) -> tuple[bytes | bytearray | None, float]:
         """A client request's response bytes (throttle time set) and how long, in seconds,
         its connection stays muted after them."""
         if not self._quotas():
@@ -232,7 +232,9 @@ class ClientQuotas:
         return data, throttle / 1000
 
 
-def _with_throttle(response: dict, throttle_ms: int, encode: Callable[[dict], bytes]) -> bytes:
+def _with_throttle(
+    response: dict, throttle_ms: int, encode: Callable[[dict], bytes | bytearray]
+) -> bytes | bytearray:
     """The response encoded with its throttle time (without, where its version has none)."""
     try:
         return encode({**response, "throttle_time_ms": throttle_ms})

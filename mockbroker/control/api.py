@@ -21,6 +21,7 @@ from kipwire.codec import ApiKey, ErrorCode
 
 from ..errors import ClusterError, UnknownResource, WrongState
 from ..faults import CutInjection, ErrorInjection, FaultHandle, LatencyInjection
+from ..metrics import settled
 from ..network import CONTROLLER, NodeId
 
 
@@ -115,7 +116,7 @@ class ControlAPI:
 
     async def metrics(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/metrics: what --metrics-port serves, as JSON."""
-        return _ok(self.cluster.metrics())
+        return _ok(await settled(self.cluster.metrics()))
 
     async def list_topics(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/topics: every topic with its id and partition count."""
@@ -142,7 +143,7 @@ class ControlAPI:
     async def get_partition(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/topics/{topic}/partitions/{p}: leader, epoch, ISR, ELR, HWM."""
         index = _number(params["partition"], "partition")
-        return _ok(self.cluster.describe_partition(params["topic"], index))
+        return _ok(await settled(self.cluster.describe_partition(params["topic"], index)))
 
     async def stop_broker(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/brokers/{id}/stop {"clean"}: returns once the controller has fenced it."""
@@ -167,21 +168,24 @@ class ControlAPI:
         groups = _field(body, "groups", list)
         if not all(isinstance(g, list) for g in groups):
             raise HttpError(400, '"groups" is a list of lists of nodes')
-        handle = self.cluster.partition_network(*[[_node(n) for n in g] for g in groups])
+        handle = await settled(
+            self.cluster.partition_network(*[[_node(n) for n in g] for g in groups])
+        )
         return self._register(handle)
 
     async def cut(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/network/cut {"a", "b"}: the link between two nodes, both ways."""
         a, b = _node(_field(body, "a", object)), _node(_field(body, "b", object))
-        return self._register(self.cluster.partition_network(a, b))
+        return self._register(await settled(self.cluster.partition_network(a, b)))
 
     async def isolate(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/network/isolate {"node"}: cut a node off from every other node."""
-        return self._register(self.cluster.isolate(_node(_field(body, "node", object))))
+        node = _node(_field(body, "node", object))
+        return self._register(await settled(self.cluster.isolate(node)))
 
     async def heal(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/network/heal: end every cut and isolation."""
-        self.cluster.heal()
+        await settled(self.cluster.heal())
         return _ok({})
 
     async def get_cut(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
@@ -191,6 +195,7 @@ class ControlAPI:
     async def remove_cut(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/network/{id}: end one cut."""
         self._fault(params["id"], CutInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     # -- faults -------------------------------------------------------------------------------
@@ -211,7 +216,9 @@ class ControlAPI:
             partition = (_field(where, "topic", str), _field(where, "partition", int))
         if broker is not None:
             self.cluster.node(broker)  # 404 for an unknown broker
-        handle = self.cluster.inject_error(api_key, error_code, count, broker, None, partition)
+        handle = await settled(
+            self.cluster.inject_error(api_key, error_code, count, broker, None, partition)
+        )
         return self._register(handle)
 
     async def get_error(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
@@ -221,13 +228,14 @@ class ControlAPI:
     async def remove_error(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/faults/errors/{id}: end the injection."""
         self._fault(params["id"], ErrorInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     async def add_latency(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """POST /v1/faults/latency {"ms", "broker"}: latency on a broker's answers, or all."""
         ms = _field(body, "ms", float)
         broker = _field(body, "broker", int, None)
-        return self._register(self.cluster.add_latency(ms, broker))
+        return self._register(await settled(self.cluster.add_latency(ms, broker)))
 
     async def get_latency(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """GET /v1/faults/latency/{id}: {"fired", ...}."""
@@ -236,6 +244,7 @@ class ControlAPI:
     async def remove_latency(self, params: dict[str, str], body: dict[str, Any]) -> Reply:
         """DELETE /v1/faults/latency/{id}: end the latency."""
         self._fault(params["id"], LatencyInjection).remove()
+        await self.cluster.faults_reached()
         return _ok({})
 
     def _register(self, handle: FaultHandle) -> Reply:

@@ -23,10 +23,12 @@ from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
 from ..broker.log import LogError, PartitionLog
-from ..broker.topic_names import topic_id, topic_name
+from ..broker.topic_names import response_topic, topic_name
 from ..security.context import PRINCIPAL
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
+#: Fetch names topics by id from this version on (KIP-516), by name before it.
+TOPIC_IDS_SINCE = 13
 #: What a sessionless fetch's long poll watches of a partition it read: a read answers
 #: differently only once one of them moves (high watermark, last stable offset, log start, end).
 Marks = tuple[int, int, int, int]
@@ -52,8 +54,9 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     broker = ctx.broker
     replica_id, replica_epoch = _replica(body)
     session_id, session_epoch = body.get("session_id", 0), body.get("session_epoch", -1)
+    by_id = ctx.api_version >= TOPIC_IDS_SINCE
     if replica_id >= 0 and (session_id != 0 or session_epoch == 0):
-        answer = await _session_fetch(broker, body, replica_id, replica_epoch)
+        answer = await _session_fetch(broker, body, replica_id, replica_epoch, by_id)
         if answer is not None:
             return answer
     elif session_id != 0:
@@ -69,7 +72,7 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
         body = _within_quota(ctx, body)
     while True:
         watched: list[tuple[PartitionLog, Marks]] = []
-        responses, size, failed = _read(broker, body, replica_id >= 0, watched)
+        responses, size, failed = _read(broker, body, replica_id >= 0, by_id, watched)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
             return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         await _wait_for_news(broker, watched, deadline)
@@ -85,7 +88,7 @@ def _within_quota(ctx: RequestContext, body: Any) -> Any:
 
 
 async def _session_fetch(
-    broker: Any, body: Any, replica_id: int, replica_epoch: int
+    broker: Any, body: Any, replica_id: int, replica_epoch: int, by_id: bool
 ) -> dict | None:
     """A follower's fetch in a session; None when it closes its session (SessionEpoch -1) and
     is answered as a sessionless fetch."""
@@ -109,16 +112,11 @@ async def _session_fetch(
     while True:
         session.wake = trio.Event()
         session.dirty -= wanted
-        responses, news = _read_session(broker, session, wanted, body, full)
+        responses, news = _read_session(broker, session, wanted, body, full, by_id)
         for topic, index in unknown:
             news = True
-            responses.append(
-                {
-                    "topic": topic.get("topic"),
-                    "topic_id": topic.get("topic_id"),
-                    "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)],
-                }
-            )
+            named = {"topic_id": topic["topic_id"]} if by_id else {"topic": topic.get("topic")}
+            responses.append({**named, "partitions": [_failed(index, ErrorCode.UNKNOWN_TOPIC_ID)]})
         now = trio.current_time()
         if news or full or now >= deadline or sessions.get(session.session_id) is not session:
             return {
@@ -208,7 +206,12 @@ def _failed(index: int, code: int) -> dict:
 
 
 def _read_session(
-    broker: Any, session: FetchSession, keys: set[tuple[str, int]], body: Any, full: bool
+    broker: Any,
+    session: FetchSession,
+    keys: set[tuple[str, int]],
+    body: Any,
+    full: bool,
+    by_id: bool,
 ) -> tuple[list[dict], bool]:
     """The session's partitions among `keys` with news (all of them in a full answer); a
     partition left out for want of bytes stays dirty."""
@@ -254,7 +257,7 @@ def _read_session(
             )
     image = broker.image
     responses = [
-        {"topic": name, "topic_id": topic_id(image, name), "partitions": parts}
+        {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
         for name, parts in by_topic.items()
     ]
     return responses, news
@@ -302,7 +305,11 @@ def _marks(log: PartitionLog) -> Marks:
 
 
 def _read(
-    broker: BrokerView, body: Any, replica: bool, watched: list[tuple[PartitionLog, Marks]]
+    broker: BrokerView,
+    body: Any,
+    replica: bool,
+    by_id: bool,
+    watched: list[tuple[PartitionLog, Marks]],
 ) -> tuple[list[dict], int, bool]:
     """Every requested partition's answer (a sessionless fetch lists them all, as Kafka's
     does), the bytes read and whether any partition failed; each log read joins `watched`."""
@@ -331,7 +338,7 @@ def _read(
             total += len(part["records"])
             parts.append(part)
         responses.append(
-            {"topic": topic.get("topic"), "topic_id": topic_id(image, name), "partitions": parts}
+            {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
         )
     return responses, total, failed
 

@@ -1,4 +1,5 @@
-"""One broker in a process of its own: `python -m kipwire.mockbroker.processes.child HOST:PORT ID`.
+"""One node in a process of its own: `python -m kipwire.mockbroker.processes.child HOST:PORT ID`,
+ID a broker id (this module) or `controller` (`controller_child.py`).
 
 The child dials the parent's control listener at HOST:PORT, says which broker it is, and is told
 its settings (`setup`); then the parent starts and stops the broker's incarnations
@@ -17,6 +18,7 @@ the high watermarks of partitions this broker leads.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import zlib
@@ -35,47 +37,22 @@ from ..coordinators.groups import GroupCoordinator
 from ..coordinators.share_groups import ShareCoordinator
 from ..coordinators.streams_groups import StreamsCoordinator
 from ..coordinators.transactions import TransactionCoordinator
-from ..network import NodeId
+from ..data_dir import OFFSETS_INTERVAL_S, DataDir
+from ..errors import ClusterError
+from ..network import CONTROLLER, NodeId
+from ..security.runtime import ClusterSecurity
 from .channel import Channel
+from .controller_child import ChildController
 from .faults import MirrorFaults
 from .links import process_network
+from .taps import ForwardingTaps
 
 WRITE_TXN_MARKERS_VERSION = 1
+#: The producer ids a broker process hands out start at its id times this.
+PRODUCER_ID_BLOCK = 1 << 40
+#: With log.dirs, each run of a broker process takes the next this many ids of its block.
+PRODUCER_IDS_PER_RUN = 1 << 24
 log = logging.getLogger("kipwire.mockbroker.processes")
-
-
-class ForwardedTap:
-    """A connection's tap whose frames go to the parent's recorder."""
-
-    def __init__(self, channel: Channel, tap_id: int) -> None:
-        self._channel, self._id = channel, tap_id
-
-    def client_sends(self, data: bytes) -> None:
-        """A request frame (without its size prefix)."""
-        self._channel.post("tap", self._id, "client_sends", bytes(data))
-
-    def server_sends(self, data: bytes) -> None:
-        """A response frame (size-prefixed)."""
-        self._channel.post("tap", self._id, "server_sends", bytes(data))
-
-    def close(self, *, by_client: bool = True) -> None:
-        """The connection closed."""
-        self._channel.post("tap", self._id, "close", by_client)
-
-
-class ForwardingTaps:
-    """The recorder of a child: taps that forward to the parent's `Recorder`."""
-
-    def __init__(self, channel: Channel) -> None:
-        self._channel = channel
-        self._next = 0
-
-    def tap(self, stream: trio.SocketStream, server: tuple[str, int]) -> ForwardedTap:
-        """Start forwarding a connection accepted at `server`."""
-        self._next += 1
-        client = stream.socket.getpeername()[:2]
-        self._channel.post("tap", self._next, "open", client, server)
-        return ForwardedTap(self._channel, self._next)
 
 
 class ChildBroker:
@@ -90,6 +67,9 @@ class ChildBroker:
         for fid, (method, args) in settings["faults"].items():
             self.faults.apply(fid, method, args)
         config = settings["config"]
+        shared = settings["security"]
+        #: The cluster's TLS files, SASL users and token key, as the parent's brokers would have
+        self.security = ClusterSecurity.from_shared(shared) if shared is not None else None
         groups = GroupCoordinator(int(config["group.initial.rebalance.delay.ms"]))
         consumer_groups = ConsumerGroupCoordinator(groups)
         share_groups = ShareCoordinator()
@@ -115,9 +95,41 @@ class ChildBroker:
             metadata_changed=self._metadata_changed,
             recovering_rejects_fetch=settings["recovering_rejects_fetch"],
             release=settings["release"],
+            security=self.security,
         )
         self.node = BrokerNode(settings["node_id"], settings["port"], services)
         self.runner = BrokerRunner(self.node, self.network)
+        #: log.dirs: the node loaded its own logs; this process keeps the committed offsets
+        #: of the groups it coordinates in a file of its own
+        self.data_dir: DataDir | None = None
+        if config.get("log.dirs"):
+            offsets = f"group-offsets-broker-{self.node.node_id}.json"
+            self.data_dir = DataDir(config["log.dirs"], offsets)
+            self.data_dir.restore_offsets(consumer_groups, streams_groups)
+        #: Set when the parent ends the cluster in order (a parent that dies sends nothing).
+        self.ending_cleanly = False
+        # each process hands out producer ids from a block of its own (Kafka's brokers take
+        # blocks from the controller): two producers never share an id across brokers, nor
+        # with a producer of an earlier run on the same directory
+        transactions.skip_producer_ids_below(self._first_producer_id())
+
+    def _first_producer_id(self) -> int:
+        """The start of this process's producer ids: a block per broker and, with log.dirs, a
+        part of it per run (the run's number is on disk before any id is handed out)."""
+        block = self.node.node_id * PRODUCER_ID_BLOCK
+        if self.data_dir is None:
+            return block
+        runs = self.data_dir.path / f"producer-id-runs-broker-{self.node.node_id}"
+        run = int(runs.read_text()) + 1 if runs.is_file() else 0
+        if run >= PRODUCER_ID_BLOCK // PRODUCER_IDS_PER_RUN:
+            raise ClusterError(f"broker {self.node.node_id} has used every producer id block")
+        self.data_dir.path.mkdir(parents=True, exist_ok=True)
+        with open(runs.with_suffix(".tmp"), "w") as out:
+            out.write(str(run))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(runs.with_suffix(".tmp"), runs)
+        return block + run * PRODUCER_IDS_PER_RUN
 
     def ops(self) -> dict[str, Any]:
         """The calls and events the parent sends."""
@@ -129,7 +141,10 @@ class ChildBroker:
             "fault": self.faults.apply,
             "unfault": self.faults.unapply,
             "heal": self.faults.heal,
+            "applied": lambda: None,  # answered after every fault sent before it
+            "closing": self._closing,
             "high_watermarks": self.high_watermarks,
+            "telemetry": self.node.client_metrics.pushed,
         }
 
     def _resolve(self, node: NodeId) -> str:
@@ -141,9 +156,8 @@ class ChildBroker:
 
     async def start(self, first: bool) -> dict[str, Any]:
         """Start an incarnation (a restart registers with its CleanShutdownFile's epoch)."""
-        previous = -1
+        previous = self.node.log_dirs.take_previous_epoch()  # -1 in memory
         if not first:
-            previous = self.node.log_dirs.take_previous_epoch()
             self.node.reset_incarnation()
         await self.runner.start(self.nursery, previous)
         return {
@@ -214,35 +228,68 @@ class ChildBroker:
             await connection.aclose()
 
     async def run_timers(self) -> None:
-        """The coordinators' timers, until cancelled."""
+        """The coordinators' timers (and saving committed offsets), until cancelled."""
         async with trio.open_nursery() as nursery:
             for coordinator in self.coordinators:
                 nursery.start_soon(coordinator.run_timers)
+            if self.data_dir is not None:
+                nursery.start_soon(self._save_offsets)
+
+    async def _save_offsets(self) -> None:
+        assert self.data_dir is not None
+        _, consumer_groups, _, streams_groups, _ = self.coordinators
+        while True:
+            await trio.sleep(OFFSETS_INTERVAL_S)
+            self.data_dir.save_offsets(consumer_groups, streams_groups)
+
+    def _closing(self) -> None:
+        self.ending_cleanly = True
+
+    def close(self) -> None:
+        """The cluster ended: in order, with log.dirs, the offsets are saved and a running
+        broker flushes and writes its checkpoints and CleanShutdownFile (as in-process); after
+        its parent died, the disk keeps only what was flushed, as for a killed process."""
+        if self.data_dir is None or not self.ending_cleanly:
+            return
+        _, consumer_groups, _, streams_groups, _ = self.coordinators
+        self.data_dir.save_offsets(consumer_groups, streams_groups)
+        if self.runner.started:
+            self.node.shut_down_cleanly()
 
 
-async def serve(address: str, node_id: int) -> None:
+async def serve(address: str, node_id: NodeId) -> None:
     """Dial the parent, say hello, take the settings, then serve the parent until it hangs up."""
     host, port = address.rsplit(":", 1)
     channel = Channel(await trio.open_tcp_stream(host, int(port)))
+    made: list[ChildBroker | ChildController] = []
     async with trio.open_nursery() as nursery:
 
         async def setup(settings: dict[str, Any]) -> None:
+            if node_id == CONTROLLER:
+                controller = ChildController(channel, settings, nursery)
+                channel.ops.update(controller.ops())
+                made.append(controller)
+                return
             child = ChildBroker(channel, settings, nursery)
             channel.ops.update(child.ops())
+            made.append(child)
             nursery.start_soon(child.run_timers)
 
         channel.ops["setup"] = setup
         channel.post("hello", node_id)
         await channel.run()
         nursery.cancel_scope.cancel()
+    # every task has ended: what reaches the disk now is the node's last state
+    for node in made:
+        node.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     """The child's entry point."""
-    address, node_id = (argv if argv is not None else sys.argv[1:])[:2]
-    # Ctrl-C reaches the whole process group: the parent decides when its brokers stop
+    address, node = (argv if argv is not None else sys.argv[1:])[:2]
+    # Ctrl-C reaches the whole process group: the parent decides when its nodes stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    trio.run(serve, address, int(node_id))
+    trio.run(serve, address, CONTROLLER if node == CONTROLLER else int(node))
 
 
 if __name__ == "__main__":

@@ -1,25 +1,36 @@
-"""`ProcessCluster`: the mock cluster with each broker in an OS process of its own.
+"""`ProcessCluster`: the mock cluster with each broker and the controller in an OS process of its
+own.
 
-The parent keeps `Cluster`'s public API and runs the controller (in its trio loop, as
-in-process), the faults' handles, the recorder's file and the test's view of every broker
-(`BrokerProcess`). Each broker is a child (`child.py`, started as
-`python -m kipwire.mockbroker.processes.child`) that runs the same broker code as in-process and
-talks to the parent over a control channel (`channel.py`). Inter-node connections go straight
-between processes, each node dialing from its own loopback address (`links.py`); every process
-applies the parent's cuts and link latency to the connections it dials (`faults.py`).
+The parent keeps `Cluster`'s public API, the faults' handles, the recorder's file and the test's
+view of every node (`nodes.py`). It formats the cluster (the bootstrap records) into a copy of
+the `Controller` and hands the framed records to the controller's process
+(`controller_child.py`), which serves the controller as in-process and sends back every record
+it appends, replayed into that copy: `cluster.controller`, `partition()`, `acls()` and
+`wait_until` read the copy, and a call that changes metadata returns once the copy has what the
+controller's process appended (`_controller_synced`) and every broker caught up. Each broker is a
+child (`child.py`) running the same broker code as in-process. Every child is started as
+`python -m kipwire.mockbroker.processes.child` and talks to the parent over a control channel
+(`channel.py`). Inter-node connections go straight between processes, each node dialing from its
+own loopback address (`links.py`); every process applies the parent's cuts and link latency to
+the connections it dials (`faults.py`), so a cut between a broker and the controller acts in
+both of their processes.
 
-Not in process mode yet: TLS, SASL and ACLs and `log.dirs` (refused at construction),
-`clock=` (MockClock cannot drive other processes; `MockCluster` refuses it), and `logs` (the
-brokers' logs live in their processes; `metrics()` and `describe_partition()` read high
-watermarks from them; what clients push as telemetry stays in the broker's process).
+With `log.dirs`, the parent reads the last run's metadata log and the controller's process
+writes it on; each broker process loads and writes its broker's directories, and keeps the
+committed offsets of the groups it coordinates in `group-offsets-broker-<id>.json`.
+
+Not in process mode: `clock=` (MockClock cannot drive other processes; `MockCluster` refuses
+it), and `logs` (the brokers' logs live in their
+processes; `metrics()` and `describe_partition()` read high watermarks from them, and
+`metrics()` the client telemetry each broker received).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -28,22 +39,23 @@ import trio
 from .. import views
 from ..broker.controller_channel import ControllerConnection
 from ..broker.log import PartitionLog
-from ..cluster import Cluster
+from ..cluster import BROKER_ONLY, Cluster
 from ..controller import Controller, Semantics
 from ..controller.broker_configs import cluster_config
 from ..controller.features import fresh_features
-from ..controller_node import ControllerNode
+from ..data_dir import DataDir
 from ..errors import ClusterError, WrongState
+from ..faults import CutInjection, ErrorInjection, LatencyInjection
 from ..handlers.registry import listed
-from ..limits import NodeLimits
 from ..metrics import cluster_metrics
 from ..network import CONTROLLER, NodeId
 from ..recorder import ConnectionTap, Recorder
 from ..security.config import SecurityConfig
-from ..serve import open_listeners
-from .channel import Channel
+from ..security.runtime import ClusterSecurity
+from .channel import Channel, ChannelClosed
 from .faults import ParentFaults
 from .links import process_network
+from .nodes import BrokerProcess, ControllerProcess, NodeProcess, _Mark
 
 #: How long a child may take to start and dial back.
 START_TIMEOUT = 60.0
@@ -52,64 +64,8 @@ STOP_TIMEOUT = 10.0
 CHILD_MODULE = "kipwire.mockbroker.processes.child"
 
 
-@dataclass
-class _Image:
-    """What the parent knows of a child's metadata image: how far it has replayed."""
-
-    offset: int = -1
-
-
-@dataclass
-class _Mark:
-    """A log's marks as its broker last reported them (what the metrics read of a log)."""
-
-    high_watermark: int
-    log_start_offset: int
-    size: int
-    segment_count: int
-
-    @property
-    def segments(self) -> range:
-        """Stands for the log's segments: only their number is read."""
-        return range(self.segment_count)
-
-
-class BrokerProcess:
-    """The parent's view of one broker process (what `Cluster`'s methods read of a node)."""
-
-    def __init__(self, node_id: int, port: int) -> None:
-        self.node_id = node_id
-        self.host = "127.0.0.1"
-        self.port = port
-        self.running = False
-        self.image = _Image()
-        self.logs: dict[tuple[str, int], _Mark] = {}
-        self.channel: Channel | None = None
-        self.process: trio.Process | None = None
-        self.hello = trio.Event()
-        self._internal_address: str | None = None
-
-    @property
-    def address(self) -> str:
-        """host:port of the client listener."""
-        return f"{self.host}:{self.port}"
-
-    @property
-    def internal_address(self) -> str:
-        """host:port other nodes dial."""
-        if self._internal_address is None:
-            raise OSError(f"broker {self.node_id} has not started")
-        return self._internal_address
-
-    def call(self, op: str, *args: Any) -> Any:
-        """Call `op` in the child (awaitable)."""
-        if self.channel is None:
-            raise ClusterError(f"broker {self.node_id}'s process is not connected")
-        return self.channel.call(op, *args)
-
-
 class ProcessCluster(Cluster):
-    """A running cluster whose brokers are child processes; made by `open_process_cluster`."""
+    """A running cluster whose nodes are child processes; made by `open_process_cluster`."""
 
     def __init__(
         self,
@@ -124,31 +80,37 @@ class ProcessCluster(Cluster):
         record_max_bytes: int | None = None,
         **security: Any,
     ) -> None:
-        # Cluster.__init__ builds in-process brokers; this keeps its methods and builds its own
+        # Cluster.__init__ builds in-process nodes; this keeps its methods and builds its own
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
-        if SecurityConfig.from_arguments(**security).secured:
-            raise ClusterError(
-                "process mode serves PLAINTEXT only: TLS, SASL and ACLs run in-process"
-            )
         self.config = cluster_config(config or {})
-        if self.config.get("log.dirs"):
-            raise ClusterError("process mode keeps logs in memory: log.dirs runs in-process")
-        self.data_dir = None
-        self.security = None
-        self._controller_security = None
+        #: log.dirs: the metadata log is read here and written by the controller's process;
+        #: each broker process owns its brokers' directories
+        self.data_dir = DataDir(self.config["log.dirs"]) if self.config.get("log.dirs") else None
+        settings = SecurityConfig.from_arguments(**security)
+        # the CA lives here; each child serves the same certificate files (`SharedSecurity`)
+        self.security = ClusterSecurity(settings, self.config) if settings.secured else None
         semantics = semantics or Semantics.KAFKA_4_4
         self.semantics = semantics
         served = [h.api_key for h in listed(semantics.release)]
         self.features = {**fresh_features(semantics.release, served), **(features or {})}
         self.cluster_id = cluster_id
+        self._controller_settings = {
+            "semantics": semantics,
+            "cluster_id": cluster_id,
+            "session_timeout_ms": int(self.config["broker.session.timeout.ms"]),
+            "default_partitions": int(self.config["num.partitions"]),
+            "default_replication_factor": int(self.config["default.replication.factor"]),
+        }
+        #: The controller's records replayed here as its process appends them: what
+        #: `cluster.controller`, `partition()` and `wait_until` read (it never ticks or serves).
         self.controller = Controller(
-            semantics=semantics,
-            cluster_id=cluster_id,
-            session_timeout_ms=int(self.config["broker.session.timeout.ms"]),
-            default_partitions=int(self.config["num.partitions"]),
-            default_replication_factor=int(self.config["default.replication.factor"]),
+            **self._controller_settings,
+            **(self.security.controller_settings() if self.security else {}),
         )
+        self.controller.static_configs = {
+            name: value for name, value in self.config.items() if name not in BROKER_ONLY
+        }
         self.network = process_network(self._address_of)
         self.faults = ParentFaults(self.network, self._broadcast)
         self.recorder = (
@@ -164,14 +126,7 @@ class ProcessCluster(Cluster):
         self.nodes = {  # type: ignore[assignment]
             i: BrokerProcess(i, port + i - 1 if port else 0) for i in range(1, brokers + 1)
         }
-        self.controller_node = ControllerNode(
-            self.controller,
-            self.network,
-            self.faults,
-            self.recorder,
-            self.max_request_bytes,
-            limits=NodeLimits.from_config(self.config),
-        )
+        self.controller_node = ControllerProcess()  # type: ignore[assignment]
         self._nursery: trio.Nursery | None = None
         self._metadata_changed = trio.Event()
         self._admin_connection: ControllerConnection | None = None
@@ -179,23 +134,27 @@ class ProcessCluster(Cluster):
     # -- lifecycle --------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Start the controller, then a process per broker; serve until cancelled."""
+        """Start the controller's process, then a process per broker; serve until cancelled."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self.controller.tick(self.controller_node.now_ms())
-                self._bootstrap()
-                await open_listeners(nursery, self.controller_node, 0, None)
-                nursery.start_soon(self.controller_node.run_clock)
+                framed = self.data_dir.metadata.load() if self.data_dir is not None else []
+                for data in framed:  # the last run's metadata log, handed on to the controller
+                    self.controller.append_bytes(data)
+                if not framed:
+                    self._bootstrap()
                 control = await nursery.start(
                     partial(trio.serve_tcp, self._serve_child, 0, host="127.0.0.1")
                 )
                 address = f"127.0.0.1:{control[0].socket.getsockname()[1]}"
                 with trio.fail_after(START_TIMEOUT):
                     async with trio.open_nursery() as starting:
+                        # every child imports kipwire at once; brokers register once the
+                        # controller listens
+                        starting.start_soon(self._spawn_controller, nursery, address)
                         for node in self.nodes.values():
                             starting.start_soon(self._spawn, nursery, node, address)
-                await self.caught_up()
+                await self._synced_and_caught_up()
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 task_status.started()
@@ -205,12 +164,47 @@ class ProcessCluster(Cluster):
                     await self._admin_connection.aclose()
             if self.recorder is not None:
                 self.recorder.close()
+            if self.security is not None:
+                self.security.close()
 
-    async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
+    async def _launch(
+        self, nursery: trio.Nursery, node: NodeProcess, address: str, settings: dict[str, Any]
+    ) -> None:
+        """Start a child and set it up; broadcasts reach it from then on (an event sent before
+        its setup had run would find no handler there)."""
         command = [sys.executable, "-m", CHILD_MODULE, address, str(node.node_id)]
         node.process = await nursery.start(partial(trio.run_process, command, check=False))
         await node.hello.wait()
-        await node.call("setup", self._settings(node))
+        assert node.dialed is not None
+        await node.dialed.call("setup", settings)
+        node.channel = node.dialed
+        node.channel.post("addresses", self._addresses())
+
+    async def _spawn_controller(self, nursery: trio.Nursery, address: str) -> None:
+        node = self.controller_node
+        await self._launch(nursery, node, address, self._controller_setup())
+        started = await node.call("start")
+        node.port = started["port"]
+        node._internal_address = started["internal_address"]
+        self._broadcast("addresses", self._addresses())
+        node.started.set()
+
+    def _controller_setup(self) -> dict[str, Any]:
+        return {
+            "controller": self._controller_settings,
+            "static_configs": self.controller.static_configs,
+            "log": [entry.data for entry in self.controller.records_since(0)],
+            "config": dict(self.config),
+            "record": self.recorder is not None,
+            "addresses": self._addresses(),
+            "faults": dict(self.faults.calls),
+            "security": self.security.shared() if self.security is not None else None,
+            "metadata_dir": str(self.data_dir.path) if self.data_dir is not None else None,
+        }
+
+    async def _spawn(self, nursery: trio.Nursery, node: BrokerProcess, address: str) -> None:
+        await self._launch(nursery, node, address, self._settings(node))
+        await self.controller_node.started.wait()
         await self._start(node, first=True)
 
     def _settings(self, node: BrokerProcess) -> dict[str, Any]:
@@ -224,27 +218,36 @@ class ProcessCluster(Cluster):
             "record": self.recorder is not None,
             "addresses": self._addresses(),
             "faults": dict(self.faults.calls),
+            "security": self.security.shared() if self.security is not None else None,
         }
 
+    def _children(self) -> list[NodeProcess]:
+        return [*self.nodes.values(), self.controller_node]
+
     def _addresses(self) -> dict[NodeId, str]:
-        book: dict[NodeId, str] = {CONTROLLER: self.controller_node.internal_address}
-        for i, n in self.nodes.items():
-            if n._internal_address is not None:
-                book[i] = n._internal_address
-        return book
+        return {
+            n.node_id: n._internal_address
+            for n in self._children()
+            if n._internal_address is not None
+        }
 
     async def _serve_child(self, stream: trio.SocketStream) -> None:
         """One child's control channel, from its hello until it hangs up."""
         channel = Channel(stream)
         taps: dict[int, ConnectionTap] = {}
-        nodes = self.nodes
 
-        def hello(node_id: int) -> None:
-            nodes[node_id].channel = channel
-            nodes[node_id].hello.set()
+        def hello(node_id: NodeId) -> None:
+            node = self.controller_node if node_id == CONTROLLER else self.nodes[node_id]
+            node.dialed = channel
+            node.hello.set()
 
         def offset(node_id: int, value: int) -> None:
-            nodes[node_id].image.offset = value
+            self.nodes[node_id].image.offset = value
+            self.metadata_changed()
+
+        def records(framed: list[bytes]) -> None:
+            for data in framed:
+                self.controller.append_bytes(data)
             self.metadata_changed()
 
         def tap(tap_id: int, what: str, *args: Any) -> None:
@@ -260,27 +263,32 @@ class ProcessCluster(Cluster):
         channel.ops.update(
             hello=hello,
             offset=offset,
+            records=records,
             tap=tap,
-            caught_up=self.caught_up,
+            caught_up=self._synced_and_caught_up,
             fired=self.faults.fired,
             observed=self.faults.observed,
         )
         await channel.run()
 
     async def stop_children(self) -> None:
-        """Hang up on every child and wait for it to exit (before the controller goes, so no
+        """Hang up on every broker and wait for it to exit, then on the controller (so no
         broker sees its controller vanish first and reports it as a failure)."""
         with trio.move_on_after(STOP_TIMEOUT):
-            for node in self.nodes.values():
-                node.running = False
-                if node.channel is not None:
-                    await node.channel.stream.aclose()
-            for node in self.nodes.values():
-                if node.process is not None:
-                    await node.process.wait()
+            for group in (list(self.nodes.values()), [self.controller_node]):
+                for node in group:
+                    if isinstance(node, BrokerProcess):
+                        node.running = False
+                    if node.channel is not None:
+                        with contextlib.suppress(ChannelClosed):  # a child already gone
+                            await node.channel.call("closing")  # an orderly end: not a crash
+                        await node.channel.stream.aclose()
+                for node in group:
+                    if node.process is not None:
+                        await node.process.wait()
 
     def _broadcast(self, op: str, *args: Any) -> None:
-        for node in self.nodes.values():
+        for node in self._children():
             if node.channel is not None:
                 node.channel.post(op, *args)
 
@@ -291,6 +299,57 @@ class ProcessCluster(Cluster):
         node.image.offset = max(node.image.offset, started["offset"])
         node.running = True
         self._broadcast("addresses", self._addresses())
+
+    async def _controller_synced(self) -> None:
+        """Wait until this copy of the controller has every record its process appended so far
+        (the channel keeps order: each record was sent before the answer)."""
+        end = await self.controller_node.call("end_offset")
+        if self.controller.end_offset < end:
+            raise ClusterError(f"the controller's copy is at {self.controller.end_offset} of {end}")
+
+    async def _synced_and_caught_up(self) -> None:
+        """What a broker waits for after forwarding a request to the controller: this copy has
+        what the controller appended for it, and every running broker has replayed that."""
+        await self._controller_synced()
+        await self.caught_up()
+
+    # -- faults: each returns once every process has it ---------------------------------------
+
+    async def faults_reached(self) -> None:
+        """Wait until every child has applied the faults made and removed so far (its channel
+        keeps order: a fault's event is handled before this call is answered)."""
+        for node in self._children():
+            if node.channel is not None:
+                await node.channel.call("applied")
+
+    async def inject_error(self, *args: Any, **kwargs: Any) -> ErrorInjection:  # type: ignore[override]
+        """`Cluster.inject_error`; the next request to any process meets it."""
+        handle = super().inject_error(*args, **kwargs)
+        await self.faults_reached()
+        return handle
+
+    async def add_latency(self, *args: Any, **kwargs: Any) -> LatencyInjection:  # type: ignore[override]
+        """`Cluster.add_latency`, in every process when this returns."""
+        handle = super().add_latency(*args, **kwargs)
+        await self.faults_reached()
+        return handle
+
+    async def partition_network(self, *groups: Any) -> CutInjection:  # type: ignore[override]
+        """`Cluster.partition_network`, in every process when this returns."""
+        handle = super().partition_network(*groups)
+        await self.faults_reached()
+        return handle
+
+    async def isolate(self, broker_id: NodeId) -> CutInjection:  # type: ignore[override]
+        """`Cluster.isolate`, in every process when this returns."""
+        handle = super().isolate(broker_id)
+        await self.faults_reached()
+        return handle
+
+    async def heal(self) -> None:  # type: ignore[override]
+        """`Cluster.heal`, in every process when this returns."""
+        super().heal()
+        await self.faults_reached()
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -304,9 +363,8 @@ class ProcessCluster(Cluster):
         node.running = False
         if not clean:
             # what the session timeout would do, without waiting for it
-            self.controller.fence(broker_id)
-            self.controller_node.log_grew()
-        await self.caught_up()
+            await self.controller_node.call("fence", broker_id)
+        await self._synced_and_caught_up()
 
     async def start_broker(self, broker_id: int) -> None:
         """`Cluster.start_broker`, in the broker's process."""
@@ -314,7 +372,7 @@ class ProcessCluster(Cluster):
         if node.running:
             raise WrongState(f"broker {broker_id} is already running")
         await self._start(node, first=False)
-        await self.caught_up()
+        await self._synced_and_caught_up()
 
     async def flush(self, broker_id: int) -> None:  # type: ignore[override]
         """Flush every log of a broker: its records now survive an unclean shutdown."""
@@ -334,7 +392,7 @@ class ProcessCluster(Cluster):
             stream = await trio.open_tcp_stream(host, int(port))
             self._admin_connection = ControllerConnection(stream, "kipwire-test-api")
         response = await self._admin_connection.call(api_key, api_version, body)
-        await self.caught_up()
+        await self._synced_and_caught_up()
         return response
 
     async def _read_marks(self) -> None:
@@ -344,9 +402,15 @@ class ProcessCluster(Cluster):
                 node.logs = {key: _Mark(*value) for key, value in marks.items()}
 
     async def metrics(self) -> dict[str, Any]:  # type: ignore[override]
-        """KIP-966's controller metrics and the high watermark of every partition."""
+        """KIP-966's controller metrics (from its process), the high watermark of every
+        partition and what clients pushed (KIP-714), read from the brokers' processes."""
         await self._read_marks()
-        return cluster_metrics(self, telemetry=False)  # type: ignore[arg-type]
+        for node in self.nodes.values():
+            if node.running:
+                node.client_metrics.last = await node.call("telemetry")
+        metrics = cluster_metrics(self)  # type: ignore[arg-type]
+        metrics.update(await self.controller_node.call("metrics"))
+        return metrics
 
     async def describe_partition(self, topic: str, index: int) -> dict[str, Any]:  # type: ignore[override]
         """A partition's leader (-1 without one), epoch, ISR, ELR, last known ELR and HWM."""
@@ -356,7 +420,7 @@ class ProcessCluster(Cluster):
 
 @asynccontextmanager
 async def open_process_cluster(**kwargs: Any) -> AsyncIterator[ProcessCluster]:
-    """A running cluster whose brokers are processes: `async with open_process_cluster(...)`."""
+    """A running cluster whose nodes are processes: `async with open_process_cluster(...)`."""
     cluster = ProcessCluster(**kwargs)
     async with trio.open_nursery() as nursery:
         await nursery.start(cluster.run)

@@ -81,7 +81,7 @@ class SaslGate:
 
     def bind(
         self, stream: trio.abc.Stream, frames: FrameBuffer, tap: Tap | None
-    ) -> Callable[[Endpoint, memoryview], Awaitable[bytes | None]]:
+    ) -> Callable[[Endpoint, memoryview], Awaitable[bytes | bytearray | None]]:
         """The connection's answer function (frames are limited until authenticated)."""
         self._stream, self._frames, self._tap = stream, frames, tap
         limit = self._auth.max_frame_size
@@ -89,7 +89,7 @@ class SaslGate:
             frames.max_frame_size = min(frames.max_frame_size, limit)
         return self.answer
 
-    async def answer(self, node: Endpoint, data: memoryview) -> bytes | None:
+    async def answer(self, node: Endpoint, data: memoryview) -> bytes | bytearray | None:
         """The response to one frame: the SASL exchange's, or the node's once authenticated."""
         assert self._stream is not None and self._frames is not None
         step = self._auth.receive(data)

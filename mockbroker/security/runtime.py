@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -22,7 +23,7 @@ from .oauth import OAuthBearerServer
 from .plain import PlainServer
 from .sasl import Mechanism, SaslAuthenticator
 from .scram import MECHANISM_TYPES, ScramCredential, ScramServer, make_credential
-from .tls import CertificateAuthority
+from .tls import CertificateAuthority, ServerFiles
 from .tokens import TokenInfo, split_principal, token_credential
 
 if TYPE_CHECKING:
@@ -34,25 +35,56 @@ FAILED_AUTHENTICATION_DELAY_MS = 100
 Credentials = Callable[[str, str], ScramCredential | None]
 
 
+@dataclass(frozen=True)
+class SharedSecurity:
+    """A cluster's security as a node in another process takes it (process mode): the
+    settings, the delegation-token key and the listeners' certificate files, never the CA."""
+
+    config: SecurityConfig
+    settings: dict[str, str]
+    token_secret: bytes | None
+    tls: ServerFiles | None
+
+
 class ClusterSecurity:
     """The CA, listener settings and initial credentials of one secured cluster."""
 
-    def __init__(self, config: SecurityConfig, settings: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        config: SecurityConfig,
+        settings: Mapping[str, str],
+        shared: SharedSecurity | None = None,
+    ) -> None:
         self.config = config
+        self._settings = dict(settings)
         self.reauth_ms = int(settings.get("connections.max.reauth.ms", "0"))
         delay = settings.get("connection.failed.authentication.delay.ms")
         self.failed_delay_ms = FAILED_AUTHENTICATION_DELAY_MS if delay is None else int(delay)
-        self.ca = CertificateAuthority() if config.tls else None
+        #: The CA, in the process that made it (None without TLS and in the other processes).
+        self.ca = CertificateAuthority() if config.tls and shared is None else None
+        self._tls = shared.tls if shared is not None else self.ca.files if self.ca else None
         #: delegation.token.secret.key: tokens authenticate over SCRAM, so SASL with SCRAM
         #: enables them (with the configured key, or one made at start-up).
         self.token_secret: bytes | None = None
-        if config.sasl and any(m in SCRAM_MECHANISMS for m in config.mechanisms):
+        if shared is not None:
+            self.token_secret = shared.token_secret
+        elif config.sasl and any(m in SCRAM_MECHANISMS for m in config.mechanisms):
             key = settings.get("delegation.token.secret.key")
             self.token_secret = key.encode() if key else os.urandom(32)
         #: Wall-clock ms minus the cluster's clock (trio's, maybe a MockClock): token
         #: timestamps are wall-clock times that move with the cluster's clock.
         self.clock_offset_ms = int(time.time() * 1000) - _now_ms()
-        self._context = self.ca.server_context(config.client_auth) if self.ca else None
+        self._context = self._tls.server_context(config.client_auth) if self._tls else None
+
+    def shared(self) -> SharedSecurity:
+        """What a node in another process needs to serve as this cluster's nodes do."""
+        return SharedSecurity(self.config, self._settings, self.token_secret, self._tls)
+
+    @classmethod
+    def from_shared(cls, shared: SharedSecurity) -> ClusterSecurity:
+        """The security of another process's cluster, for a node of it in this process (its
+        clock offset is this process's: each trio loop has a clock of its own)."""
+        return cls(shared.config, shared.settings, shared)
 
     def close(self) -> None:
         """Remove the CA's files."""

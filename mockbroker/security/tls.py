@@ -14,6 +14,7 @@ import re
 import shutil
 import ssl
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 #: The organisation fields of every client certificate: the DN is `CN=<user>,OU=mock,O=kipwire`.
@@ -41,6 +42,31 @@ def _escape_rdn(value: str) -> str:
     return out
 
 
+@dataclass(frozen=True)
+class ServerFiles:
+    """The listeners' certificate as files: what a node in another process (process mode)
+    serves TLS with, without the CA's signing key."""
+
+    #: The CA's PEM (trusted for client certificates under mTLS).
+    ca_path: str
+    #: The server's private key and certificate chain in one PEM.
+    cert_path: str
+
+    def server_context(self, client_auth: str = "none") -> ssl.SSLContext:
+        """A listener's context; `client_auth` is Kafka's ssl.client.auth (none, requested,
+        required), which asks for (and with `required` insists on) a certificate of this CA."""
+        if client_auth not in CLIENT_AUTH:
+            raise ValueError(f"ssl_client_auth must be one of {CLIENT_AUTH}, got {client_auth!r}")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert_path)
+        if client_auth != "none":
+            context.load_verify_locations(self.ca_path)
+            context.verify_mode = (
+                ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+            )
+        return context
+
+
 class CertificateAuthority:
     """A test CA and the files clients need: its PEM, the brokers' certificate, client certs."""
 
@@ -51,22 +77,16 @@ class CertificateAuthority:
         self._dir = Path(tempfile.mkdtemp(prefix="kipwire-tls-"))
         self.ca_path = str(self._dir / "ca.pem")
         self._ca.cert_pem.write_to_path(self.ca_path)
-        self._server = self._ca.issue_cert("127.0.0.1", "localhost")
+        server = self._ca.issue_cert("127.0.0.1", "localhost")
+        server_path = str(self._dir / "server.pem")
+        server.private_key_and_cert_chain_pem.write_to_path(server_path)
+        #: The listeners' certificate files, which every broker and the controller serve.
+        self.files = ServerFiles(self.ca_path, server_path)
         self._clients: dict[str, tuple[str, str]] = {}
 
     def server_context(self, client_auth: str = "none") -> ssl.SSLContext:
-        """The listeners' context; `client_auth` is Kafka's ssl.client.auth (none, requested,
-        required), which asks for (and with `required` insists on) a certificate of this CA."""
-        if client_auth not in CLIENT_AUTH:
-            raise ValueError(f"ssl_client_auth must be one of {CLIENT_AUTH}, got {client_auth!r}")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._server.configure_cert(context)
-        if client_auth != "none":
-            self._ca.configure_trust(context)
-            context.verify_mode = (
-                ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
-            )
-        return context
+        """The listeners' context (see `ServerFiles.server_context`)."""
+        return self.files.server_context(client_auth)
 
     def client_cert(self, user: str) -> tuple[str, str]:
         """(certificate path, key path) of a client certificate for `user` (made once)."""

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from kipwire import codec
 from kipwire.codec import DecodeError, _compiled
 from kipwire.codec.messages import registry
+from kipwire.codec.records import batch as records_batch
 
 needs_compiled = pytest.mark.skipif(not codec.compiled, reason="the compiled codec is not built")
 ALL = sorted(codec.MESSAGES)
@@ -84,6 +85,7 @@ def test_active_when_a_compiler_is_present() -> None:
         pytest.skip("no C compiler: the pure-Python path is expected")
     assert codec.compiled, "a C compiler is present but the compiled codec is not built or stale"
     assert codec.message("MetadataResponse", 12).compiled
+    assert records_batch.NATIVE is not None, "the compiled record loops are not built"
 
 
 @needs_compiled

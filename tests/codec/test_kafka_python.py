@@ -16,6 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
+from codec_paths import each_codec_path
 from codec_strategies import expected, plain, spec, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,8 +33,9 @@ from kafka.protocol.schemas.fields.codecs import UUID as KpUUID  # noqa: E402
 from kafka.protocol.schemas.fields.codecs import BitField  # noqa: E402
 from kafka.protocol.schemas.fields.simple import SimpleField  # noqa: E402
 
-# The compiled decoders and the Python parsers (tests/codec/conftest.py).
-pytestmark = pytest.mark.usefixtures("codec_path")
+# The compiled decoders and the Python parsers (tests/codec/conftest.py); test_bodies_agree
+# draws each value once and checks it on both paths itself.
+on_both_paths = pytest.mark.usefixtures("codec_path")
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -225,15 +227,18 @@ def check_agreement(name: str, version: int, value: dict) -> None:
 def test_bodies_agree(name: str, data: st.DataObject) -> None:
     for version in kp_versions(name):
         value = data.draw(values(name, version, unknown_tags=False), label=f"v{version}")
-        check_agreement(name, version, value)
+        for _ in each_codec_path():
+            check_agreement(name, version, value)
 
 
+@on_both_paths
 @pytest.mark.parametrize("name", CASES)
 def test_default_bodies_agree(name: str) -> None:
     for version in kp_versions(name):
         check_agreement(name, version, {})
 
 
+@on_both_paths
 @pytest.mark.parametrize("name", [n for n in CASES if n.endswith("Request")])
 @settings(max_examples=3, deadline=None)
 @given(correlation_id=st.integers(-(2**31), 2**31 - 1), client_id=st.text(max_size=10))
@@ -253,6 +258,7 @@ def test_request_frames_agree(name: str, correlation_id: int, client_id: str) ->
         assert (req.correlation_id, req.client_id) == (correlation_id, client_id)
 
 
+@on_both_paths
 @pytest.mark.parametrize("name", [n for n in CASES if n.endswith("Response")])
 def test_response_frames_agree(name: str) -> None:
     """Header + body: response header v0/v1 (ApiVersions always v0) chosen the same way."""
@@ -268,6 +274,7 @@ def test_response_frames_agree(name: str) -> None:
         assert resp.correlation_id == 0x01020304
 
 
+@on_both_paths
 def test_every_shared_api_is_compared() -> None:
     """kafka-python's request and response classes all have a counterpart here."""
     assert len(CASES) >= 100
@@ -277,6 +284,7 @@ def test_every_shared_api_is_compared() -> None:
 # -- each deviation in the table is real ----------------------------------------------------------
 
 
+@on_both_paths
 def test_kafka_python_writes_default_tagged_struct() -> None:
     cls = KP["FetchRequest"]
     kp_bytes = cls(version=15, replica_state=cls.ReplicaState(version=15)).encode(version=15)
@@ -290,6 +298,7 @@ def test_kafka_python_writes_default_tagged_struct() -> None:
     }
 
 
+@on_both_paths
 def test_kafka_python_drops_unknown_tags() -> None:
     ours = codec.message("HeartbeatRequest", 4)
     data = ours.build({"group_id": "g", "_unknown_tags": {9: b"\x2a"}})
@@ -301,6 +310,7 @@ def test_kafka_python_drops_unknown_tags() -> None:
     assert ours.build(ours.parse(data)) == data
 
 
+@on_both_paths
 def test_kafka_python_zero_uuid_is_none() -> None:
     data = codec.message("DeleteTopicsRequest", 6).build({"topics": [{"name": "t"}]})
     kp_obj = KP["DeleteTopicsRequest"].decode(data, version=6)
@@ -308,11 +318,13 @@ def test_kafka_python_zero_uuid_is_none() -> None:
     assert codec.message("DeleteTopicsRequest", 6).parse(data)["topics"][0]["topic_id"] == ZERO_UUID
 
 
+@on_both_paths
 def test_kafka_python_authorized_operations_are_bits() -> None:
     data = codec.message("DescribeClusterResponse", 0).build({"cluster_authorized_operations": 5})
     assert KP["DescribeClusterResponse"].decode(data, version=0).authorized_operations == {0, 2}
 
 
+@on_both_paths
 def test_deviation_table_is_complete() -> None:
     for row in DEVIATIONS:
         assert set(row) == {"case", "examples", "kafka-python", "kafka", "rule"}

@@ -3,16 +3,20 @@ request, stops cleanly on SIGINT; bad arguments exit 2 with a message, no traceb
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
+from confluent_kafka import Producer
 from kafka_wire import WireClient
 
 from kipwire.codec import ApiKey
+from kipwire.mockbroker.broker.log_dirs import CLEAN_SHUTDOWN_FILE
 
 TIMEOUT = 20
 
@@ -229,32 +233,82 @@ def test_a_control_port_in_use_is_reported():
     assert "Traceback" not in done.stderr
 
 
-def test_processes_serves_each_broker_from_its_own_process():
-    proc = _serve("--brokers", "2", "--processes", "--quiet")
+def test_processes_serves_each_broker_from_its_own_process_with_the_http_servers(tmp_path):
+    proc = _serve(
+        "--brokers", "2", "--processes", "--quiet", "--control-port", "0", "--metrics-port", "0",
+        "--data-dir", str(tmp_path),
+    )  # fmt: skip
     try:
-        addresses = proc.stdout.readline().strip().split(",")
+        bootstrap = proc.stdout.readline().strip()
+        addresses = bootstrap.split(",")
         assert len(addresses) == 2
+        metrics = proc.stdout.readline().split()[1]
+        control = proc.stdout.readline().split()[1]
         for address in addresses:
             with WireClient(address) as client:
                 assert len(client.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]) == 2
         children = subprocess.run(
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        assert len(children) == 2  # one process per broker
+        assert len(children) == 3  # one process per broker and one for the controller
+        topic = {"name": "http", "partitions": 2, "replication_factor": 2}
+        assert _http(f"{control}/topics", topic)["partitions"] == 2
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(10):
+            producer.produce("http", b"%d" % i, partition=i % 2)
+        assert producer.flush(TIMEOUT) == 0
+        marks = _http(f"{control}/metrics")["high_watermark"]  # read from the brokers
+        assert marks == {"http-0": 5, "http-1": 5}
+        with urllib.request.urlopen(metrics, timeout=TIMEOUT) as answer:
+            assert 'kipwire_high_watermark{topic="http",partition="1"} 5' in answer.read().decode()
+        assert _http(f"{control}/brokers/2/stop", {})["state"] == "stopped"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=TIMEOUT)
     finally:
         proc.kill()
     assert proc.returncode == 0
     assert "Traceback" not in err
+    # the brokers' processes wrote their directories, the controller's the metadata log, and
+    # the orderly end a clean shutdown of the broker still running
+    assert (tmp_path / "broker-1" / "http-0").is_dir()
+    assert (tmp_path / "broker-1" / CLEAN_SHUTDOWN_FILE).is_file()
+    assert any((tmp_path / "controller" / "__cluster_metadata-0").iterdir())
 
 
-def test_processes_refuses_the_in_process_only_servers():
-    done = subprocess.run(
-        [sys.executable, "-m", "kipwire.mockbroker", "serve", "--processes", "--metrics-port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 2
-    assert "--processes" in done.stderr and "Traceback" not in done.stderr
+def test_processes_whose_parent_is_killed_end_as_killed_brokers(tmp_path):
+    proc = _serve("--brokers", "1", "--processes", "--quiet", "--data-dir", str(tmp_path))
+    try:
+        assert proc.stdout.readline().strip()
+        children = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+            ).stdout.split()
+        ]
+        assert len(children) == 2
+        proc.kill()
+        proc.communicate(timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in children)  # they go with their parent
+    finally:
+        proc.kill()
+    assert (tmp_path / "broker-1").is_dir()
+    assert not (tmp_path / "broker-1" / CLEAN_SHUTDOWN_FILE).exists()  # not a clean shutdown
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+def _http(url: str, body: dict | None = None) -> dict:
+    """GET `url`, or POST `body` to it, and the JSON it answers."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+        return json.loads(answer.read())

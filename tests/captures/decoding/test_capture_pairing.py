@@ -12,7 +12,6 @@ from kipwire.captures.decoding.pairing import (
     CONNECTION_COLUMNS,
     PAIR_COLUMNS,
     PDU_COLUMNS,
-    count_records,
     decode_connection,
 )
 from kipwire.captures.reading.packets import ACK, PSH, SYN, TcpSegment
@@ -244,18 +243,3 @@ def test_every_captured_byte_is_accounted_for(sizes, drop_req, drop_resp):
             assert r["correlation_id"] in kept_corrs
         if r["direction"] == "response" and r["decode_status"] == "ok":
             assert r["correlation_id"] in kept_corrs  # paired only with a captured request
-
-
-def test_count_records():
-    v2 = bytearray(61)
-    struct.pack_into(">qi", v2, 0, 0, 49)
-    v2[16] = 2
-    struct.pack_into(">i", v2, 57, 3)
-    assert count_records(bytes(v2) * 2) == 6
-    assert count_records(bytes(v2) + bytes(v2)[:30]) == 3  # a cut last batch is not counted
-    legacy = struct.pack(">qi", 0, 14) + b"\0" * 4 + b"\x01\x00" + b"\0" * 8
-    assert count_records(legacy * 3) == 3
-    compressed = bytearray(legacy)
-    compressed[21] = 1
-    assert count_records(bytes(compressed)) is None
-    assert count_records(None) is None and count_records(b"") == 0

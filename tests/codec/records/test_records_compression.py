@@ -17,6 +17,8 @@ from kipwire.codec.records import Compression
 from kipwire.codec.records.compression import compress, decompress
 from kipwire.codec.records.lz4frame import MAGIC, xxh32
 
+pytestmark = pytest.mark.usefixtures("records_path")
+
 DATA = b"".join(b"record %d: %s\n" % (i, os.urandom(8).hex().encode()) for i in range(5000))
 CODECS = [c for c in Compression if c is not Compression.NONE]
 

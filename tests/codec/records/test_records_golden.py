@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+import pytest
 from kafka.record._crc32c import crc as kafka_python_crc32c
 
 from kipwire.codec.records import (
@@ -16,6 +17,8 @@ from kipwire.codec.records import (
     decode_control,
     iter_batches,
 )
+
+pytestmark = pytest.mark.usefixtures("records_path")
 
 TS = 1_700_000_000_000  # 0x0000018bcfe56800
 

@@ -15,6 +15,8 @@ from kipwire.codec.errors import DecodeError
 from kipwire.codec.records import Compression, build_batch, iter_batches
 from kipwire.codec.records.compression import compress
 
+pytestmark = pytest.mark.usefixtures("records_path")
+
 TS = 1_700_000_000_000
 
 

@@ -21,6 +21,8 @@ from kipwire.codec.records import (
     iter_batches,
 )
 
+pytestmark = pytest.mark.usefixtures("records_path")
+
 TS = 1_700_000_000_000
 CODECS = list(Compression)
 LEGACY_CODECS = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]

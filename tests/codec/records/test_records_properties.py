@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.util import calc_crc32c
 
 from kipwire.codec.records import Compression, Record, assign_offsets, build_batch, iter_batches
 from kipwire.codec.records.varint import encode_varint, read_varint
+
+pytestmark = pytest.mark.usefixtures("records_path")
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 maybe_bytes = st.none() | st.binary(max_size=300)

@@ -16,6 +16,8 @@ from kipwire.codec.records import (
     iter_batches,
 )
 
+pytestmark = pytest.mark.usefixtures("records_path")
+
 TS = 1_700_000_000_000
 
 

@@ -148,3 +148,21 @@ async def test_acks_all_times_out_or_loses_leadership(autojump_clock):
 
     error = await _append_and_then(broker, ACKS_ALL, 5000, lose_leadership)
     assert error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+@pytest.mark.trio
+async def test_write_never_waits_and_replicated_keeps_one_deadline(autojump_clock):
+    # what a produce of several partitions does: write each, then wait for each in turn
+    broker = _Broker(isr=(1, 2), min_isr=2)
+    partition = Partition(broker, *KEY)
+    start = trio.current_time()
+    writes = [partition.write(RECORDS, ACKS_ALL) for _ in range(2)]
+    assert [(a.base_offset, end) for a, end in writes] == [(0, 1), (1, 2)]
+    assert trio.current_time() == start and broker.replication.appends == 2
+    broker.logs[KEY].advance_high_watermark(1)
+    await partition.replicated(writes[0][1], start + 0.3)  # passed already: no wait
+    assert trio.current_time() == start
+    with pytest.raises(LogError) as late:
+        await partition.replicated(writes[1][1], start + 0.3)
+    assert late.value.code == ErrorCode.REQUEST_TIMED_OUT
+    assert trio.current_time() - start == pytest.approx(0.3)

@@ -8,9 +8,10 @@ import time
 import pytest
 from kafka_wire import WireClient
 
-from kipwire.codec import ApiKey, ErrorCode
+from kipwire import codec
+from kipwire.codec import APIS, ApiKey, ErrorCode, _compiled
 from kipwire.codec.records import build_batch, iter_batches
-from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker import MockCluster, serve
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +172,47 @@ def test_corrupt_batch_is_corrupt_message(cluster):
     with WireClient(_leader(cluster, "p")) as client:
         part = client.call(ApiKey.PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
     assert part["error_code"] == ErrorCode.CORRUPT_MESSAGE
+
+
+@pytest.mark.skipif(not codec.compiled, reason="the compiled codec is not built")
+def test_produce_and_fetch_answers_are_taken_by_the_compiled_encoder(cluster, monkeypatch):
+    # a key the version lacks (a topic's name beside its id) sends a whole response to the
+    # Python builder, many times slower on a Fetch response of a megabyte
+    answered = []
+
+    def spy(key: int, version: int, body: dict, *, correlation_id: int) -> bytearray:
+        if key in (ApiKey.PRODUCE, ApiKey.FETCH):
+            answered.append((key, version, body))
+        return encode(key, version, body, correlation_id=correlation_id)
+
+    encode = serve.encode_frame
+    monkeypatch.setattr(serve, "encode_frame", spy)
+    with WireClient(_leader(cluster, "p")) as client:
+        metadata = client.call(ApiKey.METADATA, 12, {"topics": [{"name": "p"}]})
+        topic_id = metadata["topics"][0]["topic_id"]
+        for version in (9, 12):
+            client.call(ApiKey.PRODUCE, version, _produce_body("p", [b"compiled"]))
+        produce = _produce_body("p", [b"by id"])
+        produce["topic_data"][0] = {**produce["topic_data"][0], "topic_id": topic_id}
+        del produce["topic_data"][0]["name"]
+        client.call(ApiKey.PRODUCE, 13, produce)
+        client.call(ApiKey.FETCH, 12, _fetch_body("p", 0))
+        fetch = _fetch_body("p", 0)
+        fetch["topics"][0] = {"topic_id": topic_id, "partitions": fetch["topics"][0]["partitions"]}
+        client.call(ApiKey.FETCH, 16, fetch)
+    # the followers' fetches (in sessions) are answered in this process too, and checked alike
+    assert {(key, version) for key, version, _ in answered} >= {
+        (ApiKey.PRODUCE, 9),
+        (ApiKey.PRODUCE, 12),
+        (ApiKey.PRODUCE, 13),
+        (ApiKey.FETCH, 12),
+        (ApiKey.FETCH, 16),
+    }
+    for key, version, body in answered:
+        name = APIS[key].response
+
+        def refuse(*_args: object, name: str = name, version: int = version) -> bytes:
+            raise AssertionError(f"{name} v{version} went to the Python builder")
+
+        compiled_only = _compiled.encoder(name, version, refuse)
+        assert compiled_only(body) == codec.message(name, version).build(body)

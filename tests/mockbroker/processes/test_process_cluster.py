@@ -1,76 +1,68 @@
-"""Process mode (`MockCluster(processes=True)`): each broker in its own OS process, the same
-public API. Real clients produce and consume in both modes; stop/start, a network cut, an
-injected error and the recorder work across processes; `clock=` is refused."""
+"""Process mode (`MockCluster(processes=True)`): each broker and the controller in its own OS
+process, the same public API. Real clients produce and consume in both modes; stop/start, a
+network cut, an injected error and the recorder work across processes; `clock=` is refused."""
 
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from process_clients import MODES, consume, produce, produce_in_transaction, values
 
 from kipwire.client import Connection
 from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import MockCluster
+from kipwire.mockbroker.errors import ClusterError
 from kipwire.mockbroker.network import CONTROLLER
+from kipwire.mockbroker.processes import ProcessCluster
 
 METADATA_VERSION = 12
+INIT_PRODUCER_ID_VERSION = 4
 RECORDS = 200
-MODES = [pytest.param(False, id="in-process"), pytest.param(True, id="processes")]
-
-
-def _produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for i in range(count):
-        producer.produce(topic, b"value-%d" % i, key=b"%d" % i)
-    assert producer.flush(30) == 0
-
-
-def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(values) < count and time.monotonic() < deadline:
-        for message in consumer.consume(100, 1.0):
-            if message.error() is None:
-                values.append(message.value())
-    consumer.close()
-    return values
 
 
 @pytest.mark.parametrize("processes", MODES)
 def test_a_real_client_produces_and_consumes(processes):
     with MockCluster(brokers=3, processes=processes) as cluster:
         cluster.create_topic("t", partitions=3, replication_factor=3)
-        _produce(cluster.bootstrap_servers, "t", RECORDS)
-        values = _consume(cluster.bootstrap_servers, "t", RECORDS)
-        assert sorted(values) == sorted(b"value-%d" % i for i in range(RECORDS))
+        assert produce(cluster.bootstrap_servers, "t", RECORDS) == []
+        read = consume(cluster.bootstrap_servers, "t", RECORDS)
+        assert sorted(read) == values(RECORDS)
         marks = cluster.metrics()["high_watermark"]
         assert sum(marks[f"t-{i}"] for i in range(3)) == RECORDS
+        # a client's CreateTopics is answered once every broker has the topic, as in Kafka
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        (created,) = admin.create_topics([NewTopic("made", 3, 3)]).values()
+        assert created.result(30) is None
+        for address in cluster.bootstrap_servers.split(","):
+            with Connection(address) as wire:
+                request = {"topics": [{"name": "made"}], "allow_auto_topic_creation": False}
+                (topic,) = wire.call(ApiKey.METADATA, METADATA_VERSION, request)["topics"]
+                assert topic["error_code"] == ErrorCode.NONE and len(topic["partitions"]) == 3
+        # a transaction over partitions led by different processes (markers go to each leader),
+        # read by a KIP-848 consumer group
+        produce_in_transaction(cluster.bootstrap_servers, "made", 30)
+        kip848 = {"group.protocol": "consumer", "isolation.level": "read_committed"}
+        read = consume(cluster.bootstrap_servers, "made", 30, extra=kip848)
+        assert sorted(read) == values(30)
 
 
 def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
     capture = tmp_path / "cluster.pcapng"
     config = {"min.insync.replicas": 2}
     with MockCluster(brokers=3, processes=True, config=config, record=str(capture)) as cluster:
-        pids = {_pid_listening(cluster, i) for i in (1, 2, 3)}
-        assert len(pids) == 3 and os.getpid() not in pids
+        described = cluster.describe()
+        pids = {_pid_listening(b["port"]) for b in described["brokers"]}
+        pids.add(_pid_listening(described["controller"]["port"]))
+        assert len(pids) == 4 and os.getpid() not in pids  # the controller's process too
         cluster.create_topic("t", partitions=1, replication_factor=3)
-        _produce(cluster.bootstrap_servers, "t", 10)
+        assert produce(cluster.bootstrap_servers, "t", 10) == []
 
         cluster.stop_broker(2)
         assert cluster.describe()["brokers"][1]["state"] == "stopped"
         assert 2 not in cluster.partition("t", 0).isr
-        _produce(cluster.bootstrap_servers, "t", 10)  # 2 in-sync replicas remain
+        assert produce(cluster.bootstrap_servers, "t", 10) == []  # 2 in-sync replicas remain
         cluster.start_broker(2)
         assert cluster.wait_until(lambda: 2 in cluster.partition("t", 0).isr, timeout=20)
         assert cluster.describe_partition("t", 0)["high_watermark"] == 20
@@ -86,11 +78,16 @@ def test_brokers_in_processes_stop_start_and_survive_a_network_cut(tmp_path):
         cluster.wait_until(lambda: cluster.controller.broker(1).fenced, timeout=20)
         link.remove()
         assert cluster.wait_until(lambda: not cluster.controller.broker(1).fenced, timeout=20)
+
+        with pytest.raises(ClusterError, match="processes=True"):
+            cluster.cluster.logs  # noqa: B018 - the logs live in the brokers' processes
+        cluster.stop_broker(3, clean=False)  # fenced by the controller's process at once
+        assert cluster.controller.broker(3).fenced and 3 not in cluster.partition("t", 0).isr
     assert capture.stat().st_size > 0
     assert b"value-9" in capture.read_bytes()  # a client's produce, recorded in the parent
 
 
-def test_an_injected_error_fires_in_a_broker_process_and_is_counted_in_the_parent():
+def test_an_injected_error_is_counted_in_the_parent_and_producer_ids_are_never_shared():
     with MockCluster(brokers=2, processes=True) as cluster:
         handle = cluster.inject_error(ApiKey.METADATA, ErrorCode.NOT_CONTROLLER, broker=2)
         host, port = cluster.bootstrap_servers.split(",")[1].split(":")
@@ -102,6 +99,23 @@ def test_an_injected_error_fires_in_a_broker_process_and_is_counted_in_the_paren
         with Connection(f"{host}:{port}") as wire:
             answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
             assert len(answer["brokers"]) == 2
+        # until removed, and removed in broker 2's process when remove() returns
+        forever = cluster.inject_error(ApiKey.METADATA, ErrorCode.NOT_CONTROLLER, -1, broker=2)
+        with Connection(f"{host}:{port}") as wire:
+            assert wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})["brokers"] == []
+            forever.remove()
+            answer = wire.call(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
+            assert len(answer["brokers"]) == 2
+        # each broker process hands out producer ids of its own: none is given out twice
+        ids = set()
+        for address in cluster.bootstrap_servers.split(","):
+            with Connection(address) as wire:
+                for _ in range(2):
+                    request = {"transactional_id": None, "transaction_timeout_ms": 60000}
+                    answer = wire.call(ApiKey.INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION, request)
+                    assert answer["error_code"] == ErrorCode.NONE
+                    ids.add(answer["producer_id"])
+        assert len(ids) == 4
 
 
 def test_process_mode_refuses_a_clock():
@@ -111,9 +125,8 @@ def test_process_mode_refuses_a_clock():
         MockCluster(processes=True, clock=trio.testing.MockClock())
 
 
-def _pid_listening(cluster: MockCluster, broker_id: int) -> int:
-    """The process that listens on a broker's port (from /proc: its socket's inode)."""
-    port = cluster.describe()["brokers"][broker_id - 1]["port"]
+def _pid_listening(port: int) -> int:
+    """The process that listens on `port` (from /proc: its socket's inode)."""
     inode = None
     with open("/proc/net/tcp") as table:
         for line in table.readlines()[1:]:
@@ -134,3 +147,11 @@ def _pid_listening(cluster: MockCluster, broker_id: int) -> int:
             except OSError:
                 continue
     raise AssertionError(f"no process listens on port {port}")
+
+
+@pytest.mark.trio
+@pytest.mark.mock_cluster(brokers=1, processes=True)
+async def test_the_trio_fixture_runs_process_mode(trio_mock_cluster):
+    assert isinstance(trio_mock_cluster, ProcessCluster)
+    await trio_mock_cluster.create_topic("t")
+    assert (await trio_mock_cluster.metrics())["high_watermark"] == {"t-0": 0}

@@ -1,0 +1,130 @@
+"""What a kipwire broker spends on a Produce and on a Fetch, with no client's batching in the way.
+
+mock_bench.py's rates follow confluent-kafka, whose batching varies with its own speed, so its
+broker CPU per record moves with the client. Here kipwire's own blocking client sends a fixed
+stream to a `kipwire-broker serve` subprocess (3 brokers, a one-partition topic): `--requests`
+Produce requests of `--records` x 100 B each (acks=all, v11, one at a time), then Fetch requests
+of 1 MB (v16, by topic id) until every record is read. The serve process's CPU time (its
+threads' schedstat) is measured around each phase, less what it spends idle (heartbeats and the
+metadata log's long polls, measured for a second before), and printed per request and per record.
+Usage: ``python benchmarks/mock_request_cost.py [--requests N] [--records R] [--size B]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mock_bench import create_topic, kipwire_process, thread_cpu
+
+from kipwire.client import Connection
+from kipwire.codec import ApiKey, ErrorCode
+from kipwire.codec.records import build_batch, iter_batches
+
+TOPIC = "cost"
+FETCH_BYTES = 1 << 20
+
+
+def main() -> None:
+    """Start a cluster, run both phases and print the broker's CPU time per request."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--records", type=int, default=700)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    batch = build_batch([{"value": b"x" * args.size} for _ in range(args.records)])
+    with kipwire_process() as (bootstrap, pid):
+        tasks = Path(f"/proc/{pid}/task")
+
+        def cpu() -> float:
+            return sum(thread_cpu(tasks).values())
+
+        create_topic(bootstrap, TOPIC, partitions=1)
+        with Connection(bootstrap.split(",")[0]) as any_broker:
+            metadata = any_broker.call(ApiKey.METADATA, 12, {"topics": [{"name": TOPIC}]})
+        (topic,) = metadata["topics"]
+        leader = topic["partitions"][0]["leader_id"]
+        address = next(
+            f"{b['host']}:{b['port']}" for b in metadata["brokers"] if b["node_id"] == leader
+        )
+        start, before = time.perf_counter(), cpu()
+        time.sleep(1.0)
+        idle = (cpu() - before) / (time.perf_counter() - start)
+        with Connection(address) as conn:
+            produce = _phase(cpu, idle, lambda: _produce(conn, batch, args.requests))
+            fetch = _phase(
+                cpu, idle, lambda: _fetch(conn, topic["topic_id"], args.requests * args.records)
+            )
+    records = args.requests * args.records
+    print(f"load average {os.getloadavg()[0]:.1f}; idle serve process {idle * 1e3:.1f} ms/s")
+    for name, (seconds, used, count), what in (
+        ("produce", produce, f"requests of {args.records} x {args.size} B"),
+        ("fetch", fetch, "responses of up to 1 MB"),
+    ):
+        print(
+            f"{name}: {count} {what} in {seconds:.2f} s: {used / count * 1e6:.0f} us CPU each,"
+            f" {used / records * 1e6:.2f} us/record"
+        )
+
+
+def _phase(
+    cpu: Callable[[], float], idle: float, work: Callable[[], int]
+) -> tuple[float, float, int]:
+    """(seconds, broker CPU seconds less idle, count) of one phase."""
+    start, before = time.perf_counter(), cpu()
+    count = work()
+    seconds = time.perf_counter() - start
+    return seconds, cpu() - before - idle * seconds, count
+
+
+def _produce(conn: Connection, batch: bytes, requests: int) -> int:
+    body = {
+        "acks": -1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    for _ in range(requests):
+        (part,) = conn.call(ApiKey.PRODUCE, 11, body)["responses"][0]["partition_responses"]
+        if part["error_code"] != ErrorCode.NONE:
+            raise RuntimeError(f"produce failed: {part['error_code']}")
+    return requests
+
+
+def _fetch(conn: Connection, topic_id: object, records: int) -> int:
+    offset, responses = 0, 0
+    while offset < records:
+        body = {
+            "max_wait_ms": 500,
+            "min_bytes": 1,
+            "max_bytes": FETCH_BYTES,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": offset, "partition_max_bytes": FETCH_BYTES}
+                    ],
+                }
+            ],
+        }
+        (part,) = conn.call(ApiKey.FETCH, 16, body)["responses"][0]["partitions"]
+        if part["error_code"] != ErrorCode.NONE:
+            raise RuntimeError(f"fetch failed: {part['error_code']}")
+        offset = _next_offset(part["records"])
+        responses += 1
+    return responses
+
+
+def _next_offset(records: bytes) -> int:
+    """The offset after the last batch of a fetched partition's records."""
+    *_, last = iter_batches(records, verify_crc=False)
+    return last.last_offset + 1
+
+
+if __name__ == "__main__":
+    main()
