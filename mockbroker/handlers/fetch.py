@@ -319,23 +319,39 @@ def _read(
     total = 0
     failed = False
     responses = []
+    no_error = ErrorCode.NONE  # looked up once: a consumer's fetch may name thousands
     for topic in body["topics"]:
         name = topic_name(image, topic, "topic")
         parts = []
         for request in topic["partitions"]:
+            offset = request["fetch_offset"]
             try:
                 log = _leader_log(broker, name, request, replica)
+                # KIP-74: until some bytes are read, a partition returns at least one whole batch
+                records = log.read(
+                    offset,
+                    min(request["partition_max_bytes"], budget - total),
+                    committed=committed,
+                    min_one=total == 0,
+                    replica=replica,
+                )
             except LogError as exc:
                 failed = True
                 parts.append(_failed(request["partition"], exc.code))
                 continue
-            watched.append((log, _marks(log)))
-            try:
-                part = _read_partition(log, request, budget - total, committed, total == 0, replica)
-            except LogError as exc:
-                failed = True
-                part = _failed(request["partition"], exc.code)
-            total += len(part["records"])
+            marks = log.high_watermark, log.last_stable_offset, log.log_start_offset, log.end_offset
+            watched.append((log, marks))
+            total += len(records)
+            part = {
+                "partition_index": request["partition"],
+                "error_code": no_error,
+                "high_watermark": marks[0],
+                "last_stable_offset": marks[1],
+                "log_start_offset": marks[2],
+                "records": records,
+            }
+            if committed:
+                part["aborted_transactions"] = _aborted(log, offset, marks[1])
             parts.append(part)
         responses.append(
             {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
@@ -354,26 +370,12 @@ def _leader_log(broker: BrokerView, name: str | None, request: Any, replica: boo
     return log
 
 
-def _read_partition(
-    log: PartitionLog, request: Any, room: int, committed: bool, min_one: bool, replica: bool
-) -> dict:
-    """One partition's answer in a sessionless fetch; LogError with its error code."""
-    offset = request["fetch_offset"]
-    limit = min(request["partition_max_bytes"], room)
-    # KIP-74: until some bytes are read, a partition returns at least one whole batch
-    records = log.read(offset, limit, committed=committed, min_one=min_one, replica=replica)
-    stable = log.last_stable_offset
-    part = {
-        "partition_index": request["partition"],
-        "error_code": ErrorCode.NONE,
-        "high_watermark": log.high_watermark,
-        "last_stable_offset": stable,
-        "log_start_offset": log.log_start_offset,
-        "records": records,
-    }
-    if committed:
-        aborted = log.aborted_in(offset, stable) if log.aborted else ()
-        part["aborted_transactions"] = [
-            {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted
-        ]
-    return part
+def _aborted(log: PartitionLog, offset: int, stable: int) -> list[dict]:
+    """READ_COMMITTED's aborted transactions overlapping the read, [] at once when the log
+    has none."""
+    if not log.aborted:
+        return []
+    return [
+        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+        for t in log.aborted_in(offset, stable)
+    ]
