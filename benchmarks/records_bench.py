@@ -46,9 +46,9 @@ def make_records() -> list[dict]:
     return records
 
 
-def kafka_python_build(records: list[dict], codec: Compression) -> bytes:
-    """kafka-python's producer path: DefaultRecordBatchBuilder.append per record, then build."""
-    builder = DefaultRecordBatchBuilder(
+def _append_all(builder_class: type, records: list[dict], codec: Compression) -> bytes:
+    """A peer's producer path: its DefaultRecordBatchBuilder, append per record, then build."""
+    builder = builder_class(
         magic=2,
         compression_type=codec.value,
         is_transactional=False,
@@ -60,6 +60,11 @@ def kafka_python_build(records: list[dict], codec: Compression) -> bytes:
     for offset, record in enumerate(records):
         builder.append(offset, record["timestamp"], record["key"], record["value"], [])
     return bytes(builder.build())
+
+
+def kafka_python_build(records: list[dict], codec: Compression) -> bytes:
+    """kafka-python's producer path (pure Python)."""
+    return _append_all(DefaultRecordBatchBuilder, records, codec)
 
 
 def kafka_python_read(data: bytes) -> int:
@@ -74,19 +79,8 @@ def kafka_python_read(data: bytes) -> int:
 
 
 def aiokafka_build(records: list[dict], codec: Compression) -> bytes:
-    """aiokafka's producer path: its Cython DefaultRecordBatchBuilder, append per record."""
-    builder = aiokafka_default.DefaultRecordBatchBuilder(
-        magic=2,
-        compression_type=codec.value,
-        is_transactional=0,
-        producer_id=-1,
-        producer_epoch=-1,
-        base_sequence=-1,
-        batch_size=1 << 30,
-    )
-    for offset, record in enumerate(records):
-        builder.append(offset, record["timestamp"], record["key"], record["value"], [])
-    return bytes(builder.build())
+    """aiokafka's producer path, its Cython builder."""
+    return _append_all(aiokafka_default.DefaultRecordBatchBuilder, records, codec)
 
 
 def aiokafka_read(data: bytes) -> int:
