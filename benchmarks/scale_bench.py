@@ -15,8 +15,11 @@ throughput check instead, with the cluster in a subprocess (`kipwire-broker serv
 100 B produced (acks=all) and consumed on one 10-partition topic of an otherwise empty cluster,
 then spread over 100 topics of a 10,000-partition cluster, and the ratio of the rates
 (`--client kafka-python` for kafka-python's producer and consumer, `--processes` for a cluster
-with a process per broker). Every point counts Python's full garbage collections (`gc.callbacks`)
-during set-up and produce; `--gc-freeze` calls `gc.freeze()` once the topics exist.
+with a process per broker). ``--process-mode N``: mock_bench's produce and consume of N
+records (4 partitions, RF 3, acks=all) on `kipwire-broker serve` in one process and with a
+process per broker (`--processes`), alternating, two rounds. Every point counts Python's full
+garbage collections (`gc.callbacks`) during set-up and produce; `--gc-freeze` calls
+`gc.freeze()` once the topics exist.
 ``--real-kafka [--partitions P]``: the same client-side measures on the mock and on real Kafka
 4.4.0, side by side (scale_realkafka.py).
 """
@@ -220,13 +223,54 @@ def _ratio(records: int, client: str = "confluent-kafka", processes: bool = Fals
     print(f"ratio (10,000 partitions / 10): produce {p2 / p1:.2f}x, consume {c2 / c1:.2f}x")
 
 
+def _process_mode(records: int, rounds: int = 2) -> None:
+    """mock_bench's produce (confluent-kafka, 4 partitions, here RF 3 and acks=all), then a
+    consume of everything from offset 0 (`consume_spread`, its start-up included), on
+    `kipwire-broker serve --brokers 3` in one process and with `--processes`, alternating."""
+    from mock_bench import PARTITIONS, TOPIC, consume, create_topic, kipwire_cluster, produce
+
+    value = b"x" * 100
+    rates: dict[str, list[tuple[float, float]]] = {"in-process": [], "--processes": []}
+    for _ in range(rounds):
+        for mode, options in (("in-process", []), ("--processes", ["--processes"])):
+            with kipwire_cluster(3, options=options, stop_seconds=60) as bootstrap:
+                create_topic(bootstrap, replication_factor=REPLICATION_FACTOR)
+                produce(bootstrap, PARTITIONS, value)  # start-up costs stay out of the timing
+                consume(bootstrap, PARTITIONS)
+                produced = records / produce(bootstrap, records, value)
+                targets = [(TOPIC, p) for p in range(PARTITIONS)]
+                seen, took = consume_spread(bootstrap, targets, records + PARTITIONS)
+                if seen < records + PARTITIONS:
+                    raise RuntimeError(f"consumed {seen} of {records + PARTITIONS} records")
+                consumed = records / took
+            rates[mode].append((produced, consumed))
+            print(
+                f"{mode:>12}: produce {produced:,.0f} rec/s, consume {consumed:,.0f} rec/s"
+                f" (load average {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+    for mode, runs in rates.items():
+        best_p, best_c = max(p for p, _ in runs), max(c for _, c in runs)
+        print(f"{mode:>12}, best of {rounds}: produce {best_p:,.0f}, consume {best_c:,.0f} rec/s")
+
+
 def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> tuple[float, float]:
     """Records per second produced (one producer, acks=all, round robin over every partition),
     then consumed (one consumer assigned every partition from offset 0)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    targets = [(t, p) for p in range(partitions) for t in topics]
+    produced = records / produce_spread(bootstrap, targets, records)
+    seen, took = consume_spread(bootstrap, targets, records)
+    if seen < records:
+        raise RuntimeError(f"consumed {seen} of {records} records")
+    return produced, records / took
+
+
+def produce_spread(bootstrap: str, targets: list[tuple[str, int]], records: int) -> float:
+    """Seconds to produce `records` round robin over `targets` (confluent-kafka, acks=all,
+    linger.ms=5) until all are acknowledged; RuntimeError when that takes over 300 s."""
+    from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    targets = [(t, p) for p in range(partitions) for t in topics]
     value = b"x" * 100
     start = time.perf_counter()
     for i in range(records):
@@ -239,19 +283,28 @@ def _flow(bootstrap: str, topics: list[str], partitions: int, records: int) -> t
                 producer.poll(0.05)
     if producer.flush(300) != 0:
         raise RuntimeError("records were not delivered in 300 s")
-    produced = records / (time.perf_counter() - start)
+    return time.perf_counter() - start
+
+
+def consume_spread(
+    bootstrap: str, targets: list[tuple[str, int]], records: int
+) -> tuple[int, float]:
+    """(records seen, seconds) for one consumer assigned every target from offset 0, until
+    `records` are seen or 300 s have passed."""
+    from confluent_kafka import Consumer, TopicPartition
+
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "scale", "enable.auto.commit": False}
     )
     consumer.assign([TopicPartition(t, p, 0) for t, p in targets])
     seen, start, deadline = 0, time.perf_counter(), time.monotonic() + 300
     while seen < records and time.monotonic() < deadline:
-        seen += sum(m.error() is None for m in consumer.consume(10_000, 1.0))
-    consumed = records / (time.perf_counter() - start)
+        # at most what is left: a call asking for more waits out its whole timeout at the end
+        batch = consumer.consume(min(10_000, records - seen), 1.0)
+        seen += sum(m.error() is None for m in batch)
+    took = time.perf_counter() - start
     consumer.close()
-    if seen < records:
-        raise RuntimeError(f"consumed {seen} of {records} records")
-    return produced, consumed
+    return seen, took
 
 
 def _flow_kafka_python(
@@ -341,6 +394,12 @@ def main() -> None:
         "--processes", action="store_true", help="--ratio on a cluster with a process per broker"
     )
     parser.add_argument(
+        "--process-mode",
+        type=int,
+        default=0,
+        help="N records: mock_bench's produce/consume with and without --processes",
+    )
+    parser.add_argument(
         "--gc-freeze", action="store_true", help="gc.freeze() once the topics are created"
     )
     parser.add_argument(
@@ -364,6 +423,9 @@ def main() -> None:
         from scale_realkafka import run
 
         run(args.partitions, args.records, args.side or ["mock", "kafka"])
+        return
+    if args.process_mode:
+        _process_mode(args.process_mode)
         return
     if args.ratio:
         _ratio(args.ratio, args.client, args.processes)

@@ -44,6 +44,8 @@ from scale_bench import (  # noqa: E402
     TOPIC_PARTITIONS,
     _flow,
     _metadata_seconds,
+    consume_spread,
+    produce_spread,
 )
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -149,6 +151,7 @@ def measure_side(bootstrap: str, pids: list[int], partitions: int, records: int)
     row["create_one_s"] = _create(admin, "one", 10)
     _wait_leaders(admin, 1, 10)
     row["small"] = _flow(bootstrap, ["one"], 10, records)
+    print(f"  10 partitions: {row['small']}", flush=True)
     creates = []
     topics = [f"t{n:04d}" for n in range(partitions // TOPIC_PARTITIONS)]
     for name in topics:
@@ -163,9 +166,25 @@ def measure_side(bootstrap: str, pids: list[int], partitions: int, records: int)
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     took, seen = trio.run(_metadata_seconds, f"{host}:{port}")
     row["metadata_s"], row["metadata_partitions"] = took, seen
-    row["large"] = _flow(bootstrap, topics, TOPIC_PARTITIONS, records)
+    print(f"  set-up and idle: {row}", flush=True)
+    row["large"] = _spread(bootstrap, topics, records)
     row["rss_mb"] = process_rss_mb(pids)
     return row
+
+
+def _spread(bootstrap: str, topics: list[str], records: int) -> tuple[float, float | str]:
+    """Step 5: the produce and consume rates, a failed step's reason in place of its rate (a
+    cluster that cannot take the flow is a result too)."""
+    targets = [(t, p) for p in range(TOPIC_PARTITIONS) for t in topics]
+    try:
+        produced = records / produce_spread(bootstrap, targets, records)
+    except RuntimeError as exc:
+        return float("nan"), f"not consumed: produce failed ({exc})"
+    print(f"  spread produce: {produced:,.0f} rec/s", flush=True)
+    seen, took = consume_spread(bootstrap, targets, records)
+    if seen < records:
+        return produced, f"consumed {seen:,} of {records:,} in {took:.0f} s"
+    return produced, records / took
 
 
 SIDES = {"mock": ("kipwire mock", mock_side), "kafka": ("real Kafka 4.4.0", kafka_side)}
@@ -181,11 +200,13 @@ def table(rows: list[tuple[str, dict[str, Any]]], partitions: int) -> str:
     ]
     for name, r in rows:
         (p1, c1), (p2, c2) = r["small"], r["large"]
+        spread, ratio = f"{p2:,.0f} rec/s / {c2}", f"{p2 / p1:.2f}x / -"
+        if not isinstance(c2, str):
+            spread, ratio = f"{p2:,.0f} / {c2:,.0f} rec/s", f"{p2 / p1:.2f}x / {c2 / c1:.2f}x"
         lines.append(
             f"| {name} | {r['idle_cpu_pct']:.1f}% | {r['create_median_s']:.3f} / "
             f"{r['create_max_s']:.3f} s | {r['metadata_s']:.3f} s "
-            f"| {p1:,.0f} / {c1:,.0f} rec/s | {p2:,.0f} / {c2:,.0f} rec/s "
-            f"| {p2 / p1:.2f}x / {c2 / c1:.2f}x | {r['rss_mb']:.0f} MiB |"
+            f"| {p1:,.0f} / {c1:,.0f} rec/s | {spread} | {ratio} | {r['rss_mb']:.0f} MiB |"
         )
     return "\n".join(lines)
 

@@ -424,6 +424,8 @@ class PartitionLog:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self.log_start_offset}..{self.end_offset}",
             )
+        if offset == self.end_offset:
+            return b""  # the common answer to a caught-up reader, without finding a batch
         if replica:
             limit = self.end_offset  # followers copy the whole log, not only what is committed
         else:

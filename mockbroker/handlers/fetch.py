@@ -22,13 +22,16 @@ from kipwire.codec import ApiKey, ErrorCode, IsolationLevel
 
 from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
-from ..broker.log import LogError
+from ..broker.log import LogError, PartitionLog
 from ..broker.topic_names import response_topic, topic_name
 from ..security.context import PRINCIPAL
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
 #: Fetch names topics by id from this version on (KIP-516), by name before it.
 TOPIC_IDS_SINCE = 13
+#: What a sessionless fetch's long poll watches of a partition it read: a read answers
+#: differently only once one of them moves (high watermark, last stable offset, log start, end).
+Marks = tuple[int, int, int, int]
 #: The long poll's cap while a session lacks a partition its follower should fetch here: the
 #: follower names it in its next fetch, so that fetch should come soon.
 MISSING_WAIT = 0.02
@@ -68,11 +71,11 @@ async def fetch(ctx: RequestContext, body: Any) -> dict:
     else:
         body = _within_quota(ctx, body)
     while True:
-        responses, size, failed = _read(broker, body, replica_id >= 0, by_id)
+        watched: list[tuple[PartitionLog, Marks]] = []
+        responses, size, failed = _read(broker, body, replica_id >= 0, by_id, watched)
         if failed or size >= body["min_bytes"] or trio.current_time() >= deadline:
             return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
-        with trio.move_on_at(deadline):
-            await broker.wait_for_data()
+        await _wait_for_news(broker, watched, deadline)
 
 
 def _within_quota(ctx: RequestContext, body: Any) -> Any:
@@ -281,61 +284,98 @@ def _record_follower_fetch(
                 )
 
 
+async def _wait_for_news(
+    broker: BrokerView, watched: list[tuple[PartitionLog, Marks]], deadline: float
+) -> None:
+    """Sleep until the deadline, or until a read of the watched partitions could answer
+    differently: one of their marks moved, or the metadata did. A wake (an append or a moved
+    mark anywhere on the broker) costs a comparison per partition, not a read of each."""
+    image, offset = broker.image, broker.image.offset
+    with trio.move_on_at(deadline):
+        while True:
+            await broker.wait_for_data()
+            if broker.image is not image or image.offset != offset:
+                return
+            if any(_marks(log) != marks for log, marks in watched):
+                return
+
+
+def _marks(log: PartitionLog) -> Marks:
+    return log.high_watermark, log.last_stable_offset, log.log_start_offset, log.end_offset
+
+
 def _read(
-    broker: BrokerView, body: Any, replica: bool, by_id: bool
+    broker: BrokerView,
+    body: Any,
+    replica: bool,
+    by_id: bool,
+    watched: list[tuple[PartitionLog, Marks]],
 ) -> tuple[list[dict], int, bool]:
+    """Every requested partition's answer (a sessionless fetch lists them all, as Kafka's
+    does), the bytes read and whether any partition failed; each log read joins `watched`."""
     image = broker.image
     committed = body.get("isolation_level", 0) == IsolationLevel.READ_COMMITTED
     budget = body.get("max_bytes", 0x7FFFFFFF)
     total = 0
     failed = False
     responses = []
+    no_error = ErrorCode.NONE  # looked up once: a consumer's fetch may name thousands
     for topic in body["topics"]:
         name = topic_name(image, topic, "topic")
         parts = []
         for request in topic["partitions"]:
-            index = request["partition"]
+            offset = request["fetch_offset"]
             try:
-                if name is None:
-                    raise LogError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
-                partition = broker.partition(name, index, request.get("current_leader_epoch", -1))
-                log = partition.log
-                if not replica and not partition.serves_fetches:
-                    raise LogError(
-                        ErrorCode.NOT_LEADER_OR_FOLLOWER, "the leader is RECOVERING (KIP-704)"
-                    )
-                offset = request["fetch_offset"]
-                limit = min(request["partition_max_bytes"], budget - total)
+                log = _leader_log(broker, name, request, replica)
                 # KIP-74: until some bytes are read, a partition returns at least one whole batch
                 records = log.read(
-                    offset, limit, committed=committed, min_one=total == 0, replica=replica
+                    offset,
+                    min(request["partition_max_bytes"], budget - total),
+                    committed=committed,
+                    min_one=total == 0,
+                    replica=replica,
                 )
-                total += len(records)
-                part = {
-                    "partition_index": index,
-                    "error_code": ErrorCode.NONE,
-                    "high_watermark": log.high_watermark,
-                    "last_stable_offset": log.last_stable_offset,
-                    "log_start_offset": log.log_start_offset,
-                    "records": records,
-                }
-                if committed:
-                    part["aborted_transactions"] = [
-                        {"producer_id": t.producer_id, "first_offset": t.first_offset}
-                        for t in log.aborted_in(offset, log.last_stable_offset)
-                    ]
-                parts.append(part)
             except LogError as exc:
                 failed = True
-                parts.append(
-                    {
-                        "partition_index": index,
-                        "error_code": exc.code,
-                        "high_watermark": -1,
-                        "records": b"",
-                    }
-                )
+                parts.append(_failed(request["partition"], exc.code))
+                continue
+            marks = log.high_watermark, log.last_stable_offset, log.log_start_offset, log.end_offset
+            watched.append((log, marks))
+            total += len(records)
+            part = {
+                "partition_index": request["partition"],
+                "error_code": no_error,
+                "high_watermark": marks[0],
+                "last_stable_offset": marks[1],
+                "log_start_offset": marks[2],
+                "records": records,
+            }
+            if committed:
+                part["aborted_transactions"] = _aborted(log, offset, marks[1])
+            parts.append(part)
         responses.append(
             {**response_topic(image, name, by_id=by_id, key="topic"), "partitions": parts}
         )
     return responses, total, failed
+
+
+def _leader_log(broker: BrokerView, name: str | None, request: Any, replica: bool) -> PartitionLog:
+    """The log a fetch reads of a partition; LogError when this broker cannot serve it."""
+    index = request["partition"]
+    if name is None:
+        raise LogError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+    log = broker.partition_log(name, index, request.get("current_leader_epoch", -1))
+    if not replica and not broker.replica(name, index).serves_fetches:
+        raise LogError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "the leader is RECOVERING (KIP-704)")
+    return log
+
+
+def _aborted(log: PartitionLog, offset: int, stable: int) -> list[dict]:
+    """READ_COMMITTED's aborted transactions overlapping the read, [] at once when the log
+    has none."""
+    if not log.aborted:
+        return []
+    return [
+        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+        for t in log.aborted_in(offset, stable)
+    ]

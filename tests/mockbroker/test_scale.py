@@ -19,9 +19,10 @@ import pytest
 import trio
 from trio_client import AcksAllProducer, call_broker, read_partition
 
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import build_batch
 from kipwire.mockbroker.cluster import Cluster, open_cluster
+from kipwire.mockbroker.handlers import fetch as fetch_handler
 
 PARTITIONS = int(os.environ.get("KIPWIRE_SCALE_PARTITIONS", "300"))
 TOPIC_PARTITIONS = 100
@@ -117,3 +118,73 @@ async def test_a_saturated_data_plane_fences_no_broker():
         assert produced > 30  # every partition took batches
         assert _fenced(cluster) == []
         assert all(not cluster.controller.broker(b).fenced for b in cluster.nodes)
+
+
+@pytest.mark.trio
+async def test_a_sessionless_fetch_lists_every_partition_and_waits_on_its_own(monkeypatch):
+    """A consumer's sessionless fetch over many partitions answers every one of them (as Kafka's
+    SessionlessFetchContext does); while it waits, appends elsewhere on its broker cost it a
+    look at its partitions' marks, not a read of each, and an append to one of them answers it."""
+    reads = []
+    original = fetch_handler._read
+
+    def counted(*args: object) -> object:
+        reads.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(fetch_handler, "_read", counted)
+    async with open_cluster(brokers=1) as cluster:
+        await cluster.create_topic("wide", TOPIC_PARTITIONS)
+        await cluster.create_topic("other", 1)
+        batch = build_batch([{"key": None, "value": b"x" * 100, "headers": []}])
+
+        async def produce(topic: str, index: int) -> None:
+            body = {
+                "transactional_id": None,
+                "acks": 1,
+                "timeout_ms": 5000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": index, "records": batch}]}
+                ],
+            }
+            answer = await call_broker(cluster, 1, ApiKey.PRODUCE, PRODUCE_VERSION, body, 10.0)
+            assert answer["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.NONE
+
+        fetch = {
+            "replica_id": -1,
+            "max_wait_ms": 20_000,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "wide",
+                    "partitions": [
+                        {"partition": i, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        for i in range(TOPIC_PARTITIONS)
+                    ],
+                }
+            ],
+        }
+        answers = []
+
+        async def consume() -> None:
+            answers.append(await call_broker(cluster, 1, ApiKey.FETCH, 12, fetch, 30.0))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consume)
+            for _ in range(200):
+                if reads:
+                    break
+                await trio.sleep(0.01)
+            for _ in range(5):
+                await produce("other", 0)
+            assert not answers and len(reads) == 1
+            await produce("wide", 42)
+        (answer,) = answers
+        (topic,) = answer["responses"]
+        assert [p["partition_index"] for p in topic["partitions"]] == list(range(TOPIC_PARTITIONS))
+        with_records = [p["partition_index"] for p in topic["partitions"] if p["records"]]
+        assert with_records == [42] and len(reads) == 2
