@@ -3,14 +3,15 @@
 from collections.abc import Iterator
 
 from kipwire import codec
-from kipwire.codec.messages import registry
+from kipwire.codec.registry import MessageCodec
 
 
-def each_codec_path() -> Iterator[str]:
-    """Switch to the compiled path (when built), then to the Python one; compiled again after."""
+def each_codec_path(message: MessageCodec) -> Iterator[str]:
+    """Switch `message` to the compiled path (when built), then to the Python one; compiled
+    again after. Only that codec switches: the registry's switch visits every codec made so far."""
     try:
         for path in ("compiled", "python") if codec.compiled else ("python",):
-            registry.use_compiled(path == "compiled")
+            message.use_compiled(path == "compiled")
             yield path
     finally:
-        registry.use_compiled(True)
+        message.use_compiled(codec.compiled)
