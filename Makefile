@@ -26,9 +26,11 @@ test: $(STAMP) $(COMPILED)
 # (KIPWIRE_EXAMPLES), with a fresh Hypothesis seed printed first so a failure can be replayed
 # with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
 # then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB);
-# then 1,000,000 mutated frames through the compiled decoders (KIPWIRE_FUZZ_FRAMES); then the
-# capture job on a standalone Spark cluster (KIPWIRE_SPARK_CLUSTER) and every tool of the tool
-# matrix, the slow ones included (KIPWIRE_TOOL_MATRIX).
+# then 1,000,000 mutated frames through the compiled decoders and record loops
+# (KIPWIRE_FUZZ_FRAMES); then the capture job on Spark's own daemons, a standalone cluster and a
+# Connect server (KIPWIRE_SPARK_CLUSTER); 30 drawn values per message version through the round
+# trip and Kafka 4.4's codec; and every tool of the tool matrix, the slow ones included
+# (KIPWIRE_TOOL_MATRIX).
 test-deep: $(STAMP) $(COMPILED)
 	@seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	echo "test-deep: 5000 schedules, hypothesis seed $$seed"; \
@@ -41,6 +43,8 @@ test-deep: $(STAMP) $(COMPILED)
 		tests/codec/records/test_records_compiled.py
 	KIPWIRE_SPARK_CLUSTER=1 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/captures/engines/test_capture_spark_cluster.py
+	KIPWIRE_EXAMPLES=30 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_roundtrip.py \
+		tests/codec/test_kafka44_conformance.py
 	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
 # The compiled decoders and record loops built with AddressSanitizer, run on the mutated-frame

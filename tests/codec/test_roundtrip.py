@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from kipwire import codec
 
 ALL = sorted(codec.MESSAGES)
+# Four examples per version here; the same versions meet about 15 more drawn values in the
+# compiled-path, JSON, kafka-python and Kafka 4.4 tests (make test-deep: 30 here).
 SETTINGS = settings(
-    max_examples=int(os.environ.get("KIPWIRE_EXAMPLES", "6")),
+    max_examples=int(os.environ.get("KIPWIRE_EXAMPLES", "4")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

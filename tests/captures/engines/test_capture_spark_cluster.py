@@ -4,8 +4,8 @@ A standalone master and two workers take the job from spark-submit (kipwire only
 --py-files); a Spark Connect server takes it from `kipwire-capture decode --remote` and from
 `run_decode(remote=...)` (kipwire shipped as a session artifact). The server's and executors'
 Python lacks kipwire, as a cluster's would. Inputs and outputs sit on a path every process
-sees; each run must write the tables the in-process engine writes. Skipped without Java; the
-standalone cluster only with KIPWIRE_SPARK_CLUSTER=1 (make test-deep).
+sees; each run must write the tables the in-process engine writes. Skipped without Java, and
+run only with KIPWIRE_SPARK_CLUSTER=1 (make test-deep).
 """
 
 from __future__ import annotations
@@ -33,7 +33,16 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from kipwire.captures.reading.pcap import PcapngWriter  # noqa: E402
 
-pytestmark = pytest.mark.skipif(java_missing() is not None, reason=java_missing() or "")
+# Spark's own daemons (a master and two worker JVMs; a Connect server) cost about 90 s on 2 cores,
+# and the local-cluster spark-submit test in test_capture_spark.py ships kipwire to executor
+# processes the same way: make test-deep runs this module (KIPWIRE_SPARK_CLUSTER=1).
+pytestmark = [
+    pytest.mark.skipif(java_missing() is not None, reason=java_missing() or ""),
+    pytest.mark.skipif(
+        os.environ.get("KIPWIRE_SPARK_CLUSTER") != "1",
+        reason="Spark's daemons run with KIPWIRE_SPARK_CLUSTER=1 (make test-deep)",
+    ),
+]
 
 NAME = "cluster-test"
 SPLIT_MB = "0.004"  # the 4-connection file becomes several packet ranges, shuffled
@@ -92,12 +101,6 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(bare)
 
 
-# A master and two worker JVMs cost about a minute on 2 cores, and the local-cluster spark-submit
-# test in test_capture_spark.py ships kipwire to executors the same way: make test-deep runs this.
-@pytest.mark.skipif(
-    os.environ.get("KIPWIRE_SPARK_CLUSTER") != "1",
-    reason="the standalone cluster runs with KIPWIRE_SPARK_CLUSTER=1 (make test-deep)",
-)
 def test_spark_submit_to_a_standalone_cluster(
     tmp_path: Path, inputs: list[str], expected: dict, bare_python: str
 ) -> None:
