@@ -8,11 +8,9 @@ frames the Python parser refuses, and return the same value for the rest.
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 import shutil
-import sys
 import uuid
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 from codec_strategies import values, versions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_growth import blocks_left_by
 
 from kipwire import codec
 from kipwire.codec import DecodeError, _compiled
@@ -172,9 +171,6 @@ def test_no_reference_leaks() -> None:
         return refused
 
     run(1000)
-    gc.collect()
-    before = sys.getallocatedblocks()
-    assert run(100_000) == 20_000
-    gc.collect()
-    grown = sys.getallocatedblocks() - before
+    refused, grown = blocks_left_by(lambda: run(100_000))
+    assert refused == 20_000
     assert grown < 1000, f"{grown} more blocks allocated after 100,000 decodes"

@@ -11,9 +11,7 @@ same EncodeErrors.
 from __future__ import annotations
 
 import enum
-import gc
 import random
-import sys
 import uuid
 from typing import Any
 
@@ -21,6 +19,7 @@ import pytest
 from codec_strategies import expected, plain, values, versions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_growth import blocks_left_by
 from test_compiled import ALL, EXAMPLES, Refused, needs_compiled
 
 from kipwire import codec
@@ -221,9 +220,6 @@ def test_no_reference_leaks_on_build() -> None:
         return refused
 
     run(1000)
-    gc.collect()
-    before = sys.getallocatedblocks()
-    assert run(100_000) == 20_000
-    gc.collect()
-    grown = sys.getallocatedblocks() - before
+    refused, grown = blocks_left_by(lambda: run(100_000))
+    assert refused == 20_000
     assert grown < 1000, f"{grown} more blocks allocated after 100,000 builds"

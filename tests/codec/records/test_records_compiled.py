@@ -9,16 +9,15 @@ crash the interpreter or leak.
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 import shutil
-import sys
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_growth import blocks_left_by
 from test_records_hostile import GOOD_RECORD, TS, v2_batch
 
 from kipwire import codec
@@ -281,11 +280,8 @@ def test_no_reference_leaks() -> None:
         return read
 
     run(5)
-    gc.collect()
-    before = sys.getallocatedblocks()
-    assert run(125) == 100_000
-    gc.collect()
-    grown = sys.getallocatedblocks() - before
+    read, grown = blocks_left_by(lambda: run(125))
+    assert read == 100_000
     assert grown < 1000, f"{grown} more blocks allocated after 100,000 records"
 
 
