@@ -17,11 +17,25 @@ from kafka_harness import KafkaCluster, KafkaNode, free_port
 from realkafka_wire import WireConnection
 
 from kipwire.codec import ApiKey, ErrorCode
+from kipwire.mockbroker import MockCluster
 from kipwire.mockbroker.security.tls import pkcs8
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 SUPER_USERS = ("admin",)
 SCRAM_SHA_512 = 2  # the KIP-554 APIs' number for SCRAM-SHA-512
+
+
+def secured_mock() -> MockCluster:
+    """A one-broker mock secured as the real node is (its SASL_SSL listener, users, authorizer)."""
+    return MockCluster(
+        brokers=1,
+        security_protocol="SASL_SSL",
+        sasl_mechanisms=("SCRAM-SHA-512", "PLAIN"),
+        users=USERS,
+        super_users=SUPER_USERS,
+        authorizer=True,
+        config={"auto.create.topics.enable": "false"},
+    )
 
 
 @dataclass

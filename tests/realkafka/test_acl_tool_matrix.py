@@ -17,10 +17,8 @@ from pathlib import Path
 import pytest
 from kafka_dist import KafkaDist, KafkaUnavailable
 from kafka_harness import single
-from secured_kafka import USERS, SecuredKafka
+from secured_kafka import USERS, SecuredKafka, secured_mock
 from tool_matrix import Side, mask
-
-from kipwire.mockbroker import MockCluster
 
 ACLS = "AclCommand"
 #: (step, arguments after --bootstrap-server and --command-config)
@@ -129,15 +127,7 @@ def real_steps(kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory) 
 def mock_steps(kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The transcript on a one-broker mock secured as the real node is."""
     workdir = tmp_path_factory.mktemp("acl-matrix-mock")
-    with MockCluster(
-        brokers=1,
-        security_protocol="SASL_SSL",
-        sasl_mechanisms=("SCRAM-SHA-512", "PLAIN"),
-        users=USERS,
-        super_users=("admin",),
-        authorizer=True,
-        config={"auto.create.topics.enable": "false"},
-    ) as cluster:
+    with secured_mock() as cluster:
         side = Side("mock", cluster.bootstrap_servers, kafka_dist, workdir / "tools")
         config = workdir / "client.properties"
         config.write_text(cluster.client_config("admin", "PLAIN", library="java"))

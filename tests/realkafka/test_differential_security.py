@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kafka_dist import KafkaDist, KafkaUnavailable
 from kafka_harness import single
-from secured_kafka import USERS, SecuredKafka
+from secured_kafka import USERS, SecuredKafka, secured_mock
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "mockbroker"))
@@ -32,7 +32,6 @@ from kipwire.codec import (  # noqa: E402
     PatternType,
 )
 from kipwire.codec.records import build_batch  # noqa: E402
-from kipwire.mockbroker import MockCluster  # noqa: E402
 from kipwire.mockbroker.security.acls import binding_from_names  # noqa: E402
 
 TOPICS = ("orders", "svc-a", "secret-x", "other")
@@ -118,15 +117,7 @@ def kafka_side(kafka_dist: KafkaDist, tmp_path_factory: pytest.TempPathFactory) 
 @pytest.fixture(scope="module")
 def mock_side() -> Iterator[Side]:
     """A one-broker mock configured as the real node is."""
-    with MockCluster(
-        brokers=1,
-        security_protocol="SASL_SSL",
-        sasl_mechanisms=("SCRAM-SHA-512", "PLAIN"),
-        users=USERS,
-        super_users=("admin",),
-        authorizer=True,
-        config={"auto.create.topics.enable": "false"},
-    ) as cluster:
+    with secured_mock() as cluster:
         side = Side(cluster.bootstrap_servers, cluster.ssl_ca_location)
         _setup(side)
         yield side
