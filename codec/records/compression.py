@@ -1,17 +1,18 @@
 """The four codecs of Kafka's record formats, with a hard bound on decompressed size.
 
-gzip uses the standard library's zlib (its ``max_length`` bounds output exactly); snappy, lz4 and
-zstd use cramjam, one maintained wheel with all three that also decompresses into a caller-sized
+gzip uses zlib-ng (the zlib module's API, so ``max_length`` bounds output exactly; it deflates a
+batch about twice as fast as the standard library's zlib at the same level); snappy, lz4 and zstd
+use cramjam, one maintained wheel with all three that also decompresses into a caller-sized
 buffer, which is how a decompression bomb is stopped without allocating what it asks for.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Callable
 
 import cramjam
+from zlib_ng import zlib_ng as zlib
 
 from ..errors import DecodeError
 from . import lz4frame
