@@ -273,8 +273,12 @@ class ProcessCluster(Cluster):
                 getattr(taps[tap_id], what)(*args)
 
         def offsets(changes: dict[str, Any]) -> None:
-            others = [n.channel for n in self.nodes.values() if n.channel not in (None, channel)]
-            self.offsets.take(changes, others)  # type: ignore[arg-type]
+            others = [
+                n.channel
+                for n in self.nodes.values()
+                if n.channel is not None and n.channel is not channel
+            ]
+            self.offsets.take(changes, others)
 
         channel.ops.update(
             hello=hello,
