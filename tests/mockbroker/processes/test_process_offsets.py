@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from process_clients import DEADLINE, produce, values
@@ -21,10 +22,11 @@ PARTITIONS = 3
 RECORDS = 30
 
 
-def _consumer(bootstrap: str, group: str) -> Consumer:
+def _consumer(bootstrap: str, group: str, protocol: str = "classic") -> Consumer:
     config = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
+        "group.protocol": protocol,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
     }
@@ -33,9 +35,11 @@ def _consumer(bootstrap: str, group: str) -> Consumer:
     return consumer
 
 
-def _read_and_commit(bootstrap: str, group: str, at_least: int) -> list[bytes]:
+def _read_and_commit(
+    bootstrap: str, group: str, at_least: int, protocol: str = "classic"
+) -> list[bytes]:
     """Read at least `at_least` records (a few at a time), commit what was read, leave."""
-    consumer = _consumer(bootstrap, group)
+    consumer = _consumer(bootstrap, group, protocol)
     read: list[bytes] = []
     deadline = time.monotonic() + DEADLINE
     while len(read) < at_least and time.monotonic() < deadline:
@@ -63,18 +67,19 @@ def _fill(cluster: MockCluster) -> None:
     assert produce(cluster.bootstrap_servers, TOPIC, RECORDS) == []
 
 
-def test_a_group_resumes_from_its_commits_when_its_coordinators_broker_stops():
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])  # consumer: KIP-848
+def test_a_group_resumes_from_its_commits_when_its_coordinators_broker_stops(protocol):
     with MockCluster(brokers=3, processes=True) as cluster:
         bootstrap = cluster.bootstrap_servers
         _fill(cluster)
-        first = _read_and_commit(bootstrap, "moving", RECORDS // 2)
+        first = _read_and_commit(bootstrap, "moving", RECORDS // 2, protocol)
         assert RECORDS // 2 <= len(first) < RECORDS
         old = _coordinator(bootstrap, "moving")
         cluster.stop_broker(old, clean=False)
         assert _coordinator(bootstrap, "moving") != old
         # OffsetFetch on the new coordinator: every acknowledged commit
         assert _committed(bootstrap, "moving") == len(first)
-        rest = _read_and_commit(bootstrap, "moving", RECORDS - len(first))
+        rest = _read_and_commit(bootstrap, "moving", RECORDS - len(first), protocol)
         assert sorted(first + rest) == values(RECORDS)  # none read twice, none skipped
 
 
