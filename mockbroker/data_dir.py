@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -72,15 +72,21 @@ class DataDir:
         self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator
     ) -> None:
         """Committed offsets of the last run back into the coordinators."""
+        document = self.load_offsets()
+        if document is not None:
+            offsets_file.restore(document, consumer, streams)
+
+    def load_offsets(self) -> dict[str, Any] | None:
+        """The last run's committed offsets document; None when there is none to read."""
         path = self.path / self.offsets_file
         if not path.is_file():
-            return
+            return None
         try:
             document = json.loads(path.read_text())
         except ValueError:
-            return  # a file cut short by a crash: the offsets are lost, as unflushed ones are
-        offsets_file.restore(document, consumer, streams)
+            return None  # a file cut short by a crash: the offsets are lost, as unflushed ones are
         self._saved_offsets = json.dumps(document, sort_keys=True)
+        return document
 
     @staticmethod
     def restore_producer_ids(
@@ -99,7 +105,11 @@ class DataDir:
 
     def save_offsets(self, consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator) -> None:
         """Write the committed offsets when they changed since the last write."""
-        text = json.dumps(offsets_file.snapshot(consumer, streams), sort_keys=True)
+        self.save_offsets_document(offsets_file.snapshot(consumer, streams))
+
+    def save_offsets_document(self, document: dict[str, Any]) -> None:
+        """Write an offsets document (`offsets_file`'s form) when it changed since the last."""
+        text = json.dumps(document, sort_keys=True)
         if text == self._saved_offsets:
             return
         self.path.mkdir(parents=True, exist_ok=True)

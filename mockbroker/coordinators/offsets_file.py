@@ -44,6 +44,13 @@ def snapshot(consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator) ->
     return {"version": VERSION, "groups": groups}
 
 
+def groups_of(document: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A document's groups (none for a missing document or another version)."""
+    if document is None or document.get("version") != VERSION:
+        return {}
+    return dict(document.get("groups", {}))
+
+
 def restore(
     document: Mapping[str, Any], consumer: ConsumerGroupCoordinator, streams: StreamsCoordinator
 ) -> int:

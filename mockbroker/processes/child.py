@@ -10,7 +10,8 @@ recorder, every frame its connections carry. It exits when the control channel c
 
 What a broker needs of the rest of the cluster it finds here: the group and transaction
 coordinators are its own (a client reaches a group's coordinator through FindCoordinator, which
-picks by the same hash over the live brokers of its metadata image); transaction markers for
+picks by the same hash over the live brokers of its metadata image), and their committed offsets
+are replicated through the parent (`offsets.py`); transaction markers for
 partitions led elsewhere go to their leader as WriteTxnMarkers; a share group's lag reads only
 the high watermarks of partitions this broker leads.
 """
@@ -22,6 +23,7 @@ import os
 import signal
 import sys
 import zlib
+from types import MappingProxyType
 from typing import Any
 
 import trio
@@ -37,7 +39,7 @@ from ..coordinators.groups import GroupCoordinator
 from ..coordinators.share_groups import ShareCoordinator
 from ..coordinators.streams_groups import StreamsCoordinator
 from ..coordinators.transactions import TransactionCoordinator
-from ..data_dir import OFFSETS_INTERVAL_S, DataDir
+from ..data_dir import DataDir
 from ..errors import ClusterError
 from ..network import CONTROLLER, NodeId
 from ..security.runtime import ClusterSecurity
@@ -45,6 +47,7 @@ from .channel import Channel
 from .controller_child import ChildController
 from .faults import MirrorFaults
 from .links import process_network
+from .offsets import ReplicatedOffsets
 from .taps import ForwardingTaps
 
 WRITE_TXN_MARKERS_VERSION = 1
@@ -99,13 +102,11 @@ class ChildBroker:
         )
         self.node = BrokerNode(settings["node_id"], settings["port"], services)
         self.runner = BrokerRunner(self.node, self.network)
-        #: log.dirs: the node loaded its own logs; this process keeps the committed offsets
-        #: of the groups it coordinates in a file of its own
-        self.data_dir: DataDir | None = None
-        if config.get("log.dirs"):
-            offsets = f"group-offsets-broker-{self.node.node_id}.json"
-            self.data_dir = DataDir(config["log.dirs"], offsets)
-            self.data_dir.restore_offsets(consumer_groups, streams_groups)
+        #: Every group's committed offsets, as the parent keeps them.
+        self.offsets = ReplicatedOffsets(channel, consumer_groups, streams_groups)
+        self.node.handlers = MappingProxyType(self.offsets.wrap(self.node.handlers))
+        #: log.dirs: the node loaded its own logs (the parent writes the committed offsets).
+        self.data_dir = DataDir(config["log.dirs"]) if config.get("log.dirs") else None
         #: Set when the parent ends the cluster in order (a parent that dies sends nothing).
         self.ending_cleanly = False
         # each process hands out producer ids from a block of its own (Kafka's brokers take
@@ -145,6 +146,7 @@ class ChildBroker:
             "closing": self._closing,
             "high_watermarks": self.high_watermarks,
             "telemetry": self.node.client_metrics.pushed,
+            "replica_offsets": self.offsets.apply,
         }
 
     def _resolve(self, node: NodeId) -> str:
@@ -228,31 +230,20 @@ class ChildBroker:
             await connection.aclose()
 
     async def run_timers(self) -> None:
-        """The coordinators' timers (and saving committed offsets), until cancelled."""
+        """The coordinators' timers, until cancelled."""
         async with trio.open_nursery() as nursery:
             for coordinator in self.coordinators:
                 nursery.start_soon(coordinator.run_timers)
-            if self.data_dir is not None:
-                nursery.start_soon(self._save_offsets)
-
-    async def _save_offsets(self) -> None:
-        assert self.data_dir is not None
-        _, consumer_groups, _, streams_groups, _ = self.coordinators
-        while True:
-            await trio.sleep(OFFSETS_INTERVAL_S)
-            self.data_dir.save_offsets(consumer_groups, streams_groups)
 
     def _closing(self) -> None:
         self.ending_cleanly = True
 
     def close(self) -> None:
-        """The cluster ended: in order, with log.dirs, the offsets are saved and a running
-        broker flushes and writes its checkpoints and CleanShutdownFile (as in-process); after
-        its parent died, the disk keeps only what was flushed, as for a killed process."""
+        """The cluster ended: in order, with log.dirs, a running broker flushes and writes its
+        checkpoints and CleanShutdownFile (as in-process); after its parent died, the disk
+        keeps only what was flushed, as for a killed process."""
         if self.data_dir is None or not self.ending_cleanly:
             return
-        _, consumer_groups, _, streams_groups, _ = self.coordinators
-        self.data_dir.save_offsets(consumer_groups, streams_groups)
         if self.runner.started:
             self.node.shut_down_cleanly()
 

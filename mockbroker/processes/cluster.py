@@ -16,8 +16,10 @@ the connections it dials (`faults.py`), so a cut between a broker and the contro
 both of their processes.
 
 With `log.dirs`, the parent reads the last run's metadata log and the controller's process
-writes it on; each broker process loads and writes its broker's directories, and keeps the
-committed offsets of the groups it coordinates in `group-offsets-broker-<id>.json`.
+writes it on; each broker process loads and writes its broker's directories. The parent keeps
+every group's committed offsets (`offsets.py`: each broker process reports its changes before it
+acknowledges them, and the parent passes them on to the other broker processes), so with
+`log.dirs` it alone writes them, to `group-offsets.json` as in-process.
 
 Not in process mode: `clock=` (MockClock cannot drive other processes; `MockCluster` refuses
 it), and `logs` (the brokers' logs live in their
@@ -43,7 +45,8 @@ from ..cluster import BROKER_ONLY, Cluster
 from ..controller import Controller, Semantics
 from ..controller.broker_configs import cluster_config
 from ..controller.features import fresh_features
-from ..data_dir import DataDir
+from ..coordinators import offsets_file
+from ..data_dir import OFFSETS_INTERVAL_S, DataDir
 from ..errors import ClusterError, WrongState
 from ..faults import CutInjection, ErrorInjection, LatencyInjection
 from ..handlers.registry import listed
@@ -56,6 +59,7 @@ from .channel import Channel, ChannelClosed
 from .faults import ParentFaults
 from .links import process_network
 from .nodes import BrokerProcess, ControllerProcess, NodeProcess, _Mark
+from .offsets import OffsetsKeeper
 
 #: How long a child may take to start and dial back.
 START_TIMEOUT = 60.0
@@ -87,6 +91,9 @@ class ProcessCluster(Cluster):
         #: log.dirs: the metadata log is read here and written by the controller's process;
         #: each broker process owns its brokers' directories
         self.data_dir = DataDir(self.config["log.dirs"]) if self.config.get("log.dirs") else None
+        saved = self.data_dir.load_offsets() if self.data_dir is not None else None
+        #: Every group's committed offsets, the copy each broker process starts from.
+        self.offsets = OffsetsKeeper(offsets_file.groups_of(saved))
         settings = SecurityConfig.from_arguments(**security)
         # the CA lives here; each child serves the same certificate files (`SharedSecurity`)
         self.security = ClusterSecurity(settings, self.config) if settings.secured else None
@@ -155,6 +162,8 @@ class ProcessCluster(Cluster):
                         for node in self.nodes.values():
                             starting.start_soon(self._spawn, nursery, node, address)
                 await self._synced_and_caught_up()
+                if self.data_dir is not None:
+                    nursery.start_soon(self._save_offsets, self.data_dir)
                 if self.recorder is not None:
                     nursery.start_soon(self.recorder.run)
                 task_status.started()
@@ -179,6 +188,9 @@ class ProcessCluster(Cluster):
         await node.dialed.call("setup", settings)
         node.channel = node.dialed
         node.channel.post("addresses", self._addresses())
+        if isinstance(node, BrokerProcess):
+            # before its start call: a new coordinator has the offsets before it serves
+            node.channel.post("replica_offsets", dict(self.offsets.groups))
 
     async def _spawn_controller(self, nursery: trio.Nursery, address: str) -> None:
         node = self.controller_node
@@ -260,8 +272,17 @@ class ProcessCluster(Cluster):
             else:
                 getattr(taps[tap_id], what)(*args)
 
+        def offsets(changes: dict[str, Any]) -> None:
+            others = [
+                n.channel
+                for n in self.nodes.values()
+                if n.channel is not None and n.channel is not channel
+            ]
+            self.offsets.take(changes, others)
+
         channel.ops.update(
             hello=hello,
+            offsets=offsets,
             offset=offset,
             records=records,
             tap=tap,
@@ -286,6 +307,13 @@ class ProcessCluster(Cluster):
                 for node in group:
                     if node.process is not None:
                         await node.process.wait()
+        if self.data_dir is not None:
+            self.data_dir.save_offsets_document(self.offsets.document())
+
+    async def _save_offsets(self, data_dir: DataDir) -> None:
+        while True:
+            await trio.sleep(OFFSETS_INTERVAL_S)
+            data_dir.save_offsets_document(self.offsets.document())
 
     def _broadcast(self, op: str, *args: Any) -> None:
         for node in self._children():
