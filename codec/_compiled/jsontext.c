@@ -99,30 +99,30 @@ is_blob_type(PyObject *v)
 
 /* -- facts ----------------------------------------------------------------------------------- */
 
-/* bodies.count_records: records counted from batch headers; -1 when they cannot be. */
-static int64_t
-count_records(const unsigned char *b, Py_ssize_t n)
+/* bodies.count_records: records counted from batch headers into *total (header counts may be
+ * negative); 0 when they cannot be counted (a compressed legacy wrapper hides its count). */
+static int
+count_records(const unsigned char *b, Py_ssize_t n, int64_t *total)
 {
     Py_ssize_t pos = 0;
-    int64_t total = 0;
+    *total = 0;
     while (pos + 17 <= n) {
         int64_t length = (int32_t)rd_be32(b + pos + 8);
-        Py_ssize_t end = pos + 12 + (Py_ssize_t)length;
-        if (length < 0 || end > n)
+        if (length < 0 || length > n - pos - 12)
             break;
         if (b[pos + 16] == 2) {
             if (pos + 61 > n)
                 break;
-            total += (int32_t)rd_be32(b + pos + 57);
+            *total += (int32_t)rd_be32(b + pos + 57);
         }
         else {
             if (pos + 22 > n || (b[pos + 21] & 0x07))
-                return -1;
-            total += 1;
+                return 0;
+            *total += 1;
         }
-        pos = end;
+        pos += 12 + (Py_ssize_t)length;
     }
-    return total;
+    return 1;
 }
 
 /* _Acc.error_code: the first error code seen, or the first that is not NONE after NONE. */
@@ -351,8 +351,8 @@ write_records(walk_t *w, PyObject *v, int scan, PyObject **error)
         return J_FALLBACK;
     if (scan) {
         w->seen_records = 1;
-        int64_t count = count_records(data, size);
-        if (count >= 0) {
+        int64_t count;
+        if (count_records(data, size, &count)) {
             w->records += count;
             w->have_records = 1;
         }
