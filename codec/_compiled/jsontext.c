@@ -76,7 +76,9 @@ blob_bytes(PyObject *v, const unsigned char **data, Py_ssize_t *size)
         *size = PyByteArray_GET_SIZE(v);
         return 0;
     }
-    if (PyMemoryView_Check(v) && Py_IS_TYPE(v, &PyMemoryView_Type)) {
+    if (Py_IS_TYPE(v, &PyMemoryView_Type)) {
+        if (((PyMemoryViewObject *)v)->flags & _Py_MEMORYVIEW_RELEASED)
+            return 1; /* Python raises ValueError on it */
         Py_buffer *view = PyMemoryView_GET_BUFFER(v);
         if (view->buf == NULL && view->len != 0)
             return 1;
@@ -286,30 +288,34 @@ write_expanded(walk_t *w, const unsigned char *data, Py_ssize_t size,
     if (rc != J_FALLBACK)
         return rc;
     w->o.n = mark;
+    /* Python code runs from here on: the blob's bytes are read from this copy only */
     PyObject *copy = PyBytes_FromStringAndSize((const char *)data, size);
     if (copy == NULL)
         return J_ERROR;
     PyObject *tree = PyObject_CallOneArg(expand_fn, copy);
-    Py_DECREF(copy);
     if (tree != NULL) {
         rc = write_plain(w, tree, 0);
         Py_DECREF(tree);
+        Py_DECREF(copy);
         return rc;
     }
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return J_ERROR;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    if (value == NULL)
-        return J_ERROR;
-    *error = PyObject_CallOneArg(error_text_fn, value);
-    Py_DECREF(value);
-    if (*error == NULL)
-        return J_ERROR;
-    return jout_base64(&w->o, data, size, 0) < 0 ? J_ERROR : J_OK;
+    rc = J_ERROR;
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        if (value != NULL) {
+            *error = PyObject_CallOneArg(error_text_fn, value);
+            Py_DECREF(value);
+        }
+        if (*error != NULL && jout_base64(&w->o, (const unsigned char *)PyBytes_AS_STRING(copy),
+                                          size, 0) == 0)
+            rc = J_OK;
+    }
+    Py_DECREF(copy);
+    return rc;
 }
 
 /* A value that is neither a dict nor a list, as codec.to_json converts it. */
