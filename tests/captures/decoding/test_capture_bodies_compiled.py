@@ -25,7 +25,7 @@ from memory_growth import blocks_left_by
 from kipwire import codec
 from kipwire.captures.decoding import bodies
 from kipwire.captures.decoding.pipeline import decode_capture
-from kipwire.codec import ApiKey
+from kipwire.codec import ApiKey, ErrorCode
 from kipwire.codec.records import ControlType, build_batch, control_record, expand_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "codec"))
@@ -44,6 +44,7 @@ SETTINGS = settings(
 )
 MESSAGES = sorted(n for n in codec.MESSAGES if versions(n))
 TS = 1_700_000_000_000
+CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)  # a plain int: an IntEnum is left to Python
 
 
 def python_answer(body):
@@ -364,7 +365,7 @@ class Text(str):
 
 
 def _deep(levels: int, **leaf) -> dict:
-    node: dict = {"error_code": 0, **leaf}
+    node: dict = {"error_code": int(ErrorCode.NONE), **leaf}
     for _ in range(levels):
         node = {"inner": node}
     return node
@@ -378,7 +379,14 @@ def _deep(levels: int, **leaf) -> dict:
         ("a str subclass", {"name": Text("x")}, False),
         ("a lone surrogate", {"topics": [{"name": "a\ud800"}]}, False),
         ("too deep", _deep(80), False),
-        ("int keys", {"_unknown_tags": {3: b"\x01", 1: b""}, "error_code": 5}, True),
+        (
+            "int keys",
+            {
+                "_unknown_tags": {3: b"\x01", 1: b""},
+                "error_code": int(ErrorCode.LEADER_NOT_AVAILABLE),
+            },
+            True,
+        ),
         ("int and str keys", {"_unknown_tags": {1: b"", "1": b""}}, False),
         ("an int key on a list", {5: [1]}, False),
         ("records as text", {"records": "AAAA"}, False),
@@ -403,10 +411,25 @@ def _deep(levels: int, **leaf) -> dict:
         ),
         (
             "responses",
-            {"responses": [{"topic_name": "a", "error_code": 0}, {"error_code": 3}]},
+            {
+                "responses": [
+                    {"topic_name": "a", "error_code": int(ErrorCode.NONE)},
+                    {"error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)},
+                ]
+            },
             True,
         ),
-        ("error codes", {"x": [{"error_code": 0}, {"error_code": True}, {"error_code": 2}]}, True),
+        (
+            "error codes",
+            {
+                "x": [
+                    {"error_code": int(ErrorCode.NONE)},
+                    {"error_code": True},
+                    {"error_code": CORRUPT},
+                ]
+            },
+            True,
+        ),
     ],
 )
 def test_odd_bodies(label: str, body, answered: bool) -> None:
@@ -432,7 +455,7 @@ def test_no_reference_leaks() -> None:
         produce(v2),
         produce(v2[:-1]),
         produce(build_batch([{"value": b"v"}], compression="gzip")),
-        {"topics": [{"name": "a", "topic_id": uuid.uuid4(), "error_code": 3}], "x": 2**70},
+        {"topics": [{"name": "a", "topic_id": uuid.uuid4(), "error_code": CORRUPT}], "x": 2**70},
         {"error_code": Color.RED},
     ]
 
