@@ -40,7 +40,7 @@ typedef struct {
     jout o;
     int scan;             /* facts_and_json: note the facts; body_json: only write */
     int expand;           /* body_json: expand every non-empty blob */
-    PyObject *first_err;  /* borrowed from the body */
+    PyObject *first_err;  /* a new reference: Python code may run before the walk ends */
     PyObject *topics, *seen, *ids, *seen_ids; /* new references, made on first use */
     int64_t records;
     int have_records, seen_records;
@@ -323,7 +323,8 @@ write_dict(walk_t *w, PyObject *obj, int depth)
             str_keys = 1;
             rc = jout_str(o, key);
             if (rc == J_OK)
-                rc = jout_char(o, ':') < 0 ? J_ERROR : write_item(w, key, value, depth, scan, &error);
+                rc = jout_char(o, ':') < 0 ? J_ERROR
+                                           : write_item(w, key, value, depth, scan, &error);
         }
         else if (PyLong_CheckExact(key) && !(scan && PyList_Check(value))) {
             /* str(k), as `_unknown_tags` keys are written ("topic" in k would raise for a list) */
@@ -391,6 +392,7 @@ static void
 walk_clear(walk_t *w)
 {
     PyMem_Free(w->o.buf);
+    Py_CLEAR(w->first_err);
     Py_CLEAR(w->topics);
     Py_CLEAR(w->seen);
     Py_CLEAR(w->ids);
@@ -436,7 +438,8 @@ facts_and_json(PyObject *self, PyObject *body)
         else {
             PyObject *err = top != NULL && PyLong_Check(top) ? top : w.first_err;
             PyObject *text = walk_text(&w);
-            PyObject *records = w.have_records ? PyLong_FromLongLong(w.records) : Py_NewRef(Py_None);
+            PyObject *records =
+                w.have_records ? PyLong_FromLongLong(w.records) : Py_NewRef(Py_None);
             if (text != NULL && records != NULL)
                 result = Py_BuildValue("((OOOOO)N)", err ? err : Py_None,
                                        w.topics ? w.topics : Py_None, records,

@@ -40,7 +40,7 @@ note_error_code(walk_t *w, PyObject *v)
     if (!PyLong_Check(v)) /* exact ints and bools only reach here */
         return;
     if (w->first_err == NULL || (PyObject_Not(w->first_err) && PyObject_IsTrue(v)))
-        w->first_err = v;
+        Py_XSETREF(w->first_err, Py_NewRef(v));
 }
 
 /* Adds `item` to `list` unless `seen` has it; 0 or -1. */

@@ -233,11 +233,13 @@ write_batch_head(jout *o, const jbatch *b)
 #define FIELD(text, v) (JOUT_LIT(o, text) < 0 || jout_int64(o, (v)) < 0)
 #define FLAG(text, bit) (JOUT_LIT(o, text) < 0 || (attributes & (bit) ? JOUT_LIT(o, "true") : \
                                                                          JOUT_LIT(o, "false")) < 0)
-    if (FIELD("{\"base_offset\":", b->base_offset) || FIELD(",\"batch_length\":", b->batch_length) ||
+    const char *compression = compression_names[attributes & 7];
+    if (FIELD("{\"base_offset\":", b->base_offset) ||
+        FIELD(",\"batch_length\":", b->batch_length) ||
         FIELD(",\"partition_leader_epoch\":", b->partition_leader_epoch) ||
         FIELD(",\"magic\":", b->magic) || FIELD(",\"crc\":", b->crc) ||
         FIELD(",\"attributes\":", attributes) || JOUT_LIT(o, ",\"compression\":\"") < 0 ||
-        jout_raw(o, compression_names[attributes & 7], strlen(compression_names[attributes & 7])) < 0 ||
+        jout_raw(o, compression, (Py_ssize_t)strlen(compression)) < 0 ||
         JOUT_LIT(o, "\",\"timestamp_type\":\"") < 0 || jout_raw(o, ts_type, strlen(ts_type)) < 0 ||
         jout_char(o, '"') < 0 || FLAG(",\"is_transactional\":", 0x10) ||
         FLAG(",\"is_control\":", 0x20) || FLAG(",\"has_delete_horizon\":", 0x40) ||
