@@ -47,16 +47,19 @@ test-deep: $(STAMP) $(COMPILED)
 		tests/codec/test_kafka44_conformance.py
 	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
-# The compiled decoders and record loops built with AddressSanitizer, run on the mutated-frame
-# and mutated-batch fuzz and the value comparisons; then built again without it.
+# The compiled decoders, record loops and capture bodies' JSON writer built with
+# AddressSanitizer, run on the mutated-frame, mutated-batch and mutated-blob fuzz and the value
+# comparisons; then built again without it.
 asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
 	ldd codec/_compiled/records.*.so | grep -q libasan
+	ldd codec/_compiled/jsontext.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
 		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
-		tests/codec/records/test_records_compiled.py; \
+		tests/codec/records/test_records_compiled.py \
+		tests/captures/decoding/test_capture_bodies_compiled.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

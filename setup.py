@@ -1,5 +1,6 @@
-"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`) and the record batches'
-hand-written loops (`codec/_compiled/records.c`) when a C compiler works.
+"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`), the record batches'
+hand-written loops (`codec/_compiled/records.c`) and the capture bodies' JSON writer
+(`codec/_compiled/jsontext.c`) when a C compiler works.
 
 Everything else about the package is in pyproject.toml. Without a working compiler the install
 still succeeds, says once that the pure-Python codec path is in use, and ships no extension.
@@ -32,7 +33,14 @@ def _extensions() -> list[Extension]:
         depends=[str(COMPILED / "records_frame.h")],
         optional=True,
     )
-    return [*shards, records]
+    # a decoded body's facts and JSON text for the capture job (captures/decoding/bodies.py)
+    jsontext = Extension(
+        "kipwire.codec._compiled.jsontext",
+        [str(COMPILED / "jsontext.c")],
+        depends=[str(header) for header in sorted(COMPILED.glob("jsontext_*.h"))],
+        optional=True,
+    )
+    return [*shards, records, jsontext]
 
 
 class BuildExt(build_ext):

@@ -85,12 +85,12 @@ def test_wheel_installs_only_kipwire(wheel: Path):
 
 
 def test_wheel_carries_the_compiled_codec(wheel: Path, core_python: Path, tmp_path: Path):
-    """With a C compiler, the wheel holds every compiled shard (and the record loops) and the
-    install uses them."""
+    """With a C compiler, the wheel holds every compiled shard (and the record loops and the
+    capture bodies' JSON writer) and the install uses them."""
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler: the wheel is pure Python")
     compiled = ROOT / "codec" / "_compiled"
-    shards = sorted([*(p.stem for p in compiled.glob("shard_*.c")), "records"])
+    shards = sorted([*(p.stem for p in compiled.glob("shard_*.c")), "records", "jsontext"])
     with zipfile.ZipFile(wheel) as zf:
         built = sorted(
             Path(n).name.split(".")[0]

@@ -6,6 +6,10 @@ with every `records` blob replaced by its decoded batches. For kipwire's own cod
 the body gives both (`facts_and_json`): every field of every PDU passes through here, so the
 separate scan, conversion and records pass (with a base64 round trip per blob) were a top cost
 of the decode. `facts` and `body_json` are the same answers for any other decoder.
+
+With the compiled codec active, `facts_and_json` and `body_json` run in C for kipwire's own codec
+(`codec/_compiled/jsontext.c`, loaded by `_jsontext`): the same facts and the same text, written
+without the intermediate tree; the Python code below answers for any body the C walk hands back.
 """
 
 from __future__ import annotations
@@ -16,9 +20,21 @@ import struct
 from typing import Any
 from uuid import UUID
 
+from kipwire import codec as _own_codec
 from kipwire.codec import ErrorCode
+from kipwire.codec.records import expand_records
 
-__all__ = ["Facts", "body_json", "count_records", "error_text", "facts", "facts_and_json"]
+from . import _jsontext
+
+__all__ = [
+    "Facts",
+    "body_json",
+    "count_records",
+    "error_text",
+    "facts",
+    "facts_and_json",
+    "use_compiled",
+]
 
 Facts = tuple[int | None, list[str] | None, int | None, bool, list[str] | None]
 NO_FACTS: Facts = (None, None, None, False, None)
@@ -33,6 +49,26 @@ _SAME = frozenset({str, int, float, bool, type(None)})
 def error_text(exc: Exception) -> str:
     """An exception as the text a row's error column holds."""
     return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+_NATIVE = _jsontext.load(error_text)
+# The C walk in use (None: the Python one); `use_compiled` switches.
+_native = _NATIVE
+
+
+def use_compiled(compiled: bool) -> None:
+    """Walk bodies with the C code (when built) or the Python code, for tests and benchmarks."""
+    global _native
+    _native = _NATIVE if compiled else None
+
+
+def _native_for(decoder: Any, expanding: bool) -> Any:
+    """The C walk when it answers for `decoder`: kipwire's own codec and its own expander."""
+    if _native is None or decoder is not _own_codec:
+        return None
+    if expanding and records_expander(decoder) is not expand_records:
+        return None
+    return _native
 
 
 def count_records(blob: bytes | memoryview | None) -> int | None:
@@ -194,6 +230,11 @@ def records_expander(decoder: Any) -> Any:
 
 def body_json(decoder: Any, body: Any, has_records: bool) -> str:
     """The JSON text of `body` as `decoder.to_json` gives it, its record batches decoded."""
+    native = _native_for(decoder, has_records)
+    if native is not None:
+        text = native.body_json(body, has_records)
+        if text is not None:
+            return text
     tree = decoder.to_json(body)
     expand = records_expander(decoder) if has_records else None
     if expand is not None and isinstance(tree, (dict, list)):
@@ -265,6 +306,16 @@ class _Walk:
 
 def facts_and_json(body: Any, codec: Any) -> tuple[Facts, str]:
     """`facts(body)` and `body_json(codec, body, ...)` in one walk, for kipwire's own codec."""
+    native = _native_for(codec, True)
+    if native is not None:
+        found = native.facts_and_json(body)
+        if found is not None:
+            return found
+    return _facts_and_json(body, codec)
+
+
+def _facts_and_json(body: Any, codec: Any) -> tuple[Facts, str]:
+    """facts_and_json in Python: the reference the C walk gives the same answers as."""
     if not isinstance(body, dict):
         found = facts(body)
         return found, body_json(codec, body, found[3])
