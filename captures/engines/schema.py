@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -193,13 +194,15 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    if all(type(r) is dict for r in rows):
-        # Arrow reads the dicts as structs in C++, a column per field, where a Python loop per
-        # column and row took a fifth of the local engine's time
-        structs = pa.array(rows, type=pa.struct(list(schema)))
-        return pa.Table.from_struct_array(structs).replace_schema_metadata(schema.metadata)
-    columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
+    try:
+        # a column at a time through itemgetter: half the CPU of Arrow reading the dicts as
+        # structs, and a tenth of a list comprehension calling r.get per row and column
+        columns = [list(map(itemgetter(f.name), rows)) for f in schema]
+    except KeyError:
+        # a row without some column (a caller's own dicts): that column is null there
+        columns = [[r.get(f.name) for r in rows] for f in schema]
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def write_tables(rows: Any, out_dir: str | os.PathLike) -> Path:
