@@ -1,5 +1,6 @@
-"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`) and the record batches'
-hand-written loops (`codec/_compiled/records.c`) when a C compiler works.
+"""Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`), the record batches'
+hand-written loops (`codec/_compiled/records.c`) and the capture reader's packet walk
+(`captures/reading/_walk.c`) when a C compiler works.
 
 Everything else about the package is in pyproject.toml. Without a working compiler the install
 still succeeds, says once that the pure-Python codec path is in use, and ships no extension.
@@ -32,7 +33,9 @@ def _extensions() -> list[Extension]:
         depends=[str(COMPILED / "records_frame.h")],
         optional=True,
     )
-    return [*shards, records]
+    # the capture reader's packet walk (captures/reading/walk.py is its Python side)
+    walk = Extension("kipwire.captures.reading._walk", ["captures/reading/_walk.c"], optional=True)
+    return [*shards, records, walk]
 
 
 class BuildExt(build_ext):
