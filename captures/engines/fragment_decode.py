@@ -117,20 +117,42 @@ class _Decoder:
                 drop_stand_in_times(rows)
             elif len(names) > 1:
                 # a connection spanning rotated files: each row names the file holding its start
-                def file_at(ts: int | None, stamps: list[int] = stamps, names=names) -> str:
-                    if ts is None:
-                        return names[0]
-                    return names[max(bisect_right(stamps, ts) - 1, 0)]
-
-                for r in rows.pdus:
-                    r["file"] = file_at(r["ts"])
-                for r in rows.pairs:
-                    r["file"] = file_at(r["request_ts"] or r["response_ts"])
+                _name_files(rows.pdus, [r["ts"] for r in rows.pdus], stamps, names)
+                _name_files(
+                    rows.pairs,
+                    [r["request_ts"] or r["response_ts"] for r in rows.pairs],
+                    stamps,
+                    names,
+                )
             out.add("pdus", rows.pdus)
             out.add("pairs", rows.pairs)
             out.add("connections", rows.connections)
         self.files = {}
         self.untimed = set()
+
+
+def _name_files(
+    rows: list[dict[str, Any]], times: list[int | None], stamps: list[int], names: list[str]
+) -> None:
+    """Set each row's `file` to the file its time falls in (`stamps`: each file's first time).
+
+    Rows come mostly in time order: a row in the same file as the one before costs two
+    comparisons, not a search (when the files' times ascend, as rotation writes them).
+    """
+    lo = hi = None  # the [lo, hi) time span of the file `name`
+    name = names[0]
+    last = len(stamps) - 1
+    spans = all(a <= b for a, b in zip(stamps, stamps[1:], strict=False))
+    for r, ts in zip(rows, times, strict=True):
+        if ts is None:
+            r["file"] = names[0]
+            continue
+        if not spans or lo is None or not lo <= ts < hi:
+            i = max(bisect_right(stamps, ts) - 1, 0)
+            name = names[i]
+            lo = stamps[i] if i else -(1 << 63)
+            hi = stamps[i + 1] if i < last else 1 << 64
+        r["file"] = name
 
 
 def decode_fragments(
