@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c captures/reading/*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c captures/*/*.[ch])
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 
@@ -57,12 +57,13 @@ asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
 	ldd codec/_compiled/records.*.so | grep -q libasan
-	ldd captures/reading/_walk.*.so | grep -q libasan
+	ldd captures/reading/compiled.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
 		KIPWIRE_FUZZ_CAPTURES=$${KIPWIRE_FUZZ_CAPTURES:-2000} \
 		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
-		tests/codec/records/test_records_compiled.py tests/captures/reading/test_capture_walk.py; \
+		tests/codec/records/test_records_compiled.py tests/captures/reading/test_capture_walk.py \
+		tests/captures/engines/test_capture_columns.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

@@ -1,6 +1,6 @@
 """Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`), the record batches'
-hand-written loops (`codec/_compiled/records.c`) and the capture reader's packet walk
-(`captures/reading/_walk.c`) when a C compiler works.
+hand-written loops (`codec/_compiled/records.c`) and the capture pipeline's (`captures/*/*.c`)
+when a C compiler works.
 
 Everything else about the package is in pyproject.toml. Without a working compiler the install
 still succeeds, says once that the pure-Python codec path is in use, and ships no extension.
@@ -33,9 +33,14 @@ def _extensions() -> list[Extension]:
         depends=[str(COMPILED / "records_frame.h")],
         optional=True,
     )
-    # the capture reader's packet walk (captures/reading/walk.py is its Python side)
-    walk = Extension("kipwire.captures.reading._walk", ["captures/reading/_walk.c"], optional=True)
-    return [*shards, records, walk]
+    # the capture pipeline's loops, each C file beside the Python code it stands in for
+    native = Extension(
+        "kipwire.captures.reading.compiled",
+        ["captures/reading/compiled.c", "captures/reading/walk.c", "captures/engines/columns.c"],
+        depends=["captures/reading/compiled.h"],
+        optional=True,
+    )
+    return [*shards, records, native]
 
 
 class BuildExt(build_ext):

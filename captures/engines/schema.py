@@ -21,6 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..reading.native import NATIVE
+
 __all__ = [
     "CONNECTIONS",
     "FRAGMENTS",
@@ -194,15 +196,22 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    try:
-        # a column at a time through itemgetter: half the CPU of Arrow reading the dicts as
-        # structs, and a tenth of a list comprehension calling r.get per row and column
-        columns = [list(map(itemgetter(f.name), rows)) for f in schema]
-    except KeyError:
-        # a row without some column (a caller's own dicts): that column is null there
-        columns = [[r.get(f.name) for r in rows] for f in schema]
+    columns = None if NATIVE is None else NATIVE.columns(rows, tuple(schema.names))
+    if columns is None:
+        columns = _columns(rows, schema)
     arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _columns(rows: list[Mapping[str, Any]], schema: pa.Schema) -> list[list[Any]]:
+    """The rows' values column by column (`engines/columns.c` is the compiled one)."""
+    try:
+        # through itemgetter: less CPU than Arrow reading the dicts as structs, and a tenth of a
+        # list comprehension calling r.get per row and column
+        return [list(map(itemgetter(f.name), rows)) for f in schema]
+    except KeyError:
+        # a row without some column (a caller's own dicts): that column is null there
+        return [[r.get(f.name) for r in rows] for f in schema]
 
 
 def write_tables(rows: Any, out_dir: str | os.PathLike) -> Path:

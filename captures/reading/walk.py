@@ -1,41 +1,24 @@
-"""A capture's packets as TCP segments: through the compiled walker (`_walk.c`) when it is built.
+"""A capture's packets as TCP segments: through the compiled walker (`walk.c`) when it is built.
 
 `tcp_segments` gives (ts_ns, segment) for every TCP packet of a `PacketReader` and counts the
 rest by reason. The Python readers (`pcap.PacketReader`, `packets.parse_tcp`) are the reference:
 the walker reads the plain blocks and records and stops at anything else, which the Python
 reader then takes one block at a time; a frame the walker does not turn into a segment comes
-back whole for `parse_tcp`, which says why it is not one. `KIPWIRE_PURE_PYTHON=1` keeps the
-Python path, as it does for the codec.
+back whole for `parse_tcp`, which says why it is not one (`native` loads the walker).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
-from types import ModuleType
 from typing import Any
 
+from . import native
 from .packets import TcpSegment, parse_tcp
 from .pcap import Packet, PacketReader, Section
 
-__all__ = ["NATIVE", "tcp_segments"]
+__all__ = ["tcp_segments"]
 
 _BATCH = 1024  # packets per call into the walker: memory stays flat on any file size
-
-
-def _load() -> ModuleType | None:
-    if os.environ.get("KIPWIRE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _walk
-    except ImportError:
-        return None
-    _walk.setup(TcpSegment)
-    return _walk
-
-
-#: The compiled walker, or None: not built, or `KIPWIRE_PURE_PYTHON=1`.
-NATIVE = _load()
 
 
 def tcp_segments(
@@ -45,8 +28,8 @@ def tcp_segments(
 
     `copy` detaches payloads from the file buffer; `pure` keeps to the Python path.
     """
-    native = None if pure else NATIVE
-    if native is None:
+    walker = None if pure else native.NATIVE
+    if walker is None:
         yield from _segments_of(reader, stats, copy)
         return
     start, end, _ = reader.bounds()
@@ -58,7 +41,7 @@ def tcp_segments(
         ifaces: tuple = ((iface.linktype, iface.ts_units, 0),)
         pos = start
         while pos < end:
-            items, pos, n, tcp, cut, stopped = native.walk(
+            items, pos, n, tcp, cut, stopped = walker.walk(
                 buf, pos, end, False, little, ifaces, copy, _BATCH
             )
             yield from _taken(items, stats, n, tcp, cut, copy)
@@ -71,7 +54,7 @@ def tcp_segments(
     ifaces = _interfaces(at)
     pos = start
     while pos < end:
-        items, pos, n, tcp, cut, stopped = native.walk(
+        items, pos, n, tcp, cut, stopped = walker.walk(
             buf, pos, end, True, at.endian == "<", ifaces, copy, _BATCH
         )
         yield from _taken(items, stats, n, tcp, cut, copy)

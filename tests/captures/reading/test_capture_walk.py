@@ -1,4 +1,4 @@
-"""The compiled packet walker (`reading/_walk.c`) against the Python readers it stands in for.
+"""The compiled packet walker (`reading/walk.c`) against the Python readers it stands in for.
 
 Both paths must give the same segments (payload types included), the same counts and the same
 file issues on every capture: the shared real captures, captures made to hold every link type,
@@ -31,11 +31,11 @@ from captures_testkit import (
 from memory_growth import blocks_left_by
 
 from kipwire.captures.decoding.pipeline import PacketStats, decode_capture
-from kipwire.captures.reading import walk
+from kipwire.captures.reading import native, walk
 from kipwire.captures.reading.pcap import PacketReader, PcapngWriter, scan_index
 from kipwire.codec import _compiled
 
-needs_walker = pytest.mark.skipif(walk.NATIVE is None, reason="the compiled walker is not in use")
+needs_walker = pytest.mark.skipif(native.NATIVE is None, reason="the compiled walker is not in use")
 
 MUTATIONS = int(os.environ.get("KIPWIRE_FUZZ_CAPTURES", "40"))
 
@@ -222,34 +222,34 @@ def test_tables_are_the_same_on_both_paths(monkeypatch):
             PacketReader(data)
         except ValueError:
             continue
-        native = _rows(data)
+        walked = _rows(data)
         with monkeypatch.context() as m:
-            m.setattr(walk, "NATIVE", None)
-            assert _rows(data) == native
+            m.setattr(native, "NATIVE", None)
+            assert _rows(data) == walked
 
 
 @needs_walker
 def test_bad_arguments_are_errors_not_crashes():
-    native = walk.NATIVE
+    compiled = native.NATIVE
     with pytest.raises(TypeError):
-        native.walk(b"", 0, 0, True, True, ())
+        compiled.walk(b"", 0, 0, True, True, ())
     with pytest.raises(TypeError):
-        native.walk(b"", 0, 0, True, True, 5, False, 10)
+        compiled.walk(b"", 0, 0, True, True, 5, False, 10)
     with pytest.raises(TypeError):
-        native.walk(b"", 0, 0, True, True, [("x", 1, 0)], False, 10)
+        compiled.walk(b"", 0, 0, True, True, [("x", 1, 0)], False, 10)
     with pytest.raises(TypeError):
-        native.setup(tuple)
+        compiled.setup(tuple)
     # positions outside the buffer read nothing
-    assert native.walk(memoryview(b"\0" * 8), 4, 100, True, True, (), False, 10)[1] == 4
-    assert native.walk(memoryview(b"\0" * 8), -5, 8, True, True, (), False, 10)[0] == []
+    assert compiled.walk(memoryview(b"\0" * 8), 4, 100, True, True, (), False, 10)[1] == 4
+    assert compiled.walk(memoryview(b"\0" * 8), -5, 8, True, True, (), False, 10)[0] == []
 
 
 def test_the_walker_is_built_wherever_the_compiled_codec_is():
     # setup.py builds both the same optional way: a compiler that built one built the other
     if _compiled.active:
-        assert walk.NATIVE is not None
+        assert native.NATIVE is not None
     if _compiled.PURE_PYTHON:
-        assert walk.NATIVE is None
+        assert native.NATIVE is None
 
 
 @needs_walker

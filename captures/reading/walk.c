@@ -1,7 +1,8 @@
 /* The packet path on the compiled side: a pcap or pcapng buffer walked to TCP segments.
  *
  * Hand-written. `captures/reading/pcap.py` (the block and record readers) and `packets.py`
- * (`parse_tcp`) are the reference; `walk.py` calls in here when the module is built. walk()
+ * (`parse_tcp`) are the reference; `walk.py` calls in here when `kipwire.captures.reading.compiled`
+ * is built (`compiled.c` holds its module definition). walk()
  * reads the plain blocks and records of a capture (a pcapng Enhanced Packet Block of a known
  * interface, a block type the reader skips, a whole classic pcap record) and parses their frames
  * down to TCP exactly as `parse_tcp` does. It stops at anything else (a section header, an
@@ -12,10 +13,7 @@
  * reads a capture differently from the Python code: it only leaves work to it. Every read is
  * checked against the buffer's length first.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "compiled.h"
 
 #define PCAPNG_SHB 0x0A0D0D0Au
 #define BLOCK_IDB 1u
@@ -26,8 +24,6 @@
 #define MAX_RECORD (64u * 1024u * 1024u) /* pcap.py's _MAX_RECORD */
 #define MAX_IFACES 4096
 
-static PyTypeObject *segment_type; /* packets.TcpSegment, a 9-field namedtuple */
-static PyObject *empty_bytes;      /* b"": the payload of a segment with none */
 
 typedef struct {
     long linktype;
@@ -345,9 +341,10 @@ fail:
 
 /* walk(buf, pos, end, pcapng, little, interfaces, copy, limit)
  *   -> (items, pos, packets, tcp, truncated, stopped) */
-static PyObject *
-walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    (void)self;
     if (segment_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "setup(TcpSegment) was not called");
         return NULL;
@@ -467,45 +464,4 @@ error:
     PyMem_Free(ifaces);
     PyBuffer_Release(&view);
     return NULL;
-}
-
-static PyObject *
-setup(PyObject *self, PyObject *type)
-{
-    PyObject *fields = NULL;
-    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_base != &PyTuple_Type ||
-        ((PyTypeObject *)type)->tp_basicsize != PyTuple_Type.tp_basicsize ||
-        (fields = PyObject_GetAttrString(type, "_fields")) == NULL ||
-        !PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != 9) {
-        Py_XDECREF(fields);
-        PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "setup() takes TcpSegment, a 9-field namedtuple");
-        return NULL;
-    }
-    Py_DECREF(fields);
-    Py_INCREF(type);
-    Py_XSETREF(segment_type, (PyTypeObject *)type);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef methods[] = {
-    {"setup", setup, METH_O, "setup(TcpSegment): the class segments are made as."},
-    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
-     "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
-     "(items, pos, packets, tcp, truncated, stopped)"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "The packet path's hot loop, compiled (hand-written).", -1,
-    methods,
-};
-
-PyMODINIT_FUNC
-PyInit__walk(void)
-{
-    empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
-    if (empty_bytes == NULL)
-        return NULL;
-    return PyModule_Create(&module);
 }
