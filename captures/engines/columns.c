@@ -39,24 +39,32 @@ native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (Py_ssize_t c = 0; c < width; c++) {
-        PyObject *name = PyTuple_GET_ITEM(names, c);
         PyObject *col = PyList_New(n);
         if (col == NULL)
             goto error;
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyList_SET_ITEM(col, i, Py_NewRef(Py_None));
         PyList_SET_ITEM(out, c, col);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *row = PyTuple_GET_ITEM(rows, i);
-            Py_INCREF(row); /* a key's __eq__ could empty the dict, never free it */
-            PyObject *v = PyDict_GetItemWithError(row, name);
-            Py_XINCREF(v);
-            Py_DECREF(row);
+    }
+    /* a row at a time, each of its columns: a row's dict stays in cache while it is read */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i);
+        Py_INCREF(row); /* a key's __eq__ could empty the dict, never free it */
+        for (Py_ssize_t c = 0; c < width; c++) {
+            PyObject *v = PyDict_GetItemWithError(row, PyTuple_GET_ITEM(names, c));
             if (v == NULL) {
-                if (PyErr_Occurred())
+                if (PyErr_Occurred()) {
+                    Py_DECREF(row);
                     goto error;
-                v = Py_NewRef(Py_None);
+                }
+                continue; /* None already */
             }
-            PyList_SET_ITEM(col, i, v);
+            PyObject *col = PyList_GET_ITEM(out, c);
+            PyObject *old = PyList_GET_ITEM(col, i);
+            PyList_SET_ITEM(col, i, Py_NewRef(v));
+            Py_DECREF(old);
         }
+        Py_DECREF(row);
     }
     Py_DECREF(rows);
     return out;

@@ -13,7 +13,9 @@ the nanosecond files with `spark.sql.legacy.parquet.nanosAsLong=true` (epoch nan
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
+from functools import cache
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -196,11 +198,18 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    columns = None if NATIVE is None else NATIVE.columns(rows, tuple(schema.names))
+    columns = None if NATIVE is None else NATIVE.columns(rows, _names(schema))
     if columns is None:
         columns = _columns(rows, schema)
     arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@cache
+def _names(schema: pa.Schema) -> tuple[str, ...]:
+    """The schema's column names, interned: a row's keys are (literals), so lookups match by
+    identity."""
+    return tuple(sys.intern(n) for n in schema.names)
 
 
 def _columns(rows: list[Mapping[str, Any]], schema: pa.Schema) -> list[list[Any]]:
