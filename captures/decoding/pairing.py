@@ -13,6 +13,7 @@ import struct
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -143,7 +144,10 @@ class _Api:
         self.is_extension = getattr(decoder, "is_extension", None)
         # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
         params = inspect.signature(decoder.decode_request).parameters
-        self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        # bound once: a call with **kwargs builds a dict each time
+        self.decode_request = partial(decoder.decode_request, **trailing)
+        self.decode_response = partial(decoder.decode_response, **trailing)
         # kipwire's own codec: one walk of each body gives its facts and its JSON
         self.own_codec = getattr(decoder, "__name__", "") == "kipwire.codec"
         framing = getattr(decoder, "framing", None)
@@ -171,6 +175,20 @@ class _Api:
     def name(self, key: int | None) -> str | None:
         """Kafka's name of an API key (Produce, ApiVersions, ...), None when unknown."""
         return None if key is None else self.names.get(key)
+
+
+_API_OF_MODULE: dict[ModuleType, _Api] = {}
+
+
+def _api_of(decoder: Any) -> _Api:
+    """The `_Api` of a decoder, made once per codec module (a signature read per connection
+    cost more than a short connection's decode)."""
+    if not isinstance(decoder, ModuleType):
+        return _Api(decoder)
+    api = _API_OF_MODULE.get(decoder)
+    if api is None:
+        api = _API_OF_MODULE[decoder] = _Api(decoder)
+    return api
 
 
 def _pascal(name: str) -> str:
@@ -217,12 +235,12 @@ def _decode_into(
                 f"{api.names[api_key]} v{api_version} is a kipwire extension, not Kafka's"
             )
         if request:
-            msg = decoder.decode_request(frame, **api.trailing)
+            msg = api.decode_request(frame)
             row["client_id"] = msg.client_id
             if api.names[api_key] == "SaslAuthenticate":
                 row["redacted"] = is_redacted_token(bytes(msg.body["auth_bytes"]))
         else:
-            msg = decoder.decode_response(frame, api_key, api_version, **api.trailing)
+            msg = api.decode_response(frame, api_key, api_version)
             # an ApiVersions error response is parsed as v0 and says so
             v = getattr(msg, "api_version", None)
             if isinstance(v, int):
@@ -274,7 +292,7 @@ def decode_connection(
     conn = orient(conn, broker_ports)
     if decoder is None:
         decoder = load_codec()
-    api = _Api(decoder)
+    api = _api_of(decoder)
     uid = conn.uid
     base = {
         "capture": capture,
