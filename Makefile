@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,captures]'
 	touch $(STAMP) $(COMPILED)
 
-$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c)
+$(COMPILED): $(STAMP) setup.py $(wildcard codec/_compiled/*.h codec/_compiled/*.c captures/*/*.[ch])
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(COMPILED)
 
@@ -27,8 +27,9 @@ test: $(STAMP) $(COMPILED)
 # with --hypothesis-seed; then the mock cluster at 10,000 partitions (KIPWIRE_SCALE_PARTITIONS);
 # then 100 MB through a topic with retention.bytes=1 MB under 200 MB of RSS (KIPWIRE_RSS_MB);
 # then 1,000,000 mutated frames through the compiled decoders and record loops
-# (KIPWIRE_FUZZ_FRAMES); then the capture job on Spark's own daemons, a standalone cluster and a
-# Connect server (KIPWIRE_SPARK_CLUSTER); 30 drawn values per message version through the round
+# (KIPWIRE_FUZZ_FRAMES) and 5,000 mutated copies of each test capture through the compiled packet
+# walker and the Python readers (KIPWIRE_FUZZ_CAPTURES); then the capture job on Spark's own
+# daemons, a standalone cluster and a Connect server (KIPWIRE_SPARK_CLUSTER); 30 drawn values per message version through the round
 # trip and Kafka 4.4's codec; and every tool of the tool matrix, the slow ones included
 # (KIPWIRE_TOOL_MATRIX).
 test-deep: $(STAMP) $(COMPILED)
@@ -41,25 +42,30 @@ test-deep: $(STAMP) $(COMPILED)
 		tests/mockbroker/broker/test_log_cleaner.py -k bounds_a_serving_broker_memory
 	KIPWIRE_FUZZ_FRAMES=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
 		tests/codec/records/test_records_compiled.py
+	KIPWIRE_FUZZ_CAPTURES=5000 $(PY) -m pytest -q -p no:cacheprovider \
+		tests/captures/reading/test_capture_walk.py
 	KIPWIRE_SPARK_CLUSTER=1 $(PY) -m pytest -q -p no:cacheprovider \
 		tests/captures/engines/test_capture_spark_cluster.py
 	KIPWIRE_EXAMPLES=30 $(PY) -m pytest -q -p no:cacheprovider tests/codec/test_roundtrip.py \
 		tests/codec/test_kafka44_conformance.py
 	KIPWIRE_TOOL_MATRIX=full $(PY) -m pytest -q -p no:cacheprovider tests/realkafka/test_tool_matrix.py
 
-# The compiled decoders, record loops and capture bodies' JSON writer built with
-# AddressSanitizer, run on the mutated-frame, mutated-batch and mutated-blob fuzz and the value
-# comparisons; then built again without it.
+# The compiled decoders, record loops, capture bodies' JSON writer and packet walker built with
+# AddressSanitizer, run on the mutated-frame, mutated-batch, mutated-blob and mutated-capture fuzz
+# and the value comparisons; then built again without it.
 asan: $(STAMP)
 	KIPWIRE_ASAN=1 $(PY) -m pip install --quiet --no-deps -e .
 	ldd codec/_compiled/shard_0.*.so | grep -q libasan
 	ldd codec/_compiled/records.*.so | grep -q libasan
 	ldd codec/_compiled/jsontext.*.so | grep -q libasan
+	ldd captures/reading/compiled.*.so | grep -q libasan
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		KIPWIRE_FUZZ_FRAMES=$${KIPWIRE_FUZZ_FRAMES:-100000} \
+		KIPWIRE_FUZZ_CAPTURES=$${KIPWIRE_FUZZ_CAPTURES:-2000} \
 		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
 		tests/codec/records/test_records_compiled.py \
-		tests/captures/decoding/test_capture_bodies_compiled.py; \
+		tests/captures/decoding/test_capture_bodies_compiled.py tests/captures/reading/test_capture_walk.py \
+		tests/captures/engines/test_capture_columns.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

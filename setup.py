@@ -1,6 +1,7 @@
 """Compiles the compiled codec's C shards (`codec/_compiled/shard_*.c`), the record batches'
-hand-written loops (`codec/_compiled/records.c`) and the capture bodies' JSON writer
-(`codec/_compiled/jsontext.c`) when a C compiler works.
+hand-written loops (`codec/_compiled/records.c`), the capture bodies' JSON writer
+(`codec/_compiled/jsontext.c`) and the capture pipeline's loops (`captures/*/*.c`) when a C
+compiler works.
 
 Everything else about the package is in pyproject.toml. Without a working compiler the install
 still succeeds, says once that the pure-Python codec path is in use, and ships no extension.
@@ -40,7 +41,14 @@ def _extensions() -> list[Extension]:
         depends=[str(header) for header in sorted(COMPILED.glob("jsontext_*.h"))],
         optional=True,
     )
-    return [*shards, records, jsontext]
+    # the capture pipeline's loops, each C file beside the Python code it stands in for
+    native = Extension(
+        "kipwire.captures.reading.compiled",
+        ["captures/reading/compiled.c", "captures/reading/walk.c", "captures/engines/columns.c"],
+        depends=["captures/reading/compiled.h"],
+        optional=True,
+    )
+    return [*shards, records, jsontext, native]
 
 
 class BuildExt(build_ext):

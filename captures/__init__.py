@@ -13,6 +13,9 @@ Stages, arrows pointing down (a stage imports only the stages above it):
   `reading.pcap`           pcap/pcapng readers, the index scan that splits big files
   `reading.pcapng_writer`  pcapng of synthetic TCP conversations (sans-I/O with `data_to_send()`)
   `reading.packets`        link, IPv4/IPv6 and TCP headers: a captured frame to a TCP segment
+  `reading.walk`           a capture's TCP segments, through the compiled walker when built
+  `reading.native`         the pipeline's compiled hot loops (C beside the Python they stand in
+                           for, which stays the reference), when built
   `reading.tcpflow`        tcpflow stream files (one per direction) as TCP segments
   `reading.frame_dumps`    raw size-prefixed frame dumps as segments; what a request header
                            and a frame dump look like

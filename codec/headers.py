@@ -148,6 +148,7 @@ def encode_request(
 
 
 _TRAILING = ("raise", "ignore")
+_FRAME_TYPES = (bytes, memoryview, bytearray)  # checked in full (subclasses) when not exact
 
 
 def _check_input(data: Any, trailing: str, what: str) -> None:
@@ -181,7 +182,7 @@ def decode_request(data: bytes | bytearray | memoryview, *, trailing: str = "rai
     counted in `Request.trailing_bytes`. A DecodeError from the body carries the decoded header
     in `err.header`.
     """
-    if type(data) is not bytes or trailing != "raise":
+    if type(data) not in _FRAME_TYPES or trailing not in _TRAILING:
         _check_input(data, trailing, "decode_request")
     try:
         api_key, api_version = _KEY_VERSION(data, 0)
@@ -240,7 +241,7 @@ def decode_response(
     `Response.trailing_bytes`. `peek_error_code` reads the error code of a response that does
     not decode.
     """
-    if type(data) is not bytes or trailing != "raise":
+    if type(data) not in _FRAME_TYPES or trailing not in _TRAILING:
         _check_input(data, trailing, "decode_response")
     versions = [api_version]
     try:

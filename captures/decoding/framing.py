@@ -5,20 +5,21 @@ splitter then searches for an offset where a plausible header sits (sane size, k
 version for requests; for responses a correlation id the connection's requests used) and checks
 it against the correlation-id sequence and the frame that follows. It never guesses silently:
 bytes passed over while searching are reported as a `skipped` item with their count. Between
-known boundaries the frames come out of `kipwire.codec.framing.FrameBuffer`, the same reader the
-mock broker serves with.
+known boundaries each frame is cut by its size prefix, views of the run's bytes (what
+`kipwire.codec.framing.FrameBuffer` would give, the sizes checked here first; its buffering
+cost as much as the cutting).
 """
 
 from __future__ import annotations
 
 import re
 import struct
+from bisect import bisect_right
 from collections.abc import Collection, Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from kipwire.codec.framing import FrameBuffer
-
     from ..reading.reassembly import Stream
 
 from ..reading.frame_dumps import MAX_FRAME, plausible_request_header
@@ -30,6 +31,7 @@ _MIN_RESPONSE = 4  # correlation_id
 _RESYNC_CANDIDATES = 200_000  # bounds the work spent searching one run
 
 _i32 = struct.Struct(">i").unpack_from
+_OFFSET = itemgetter(1)  # FrameItem.offset, as a C call
 _resp_head = struct.Struct(">ii").unpack_from  # size, correlation_id
 
 # Candidate request headers: size >= 8 and < 128 MiB, api key < 256, version < 64, correlation
@@ -143,15 +145,6 @@ class _Splitter:
         return None
 
 
-def _frame_buffer(buf: bytes, pos: int) -> FrameBuffer:
-    """codec's frame reader over buf[pos:] (no copy from the start of a run)."""
-    from kipwire.codec.framing import FrameBuffer  # construct only once frames are split
-
-    frames = FrameBuffer(MAX_FRAME)
-    frames.feed(buf if pos == 0 else buf[pos:])
-    return frames
-
-
 def split_frames(
     stream: Stream, *, requests: bool, expected_corr: Collection[int] | None = None
 ) -> list[FrameItem]:
@@ -213,39 +206,42 @@ def split_frames(
             p = stop
             aligned = q is not None
         mv = memoryview(buf)
-        frames = _frame_buffer(buf, p)
+        # the capture time of the segment holding each frame's first byte (`Run.ts_at`), kept
+        # as an index into the run's marks: frames come in offset order
+        marks, stamps = run.marks, run.stamps
+        last_mark = len(marks) - 1
+        j = max(bisect_right(marks, base + p) - 1, 0)
         while p < end:
-            ts = run.ts_at(base + p)
-            size = frames.next_frame_size
-            if size is None:
+            off = base + p
+            while j < last_mark and marks[j + 1] <= off:
+                j += 1
+            ts = stamps[j]
+            if end - p < 4:
                 # a size prefix cut by a gap or by the end of the capture: its frame is unknown
                 items.append(
-                    FrameItem(
-                        "truncated", base + p, ts, None, mv[p:end], end - p, "prefix cut short"
-                    )
+                    FrameItem("truncated", off, ts, None, mv[p:end], end - p, "prefix cut short")
                 )
                 p = end
                 aligned = False
                 break
+            (size,) = _i32(buf, p)
             if size < min_size or size > MAX_FRAME:
                 q = sp.resync(buf, p + 1, end, 0, limit)
                 stop = end if q is None else q
                 note = f"implausible frame size {size}"
-                items.append(
-                    FrameItem("skipped", base + p, ts, stop - p, mv[p:stop], stop - p, note)
-                )
+                items.append(FrameItem("skipped", off, ts, stop - p, mv[p:stop], stop - p, note))
                 p = stop
                 aligned = q is not None
-                frames = _frame_buffer(buf, p)
                 continue
-            body = frames.next_frame()
-            if body is None:
-                open_frame = [base + p, size, end - p, mv[p + 4 : end], ts]
+            nxt = p + 4 + size
+            if nxt > end:
+                open_frame = [off, size, end - p, mv[p + 4 : end], ts]
                 break
-            items.append(FrameItem("frame", base + p, ts, size, body, 4 + size))
+            body = mv[p + 4 : nxt]
+            items.append(FrameItem("frame", off, ts, size, body, 4 + size))
             if requests:
                 sp.last_corr = _i32(body, 4)[0]
-            p += 4 + size
+            p = nxt
         missing = 0 if aligned else missing
         if open_frame is not None:
             expect = open_frame[0] + 4 + open_frame[1]  # known even if it falls in a gap
@@ -257,5 +253,5 @@ def split_frames(
     if stream.end > pos:
         items.append(FrameItem("gap", pos, None, stream.end - pos, b"", 0, "missing at the end"))
     # a frame cut by a gap is reported when its end is known, after the gap: restore stream order
-    items.sort(key=lambda it: it.offset)
+    items.sort(key=_OFFSET)
     return items

@@ -13,13 +13,12 @@ import struct
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Any
 
 from ..reading.reassembly import Connection
 from .bodies import (
-    NO_FACTS,
-    Facts,
     body_json,
     count_records,
     error_text,
@@ -145,7 +144,10 @@ class _Api:
         self.is_extension = getattr(decoder, "is_extension", None)
         # Kafka ignores bytes after a body (librdkafka sends some): decode them the same way
         params = inspect.signature(decoder.decode_request).parameters
-        self.trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        trailing = {"trailing": "ignore"} if "trailing" in params else {}
+        # bound once: a call with **kwargs builds a dict each time
+        self.decode_request = partial(decoder.decode_request, **trailing)
+        self.decode_response = partial(decoder.decode_response, **trailing)
         # kipwire's own codec: one walk of each body gives its facts and its JSON
         self.own_codec = getattr(decoder, "__name__", "") == "kipwire.codec"
         framing = getattr(decoder, "framing", None)
@@ -175,6 +177,20 @@ class _Api:
         return None if key is None else self.names.get(key)
 
 
+_API_OF_MODULE: dict[ModuleType, _Api] = {}
+
+
+def _api_of(decoder: Any) -> _Api:
+    """The `_Api` of a decoder, made once per codec module (a signature read per connection
+    cost more than a short connection's decode)."""
+    if not isinstance(decoder, ModuleType):
+        return _Api(decoder)
+    api = _API_OF_MODULE.get(decoder)
+    if api is None:
+        api = _API_OF_MODULE[decoder] = _Api(decoder)
+    return api
+
+
 def _pascal(name: str) -> str:
     """API_VERSIONS -> ApiVersions."""
     return "".join(p.capitalize() for p in name.split("_"))
@@ -192,34 +208,8 @@ def _header_version(msg: Any) -> int | None:
     return None
 
 
-class _Decoded:
-    __slots__ = (
-        "status",
-        "error",
-        "api_version",
-        "header_version",
-        "client_id",
-        "facts",
-        "json",
-        "trailing",
-        "error_code",
-        "redacted",
-    )
-
-    def __init__(self) -> None:
-        self.status = "ok"
-        self.redacted = False
-        self.trailing: int | None = None
-        self.error_code: int | None = None  # of a response that did not decode
-        self.error: str | None = None
-        self.api_version: int | None = None
-        self.header_version: int | None = None
-        self.client_id: str | None = None
-        self.facts: Facts = NO_FACTS
-        self.json: str | None = None
-
-
-def _decode(
+def _decode_into(
+    row: dict[str, Any],
     decoder: Any,
     api: _Api,
     frame: bytes | memoryview,
@@ -227,49 +217,62 @@ def _decode(
     api_version: int,
     request: bool,
     with_json: bool,
-) -> _Decoded:
-    """Decode one whole frame, classifying any failure into a decode status."""
-    d = _Decoded()
-    d.api_version = api_version
+) -> str:
+    """Decode one whole frame into its `pdus` row, classifying any failure; the status back.
+
+    The row is fresh from `_pdu_row` (every decoded column None), and the values go straight
+    into it: an object in between cost as much as the header decode.
+    """
     if api_key not in api.names:
-        d.status, d.error = "unknown_api", f"API key {api_key} is not known to the codec"
-        return d
+        row["decode_status"] = "unknown_api"
+        row["decode_error"] = f"API key {api_key} is not known to the codec"
+        return "unknown_api"
+    status = "ok"
+    error = None
     try:
         if api.is_extension is not None and api.is_extension(api_key, api_version):
             raise decoder.UnsupportedVersionError(
                 f"{api.names[api_key]} v{api_version} is a kipwire extension, not Kafka's"
             )
         if request:
-            msg = decoder.decode_request(frame, **api.trailing)
-            d.client_id = msg.client_id
+            msg = api.decode_request(frame)
+            row["client_id"] = msg.client_id
             if api.names[api_key] == "SaslAuthenticate":
-                d.redacted = is_redacted_token(bytes(msg.body["auth_bytes"]))
+                row["redacted"] = is_redacted_token(bytes(msg.body["auth_bytes"]))
         else:
-            msg = decoder.decode_response(frame, api_key, api_version, **api.trailing)
-        d.trailing = getattr(msg, "trailing_bytes", 0)
-        # an ApiVersions error response is parsed as v0 and says so
-        v = getattr(msg, "api_version", None)
-        if isinstance(v, int):
-            d.api_version = v
-        d.header_version = _header_version(msg)
+            msg = api.decode_response(frame, api_key, api_version)
+            # an ApiVersions error response is parsed as v0 and says so
+            v = getattr(msg, "api_version", None)
+            if isinstance(v, int):
+                row["api_version"] = v
+        row["trailing_bytes"] = getattr(msg, "trailing_bytes", 0)
+        row["header_version"] = _header_version(msg)
+        body = msg.body
         if with_json and api.own_codec:
-            d.facts, d.json = facts_and_json(msg.body, decoder)
+            found, text = facts_and_json(body, decoder)
         else:
-            d.facts = facts(msg.body)
-            if with_json:
-                d.json = body_json(decoder, msg.body, d.facts[3])
+            found = facts(body)
+            text = body_json(decoder, body, found[3]) if with_json else None
     except api.unknown as exc:
-        d.status, d.error = "unknown_api", error_text(exc)
+        status, error = "unknown_api", error_text(exc)
     except api.unsupported as exc:
-        d.status, d.error = "unsupported_version", error_text(exc)
+        status, error = "unsupported_version", error_text(exc)
     except decoder.DecodeError as exc:
-        d.status, d.error = "malformed", error_text(exc)
-    if d.status != "ok":
-        if request:
-            d.client_id = api.client_id(frame)
-        else:
-            d.error_code = api.error_code(frame, api_key, api_version)
-    return d
+        status, error = "malformed", error_text(exc)
+    row["decode_status"] = status
+    row["decode_error"] = error
+    if status == "ok":
+        err, row["topics"], row["record_count"], _, row["topic_ids"] = found
+        row["error_code"] = err
+        row["body_json"] = text
+        return status
+    # a failed decode keeps no facts and no JSON; the header's client id or the bytes' error
+    # code where they can be read
+    if request:
+        row["client_id"] = api.client_id(frame)
+    else:
+        row["error_code"] = api.error_code(frame, api_key, api_version)
+    return status
 
 
 def decode_connection(
@@ -289,7 +292,7 @@ def decode_connection(
     conn = orient(conn, broker_ports)
     if decoder is None:
         decoder = load_codec()
-    api = _Api(decoder)
+    api = _api_of(decoder)
     uid = conn.uid
     base = {
         "capture": capture,
@@ -311,55 +314,63 @@ def decode_connection(
     pdus: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
     waiting: dict[int, deque[dict[str, Any]]] = {}  # correlation id -> pair rows not yet answered
+    # every row starts as a copy of one with the connection's columns filled in
+    blank = dict.fromkeys(PDU_COLUMNS)
+    blank.update(base, redacted=False)
+    names = api.names
 
     for i, it in enumerate(req_items):
-        row = _pdu_row(base, "request", i, it)
+        row = _pdu_row(blank, "request", i, it)
         pdus.append(row)
-        if it.kind not in ("frame", "truncated") or len(it.data) < 8:
+        kind, _, ts, length, data = it[:5]
+        if (kind != "frame" and kind != "truncated") or len(data) < 8:
             continue
-        key, version, corr = _req_fixed(it.data, 0)
+        key, version, corr = _req_fixed(data, 0)
+        name = names.get(key)
         row["api_key"] = key
-        row["api_name"] = api.name(key)
+        row["api_name"] = name
         row["api_version"] = version
         row["correlation_id"] = corr
-        if it.kind == "frame":
-            d = _decode(decoder, api, it.data, key, version, True, with_body_json)
-            _decoded_into(row, d)
-            row["client_id"] = d.client_id
-            row["redacted"] = d.redacted
+        if kind == "frame":
+            _decode_into(row, decoder, api, data, key, version, True, with_body_json)
         else:
-            row["client_id"] = api.client_id(it.data)
+            row["client_id"] = api.client_id(data)
         pair = {
             "capture": capture,
             "file": file,
             "flow_uid": uid,
             "correlation_id": corr,
             "api_key": key,
-            "api_name": row["api_name"],
+            "api_name": name,
             "api_version": version,
             "client_id": row["client_id"],
-            "request_ts": it.ts_ns,
+            "request_ts": ts,
             "response_ts": None,
             "rtt_ms": None,
-            "request_length": it.length,
+            "request_length": length,
             "response_length": None,
             "error_code": None,
             "status": "no_response",
         }
         pairs.append(pair)
-        waiting.setdefault(corr, deque()).append(pair)
+        queue = waiting.get(corr)
+        if queue is None:
+            waiting[corr] = deque((pair,))
+        else:
+            queue.append(pair)
 
     for i, it in enumerate(resp_items):
-        row = _pdu_row(base, "response", i, it)
+        row = _pdu_row(blank, "response", i, it)
         pdus.append(row)
-        if it.kind not in ("frame", "truncated") or len(it.data) < 4:
+        kind, _, ts, length, data = it[:5]
+        if (kind != "frame" and kind != "truncated") or len(data) < 4:
             continue
-        (corr,) = _i32(it.data, 0)
+        (corr,) = _i32(data, 0)
         row["correlation_id"] = corr
         queue = waiting.get(corr)
         pair = queue.popleft() if queue else None
         if pair is None:
-            if it.kind == "frame":
+            if kind == "frame":
                 row["decode_status"] = "request_missing"
                 row["decode_error"] = f"no captured request has correlation id {corr}"
             pairs.append(_orphan(capture, file, uid, corr, it))
@@ -370,21 +381,16 @@ def decode_connection(
         row["api_version"] = version
         row["client_id"] = pair["client_id"]
         request_ts = pair["request_ts"]
-        pair["response_ts"] = it.ts_ns
+        pair["response_ts"] = ts
         pair["rtt_ms"] = (
-            (it.ts_ns - request_ts) / 1e6
-            if it.ts_ns is not None and request_ts is not None
-            else None
+            (ts - request_ts) / 1e6 if ts is not None and request_ts is not None else None
         )
-        pair["response_length"] = it.length
+        pair["response_length"] = length
         pair["status"] = "answered"
-        if it.kind == "frame":
-            d = _decode(decoder, api, it.data, key, version, False, with_body_json)
-            _decoded_into(row, d)
-            row["api_version"] = d.api_version
-            if d.status != "ok":
-                row["error_code"] = d.error_code
-                pair["status"] = f"answered_{d.status}"  # the pair holds a failed response
+        if kind == "frame":
+            status = _decode_into(row, decoder, api, data, key, version, False, with_body_json)
+            if status != "ok":
+                pair["status"] = f"answered_{status}"  # the pair holds a failed response
             pair["error_code"] = row["error_code"]
 
     ts = conn.first_ts, conn.last_ts
@@ -404,52 +410,25 @@ def decode_connection(
     return ConnectionRows(pdus, pairs, connection)
 
 
-def _decoded_into(row: dict[str, Any], d: _Decoded) -> None:
-    """What decoding a frame found, into its `pdus` row."""
-    row["decode_status"] = d.status
-    row["decode_error"] = d.error
-    row["header_version"] = d.header_version
-    err, topics, records, _, ids = d.facts
-    row["error_code"] = err
-    row["topics"] = topics
-    row["record_count"] = records
-    row["body_json"] = d.json
-    row["topic_ids"] = ids
-    row["trailing_bytes"] = d.trailing
-
-
 _STATUS = {"frame": "ok", "truncated": "truncated", "gap": "gap", "skipped": "malformed"}
 
 
-def _pdu_row(base: dict[str, Any], direction: str, index: int, it: FrameItem) -> dict[str, Any]:
-    # one literal in PDU_COLUMNS order (a test holds the two equal): the row of every PDU
-    kind = it.kind
-    return {
-        **base,
-        "direction": direction,
-        "pdu_index": index,
-        "ts": it.ts_ns,
-        "length": it.length,
-        "api_key": None,
-        "api_name": None,
-        "api_version": None,
-        "header_version": None,
-        "correlation_id": None,
-        "client_id": None,
-        "error_code": None,
-        "topics": None,
-        "record_count": None,
-        "decode_status": _STATUS[kind],
-        "decode_error": (
-            f"{it.length} bytes skipped: {it.note}" if kind == "skipped" else it.note or None
-        ),
-        "body_json": None,
-        "stream_offset": it.offset,
-        "captured_bytes": it.captured,
-        "trailing_bytes": None,
-        "topic_ids": None,
-        "redacted": False,
-    }
+def _pdu_row(blank: dict[str, Any], direction: str, index: int, it: FrameItem) -> dict[str, Any]:
+    """The `pdus` row of a frame item: a copy of `blank` (every column, in PDU_COLUMNS order)."""
+    kind, offset, ts, length, _, captured, note = it
+    row = blank.copy()
+    row["direction"] = direction
+    row["pdu_index"] = index
+    row["ts"] = ts
+    row["length"] = length
+    row["decode_status"] = _STATUS[kind]
+    if kind == "skipped":
+        row["decode_error"] = f"{length} bytes skipped: {note}"
+    elif note:
+        row["decode_error"] = note
+    row["stream_offset"] = offset
+    row["captured_bytes"] = captured
+    return row
 
 
 def _orphan(capture: str, file: str, uid: str, corr: int, it: FrameItem) -> dict[str, Any]:

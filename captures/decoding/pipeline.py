@@ -17,10 +17,11 @@ from typing import Any
 
 from ..reading.frame_dumps import frame_dump_segments
 from ..reading.inputs import CaptureFile, input_label
-from ..reading.packets import TcpSegment, parse_tcp
+from ..reading.packets import TcpSegment
 from ..reading.pcap import FileIssue, PacketRange, PacketReader
 from ..reading.reassembly import Connection, TcpReassembler, reassemble
 from ..reading.tcpflow import parse_flow_name, tcpflow_segments
+from ..reading.walk import tcp_segments
 from .pairing import PDU_COLUMNS, decode_connection
 from .roles import orient
 
@@ -72,18 +73,7 @@ def segments(
 ) -> Iterator[tuple[int, TcpSegment]]:
     """(ts_ns, segment) for every TCP packet; `copy` detaches payloads from the file buffer."""
     st = stats if stats is not None else PacketStats()
-    for pkt in reader:
-        st.packets += 1
-        seg = parse_tcp(pkt.linktype, pkt.data)
-        if type(seg) is str:
-            st.skipped[seg] += 1
-            continue
-        st.tcp += 1
-        if len(seg.payload) < seg.wire_len:
-            st.truncated += 1
-        if copy:
-            seg = seg._replace(payload=bytes(seg.payload))
-        yield pkt.ts_ns, seg
+    yield from tcp_segments(reader, st, copy=copy)
 
 
 def input_segments(

@@ -129,19 +129,21 @@ def fragment_groups(
                 file, packet_range=packet_range, issues=issues, content=content, mtime=mtime
             )
         ):
-            src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
+            sip, sport, dip, dport, seq, ack, flags, payload, wire_len = seg
+            src, dst = (sip, sport), (dip, dport)
             from_a = src <= dst
             key = (src, dst) if from_a else (dst, src)
             frag = open_.get(key)
             if frag is None:
                 first = index if packet_range is None else packet_range.first_index + index
                 frag = open_[key] = Fragment(key[0], key[1], first)
-            payload = bytes(seg.payload) if copy else seg.payload
+            if copy:
+                payload = bytes(payload)
             frag.ts.append(ts)
-            frag.seq.append(seg.seq)
-            frag.ack.append(seg.ack)
-            frag.flags.append(seg.flags)
-            frag.wire.append(seg.wire_len)
+            frag.seq.append(seq)
+            frag.ack.append(ack)
+            frag.flags.append(flags)
+            frag.wire.append(wire_len)
             frag.from_a.append(from_a)
             frag.pay.append(payload)
             frag.nbytes += len(payload)

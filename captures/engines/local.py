@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..reading.inputs import CaptureFile, expand_inputs, is_remote, local_path
-from .fragment_decode import decode_file, decode_fragment_groups
+from .fragment_decode import decode_file, decode_fragment_groups, fewer_collections
 from .table_files import ParquetSink, finish_tables, prepare_tables, summary_of_tables
 
 __all__ = ["run_local"]
@@ -47,24 +47,25 @@ def run_local(
     say(f"decoding {len(files)} input(s) as capture {capture!r} in this process")
     ports = tuple(broker_ports)
     whole = ParquetSink(root, "local")
-    for n, members in enumerate(sets.values()):
-        if len(members) == 1:
-            decode_file(
-                members[0],
-                whole,
+    with fewer_collections():
+        for n, members in enumerate(sets.values()):
+            if len(members) == 1:
+                decode_file(
+                    members[0],
+                    whole,
+                    capture=capture,
+                    broker_ports=ports,
+                    with_body_json=with_body_json,
+                )
+                continue
+            # a rotated set: its connections run across the files, in rotation order
+            decode_fragment_groups(
+                members,
+                ParquetSink(root, f"set{n:05d}"),
                 capture=capture,
                 broker_ports=ports,
                 with_body_json=with_body_json,
             )
-            continue
-        # a rotated set: its connections run across the files, in rotation order
-        decode_fragment_groups(
-            members,
-            ParquetSink(root, f"set{n:05d}"),
-            capture=capture,
-            broker_ports=ports,
-            with_body_json=with_body_json,
-        )
     whole.close()
     finish_tables(root)
     summary = summary_of_tables(root)

@@ -13,12 +13,17 @@ the nanosecond files with `spark.sql.legacy.parquet.nanosAsLong=true` (epoch nan
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
+from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ..reading.native import NATIVE
 
 __all__ = [
     "CONNECTIONS",
@@ -193,13 +198,29 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    if all(type(r) is dict for r in rows):
-        # Arrow reads the dicts as structs in C++, a column per field, where a Python loop per
-        # column and row took a fifth of the local engine's time
-        structs = pa.array(rows, type=pa.struct(list(schema)))
-        return pa.Table.from_struct_array(structs).replace_schema_metadata(schema.metadata)
-    columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
+    columns = None if NATIVE is None else NATIVE.columns(rows, _names(schema))
+    if columns is None:
+        columns = _columns(rows, schema)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@cache
+def _names(schema: pa.Schema) -> tuple[str, ...]:
+    """The schema's column names, interned: a row's keys are (literals), so lookups match by
+    identity."""
+    return tuple(sys.intern(n) for n in schema.names)
+
+
+def _columns(rows: list[Mapping[str, Any]], schema: pa.Schema) -> list[list[Any]]:
+    """The rows' values column by column (`engines/columns.c` is the compiled one)."""
+    try:
+        # through itemgetter: less CPU than Arrow reading the dicts as structs, and a tenth of a
+        # list comprehension calling r.get per row and column
+        return [list(map(itemgetter(f.name), rows)) for f in schema]
+    except KeyError:
+        # a row without some column (a caller's own dicts): that column is null there
+        return [[r.get(f.name) for r in rows] for f in schema]
 
 
 def write_tables(rows: Any, out_dir: str | os.PathLike) -> Path:

@@ -25,6 +25,7 @@ __all__ = [
     "PacketReader",
     "PcapngWriter",
     "ReaderContext",
+    "Section",
     "TcpConversation",
     "load",
     "read_packets",
@@ -88,6 +89,15 @@ class ReaderContext:
     kind: str  # "pcap" or "pcapng"
     endian: str  # "<" or ">"
     interfaces: tuple[Interface, ...]
+
+
+@dataclass(slots=True)
+class Section:
+    """Where a pcapng read stands: the section's byte order and interfaces, the next block."""
+
+    endian: str
+    interfaces: list[Interface]
+    pos: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,18 +257,17 @@ class PacketReader:
             )
         self.kind = self.context.kind
 
-    def __iter__(self) -> Iterator[Packet]:
-        """Yield packets in file order."""
+    def bounds(self) -> tuple[int, int, int]:
+        """(start, end) of the packets to read in `buf`, and the index of the first."""
         rng = self.range
         if rng is None:
-            start, end, first = (24 if self.kind == "pcap" else 0), len(self.buf), 0
-        else:
-            start, end, first = (
-                rng.start - self.base_offset,
-                rng.end - self.base_offset,
-                rng.first_index,
-            )
-            end = min(end, len(self.buf))
+            return (24 if self.kind == "pcap" else 0), len(self.buf), 0
+        end = min(rng.end - self.base_offset, len(self.buf))
+        return rng.start - self.base_offset, end, rng.first_index
+
+    def __iter__(self) -> Iterator[Packet]:
+        """Yield packets in file order."""
+        start, end, first = self.bounds()
         if self.kind == "pcap":
             return self._iter_pcap(start, end, first)
         return self._iter_pcapng(start, end, first)
@@ -300,13 +309,24 @@ class PacketReader:
             index += 1
             pos = data_end
 
-    def _iter_pcapng(self, pos: int, end: int, index: int) -> Iterator[Packet]:
+    def _iter_pcapng(
+        self, pos: int, end: int, index: int, at: Section | None = None, *, one: bool = False
+    ) -> Iterator[Packet]:
+        """Packets of the pcapng blocks in [pos, end); `at` follows the section as it goes.
+
+        With `one`, only the block at `pos` (the compiled walker hands over the blocks it does
+        not read); `at.pos` is then where the next block starts, or `end` after a problem that
+        ends the file.
+        """
         buf = self.buf
-        endian = self.context.endian
-        interfaces = list(self.context.interfaces)
+        if at is None:
+            at = Section(self.context.endian, list(self.context.interfaces))
+        endian = at.endian
+        interfaces = at.interfaces
         head = struct.Struct(endian + "II").unpack_from
         epb = struct.Struct(endian + "IIIII").unpack_from
         base = self.base_offset
+        at.pos = end  # unless a block below ends cleanly
         while pos < end:
             if pos + 12 > end:
                 self._issue(pos, "truncated", end - pos, "pcapng block header cut short")
@@ -322,7 +342,8 @@ class PacketReader:
                 head = struct.Struct(endian + "II").unpack_from
                 epb = struct.Struct(endian + "IIIII").unpack_from
                 btype, blen = head(buf, pos)
-                interfaces = []
+                interfaces = at.interfaces = []
+                at.endian = endian
             if blen < 12 or blen % 4 or blen > _MAX_RECORD:
                 self._issue(pos, "malformed", end - pos, f"pcapng block length {blen}")
                 return
@@ -338,6 +359,9 @@ class PacketReader:
                 if btype != _IDB:
                     index += 1  # a packet block all the same: `scan_index` counts it
                 pos += blen
+                if one:
+                    at.pos = pos
+                    return
                 continue
             if btype in (_EPB, _OPB):
                 if btype == _EPB:
@@ -382,6 +406,9 @@ class PacketReader:
             elif btype == _IDB:
                 interfaces.append(_parse_idb(buf, pos, blen, endian))
             pos += blen
+            if one:
+                at.pos = pos
+                return
 
     def _truncated_packet(
         self, pos: int, end: int, btype: int, endian: str, interfaces: list[Interface], index: int

@@ -160,3 +160,26 @@ def test_a_rotated_set_decodes_as_the_arrow_fragments_do(tmp_path: Path) -> None
         assert objects.equals(pq.read_table(tmp_path / "arrow" / table / "part-set00000.parquet"))
     statuses = pq.read_table(tmp_path / "objects" / "pdus").column("decode_status")
     assert "truncated" in statuses.to_pylist() and "ok" in statuses.to_pylist()
+
+
+def test_the_collector_is_set_back_after_a_decode(tmp_path):
+    import gc
+
+    from kipwire.captures.engines.fragment_decode import fewer_collections
+
+    before = gc.get_threshold(), gc.get_freeze_count()
+    with fewer_collections():
+        assert gc.get_threshold()[0] > before[0][0] and gc.get_freeze_count() > 0
+        # cycles made inside the block are still collected
+        cycle: list = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    with pytest.raises(ValueError), fewer_collections():
+        raise ValueError("a decode that fails")
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    write_metadata_then_fetch(tmp_path / "in.pcapng")
+    summary = run_local([str(tmp_path / "in.pcapng")], tmp_path / "out", capture="c")
+    assert summary["pdus"] > 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

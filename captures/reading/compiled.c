@@ -1,0 +1,67 @@
+/* The module `kipwire.captures.reading.compiled` (see compiled.h): its setup and its functions'
+ * table. */
+#include "compiled.h"
+
+PyTypeObject *segment_type;
+PyObject *empty_bytes;
+
+/* Is `type` a namedtuple of `fields` fields with nothing added (so tp_alloc makes one)? */
+static int
+plain_namedtuple(PyObject *type, Py_ssize_t fields)
+{
+    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_base != &PyTuple_Type ||
+        ((PyTypeObject *)type)->tp_basicsize != PyTuple_Type.tp_basicsize)
+        return 0;
+    PyObject *names = PyObject_GetAttrString(type, "_fields");
+    if (names == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == fields;
+    Py_DECREF(names);
+    return ok;
+}
+
+static PyObject *
+setup(PyObject *self, PyObject *type)
+{
+    (void)self;
+    if (!plain_namedtuple(type, 9)) {
+        PyErr_SetString(PyExc_TypeError, "setup() takes TcpSegment, a 9-field namedtuple");
+        return NULL;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(segment_type, (PyTypeObject *)type);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_O, "setup(TcpSegment): the class segments are made as."},
+    {"walk", (PyCFunction)(void (*)(void))native_walk, METH_FASTCALL,
+     "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
+     "(items, pos, packets, tcp, truncated, stopped)"},
+    {"columns", (PyCFunction)(void (*)(void))native_columns, METH_FASTCALL,
+     "columns(rows, names) -> a list per name of the rows' values, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "compiled",
+    "The capture pipeline's hot loops, compiled (hand-written).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit_compiled(void)
+{
+    empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    if (empty_bytes == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

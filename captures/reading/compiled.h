@@ -1,0 +1,20 @@
+/* `kipwire.captures.reading.compiled`: the capture pipeline's hand-written hot loops, one C file beside
+ * the Python code each stands in for (that code is the reference, and runs when the module is
+ * not built or KIPWIRE_PURE_PYTHON=1; `native.py` loads it). compiled.c defines the module. */
+#ifndef KIPWIRE_CAPTURES_COMPILED_H
+#define KIPWIRE_CAPTURES_COMPILED_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+extern PyTypeObject *segment_type; /* reading.packets.TcpSegment, a 9-field namedtuple */
+extern PyObject *empty_bytes;      /* b"" */
+
+/* walk.c */
+PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* ../engines/columns.c */
+PyObject *native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+#endif

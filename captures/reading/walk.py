@@ -1,0 +1,112 @@
+"""A capture's packets as TCP segments: through the compiled walker (`walk.c`) when it is built.
+
+`tcp_segments` gives (ts_ns, segment) for every TCP packet of a `PacketReader` and counts the
+rest by reason. The Python readers (`pcap.PacketReader`, `packets.parse_tcp`) are the reference:
+the walker reads the plain blocks and records and stops at anything else, which the Python
+reader then takes one block at a time; a frame the walker does not turn into a segment comes
+back whole for `parse_tcp`, which says why it is not one (`native` loads the walker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from . import native
+from .packets import TcpSegment, parse_tcp
+from .pcap import Packet, PacketReader, Section
+
+__all__ = ["tcp_segments"]
+
+_BATCH = 1024  # packets per call into the walker: memory stays flat on any file size
+
+
+def tcp_segments(
+    reader: PacketReader, stats: Any, *, copy: bool = False, pure: bool = False
+) -> Iterator[tuple[int, TcpSegment]]:
+    """(ts_ns, segment) of every TCP packet; `stats` (a `pipeline.PacketStats`) counts them all.
+
+    `copy` detaches payloads from the file buffer; `pure` keeps to the Python path.
+    """
+    walker = None if pure else native.NATIVE
+    if walker is None:
+        yield from _segments_of(reader, stats, copy)
+        return
+    start, end, _ = reader.bounds()
+    buf = reader.buf
+    ctx = reader.context
+    little = ctx.endian == "<"
+    if reader.kind == "pcap":
+        iface = ctx.interfaces[0]
+        ifaces: tuple = ((iface.linktype, iface.ts_units, 0),)
+        pos = start
+        while pos < end:
+            items, pos, n, tcp, cut, stopped = walker.walk(
+                buf, pos, end, False, little, ifaces, copy, _BATCH
+            )
+            yield from _taken(items, stats, n, tcp, cut, copy)
+            if stopped:
+                # a record cut short or of a bad length: the Python reader's issue ends the file
+                yield from _segments_of(reader._iter_pcap(pos, end, 0), stats, copy)
+                return
+        return
+    at = Section(ctx.endian, list(ctx.interfaces))
+    ifaces = _interfaces(at)
+    pos = start
+    while pos < end:
+        items, pos, n, tcp, cut, stopped = walker.walk(
+            buf, pos, end, True, at.endian == "<", ifaces, copy, _BATCH
+        )
+        yield from _taken(items, stats, n, tcp, cut, copy)
+        if stopped:
+            # a block the walker leaves (section or interface header, a problem): one block of
+            # the Python reader, which may change the section, then the walker again
+            yield from _segments_of(reader._iter_pcapng(pos, end, 0, at, one=True), stats, copy)
+            pos = at.pos
+            ifaces = _interfaces(at)
+
+
+def _interfaces(at: Section) -> tuple:
+    return tuple((i.linktype, i.ts_units, i.ts_offset_s) for i in at.interfaces)
+
+
+def _taken(
+    items: list[tuple], stats: Any, packets: int, tcp: int, cut: int, copy: bool
+) -> Iterator[tuple[int, TcpSegment]]:
+    """The walker's items as segments: its own, and `parse_tcp`'s of the frames it left."""
+    stats.packets += packets
+    stats.tcp += tcp
+    stats.truncated += cut
+    for item in items:
+        if len(item) == 2:
+            yield item
+            continue
+        ts, linktype, frame = item
+        seg = parse_tcp(linktype, frame)
+        if type(seg) is str:
+            stats.skipped[seg] += 1
+            continue
+        stats.tcp += 1
+        if len(seg.payload) < seg.wire_len:
+            stats.truncated += 1
+        if copy:
+            seg = seg._replace(payload=bytes(seg.payload))
+        yield ts, seg
+
+
+def _segments_of(
+    packets: Iterable[Packet], stats: Any, copy: bool
+) -> Iterator[tuple[int, TcpSegment]]:
+    """The Python path: every packet through `parse_tcp`."""
+    for pkt in packets:
+        stats.packets += 1
+        seg = parse_tcp(pkt.linktype, pkt.data)
+        if type(seg) is str:
+            stats.skipped[seg] += 1
+            continue
+        stats.tcp += 1
+        if len(seg.payload) < seg.wire_len:
+            stats.truncated += 1
+        if copy:
+            seg = seg._replace(payload=bytes(seg.payload))
+        yield pkt.ts_ns, seg

@@ -1,0 +1,90 @@
+"""Row dicts to columns: the compiled pass (`engines/columns.c`) against `schema._columns`."""
+
+from __future__ import annotations
+
+import pytest
+from memory_growth import blocks_left_by
+
+pa = pytest.importorskip("pyarrow")
+
+from kipwire.captures.decoding.pipeline import decode_capture  # noqa: E402
+from kipwire.captures.engines import schema  # noqa: E402
+from kipwire.captures.reading import native  # noqa: E402
+from kipwire.captures.reading.pcap import PcapngWriter  # noqa: E402
+
+needs_native = pytest.mark.skipif(native.NATIVE is None, reason="the compiled path is not in use")
+_T = 1_700_000_000_000_000_000
+
+
+def _rows() -> list[dict]:
+    import io
+
+    from captures_testkit import request_frame, response_frame
+
+    buf = io.BytesIO()
+    with PcapngWriter(buf) as w:
+        conv = w.conversation(("10.1.0.2", 50000), ("10.1.0.1", 9092), _T)
+        for n in range(20):
+            conv.client_sends(request_frame(18, 0, n), _T + n)
+            conv.server_sends(response_frame(n, b"\x00\x00\x00\x00\x00\x00"), _T + n)
+    rows = decode_capture(buf.getvalue())
+    return rows.pdus
+
+
+@needs_native
+def test_the_same_columns_and_tables_as_python():
+    rows = _rows()
+    sparse = [{"capture": "c", "ts": 5, "extra": 1}, {}, {"topics": ["a"]}]
+    for data in (rows, sparse, []):
+        for s in schema.TABLES.values():
+            assert native.NATIVE.columns(data, tuple(s.names)) == schema._columns(data, s)
+    with_native = schema.to_table(rows, schema.PDUS)
+    cols = schema._columns(rows, schema.PDUS)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema.PDUS, strict=True)]
+    python = pa.Table.from_arrays(arrays, schema=schema.PDUS)
+    assert with_native.equals(python, check_metadata=True)
+
+
+@needs_native
+def test_rows_that_are_no_dicts_go_to_python():
+    from types import MappingProxyType
+
+    rows = [MappingProxyType({"capture": "c"})]
+    assert native.NATIVE.columns(rows, ("capture",)) is None
+    assert schema.to_table(rows, schema.PDUS).column("capture").to_pylist() == ["c"]
+    with pytest.raises(TypeError):
+        native.NATIVE.columns((), ("capture",))
+    with pytest.raises(TypeError):
+        native.NATIVE.columns([], (1,))
+
+
+@needs_native
+def test_a_key_that_changes_the_rows_while_compared_is_no_crash():
+    rows: list[dict] = []
+
+    class Rude(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            rows.clear()  # the caller's list empties under the walk
+            for r in list(rows):
+                r.clear()
+            return False
+
+    rows += [{Rude("capture"): 1, "ts": 2} for _ in range(50)]
+    got = native.NATIVE.columns(rows, ("capture", "ts"))
+    assert got == [[None] * 50, [2] * 50]
+
+
+@needs_native
+def test_no_references_left_behind():
+    rows = _rows()
+    names = tuple(schema.PDUS.names)
+
+    def run(n: int) -> int:
+        return sum(len(native.NATIVE.columns(rows, names)[0]) for _ in range(n))
+
+    run(10)
+    seen, grown = blocks_left_by(lambda: run(500))
+    assert seen == 500 * len(rows)
+    assert grown < 1000, f"{grown} more blocks allocated after 500 passes"
