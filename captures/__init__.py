@@ -28,6 +28,7 @@ Stages, arrows pointing down (a stage imports only the stages above it):
   `decoding.framing`       a reassembled direction cut into size-prefixed frames, resynchronised
   `decoding.bodies`        what a decoded body says: the row's facts and its JSON, in one walk
                            (in C with the compiled codec: `codec/_compiled/jsontext.c`)
+  `decoding.jsontext`      loads that C walk when the compiled codec is active
   `decoding.pairing`       frames decoded and responses paired with requests, as row dicts
   `decoding.redaction`     SASL tokens whose secret a secured mock's recorder replaced by `*`s
   `decoding.pipeline`      one input to the rows of the three tables, in process

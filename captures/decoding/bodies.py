@@ -8,8 +8,9 @@ separate scan, conversion and records pass (with a base64 round trip per blob) w
 of the decode. `facts` and `body_json` are the same answers for any other decoder.
 
 With the compiled codec active, `facts_and_json` and `body_json` run in C for kipwire's own codec
-(`codec/_compiled/jsontext.c`, loaded by `_jsontext`): the same facts and the same text, written
-without the intermediate tree; the Python code below answers for any body the C walk hands back.
+(`codec/_compiled/jsontext.c`, loaded by `decoding.jsontext`): the same facts and the same text,
+written without the intermediate tree; the Python code below answers for any body the C walk
+hands back.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kipwire import codec as _own_codec
 from kipwire.codec import ErrorCode
 from kipwire.codec.records import expand_records
 
-from . import _jsontext
+from . import jsontext
 
 __all__ = [
     "Facts",
@@ -51,7 +52,7 @@ def error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:2000]
 
 
-_NATIVE = _jsontext.load(error_text)
+_NATIVE = jsontext.load(error_text)
 # The C walk in use (None: the Python one); `use_compiled` switches.
 _native = _NATIVE
 

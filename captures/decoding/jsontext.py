@@ -15,13 +15,13 @@ from uuid import UUID
 from construct import Container, ListContainer
 from crc32c import crc32c
 
-from kipwire.codec import _compiled
+from kipwire import codec
 from kipwire.codec.records import expand_records
 
 
 def load(error_text: Callable[[Exception], str]) -> ModuleType | None:
     """The C walk, writing a failed records blob's error as `error_text` does; or None."""
-    if not _compiled.active:
+    if not codec.compiled:
         return None
     try:
         from kipwire.codec._compiled import jsontext
