@@ -31,14 +31,17 @@ def _extensions() -> list[Extension]:
     records = Extension(
         "kipwire.codec._compiled.records",
         [str(COMPILED / "records.c")],
-        depends=[str(COMPILED / "records_frame.h")],
+        depends=[str(COMPILED / "records_frame.h"), str(COMPILED / "varint.h")],
         optional=True,
     )
     # a decoded body's facts and JSON text for the capture job (captures/decoding/bodies.py)
     jsontext = Extension(
         "kipwire.codec._compiled.jsontext",
         [str(COMPILED / "jsontext.c")],
-        depends=[str(header) for header in sorted(COMPILED.glob("jsontext_*.h"))],
+        depends=[
+            str(COMPILED / f"{n}.h")
+            for n in ("jsontext_out", "jsontext_records", "jsontext_facts", "varint")
+        ],
         optional=True,
     )
     # the capture pipeline's loops, each C file beside the Python code it stands in for

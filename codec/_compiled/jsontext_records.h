@@ -34,42 +34,7 @@ rd_be64(const unsigned char *s)
     return (int64_t)(((uint64_t)rd_be32(s) << 32) | rd_be32(s + 4));
 }
 
-/* An unsigned varint of at most `max_bytes` bytes, as records.c's read_uvarint: 0, or -1 when it
- * runs past `end`, is longer, or does not fit the width. */
-static inline int
-rd_uvarint(const unsigned char **at, const unsigned char *end, int max_bytes, uint64_t *out)
-{
-    const unsigned char *s = *at;
-    uint64_t value = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (s >= end)
-            return -1;
-        unsigned char byte = *s++;
-        uint64_t bits = byte & 0x7F;
-        if (i == 9 && bits > 1)
-            return -1;
-        value |= bits << (7 * i);
-        if (byte < 0x80) {
-            if (max_bytes == 5 && value >> 32)
-                return -1;
-            *out = value;
-            *at = s;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static inline int
-rd_varint(const unsigned char **at, const unsigned char *end, int max_bytes, int64_t *out)
-{
-    uint64_t z;
-    if (rd_uvarint(at, end, max_bytes, &z) < 0)
-        return -1;
-    int64_t value = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
-    *out = max_bytes == 5 ? (int32_t)value : value;
-    return 0;
-}
+#include "varint.h"
 
 /* Whether `size` bytes are strict UTF-8 as bytes.decode() takes them: no overlong forms, no
  * surrogates, nothing above U+10FFFF. */
@@ -129,19 +94,19 @@ static int
 write_headers(jout *o, const unsigned char **at, const unsigned char *end)
 {
     int64_t count, size;
-    if (rd_varint(at, end, 5, &count) < 0 || count < 0 || 2 * count > end - *at)
+    if (read_varint(at, end, 5, &count) < 0 || count < 0 || 2 * count > end - *at)
         return J_FALLBACK;
     if (jout_char(o, '[') < 0)
         return J_ERROR;
     for (int64_t i = 0; i < count; i++) {
-        if (rd_varint(at, end, 5, &size) < 0 || size < 0 || size > end - *at ||
+        if (read_varint(at, end, 5, &size) < 0 || size < 0 || size > end - *at ||
             !utf8_valid(*at, (Py_ssize_t)size))
             return J_FALLBACK;
         if ((i && jout_char(o, ',') < 0) || jout_char(o, '[') < 0 ||
             jout_text(o, (const char *)*at, (Py_ssize_t)size) < 0 || jout_char(o, ',') < 0)
             return J_ERROR;
         *at += size;
-        if (rd_varint(at, end, 5, &size) < 0)
+        if (read_varint(at, end, 5, &size) < 0)
             return J_FALLBACK;
         int rc = write_field(o, at, end, size);
         if (rc != J_OK)
@@ -159,12 +124,12 @@ write_record(jout *o, const unsigned char **at, const unsigned char *end, int64_
              int64_t base_timestamp, int has_fixed, int64_t fixed)
 {
     int64_t length, timestamp_delta, offset_delta, size, offset, timestamp = fixed;
-    if (rd_varint(at, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - *at)
+    if (read_varint(at, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - *at)
         return J_FALLBACK;
     const unsigned char *s = *at + 1; /* attributes: no bit is defined for records yet */
     const unsigned char *record_end = *at + length;
-    if (rd_varint(&s, record_end, 10, &timestamp_delta) < 0 ||
-        rd_varint(&s, record_end, 5, &offset_delta) < 0 ||
+    if (read_varint(&s, record_end, 10, &timestamp_delta) < 0 ||
+        read_varint(&s, record_end, 5, &offset_delta) < 0 ||
         __builtin_add_overflow(base_offset, offset_delta, &offset))
         return J_FALLBACK;
     if (!has_fixed && __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp))
@@ -174,13 +139,13 @@ write_record(jout *o, const unsigned char **at, const unsigned char *end, int64_
         JOUT_LIT(o, ",\"key\":") < 0)
         return J_ERROR;
     int rc;
-    if (rd_varint(&s, record_end, 5, &size) < 0)
+    if (read_varint(&s, record_end, 5, &size) < 0)
         return J_FALLBACK;
     if ((rc = write_field(o, &s, record_end, size)) != J_OK)
         return rc;
     if (JOUT_LIT(o, ",\"value\":") < 0)
         return J_ERROR;
-    if (rd_varint(&s, record_end, 5, &size) < 0)
+    if (read_varint(&s, record_end, 5, &size) < 0)
         return J_FALLBACK;
     if ((rc = write_field(o, &s, record_end, size)) != J_OK)
         return rc;
