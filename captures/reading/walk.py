@@ -82,16 +82,9 @@ def _taken(
             yield item
             continue
         ts, linktype, frame = item
-        seg = parse_tcp(linktype, frame)
-        if type(seg) is str:
-            stats.skipped[seg] += 1
-            continue
-        stats.tcp += 1
-        if len(seg.payload) < seg.wire_len:
-            stats.truncated += 1
-        if copy:
-            seg = seg._replace(payload=bytes(seg.payload))
-        yield ts, seg
+        seg = _parsed(linktype, frame, stats, copy)
+        if seg is not None:
+            yield ts, seg
 
 
 def _segments_of(
@@ -100,13 +93,18 @@ def _segments_of(
     """The Python path: every packet through `parse_tcp`."""
     for pkt in packets:
         stats.packets += 1
-        seg = parse_tcp(pkt.linktype, pkt.data)
-        if type(seg) is str:
-            stats.skipped[seg] += 1
-            continue
-        stats.tcp += 1
-        if len(seg.payload) < seg.wire_len:
-            stats.truncated += 1
-        if copy:
-            seg = seg._replace(payload=bytes(seg.payload))
-        yield pkt.ts_ns, seg
+        seg = _parsed(pkt.linktype, pkt.data, stats, copy)
+        if seg is not None:
+            yield pkt.ts_ns, seg
+
+
+def _parsed(linktype: int, frame: Any, stats: Any, copy: bool) -> TcpSegment | None:
+    """`parse_tcp`'s segment of one frame, counted in `stats`; None (counted as skipped) if none."""
+    seg = parse_tcp(linktype, frame)
+    if type(seg) is str:
+        stats.skipped[seg] += 1
+        return None
+    stats.tcp += 1
+    if len(seg.payload) < seg.wire_len:
+        stats.truncated += 1
+    return seg._replace(payload=bytes(seg.payload)) if copy else seg
