@@ -252,6 +252,11 @@ def test_every_response_is_paired(mixed):
                 # librdkafka (KIP-714) may close with its telemetry request still in flight
                 assert first["client_id"] in ("ck-prod", "ck-cons"), pairs[-k:]
                 continue
+            if first["api_key"] == ApiKey.FIND_COORDINATOR:
+                # librdkafka's consumer drops its bootstrap connection once it knows the real
+                # brokers, even with a FindCoordinator sent on it still unanswered (seen in CI)
+                assert first["client_id"] == "ck-cons", pairs[-k:]
+                continue
             # either consumer may close with its long poll in flight
             assert first["api_key"] == ApiKey.FETCH, pairs[-k:]
             assert first["client_id"] in ("ck-cons", "kp-cons"), pairs[-k:]
