@@ -20,7 +20,6 @@ static PyObject *crc32c_fn; /* crc32c.crc32c */
 #define HEADER_SIZE 61
 #define MIN_BATCH_LENGTH (HEADER_SIZE - LOG_OVERHEAD)
 #define CRC_START 21
-#define MIN_RECORD_SIZE 7 /* length, attributes, two deltas, key, value, header count */
 
 static inline uint32_t
 rd_be32(const unsigned char *s)
@@ -123,17 +122,11 @@ static int
 write_record(jout *o, const unsigned char **at, const unsigned char *end, int64_t base_offset,
              int64_t base_timestamp, int has_fixed, int64_t fixed)
 {
-    int64_t length, timestamp_delta, offset_delta, size, offset, timestamp = fixed;
-    if (read_varint(at, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - *at)
+    int64_t size, offset, timestamp = fixed;
+    const unsigned char *s = *at, *record_end;
+    if (read_record_head(&s, end, base_offset, base_timestamp, has_fixed, &record_end, &offset,
+                         &timestamp) < 0)
         return J_FALLBACK;
-    const unsigned char *s = *at + 1; /* attributes: no bit is defined for records yet */
-    const unsigned char *record_end = *at + length;
-    if (read_varint(&s, record_end, 10, &timestamp_delta) < 0 ||
-        read_varint(&s, record_end, 5, &offset_delta) < 0 ||
-        __builtin_add_overflow(base_offset, offset_delta, &offset))
-        return J_FALLBACK;
-    if (!has_fixed && __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp))
-        return J_FALLBACK; /* Python's ints do not overflow: it gives this one */
     if (JOUT_LIT(o, "{\"offset\":") < 0 || jout_int64(o, offset) < 0 ||
         JOUT_LIT(o, ",\"timestamp\":") < 0 || jout_int64(o, timestamp) < 0 ||
         JOUT_LIT(o, ",\"key\":") < 0)

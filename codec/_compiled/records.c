@@ -15,10 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "structmember.h"
-
-/* Smallest record: length, attributes, timestamp delta, offset delta, key length, value length
- * and header count, one byte each (batch.py's _MIN_RECORD_SIZE). */
-#define MIN_RECORD_SIZE 7
+#include "varint.h" /* MIN_RECORD_SIZE too */
 
 /* -- the Record type ------------------------------------------------------------------------ */
 
@@ -101,8 +98,6 @@ new_record(PyObject *offset, PyObject *timestamp, PyObject *key, PyObject *value
 
 /* -- reading -------------------------------------------------------------------------------- */
 
-#include "varint.h"
-
 /* A nullable byte string (key, value, header value) of length `size` at *at: None for -1, a
  * new bytes object (None when not `make`: only checked), or NULL when the length is negative
  * or runs past `end`. */
@@ -178,18 +173,11 @@ static PyObject *
 read_record(const unsigned char **at, const unsigned char *end, int64_t base_offset,
             int64_t base_timestamp, PyObject *fixed, int make)
 {
-    int64_t length, timestamp_delta, offset_delta, size, offset, timestamp = 0;
-    if (read_varint(at, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 ||
-        length > end - *at)
+    int64_t size, offset, timestamp = 0;
+    const unsigned char *s = *at, *record_end;
+    if (read_record_head(&s, end, base_offset, base_timestamp, fixed != NULL, &record_end, &offset,
+                         &timestamp) < 0)
         return NULL;
-    const unsigned char *s = *at + 1; /* attributes: no bit is defined for records yet */
-    const unsigned char *record_end = *at + length;
-    if (read_varint(&s, record_end, 10, &timestamp_delta) < 0 ||
-        read_varint(&s, record_end, 5, &offset_delta) < 0 ||
-        __builtin_add_overflow(base_offset, offset_delta, &offset))
-        return NULL;
-    if (fixed == NULL && __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp))
-        return NULL; /* Python's ints do not overflow: it gives this one */
     PyObject *key = NULL, *value = NULL, *headers = NULL;
     if (read_varint(&s, record_end, 5, &size) < 0 || (key = read_bytes(&s, record_end, size, make)) == NULL)
         return NULL;

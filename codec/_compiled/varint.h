@@ -1,5 +1,5 @@
-/* Kafka's zigzag varints, read with every byte bounds-checked: the record loops' (records.c) and
- * the capture JSON writer's (jsontext_records.h). Include after Python.h. */
+/* Kafka's zigzag varints and a v2 record's head, read with every byte bounds-checked: the record
+ * loops' (records.c) and the capture JSON writer's (jsontext_records.h). Include after Python.h. */
 #ifndef KIPWIRE_VARINT_H
 #define KIPWIRE_VARINT_H
 
@@ -45,6 +45,34 @@ read_varint(const unsigned char **at, const unsigned char *end, int max_bytes, i
         return -1;
     int64_t value = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
     *out = max_bytes == 5 ? (int32_t)value : value;
+    return 0;
+}
+
+/* The smallest v2 record: length, attributes, timestamp and offset deltas, key and value lengths
+ * and header count, one byte each (batch.py's _MIN_RECORD_SIZE). */
+#define MIN_RECORD_SIZE 7
+
+/* A v2 record's head from *at, which `end` (the records' end) bounds: its end, its offset, and
+ * its timestamp (left alone when `has_fixed`: the log append time replaces it). *at is left at
+ * the key's length. 0, or -1 for a length that does not fit or a delta that overflows (Python's
+ * ints do not overflow: its path gives that record). */
+static inline int
+read_record_head(const unsigned char **at, const unsigned char *end, int64_t base_offset,
+                 int64_t base_timestamp, int has_fixed, const unsigned char **record_end,
+                 int64_t *offset, int64_t *timestamp)
+{
+    int64_t length, timestamp_delta, offset_delta;
+    if (read_varint(at, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 ||
+        length > end - *at)
+        return -1;
+    *record_end = *at + length;
+    *at += 1; /* attributes: no bit is defined for records yet */
+    if (read_varint(at, *record_end, 10, &timestamp_delta) < 0 ||
+        read_varint(at, *record_end, 5, &offset_delta) < 0 ||
+        __builtin_add_overflow(base_offset, offset_delta, offset))
+        return -1;
+    if (!has_fixed && __builtin_add_overflow(base_timestamp, timestamp_delta, timestamp))
+        return -1;
     return 0;
 }
 
