@@ -110,7 +110,10 @@ def task_split_bytes(files: Sequence[CaptureFile], split_bytes: int, slots: int)
     A whole input is decoded by one task: one large file alone would keep every other slot
     idle. Cut into packet ranges, its connections meet again after the shuffle and are decoded
     side by side (`balance_connections`). Never below `MIN_SPLIT_BYTES`: a range costs a task.
+    With one slot there is no other slot to keep busy: `split_bytes` stays.
     """
+    if slots <= 1:
+        return split_bytes
     total = sum(file_size(f.path) for f in files if f.kind == "pcap")
     return min(split_bytes, max(MIN_SPLIT_BYTES, -(-total // (2 * max(slots, 1)))))
 
@@ -137,13 +140,18 @@ def fragments_dataframe(
     parts = shuffled = 0
     files = expand_inputs(local, fmt=fmt, pairs=pairs)
     if files:
-        split_bytes = task_split_bytes(files, split_bytes, task_slots(spark))
+        slots = task_slots(spark)
+        split_bytes = task_split_bytes(files, split_bytes, slots)
+        # one task slot decodes a rotation set's connections one after another either way: read
+        # the set whole and decode it there, without the sizing job, the shuffle and the sort
+        whole_sets = decode_into is not None and slots <= 1
         opts = {
             "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
             "splitBytes": str(split_bytes),
+            "wholeSets": "true" if whole_sets else "false",
             **(decode_into or {}),
         }
-        plan = plan_partitions(files, split_bytes)
+        plan = plan_partitions(files, split_bytes, whole_sets=whole_sets)
         parts += len(plan)
         shuffled += sum(1 for p in plan if not (decode_into and p.whole))
         frames.append(spark.read.format("kafkacapture").options(**opts).load())
@@ -400,6 +408,11 @@ class _Job:
             f"input(s) as capture {self.capture!r}; {frags.partitions - frags.shuffled} decoded "
             f"where read, {frags.shuffled} after a shuffle by connection"
         )
+        if not frags.shuffled:
+            # the readers decode every partition themselves and yield no rows: no decode stage
+            say("decoding and writing pdus, pairs, connections")
+            frags.frame.collect()
+            return self._finish(root, frags)
         frame = frags.frame.persist() if frags.shuffled > 1 else frags.frame
         try:
             stats = decode_dataframe(
@@ -415,6 +428,11 @@ class _Job:
         finally:
             if frame is not frags.frame:
                 frame.unpersist()
+        return self._finish(root, frags)
+
+    @staticmethod
+    def _finish(root: str, frags: Fragments) -> dict[str, Any]:
+        """Finish the written tables; the summary read back from them."""
         finish_tables(root)
         summary = summary_of_tables(root)
         summary["partitions"] = frags.partitions
