@@ -6,8 +6,8 @@ for the job to shuffle by connection key and decode (`fragment_decode`). Most in
 need no shuffle at all: a whole input that is not part of a rotation set holds every packet of
 its connections, so with the `out` option the reader decodes it where it reads it and writes its
 rows as Parquet under `out` (`table_files.ParquetSink`), yielding no fragments. With `wholeSets`
-(the job sets it for a session of one task slot, where spreading connections over tasks buys
-nothing) a rotation set of at most `splitBytes` is one partition too, its files read in order.
+(the job sets it with `out`) a rotation set of at most `splitBytes` is such a partition too, its
+files read in rotation order: a task's worth of work, as a file of that size is.
 
     spark.dataSource.register(KafkaCaptureDataSource)
     frags = spark.read.format("kafkacapture").load(["/caps/2024-05-01"])

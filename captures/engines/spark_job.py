@@ -142,9 +142,9 @@ def fragments_dataframe(
     if files:
         slots = task_slots(spark)
         split_bytes = task_split_bytes(files, split_bytes, slots)
-        # one task slot decodes a rotation set's connections one after another either way: read
-        # the set whole and decode it there, without the sizing job, the shuffle and the sort
-        whole_sets = decode_into is not None and slots <= 1
+        # a rotation set within a task's split is one task's work, as a file that size is: read
+        # it whole and decode it there, without the sizing job, the shuffle and the sort
+        whole_sets = decode_into is not None
         opts = {
             "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
             "splitBytes": str(split_bytes),
