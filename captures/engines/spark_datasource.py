@@ -25,10 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..reading.inputs import CaptureFile, expand_inputs, file_size
 from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange, scan_index
-from .fragment_decode import decode_file, decode_fragment_groups, fewer_collections
-from .fragments import fragments_of
 from .schema import FRAGMENTS, spark_ddl
-from .table_files import ParquetSink
 
 __all__ = [
     "DEFAULT_SPLIT_BYTES",
@@ -154,6 +151,11 @@ class KafkaCaptureReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Yield Arrow batches of segment fragments for one partition (none if decoded here)."""
         assert isinstance(partition, CapturePartition)
+        # the decode's modules (the codec and the whole pipeline) load here, in the task, not on
+        # import: Spark unpickles this class in fresh Python workers only to ask for the schema
+        # and the partitions, and each paid their import (seconds on a loaded machine)
+        from .fragments import fragments_of
+
         if self.out is not None and partition.whole:
             self._decode(partition)
             return iter(())
@@ -163,6 +165,9 @@ class KafkaCaptureReader(DataSourceReader):
 
     def _decode(self, partition: CapturePartition) -> None:
         """Decode a partition of whole connections into Parquet part files under `out`."""
+        from .fragment_decode import decode_file, decode_fragment_groups, fewer_collections
+        from .table_files import ParquetSink
+
         assert self.out is not None
         sink = ParquetSink(self.out, f"r{partition.index:05d}")
         opts = {
