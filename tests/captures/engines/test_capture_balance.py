@@ -122,3 +122,28 @@ def test_a_rotated_set_read_whole_decodes_as_the_local_engine(tmp_path) -> None:
     for table in ("pdus", "pairs", "connections"):
         got = pq.read_table(out / table).to_pylist()
         assert got and got == pq.read_table(tmp_path / "local" / table).to_pylist(), table
+
+
+@pytest.mark.parametrize(
+    ("module", "absent"),
+    [
+        (
+            "spark_datasource",
+            ("kipwire.captures.engines.fragment_decode", "kipwire.codec", "pandas"),
+        ),
+        ("spark_job", ("pandas", "pyarrow.dataset")),
+    ],
+)
+def test_the_spark_modules_import_light(module: str, absent: tuple[str, ...]) -> None:
+    """Fresh Spark workers unpickle the data source only for its schema and partitions."""
+    pytest.importorskip("pyspark")
+    import ast
+    import subprocess
+    import sys
+
+    probe = f"import sys, kipwire.captures.engines.{module}; print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stdout))
+    assert f"kipwire.captures.engines.{module}" in loaded
+    assert not loaded & set(absent)
