@@ -226,8 +226,12 @@ def balance_connections(fragments: DataFrame, fallback_tasks: int) -> tuple[Data
             ranks[i] = rank
         salt = salts(tasks)
         fields = [FRAGMENTS.field(k) for k in _KEY] + [pa.field("salt", pa.int64())]
-        ddl = spark_ddl(pa.schema(fields))
-        table = spark.createDataFrame([(*k, salt[i]) for k, i in plan.items()], ddl)
+        keys = list(plan)
+        cols = [[k[n] for k in keys] for n in range(len(_KEY))] + [[salt[plan[k]] for k in keys]]
+        # from Arrow, not from a list of tuples: a list becomes a Python RDD, one more job with
+        # Python workers to turn the rows into Spark's; Arrow batches the JVM reads itself
+        arrays = [pa.array(c, f.type) for c, f in zip(cols, fields, strict=True)]
+        table = spark.createDataFrame(pa.Table.from_arrays(arrays, schema=pa.schema(fields)))
         placed = (
             fragments.join(F.broadcast(table), on=list(_KEY), how="left")
             .repartition(tasks, "salt")
