@@ -7,9 +7,10 @@ connection key, sorted into capture order, and decoded per connection by
 `captures.engines.fragment_decode` in `mapInArrow`.
 
 For a local output folder (the default writer, "arrow") the job is one Spark pass: the reader
-decodes whole inputs itself, the decode tasks write their rows as Parquet part files, and
-only a few counts come back to the JVM; the summary is read from the written files. Outputs
-only Spark can write (hdfs://, s3a://) go through Spark's writer (writer "spark").
+decodes whole inputs itself (and whole rotation sets within the task split size: then there is
+no shuffle and no decode stage at all), the decode tasks write their rows as Parquet part
+files, and only a few counts come back to the JVM; the summary is read from the written files.
+Outputs only Spark can write (hdfs://, s3a://) go through Spark's writer (writer "spark").
 
 Workers import kipwire as installed on them, or from `--py-files` (a wheel or a zip of the
 `kipwire/` tree, see README): nothing here puts a source folder on PYTHONPATH.
