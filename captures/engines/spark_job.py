@@ -141,8 +141,7 @@ def fragments_dataframe(
     parts = shuffled = 0
     files = expand_inputs(local, fmt=fmt, pairs=pairs)
     if files:
-        slots = task_slots(spark)
-        split_bytes = task_split_bytes(files, split_bytes, slots)
+        split_bytes = task_split_bytes(files, split_bytes, task_slots(spark))
         # a rotation set within a task's split is one task's work, as a file that size is: read
         # it whole and decode it there, without the sizing job, the shuffle and the sort
         whole_sets = decode_into is not None
