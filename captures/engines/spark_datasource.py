@@ -5,7 +5,9 @@ range after a quick `scan_index`. A partition yields segment fragments (`fragmen
 for the job to shuffle by connection key and decode (`fragment_decode`). Most inputs
 need no shuffle at all: a whole input that is not part of a rotation set holds every packet of
 its connections, so with the `out` option the reader decodes it where it reads it and writes its
-rows as Parquet under `out` (`table_files.ParquetSink`), yielding no fragments.
+rows as Parquet under `out` (`table_files.ParquetSink`), yielding no fragments. With `wholeSets`
+(the job sets it with `out`) a rotation set of at most `splitBytes` is such a partition too, its
+files read in rotation order: a task's worth of work, as a file of that size is.
 
     spark.dataSource.register(KafkaCaptureDataSource)
     frags = spark.read.format("kafkacapture").load(["/caps/2024-05-01"])
@@ -23,10 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..reading.inputs import CaptureFile, expand_inputs, file_size
 from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange, scan_index
-from .fragment_decode import decode_file
-from .fragments import fragments_of
 from .schema import FRAGMENTS, spark_ddl
-from .table_files import ParquetSink
 
 __all__ = [
     "DEFAULT_SPLIT_BYTES",
@@ -43,7 +42,8 @@ class CapturePartition(InputPartition):
     """A whole input, or one packet range of a large pcap file (with the scan's leftover issues).
 
     `whole` marks a partition that holds every packet of its connections (a whole input that is
-    not part of a rotation set): it can be decoded where it is read, with no shuffle.
+    not part of a rotation set, or every file of one: `members`, in rotation order): it can be
+    decoded where it is read, with no shuffle.
     """
 
     def __init__(
@@ -54,6 +54,7 @@ class CapturePartition(InputPartition):
         *,
         index: int = 0,
         whole: bool = False,
+        members: Sequence[CaptureFile] = (),
     ) -> None:
         super().__init__(file.name)
         self.file = file
@@ -61,12 +62,22 @@ class CapturePartition(InputPartition):
         self.issues = tuple(issues)
         self.index = index
         self.whole = whole
+        self.members = tuple(members) or (file,)
 
 
-def plan_partitions(files: Sequence[CaptureFile], split_bytes: int) -> list[CapturePartition]:
-    """Partitions for `files`: whole small inputs, packet ranges of big pcap files."""
-    members = Counter(f.group for f in files)
+def plan_partitions(
+    files: Sequence[CaptureFile], split_bytes: int, *, whole_sets: bool = False
+) -> list[CapturePartition]:
+    """Partitions for `files`: whole small inputs, packet ranges of big pcap files.
+
+    With `whole_sets`, a rotation set of at most `split_bytes` in all is one partition.
+    """
+    sets: dict[int, list[CaptureFile]] = {}
+    for f in files:
+        sets.setdefault(f.group, []).append(f)
+    members = Counter({g: len(fs) for g, fs in sets.items()})
     parts: list[CapturePartition] = []
+    done: set[int] = set()
 
     def add(f: CaptureFile, rng: PacketRange | None = None, issues: Sequence = ()) -> None:
         # a file alone in its rotation set, read whole, holds all of its connections
@@ -74,6 +85,13 @@ def plan_partitions(files: Sequence[CaptureFile], split_bytes: int) -> list[Capt
         parts.append(CapturePartition(f, rng, issues, index=len(parts), whole=whole))
 
     for f in files:
+        if f.group in done:
+            continue
+        group = sets[f.group]
+        if whole_sets and len(group) > 1 and sum(map(_size, group)) <= split_bytes:
+            done.add(f.group)
+            parts.append(CapturePartition(f, index=len(parts), whole=True, members=group))
+            continue
         if f.kind != "pcap" or file_size(f.path) <= split_bytes:
             add(f)
             continue
@@ -91,6 +109,11 @@ def plan_partitions(files: Sequence[CaptureFile], split_bytes: int) -> list[Capt
         for i, rng in enumerate(ranges):
             add(f, rng, leftover if i == len(ranges) - 1 else ())
     return parts
+
+
+def _size(f: CaptureFile) -> int:
+    """Bytes of an input, with its peer file (the other half of a tcpflow or frame-dump pair)."""
+    return file_size(f.path) + (file_size(f.peer) if f.peer else 0)
 
 
 class KafkaCaptureReader(DataSourceReader):
@@ -111,6 +134,7 @@ class KafkaCaptureReader(DataSourceReader):
         self.capture = options.get("capture", "")
         self.broker_ports = tuple(json.loads(options.get("brokerports", "[]")))
         self.with_body_json = options.get("bodyjson", "true") == "true"
+        self.whole_sets = options.get("wholesets", "false") == "true"
         if "files" in options:
             # the job passes names, paths, kinds and rotation order already resolved
             self.files = [CaptureFile(*f) for f in json.loads(options["files"])]
@@ -122,30 +146,49 @@ class KafkaCaptureReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """One partition per input; a pcap file over `splitBytes` is cut into packet ranges."""
-        return plan_partitions(self.files, self.split_bytes)
+        return plan_partitions(self.files, self.split_bytes, whole_sets=self.whole_sets)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Yield Arrow batches of segment fragments for one partition (none if decoded here)."""
         assert isinstance(partition, CapturePartition)
+        # the decode's modules (the codec and the whole pipeline) load here, in the task, not on
+        # import: Spark unpickles this class in fresh Python workers only to ask for the schema
+        # and the partitions, and each paid their import (seconds on a loaded machine)
+        from .fragments import fragments_of
+
         if self.out is not None and partition.whole:
-            sink = ParquetSink(self.out, f"r{partition.index:05d}")
-            decode_file(
-                partition.file,
-                sink,
-                capture=self.capture,
-                broker_ports=self.broker_ports,
-                with_body_json=self.with_body_json,
-            )
-            sink.close()
+            self._decode(partition)
             return iter(())
+        if len(partition.members) > 1:
+            return (b for f in partition.members for b in fragments_of(f))
         return fragments_of(partition.file, partition.packet_range, partition.issues)
+
+    def _decode(self, partition: CapturePartition) -> None:
+        """Decode a partition of whole connections into Parquet part files under `out`."""
+        from .fragment_decode import decode_file, decode_fragment_groups, fewer_collections
+        from .table_files import ParquetSink
+
+        assert self.out is not None
+        sink = ParquetSink(self.out, f"r{partition.index:05d}")
+        opts = {
+            "capture": self.capture,
+            "broker_ports": self.broker_ports,
+            "with_body_json": self.with_body_json,
+        }
+        with fewer_collections():  # as the local engine decodes: no cycles among the rows
+            if len(partition.members) > 1:
+                decode_fragment_groups(partition.members, sink, **opts)  # closes the sink
+                return
+            decode_file(partition.file, sink, **opts)
+        sink.close()
 
 
 class KafkaCaptureDataSource(DataSource):
     """`spark.read.format("kafkacapture").load(paths)`: TCP segment fragments of captures.
 
     Options: `splitBytes` (default 64 MiB), or `files` (JSON [[name, path, ord, group, kind,
-    peer], ...]) instead of paths. Decode the result with `fragment_decode.decode_fragments`
+    peer], ...]) instead of paths; `wholeSets` "true" reads a rotation set of at most
+    `splitBytes` as one partition. Decode the result with `fragment_decode.decode_fragments`
     after a shuffle by connection key (`spark_job.decode_dataframe` does it). With `out` (a
     local folder; and `capture`, `brokerPorts` as JSON, `bodyJson` "true"/"false") partitions of
     whole connections are decoded by the reader into Parquet under `out` and yield no rows.

@@ -7,9 +7,10 @@ connection key, sorted into capture order, and decoded per connection by
 `captures.engines.fragment_decode` in `mapInArrow`.
 
 For a local output folder (the default writer, "arrow") the job is one Spark pass: the reader
-decodes whole inputs itself, the decode tasks write their rows as Parquet part files, and
-only a few counts come back to the JVM; the summary is read from the written files. Outputs
-only Spark can write (hdfs://, s3a://) go through Spark's writer (writer "spark").
+decodes whole inputs itself (and whole rotation sets within the task split size: then there is
+no shuffle and no decode stage at all), the decode tasks write their rows as Parquet part
+files, and only a few counts come back to the JVM; the summary is read from the written files.
+Outputs only Spark can write (hdfs://, s3a://) go through Spark's writer (writer "spark").
 
 Workers import kipwire as installed on them, or from `--py-files` (a wheel or a zip of the
 `kipwire/` tree, see README): nothing here puts a source folder on PYTHONPATH.
@@ -110,7 +111,10 @@ def task_split_bytes(files: Sequence[CaptureFile], split_bytes: int, slots: int)
     A whole input is decoded by one task: one large file alone would keep every other slot
     idle. Cut into packet ranges, its connections meet again after the shuffle and are decoded
     side by side (`balance_connections`). Never below `MIN_SPLIT_BYTES`: a range costs a task.
+    With one slot there is no other slot to keep busy: `split_bytes` stays.
     """
+    if slots <= 1:
+        return split_bytes
     total = sum(file_size(f.path) for f in files if f.kind == "pcap")
     return min(split_bytes, max(MIN_SPLIT_BYTES, -(-total // (2 * max(slots, 1)))))
 
@@ -138,12 +142,16 @@ def fragments_dataframe(
     files = expand_inputs(local, fmt=fmt, pairs=pairs)
     if files:
         split_bytes = task_split_bytes(files, split_bytes, task_slots(spark))
+        # a rotation set within a task's split is one task's work, as a file that size is: read
+        # it whole and decode it there, without the sizing job, the shuffle and the sort
+        whole_sets = decode_into is not None
         opts = {
             "files": json.dumps([[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]),
             "splitBytes": str(split_bytes),
+            "wholeSets": "true" if whole_sets else "false",
             **(decode_into or {}),
         }
-        plan = plan_partitions(files, split_bytes)
+        plan = plan_partitions(files, split_bytes, whole_sets=whole_sets)
         parts += len(plan)
         shuffled += sum(1 for p in plan if not (decode_into and p.whole))
         frames.append(spark.read.format("kafkacapture").options(**opts).load())
@@ -218,8 +226,12 @@ def balance_connections(fragments: DataFrame, fallback_tasks: int) -> tuple[Data
             ranks[i] = rank
         salt = salts(tasks)
         fields = [FRAGMENTS.field(k) for k in _KEY] + [pa.field("salt", pa.int64())]
-        ddl = spark_ddl(pa.schema(fields))
-        table = spark.createDataFrame([(*k, salt[i]) for k, i in plan.items()], ddl)
+        keys = list(plan)
+        cols = [[k[n] for k in keys] for n in range(len(_KEY))] + [[salt[plan[k]] for k in keys]]
+        # from Arrow, not from a list of tuples: a list becomes a Python RDD, one more job with
+        # Python workers to turn the rows into Spark's; Arrow batches the JVM reads itself
+        arrays = [pa.array(c, f.type) for c, f in zip(cols, fields, strict=True)]
+        table = spark.createDataFrame(pa.Table.from_arrays(arrays, schema=pa.schema(fields)))
         placed = (
             fragments.join(F.broadcast(table), on=list(_KEY), how="left")
             .repartition(tasks, "salt")
@@ -400,6 +412,11 @@ class _Job:
             f"input(s) as capture {self.capture!r}; {frags.partitions - frags.shuffled} decoded "
             f"where read, {frags.shuffled} after a shuffle by connection"
         )
+        if not frags.shuffled:
+            # the readers decode every partition themselves and yield no rows: no decode stage
+            say("decoding and writing pdus, pairs, connections")
+            frags.frame.collect()
+            return self._finish(root, frags)
         frame = frags.frame.persist() if frags.shuffled > 1 else frags.frame
         try:
             stats = decode_dataframe(
@@ -415,6 +432,11 @@ class _Job:
         finally:
             if frame is not frags.frame:
                 frame.unpersist()
+        return self._finish(root, frags)
+
+    @staticmethod
+    def _finish(root: str, frags: Fragments) -> dict[str, Any]:
+        """Finish the written tables; the summary read back from them."""
         finish_tables(root)
         summary = summary_of_tables(root)
         summary["partitions"] = frags.partitions

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..decoding.topic_ids import resolve_topic_ids
@@ -151,6 +150,10 @@ def finish_tables(root: str) -> None:
 
 def summary_of_tables(root: str) -> dict[str, Any]:
     """Counts for the CLI's table from the written Parquet (a few columns, read by pyarrow)."""
+
+    # here, not at the top: pyarrow.dataset imports pandas (about 1 s), which every Spark Python
+    # worker that imports this module (to write part files) would pay for nothing
+    import pyarrow.dataset as pads
 
     def cols(table: str, names: list[str]) -> dict[str, list[Any]]:
         path = os.path.join(root, table)

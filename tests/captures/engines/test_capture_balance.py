@@ -76,3 +76,74 @@ def test_the_reader_reads_options_as_spark_hands_them_over(tmp_path) -> None:
     assert reader.split_bytes == 4096
     assert reader.broker_ports == (9093,)
     assert reader.with_body_json
+
+
+def test_one_slot_keeps_the_split_size(tmp_path) -> None:
+    """With one task slot no other slot waits: a large file is not cut for balance."""
+    pytest.importorskip("pyspark")
+    from kipwire.captures.engines.spark_job import task_split_bytes
+    from kipwire.captures.reading.inputs import CaptureFile
+
+    path = tmp_path / "big.pcap"
+    with open(path, "wb") as f:
+        f.truncate(34_000_000)
+    assert task_split_bytes([CaptureFile("big.pcap", str(path), 0)], 64 << 20, slots=1) == 64 << 20
+
+
+def test_a_rotated_set_read_whole_decodes_as_the_local_engine(tmp_path) -> None:
+    """`wholeSets`: a set is one partition of both files, its rows those of `run_local`."""
+    pytest.importorskip("pyspark")
+    import json
+
+    import pyarrow.parquet as pq
+    from kafka_capture_kit import write_rotated
+
+    from kipwire.captures.engines.local import run_local
+    from kipwire.captures.engines.spark_datasource import KafkaCaptureReader, plan_partitions
+    from kipwire.captures.engines.table_files import finish_tables, prepare_tables
+    from kipwire.captures.reading.inputs import expand_inputs
+
+    write_rotated(tmp_path / "in", exchanges=6)
+    files = expand_inputs([str(tmp_path / "in")])
+    assert len(files) == 2
+    apart = plan_partitions(files, 64 << 20)
+    assert [p.whole for p in apart] == [False, False]
+    assert plan_partitions(files, 1000, whole_sets=True)[0].whole is False  # over splitBytes
+    (part,) = plan_partitions(files, 64 << 20, whole_sets=True)
+    assert part.whole and part.members == tuple(files)
+    out = tmp_path / "spark"
+    prepare_tables(str(out))
+    listed = [[f.name, f.path, f.ord, f.group, f.kind, f.peer] for f in files]
+    opts = {"files": json.dumps(listed), "out": str(out), "capture": "c", "wholeSets": "true"}
+    reader = KafkaCaptureReader(opts)
+    assert list(reader.read(reader.partitions()[0])) == []
+    finish_tables(str(out))
+    run_local([str(tmp_path / "in")], tmp_path / "local", capture="c")
+    for table in ("pdus", "pairs", "connections"):
+        got = pq.read_table(out / table).to_pylist()
+        assert got and got == pq.read_table(tmp_path / "local" / table).to_pylist(), table
+
+
+@pytest.mark.parametrize(
+    ("module", "absent"),
+    [
+        (
+            "spark_datasource",
+            ("kipwire.captures.engines.fragment_decode", "kipwire.codec", "pandas"),
+        ),
+        ("spark_job", ("pandas", "pyarrow.dataset")),
+    ],
+)
+def test_the_spark_modules_import_light(module: str, absent: tuple[str, ...]) -> None:
+    """Fresh Spark workers unpickle the data source only for its schema and partitions."""
+    pytest.importorskip("pyspark")
+    import ast
+    import subprocess
+    import sys
+
+    probe = f"import sys, kipwire.captures.engines.{module}; print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stdout))
+    assert f"kipwire.captures.engines.{module}" in loaded
+    assert not loaded & set(absent)

@@ -407,6 +407,8 @@ def test_cli_spark_engine_is_quiet(tmp_path: Path, workspace: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "engine: spark (--engine spark)" in proc.stderr
+    # a rotated set within the split size is read and decoded whole, with no shuffle
+    assert "1 decoded where read, 0 after a shuffle" in proc.stderr
     noise = [x for x in proc.stderr.splitlines() if " WARN " in x or " INFO " in x]
     assert not noise, noise
     assert len(pq.read_table(out / "pdus")) == 6
