@@ -40,7 +40,13 @@ def _extensions() -> list[Extension]:
         [str(COMPILED / "jsontext.c")],
         depends=[
             str(COMPILED / f"{n}.h")
-            for n in ("jsontext_out", "jsontext_records", "jsontext_facts", "varint")
+            for n in (
+                "jsontext_out",
+                "jsontext_records",
+                "jsontext_facts",
+                "jsontext_frame",
+                "varint",
+            )
         ],
         optional=True,
     )

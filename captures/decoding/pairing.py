@@ -24,6 +24,7 @@ from .bodies import (
     error_text,
     facts,
     facts_and_json,
+    frame_decoder,
 )
 from .framing import FrameItem, split_frames
 from .redaction import is_redacted_token
@@ -318,6 +319,8 @@ def decode_connection(
     blank = dict.fromkeys(PDU_COLUMNS)
     blank.update(base, redacted=False)
     names = api.names
+    # one C call per frame that decodes (the common case); False sends it to _decode_into
+    fast = frame_decoder(decoder) if with_body_json and api.own_codec else None
 
     for i, it in enumerate(req_items):
         row = _pdu_row(blank, "request", i, it)
@@ -332,7 +335,8 @@ def decode_connection(
         row["api_version"] = version
         row["correlation_id"] = corr
         if kind == "frame":
-            _decode_into(row, decoder, api, data, key, version, True, with_body_json)
+            if fast is None or not fast(row, data, key, version, True):
+                _decode_into(row, decoder, api, data, key, version, True, with_body_json)
         else:
             row["client_id"] = api.client_id(data)
         pair = {
@@ -388,7 +392,10 @@ def decode_connection(
         pair["response_length"] = length
         pair["status"] = "answered"
         if kind == "frame":
-            status = _decode_into(row, decoder, api, data, key, version, False, with_body_json)
+            if fast is not None and fast(row, data, key, version, False):
+                status = "ok"
+            else:
+                status = _decode_into(row, decoder, api, data, key, version, False, with_body_json)
             if status != "ok":
                 pair["status"] = f"answered_{status}"  # the pair holds a failed response
             pair["error_code"] = row["error_code"]
