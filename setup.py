@@ -53,7 +53,12 @@ def _extensions() -> list[Extension]:
     # the capture pipeline's loops, each C file beside the Python code it stands in for
     native = Extension(
         "kipwire.captures.reading.compiled",
-        ["captures/reading/compiled.c", "captures/reading/walk.c", "captures/engines/columns.c"],
+        [
+            "captures/reading/compiled.c",
+            "captures/reading/walk.c",
+            "captures/decoding/rows.c",
+            "captures/engines/columns.c",
+        ],
         depends=["captures/reading/compiled.h"],
         optional=True,
     )

@@ -40,6 +40,9 @@ static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))native_walk, METH_FASTCALL,
      "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
      "(items, pos, packets, tcp, truncated, stopped)"},
+    {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
+     "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
+     "(pdus, pairs, request PDUs, response PDUs), or None"},
     {"columns", (PyCFunction)(void (*)(void))native_columns, METH_FASTCALL,
      "columns(rows, names) -> a list per name of the rows' values, or None"},
     {NULL, NULL, 0, NULL},
