@@ -23,6 +23,15 @@ static PyObject *r_client_id, *r_api_version, *r_trailing_bytes, *r_header_versi
     *r_decode_status, *r_decode_error, *r_topics, *r_record_count, *r_topic_ids, *r_body_json,
     *r_ok;
 
+/* Whether `v` is a header version: an int 0-2. */
+static int
+header_version_ok(PyObject *v)
+{
+    int overflow = 0;
+    long hv = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : -1;
+    return !overflow && hv >= 0 && hv <= 2;
+}
+
 /* The plan of a frame (borrowed), Py_None for the Python path; NULL with an exception. */
 static PyObject *
 frame_plan_of(long key, long version, int request)
@@ -39,9 +48,10 @@ frame_plan_of(long key, long version, int request)
     if (plan != Py_None &&
         (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2 ||
          !PyCallable_Check(PyTuple_GET_ITEM(plan, 0)) ||
-         !PyLong_CheckExact(PyTuple_GET_ITEM(plan, 1)))) {
+         !header_version_ok(PyTuple_GET_ITEM(plan, 1)))) {
         Py_DECREF(plan);
-        PyErr_SetString(PyExc_TypeError, "a frame plan is (body parser, header version) or None");
+        PyErr_SetString(PyExc_TypeError,
+                        "a frame plan is (body parser, header version 0-2) or None");
         return NULL;
     }
     *slot = plan;

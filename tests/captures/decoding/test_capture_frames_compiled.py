@@ -236,9 +236,10 @@ def test_bad_arguments_are_errors() -> None:
         NATIVE.setup_frames(5)
 
 
-def test_a_plan_that_is_not_one_is_an_error() -> None:
+@pytest.mark.parametrize("plan", [(1, 2, 3), (print, 3), (print, -1), (print, 2**70), "x"])
+def test_a_plan_that_is_not_one_is_an_error(plan) -> None:
     try:
-        NATIVE.setup_frames(lambda key, version, request: (1, 2, 3))
+        NATIVE.setup_frames(lambda key, version, request: plan)
         with pytest.raises(TypeError, match="frame plan"):
             NATIVE.decode_frame(blank(), _metadata(12), int(ApiKey.METADATA), 12, True)
     finally:
