@@ -45,6 +45,8 @@ static PyMethodDef methods[] = {
      "(pdus, pairs, request PDUs, response PDUs), or None"},
     {"columns", (PyCFunction)(void (*)(void))native_columns, METH_FASTCALL,
      "columns(rows, names) -> a list per name of the rows' values, or None"},
+    {"arrow_columns", (PyCFunction)(void (*)(void))native_arrow_columns, METH_FASTCALL,
+     "arrow_columns(rows, names, kinds) -> per name its Arrow buffers or its values, or None"},
     {NULL, NULL, 0, NULL},
 };
 

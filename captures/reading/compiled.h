@@ -18,5 +18,6 @@ PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../engines/columns.c */
 PyObject *native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *native_arrow_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
