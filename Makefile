@@ -65,6 +65,7 @@ asan: $(STAMP)
 		$(PY) -m pytest -q -p no:cacheprovider tests/codec/test_compiled.py \
 		tests/codec/records/test_records_compiled.py \
 		tests/captures/decoding/test_capture_bodies_compiled.py tests/captures/reading/test_capture_walk.py \
+		tests/captures/decoding/test_capture_frames_compiled.py tests/captures/decoding/test_capture_rows_compiled.py \
 		tests/captures/engines/test_capture_columns.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 

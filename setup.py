@@ -40,14 +40,25 @@ def _extensions() -> list[Extension]:
         [str(COMPILED / "jsontext.c")],
         depends=[
             str(COMPILED / f"{n}.h")
-            for n in ("jsontext_out", "jsontext_records", "jsontext_facts", "varint")
+            for n in (
+                "jsontext_out",
+                "jsontext_records",
+                "jsontext_facts",
+                "jsontext_frame",
+                "varint",
+            )
         ],
         optional=True,
     )
     # the capture pipeline's loops, each C file beside the Python code it stands in for
     native = Extension(
         "kipwire.captures.reading.compiled",
-        ["captures/reading/compiled.c", "captures/reading/walk.c", "captures/engines/columns.c"],
+        [
+            "captures/reading/compiled.c",
+            "captures/reading/walk.c",
+            "captures/decoding/rows.c",
+            "captures/engines/columns.c",
+        ],
         depends=["captures/reading/compiled.h"],
         optional=True,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -119,6 +120,21 @@ def _response_plan(api_key: int, api_version: int) -> _Plan:
             name, body, message("ResponseHeader", hv), hv
         )
     return plan
+
+
+def body_parser(
+    api_key: int, api_version: int, *, request: bool
+) -> tuple[Callable[[Any, int], tuple[Any, int]], int] | None:
+    """A frame's compiled body parser, (data, offset) -> (body, end), and its header version.
+
+    None when the compiled codec does not parse that body; UnknownApiError and
+    UnsupportedVersionError as decoding the frame raises them. For callers that read the header
+    themselves (the capture decode's one C call per frame).
+    """
+    plan = (_request_plan if request else _response_plan)(api_key, api_version)
+    if not plan.body.compiled:
+        return None
+    return plan.body._p, plan.header_version
 
 
 def encode_request(

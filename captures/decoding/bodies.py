@@ -34,6 +34,7 @@ __all__ = [
     "error_text",
     "facts",
     "facts_and_json",
+    "frame_decoder",
     "use_compiled",
 ]
 
@@ -70,6 +71,13 @@ def _native_for(decoder: Any, expanding: bool) -> Any:
     if expanding and records_expander(decoder) is not expand_records:
         return None
     return _native
+
+
+def frame_decoder(decoder: Any) -> Any:
+    """The C call that decodes a whole frame into its `pdus` row (`decode_frame`, see
+    `jsontext.py`) when the C walk answers for `decoder`'s bodies; else None."""
+    native = _native_for(decoder, True)
+    return None if native is None else native.decode_frame
 
 
 def count_records(blob: bytes | memoryview | None) -> int | None:

@@ -17,6 +17,7 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
+from ..reading.native import NATIVE
 from ..reading.reassembly import Connection
 from .bodies import (
     body_json,
@@ -24,6 +25,7 @@ from .bodies import (
     error_text,
     facts,
     facts_and_json,
+    frame_decoder,
 )
 from .framing import FrameItem, split_frames
 from .redaction import is_redacted_token
@@ -110,6 +112,8 @@ CONNECTION_COLUMNS = (
 
 _req_fixed = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlation_id
 _i32 = struct.Struct(">i").unpack_from
+# The rows of a connection's frame items in C (`rows.c`), or None: the Python loops (`_rows`)
+_NATIVE_ROWS = None if NATIVE is None else NATIVE.pdu_rows
 
 
 @dataclass(slots=True)
@@ -311,13 +315,65 @@ def decode_connection(
     ]
     resp_items = split_frames(conn.to_client, requests=False, expected_corr=corrs)
 
-    pdus: list[dict[str, Any]] = []
-    pairs: list[dict[str, Any]] = []
-    waiting: dict[int, deque[dict[str, Any]]] = {}  # correlation id -> pair rows not yet answered
     # every row starts as a copy of one with the connection's columns filled in
     blank = dict.fromkeys(PDU_COLUMNS)
     blank.update(base, redacted=False)
+    # one C call per frame that decodes (the common case); False sends it to _decode_into
+    fast = frame_decoder(decoder) if with_body_json and api.own_codec else None
+
+    def slow(row: dict[str, Any], data: Any, key: int, version: int, request: bool) -> str:
+        return _decode_into(row, decoder, api, data, key, version, request, with_body_json)
+
+    found = None
+    if _NATIVE_ROWS is not None:
+        found = _NATIVE_ROWS(
+            blank,
+            req_items,
+            resp_items,
+            api.names,
+            fast,
+            slow,
+            api.client_id,
+            partial(_orphan, capture, file, uid),
+            (capture, file, uid),
+        )
+    if found is None:
+        found = _rows(blank, req_items, resp_items, api, fast, slow, (capture, file, uid))
+    pdus, pairs, request_pdus, response_pdus = found
+
+    ts = conn.first_ts, conn.last_ts
+    connection = {
+        **base,
+        "first_ts": ts[0],
+        "last_ts": ts[1],
+        "duration_s": (ts[1] - ts[0]) / 1e9,
+        "request_pdus": request_pdus,
+        "response_pdus": response_pdus,
+        "request_bytes": conn.to_server.captured,
+        "response_bytes": conn.to_client.captured,
+        "missed_bytes": conn.to_server.missing + conn.to_client.missing,
+        "role_source": conn.role_source,
+        "packets": conn.packets,
+    }
+    return ConnectionRows(pdus, pairs, connection)
+
+
+def _rows(
+    blank: dict[str, Any],
+    req_items: list[FrameItem],
+    resp_items: list[FrameItem],
+    api: _Api,
+    fast: Any,
+    slow: Any,
+    pair_base: tuple[str, str, str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]:
+    """The `pdus` and `pairs` rows of a connection's frame items, and its request and response
+    PDUs: `decoding/rows.c` is the compiled one."""
+    pdus: list[dict[str, Any]] = []
+    pairs: list[dict[str, Any]] = []
+    waiting: dict[int, deque[dict[str, Any]]] = {}  # correlation id -> pair rows not yet answered
     names = api.names
+    capture, file, uid = pair_base
 
     for i, it in enumerate(req_items):
         row = _pdu_row(blank, "request", i, it)
@@ -332,7 +388,8 @@ def decode_connection(
         row["api_version"] = version
         row["correlation_id"] = corr
         if kind == "frame":
-            _decode_into(row, decoder, api, data, key, version, True, with_body_json)
+            if fast is None or not fast(row, data, key, version, True):
+                slow(row, data, key, version, True)
         else:
             row["client_id"] = api.client_id(data)
         pair = {
@@ -388,26 +445,21 @@ def decode_connection(
         pair["response_length"] = length
         pair["status"] = "answered"
         if kind == "frame":
-            status = _decode_into(row, decoder, api, data, key, version, False, with_body_json)
+            if fast is not None and fast(row, data, key, version, False):
+                status = "ok"
+            else:
+                status = slow(row, data, key, version, False)
             if status != "ok":
                 pair["status"] = f"answered_{status}"  # the pair holds a failed response
             pair["error_code"] = row["error_code"]
 
-    ts = conn.first_ts, conn.last_ts
-    connection = {
-        **base,
-        "first_ts": ts[0],
-        "last_ts": ts[1],
-        "duration_s": (ts[1] - ts[0]) / 1e9,
-        "request_pdus": sum(1 for it in req_items if it.kind in ("frame", "truncated")),
-        "response_pdus": sum(1 for it in resp_items if it.kind in ("frame", "truncated")),
-        "request_bytes": conn.to_server.captured,
-        "response_bytes": conn.to_client.captured,
-        "missed_bytes": conn.to_server.missing + conn.to_client.missing,
-        "role_source": conn.role_source,
-        "packets": conn.packets,
-    }
-    return ConnectionRows(pdus, pairs, connection)
+    count = ("frame", "truncated")
+    return (
+        pdus,
+        pairs,
+        sum(1 for it in req_items if it.kind in count),
+        sum(1 for it in resp_items if it.kind in count),
+    )
 
 
 _STATUS = {"frame": "ok", "truncated": "truncated", "gap": "gap", "skipped": "malformed"}

@@ -25,7 +25,6 @@ from ..decoding.pipeline import (
     rows_for_connections,
 )
 from ..reading.inputs import CaptureFile, file_size
-from ..reading.packets import TcpSegment
 from ..reading.pcap import CaptureFormatError, FileIssue
 from ..reading.reassembly import TcpReassembler
 from .fragments import fragment_groups
@@ -113,12 +112,7 @@ class _Decoder:
         if not names or names[-1] != file:
             stamps.append(ts[0])
             names.append(file)
-        add = self.reasm.add
-        for t, seq, ack, flags, wire, fa, pay in zip(
-            ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay, strict=True
-        ):
-            src, dst = (a, b) if fa else (b, a)
-            add(t, TcpSegment(src[0], src[1], dst[0], dst[1], seq, ack, flags, pay, wire))
+        self.reasm.add_fragment(a, b, frag)
 
     def flush(self, out: Any, decoder: Any) -> None:
         """Decode every connection fed so far into `out`."""

@@ -198,11 +198,33 @@ def spark_ddl(schema: pa.Schema) -> str:
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
     rows = list(rows)
-    columns = None if NATIVE is None else NATIVE.columns(rows, _names(schema))
+    columns = None if NATIVE is None else NATIVE.arrow_columns(rows, _names(schema), _kinds(schema))
     if columns is None:
         columns = _columns(rows, schema)
-    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    n = len(rows)
+    arrays = [_array(c, f.type, n) for c, f in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# The column types `columns.c:arrow_columns` writes as Arrow buffers itself (its kinds 1-4)
+_KINDS = {pa.int16(): 1, pa.int32(): 2, pa.int64(): 3, pa.string(): 4}
+
+
+@cache
+def _kinds(schema: pa.Schema) -> tuple[int, ...]:
+    """Each column's kind for `arrow_columns`: 0 for those pa.array converts."""
+    return tuple(3 if pa.types.is_timestamp(f.type) else _KINDS.get(f.type, 0) for f in schema)
+
+
+def _array(column: Any, typ: pa.DataType, n: int) -> pa.Array:
+    """A column as an Arrow array: its values converted, or its buffers (`arrow_columns`)."""
+    if isinstance(column, list):
+        return pa.array(column, type=typ)
+    nulls, validity, values, data = column
+    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
+    if data is not None:
+        buffers.append(pa.py_buffer(data))
+    return pa.Array.from_buffers(typ, n, buffers, null_count=nulls)
 
 
 @cache

@@ -40,8 +40,13 @@ static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))native_walk, METH_FASTCALL,
      "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
      "(items, pos, packets, tcp, truncated, stopped)"},
+    {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
+     "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
+     "(pdus, pairs, request PDUs, response PDUs), or None"},
     {"columns", (PyCFunction)(void (*)(void))native_columns, METH_FASTCALL,
      "columns(rows, names) -> a list per name of the rows' values, or None"},
+    {"arrow_columns", (PyCFunction)(void (*)(void))native_arrow_columns, METH_FASTCALL,
+     "arrow_columns(rows, names, kinds) -> per name its Arrow buffers or its values, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,10 @@ extern PyObject *empty_bytes;      /* b"" */
 
 /* walk.c */
 PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* ../decoding/rows.c */
+PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../engines/columns.c */
 PyObject *native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *native_arrow_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -14,6 +14,7 @@ import hashlib
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
 
@@ -187,9 +188,36 @@ class TcpReassembler:
         """Take one segment (payload may be a view; it is kept, not copied)."""
         # unpacked at once: nine attribute lookups on the namedtuple cost more than the rest
         sip, sport, dip, dport, seq, ack, flags, payload, wire_len = seg
-        src = (sip, sport)
-        a, b = src, (dip, dport)
+        a, b = (sip, sport), (dip, dport)
+        self._take(ts_ns, a, b, (a, b) if a <= b else (b, a), seq, ack, flags, payload, wire_len)
+
+    def add_fragment(self, a: Endpoint, b: Endpoint, frag: Any) -> None:
+        """Take one connection's segments held as parallel lists (`frag.ts`, `.seq`, `.ack`,
+        `.flags`, `.wire`, `.from_a`, `.pay`: a fragment of `engines.fragments`), in order, each
+        as `add` takes it, without a TcpSegment each."""
         key = (a, b) if a <= b else (b, a)
+        take = self._take
+        for ts, seq, ack, flags, wire, from_a, pay in zip(
+            frag.ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay, strict=True
+        ):
+            if from_a:
+                take(ts, a, b, key, seq, ack, flags, pay, wire)
+            else:
+                take(ts, b, a, key, seq, ack, flags, pay, wire)
+
+    def _take(
+        self,
+        ts_ns: int,
+        src: Endpoint,
+        b: Endpoint,
+        key: tuple[Endpoint, Endpoint],
+        seq: int,
+        ack: int,
+        flags: int,
+        payload: memoryview | bytes,
+        wire_len: int,
+    ) -> None:
+        """One segment from `src` to `b` of the connection `key` (the two, ordered)."""
         conn = self._open.get(key)
         if flags & SYN and not flags & ACK:
             # a SYN with a new ISN after data or a close is a new connection on a reused port
@@ -228,8 +256,10 @@ class TcpReassembler:
 
     def add_many(self, items: Iterable[tuple[int, TcpSegment]]) -> None:
         """Add (ts_ns, segment) pairs."""
-        for ts, seg in items:
-            self.add(ts, seg)
+        take = self._take  # `add`'s body inline: one call per segment, not two
+        for ts, (sip, sport, dip, dport, seq, ack, flags, payload, wire_len) in items:
+            a, b = (sip, sport), (dip, dport)
+            take(ts, a, b, (a, b) if a <= b else (b, a), seq, ack, flags, payload, wire_len)
 
     def finish(self) -> list[Connection]:
         """Assemble every connection seen, in order of first packet."""

@@ -416,6 +416,21 @@ ready(void)
     return 0;
 }
 
+/* Walks the dict `body` for its facts and text; with J_OK, *err is the facts' error code (a
+ * top-level one first; borrowed from `body` or `w`, NULL for none). The caller holds `body`. */
+static int
+walk_facts(walk_t *w, PyObject *body, PyObject **err)
+{
+    int rc = write_dict(w, body, 0);
+    if (rc != J_OK)
+        return rc;
+    PyObject *top = PyDict_GetItemWithError(body, s_error_code);
+    if (top == NULL && PyErr_Occurred())
+        return J_ERROR;
+    *err = top != NULL && PyLong_Check(top) ? top : w->first_err;
+    return J_OK;
+}
+
 /* facts_and_json(body): ((error code, topics, record count, has records, topic ids), text), or
  * None when bodies.py's Python code is to answer for this body. */
 static PyObject *
@@ -426,30 +441,21 @@ facts_and_json(PyObject *self, PyObject *body)
     if (!is_dict(body))
         Py_RETURN_NONE;
     walk_t w = {.scan = 1};
-    PyObject *result = NULL;
+    PyObject *result = NULL, *err = NULL;
     Py_INCREF(body);
-    int rc = write_dict(&w, body, 0);
+    int rc = walk_facts(&w, body, &err);
     if (rc == J_OK) {
-        /* a top-level error code comes first */
-        PyObject *top = PyDict_GetItemWithError(body, s_error_code);
-        if (top == NULL && PyErr_Occurred()) {
-            rc = J_ERROR;
-        }
-        else {
-            PyObject *err = top != NULL && PyLong_Check(top) ? top : w.first_err;
-            PyObject *text = walk_text(&w);
-            PyObject *records =
-                w.have_records ? PyLong_FromLongLong(w.records) : Py_NewRef(Py_None);
-            if (text != NULL && records != NULL)
-                result = Py_BuildValue("((OOOOO)N)", err ? err : Py_None,
-                                       w.topics ? w.topics : Py_None, records,
-                                       w.seen_records ? Py_True : Py_False,
-                                       w.ids ? w.ids : Py_None, text);
-            else
-                Py_XDECREF(text);
-            Py_XDECREF(records);
-            rc = result == NULL ? J_ERROR : J_OK;
-        }
+        PyObject *text = walk_text(&w);
+        PyObject *records = w.have_records ? PyLong_FromLongLong(w.records) : Py_NewRef(Py_None);
+        if (text != NULL && records != NULL)
+            result = Py_BuildValue("((OOOOO)N)", err ? err : Py_None,
+                                   w.topics ? w.topics : Py_None, records,
+                                   w.seen_records ? Py_True : Py_False, w.ids ? w.ids : Py_None,
+                                   text);
+        else
+            Py_XDECREF(text);
+        Py_XDECREF(records);
+        rc = result == NULL ? J_ERROR : J_OK;
     }
     Py_DECREF(body);
     walk_clear(&w);
@@ -489,6 +495,8 @@ body_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return text;
 }
 
+#include "jsontext_frame.h"
+
 static PyObject *
 setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -521,6 +529,10 @@ static PyMethodDef methods[] = {
      "facts_and_json(body): (facts, text) as bodies.facts_and_json gives them, or None."},
     {"body_json", (PyCFunction)(void (*)(void))body_json, METH_FASTCALL,
      "body_json(body, has_records): the text bodies.body_json gives, or None."},
+    {"setup_frames", setup_frames, METH_O,
+     "setup_frames(plan): plan(api_key, api_version, request) -> (body parser, header version)."},
+    {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
+     "decode_frame(row, frame, api_key, api_version, request): True with the row written."},
     {NULL, NULL, 0, NULL},
 };
 

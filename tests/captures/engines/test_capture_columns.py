@@ -88,3 +88,120 @@ def test_no_references_left_behind():
     seen, grown = blocks_left_by(lambda: run(500))
     assert seen == 500 * len(rows)
     assert grown < 1000, f"{grown} more blocks allocated after 500 passes"
+
+
+# -- Arrow buffers (`arrow_columns`) ------------------------------------------------------------
+
+
+def _python_table(rows: list[dict], s) -> object:
+    """to_table without the compiled pass: every column through pa.array; or the exception."""
+    try:
+        arrays = [
+            pa.array(c, type=f.type) for c, f in zip(schema._columns(rows, s), s, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=s)
+    except Exception as exc:  # noqa: BLE001 - the compiled pass must raise the same
+        return type(exc)
+
+
+def _native_table(rows: list[dict], s) -> object:
+    try:
+        return schema.to_table(rows, s)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc)
+
+
+def _parquet(table) -> bytes:
+    import io
+
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def _same(rows: list[dict]) -> None:
+    for s in schema.TABLES.values():
+        python, compiled = _python_table(rows, s), _native_table(rows, s)
+        if isinstance(python, type):
+            assert compiled is python
+        else:
+            assert compiled.equals(python, check_metadata=True)
+            assert _parquet(compiled) == _parquet(python)
+
+
+@needs_native
+def test_arrow_buffers_give_the_same_tables_and_parquet_bytes():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import tempfile
+
+    from capture_bench import build_capture
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (path,) = build_capture(Path(tmp), 90, 1)
+        rows = decode_capture(path)
+    for table in (rows.pdus, rows.pairs, rows.connections, _rows(), []):
+        _same(table)
+    kinds = native.NATIVE.arrow_columns(
+        rows.pdus, schema._names(schema.PDUS), schema._kinds(schema.PDUS)
+    )
+    assert sum(isinstance(c, tuple) for c in kinds) >= 20  # the buffers were used
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        0,
+        -(2**15),
+        2**15 - 1,
+        2**15,
+        -(2**31) - 1,
+        2**63,
+        -(2**63),
+        True,
+        1.5,
+        "t\u00e9xt \U0001f600",
+        "a\ud800",
+        "",
+        b"bytes",
+        ["x"],
+    ],
+)
+def test_odd_values_in_every_column_give_what_pa_array_gives(value):
+    base = _rows()[:3]
+    for name in schema.PDUS.names + schema.PAIRS.names:
+        rows = [dict(r) for r in base]
+        rows[1][name] = value
+        rows[2].pop(name, None)
+        _same(rows)
+
+
+@needs_native
+def test_arrow_columns_bad_arguments():
+    with pytest.raises(TypeError):
+        native.NATIVE.arrow_columns([], ("a",), ())
+    with pytest.raises(TypeError):
+        native.NATIVE.arrow_columns([], ("a",), (5,))
+    with pytest.raises(TypeError):
+        native.NATIVE.arrow_columns([], (1,), (0,))
+    assert native.NATIVE.arrow_columns([{"a": 1}, 5], ("a",), (3,)) is None
+
+
+@needs_native
+def test_arrow_columns_leave_no_references_behind():
+    rows = _rows()
+    names, kinds = schema._names(schema.PDUS), schema._kinds(schema.PDUS)
+
+    def run(n: int) -> int:
+        return sum(len(native.NATIVE.arrow_columns(rows, names, kinds)) for _ in range(n))
+
+    run(10)
+    seen, grown = blocks_left_by(lambda: run(500))
+    assert seen == 500 * len(names)
+    assert grown < 1000, f"{grown} more blocks allocated after 500 passes"

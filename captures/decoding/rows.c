@@ -1,0 +1,463 @@
+/* A connection's `pdus` and `pairs` rows from its frame items: the two loops of
+ * `decoding/pairing.py:decode_connection`, compiled (hand-written; the Python loops are the
+ * reference and give the same rows).
+ *
+ * pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, pair_base) makes
+ * each item's row as a copy of `blank`, pairs responses with requests by correlation id (first
+ * come, first answered) and decodes every whole frame: with `fast` (jsontext.decode_frame) when
+ * it takes the frame, else with `slow` (pairing._decode_into, bound). A truncated request's
+ * client id comes from `client_id`, an orphan response's pair row from `orphan`; `pair_base`
+ * holds the pair rows' (capture, file, flow_uid). It returns (pdus, pairs, request PDUs,
+ * response PDUs), or None for items that are not FrameItems as framing.py makes them (the
+ * Python loops then run).
+ */
+#include "../reading/compiled.h"
+
+enum { K_FRAME, K_TRUNCATED, K_GAP, K_SKIPPED };
+
+static PyObject *k_direction, *k_pdu_index, *k_ts, *k_length, *k_decode_status, *k_decode_error,
+    *k_stream_offset, *k_captured_bytes, *k_api_key, *k_api_name, *k_api_version,
+    *k_correlation_id, *k_client_id, *k_capture, *k_file, *k_flow_uid, *k_request_ts,
+    *k_response_ts, *k_rtt_ms, *k_request_length, *k_response_length, *k_error_code, *k_status;
+static PyObject *v_request, *v_response, *v_kinds[4], *v_statuses[4], *v_ok, *v_no_response,
+    *v_answered, *v_request_missing, *v_answered_, *v_million;
+
+/* Interns the keys and values above once; 0 or -1. */
+static int
+rows_ready(void)
+{
+    if (v_million != NULL)
+        return 0;
+    struct {
+        PyObject **slot;
+        const char *text;
+    } strs[] = {
+        {&k_direction, "direction"}, {&k_pdu_index, "pdu_index"}, {&k_ts, "ts"},
+        {&k_length, "length"}, {&k_decode_status, "decode_status"},
+        {&k_decode_error, "decode_error"}, {&k_stream_offset, "stream_offset"},
+        {&k_captured_bytes, "captured_bytes"}, {&k_api_key, "api_key"},
+        {&k_api_name, "api_name"}, {&k_api_version, "api_version"},
+        {&k_correlation_id, "correlation_id"}, {&k_client_id, "client_id"},
+        {&k_capture, "capture"}, {&k_file, "file"}, {&k_flow_uid, "flow_uid"},
+        {&k_request_ts, "request_ts"}, {&k_response_ts, "response_ts"}, {&k_rtt_ms, "rtt_ms"},
+        {&k_request_length, "request_length"}, {&k_response_length, "response_length"},
+        {&k_error_code, "error_code"}, {&k_status, "status"}, {&v_request, "request"},
+        {&v_response, "response"}, {&v_kinds[K_FRAME], "frame"},
+        {&v_kinds[K_TRUNCATED], "truncated"}, {&v_kinds[K_GAP], "gap"},
+        {&v_kinds[K_SKIPPED], "skipped"}, {&v_statuses[K_FRAME], "ok"},
+        {&v_statuses[K_TRUNCATED], "truncated"}, {&v_statuses[K_GAP], "gap"},
+        {&v_statuses[K_SKIPPED], "malformed"}, {&v_ok, "ok"}, {&v_no_response, "no_response"},
+        {&v_answered, "answered"}, {&v_request_missing, "request_missing"},
+        {&v_answered_, "answered_"},
+    };
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        if (*strs[i].slot == NULL &&
+            (*strs[i].slot = PyUnicode_InternFromString(strs[i].text)) == NULL)
+            return -1;
+    }
+    v_million = PyFloat_FromDouble(1e6);
+    return v_million == NULL ? -1 : 0;
+}
+
+/* The kind of a FrameItem's first field (K_*), -1 for another value. */
+static int
+kind_of(PyObject *kind)
+{
+    for (int k = 0; k < 4; k++) {
+        if (kind == v_kinds[k])
+            return k;
+    }
+    if (!PyUnicode_CheckExact(kind))
+        return -1;
+    for (int k = 0; k < 4; k++) {
+        if (PyUnicode_Compare(kind, v_kinds[k]) == 0)
+            return k;
+    }
+    return -1;
+}
+
+/* The first bytes of a frame's data: how many there are (up to `want`) into `head`; -1 with an
+ * exception when it is not a buffer. */
+static Py_ssize_t
+frame_head(PyObject *data, unsigned char *head, Py_ssize_t want, Py_ssize_t *size)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t n = view.len < want ? view.len : want;
+    memcpy(head, view.buf, (size_t)n);
+    *size = view.len;
+    PyBuffer_Release(&view);
+    return n;
+}
+
+/* 1 (the Python loops are to run) after an exception they meet again; -1 for an interrupt. */
+static int
+give_back(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyErr_Clear();
+    return 1;
+}
+
+static inline int32_t
+be32(const unsigned char *s)
+{
+    return (int32_t)(((uint32_t)s[0] << 24) | ((uint32_t)s[1] << 16) | ((uint32_t)s[2] << 8) |
+                     s[3]);
+}
+
+static inline int16_t
+be16(const unsigned char *s)
+{
+    return (int16_t)((s[0] << 8) | s[1]);
+}
+
+/* Sets `key` of `d` to a new reference `v` (stolen); 0 or -1. */
+static int
+put_new(PyObject *d, PyObject *key, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, key, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* A FrameItem's `pdus` row (pairing._pdu_row), appended to `pdus`; borrowed, NULL on error,
+ * and *kind the item's kind (-1: not a FrameItem, the row not made). */
+static PyObject *
+item_row(PyObject *blank, PyObject *it, PyObject *direction, Py_ssize_t index, PyObject *pdus,
+         int *kind)
+{
+    *kind = -1;
+    if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 7)
+        return NULL;
+    *kind = kind_of(PyTuple_GET_ITEM(it, 0));
+    if (*kind < 0)
+        return NULL;
+    PyObject *row = PyDict_Copy(blank);
+    if (row == NULL)
+        return NULL;
+    int rc = PyList_Append(pdus, row);
+    Py_DECREF(row); /* the list holds it */
+    if (rc < 0)
+        return NULL;
+    PyObject *length = PyTuple_GET_ITEM(it, 3), *note = PyTuple_GET_ITEM(it, 6);
+    if (PyDict_SetItem(row, k_direction, direction) < 0 ||
+        put_new(row, k_pdu_index, PyLong_FromSsize_t(index)) < 0 ||
+        PyDict_SetItem(row, k_ts, PyTuple_GET_ITEM(it, 2)) < 0 ||
+        PyDict_SetItem(row, k_length, length) < 0 ||
+        PyDict_SetItem(row, k_decode_status, v_statuses[*kind]) < 0)
+        return NULL;
+    if (*kind == K_SKIPPED) {
+        if (put_new(row, k_decode_error, PyUnicode_FromFormat("%S bytes skipped: %S", length,
+                                                              note)) < 0)
+            return NULL;
+    }
+    else {
+        int noted = PyObject_IsTrue(note);
+        if (noted < 0 || (noted && PyDict_SetItem(row, k_decode_error, note) < 0))
+            return NULL;
+    }
+    if (PyDict_SetItem(row, k_stream_offset, PyTuple_GET_ITEM(it, 1)) < 0 ||
+        PyDict_SetItem(row, k_captured_bytes, PyTuple_GET_ITEM(it, 5)) < 0)
+        return NULL;
+    return row;
+}
+
+/* Decodes a whole frame into `row`: `fast` when it takes it, else `slow`; the status back (a
+ * new reference), NULL on error. */
+static PyObject *
+decode(PyObject *fast, PyObject *slow, PyObject *row, PyObject *data, PyObject *key,
+       PyObject *version, int request)
+{
+    PyObject *args[5] = {row, data, key, version, request ? Py_True : Py_False};
+    if (fast != Py_None) {
+        PyObject *taken = PyObject_Vectorcall(fast, args, 5, NULL);
+        if (taken == NULL)
+            return NULL;
+        int yes = PyObject_IsTrue(taken);
+        Py_DECREF(taken);
+        if (yes < 0)
+            return NULL;
+        if (yes)
+            return Py_NewRef(v_ok);
+    }
+    return PyObject_Vectorcall(slow, args, 5, NULL);
+}
+
+/* The pair row of a request (its columns in PAIR_COLUMNS order); a new reference or NULL. */
+static PyObject *
+request_pair(PyObject *base, PyObject *row, PyObject *it, PyObject *corr, PyObject *key,
+             PyObject *name, PyObject *version)
+{
+    PyObject *pair = PyDict_New();
+    if (pair == NULL)
+        return NULL;
+    PyObject *client = PyDict_GetItemWithError(row, k_client_id);
+    if (client == NULL && PyErr_Occurred())
+        goto error;
+    PyObject *keys[15] = {k_capture, k_file, k_flow_uid, k_correlation_id, k_api_key,
+                          k_api_name, k_api_version, k_client_id, k_request_ts, k_response_ts,
+                          k_rtt_ms, k_request_length, k_response_length, k_error_code, k_status};
+    PyObject *values[15] = {PyTuple_GET_ITEM(base, 0), PyTuple_GET_ITEM(base, 1),
+                            PyTuple_GET_ITEM(base, 2), corr, key, name, version,
+                            client ? client : Py_None, PyTuple_GET_ITEM(it, 2), Py_None,
+                            Py_None, PyTuple_GET_ITEM(it, 3), Py_None, Py_None, v_no_response};
+    for (int i = 0; i < 15; i++) {
+        if (PyDict_SetItem(pair, keys[i], values[i]) < 0)
+            goto error;
+    }
+    return pair;
+error:
+    Py_DECREF(pair);
+    return NULL;
+}
+
+/* Queues `pair` under its correlation id: `waiting` maps it to [next index, pair, pair, ...]. */
+static int
+wait_for(PyObject *waiting, PyObject *corr, PyObject *pair)
+{
+    PyObject *queue = PyDict_GetItemWithError(waiting, corr);
+    if (queue != NULL)
+        return PyList_Append(queue, pair);
+    if (PyErr_Occurred())
+        return -1;
+    queue = PyList_New(2);
+    if (queue == NULL)
+        return -1;
+    PyList_SET_ITEM(queue, 0, PyLong_FromLong(1));
+    PyList_SET_ITEM(queue, 1, Py_NewRef(pair));
+    if (PyList_GET_ITEM(queue, 0) == NULL) {
+        Py_DECREF(queue);
+        return -1;
+    }
+    int rc = PyDict_SetItem(waiting, corr, queue);
+    Py_DECREF(queue);
+    return rc;
+}
+
+/* The oldest unanswered pair of `corr` (borrowed, taken off the queue), NULL when none (or on
+ * error, with an exception). */
+static PyObject *
+answer(PyObject *waiting, PyObject *corr)
+{
+    PyObject *queue = PyDict_GetItemWithError(waiting, corr);
+    if (queue == NULL)
+        return NULL;
+    Py_ssize_t next = PyLong_AsSsize_t(PyList_GET_ITEM(queue, 0));
+    if (next < 0 || next >= PyList_GET_SIZE(queue))
+        return NULL;
+    PyObject *after = PyLong_FromSsize_t(next + 1);
+    if (after == NULL)
+        return NULL;
+    PyObject *pair = PyList_GET_ITEM(queue, next);
+    PyList_SetItem(queue, 0, after); /* the queue holds the pair still */
+    return pair;
+}
+
+/* The request loop; 1 when an item is not a FrameItem, 0 done, -1 on error. */
+static int
+request_rows(PyObject *const *args, PyObject *pdus, PyObject *pairs, PyObject *waiting,
+             Py_ssize_t *count)
+{
+    PyObject *blank = args[0], *items = args[1], *names = args[3], *fast = args[4],
+             *slow = args[5], *client_id = args[6], *base = args[8];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        int kind;
+        PyObject *row = item_row(blank, it, v_request, i, pdus, &kind);
+        if (row == NULL)
+            return kind < 0 && !PyErr_Occurred() ? 1 : -1;
+        if (kind != K_FRAME && kind != K_TRUNCATED)
+            continue;
+        *count += 1;
+        PyObject *data = PyTuple_GET_ITEM(it, 4);
+        unsigned char head[8];
+        Py_ssize_t size;
+        if (frame_head(data, head, 8, &size) < 0)
+            return give_back();
+        if (size < 8)
+            continue;
+        PyObject *key = PyLong_FromLong(be16(head)), *version = PyLong_FromLong(be16(head + 2));
+        PyObject *corr = PyLong_FromLong(be32(head + 4)), *pair = NULL;
+        int rc = -1;
+        if (key == NULL || version == NULL || corr == NULL)
+            goto done;
+        PyObject *name = PyDict_GetItemWithError(names, key);
+        if (name == NULL && PyErr_Occurred())
+            goto done;
+        name = name ? name : Py_None;
+        if (PyDict_SetItem(row, k_api_key, key) < 0 || PyDict_SetItem(row, k_api_name, name) < 0 ||
+            PyDict_SetItem(row, k_api_version, version) < 0 ||
+            PyDict_SetItem(row, k_correlation_id, corr) < 0)
+            goto done;
+        if (kind == K_FRAME) {
+            PyObject *status = decode(fast, slow, row, data, key, version, 1);
+            if (status == NULL)
+                goto done;
+            Py_DECREF(status);
+        }
+        else if (put_new(row, k_client_id, PyObject_CallOneArg(client_id, data)) < 0) {
+            goto done;
+        }
+        pair = request_pair(base, row, it, corr, key, name, version);
+        if (pair != NULL && PyList_Append(pairs, pair) == 0 && wait_for(waiting, corr, pair) == 0)
+            rc = 0;
+    done:
+        Py_XDECREF(key);
+        Py_XDECREF(version);
+        Py_XDECREF(corr);
+        Py_XDECREF(pair);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A response's columns from its request's pair, and the pair's from the response; 0 or -1. */
+static int
+answered(PyObject *row, PyObject *pair, PyObject *it)
+{
+    PyObject *from[4] = {k_api_key, k_api_name, k_api_version, k_client_id};
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyDict_GetItemWithError(pair, from[i]);
+        if (v == NULL && PyErr_Occurred())
+            return -1;
+        if (PyDict_SetItem(row, from[i], v ? v : Py_None) < 0)
+            return -1;
+    }
+    PyObject *ts = PyTuple_GET_ITEM(it, 2);
+    PyObject *request_ts = PyDict_GetItemWithError(pair, k_request_ts);
+    if (request_ts == NULL && PyErr_Occurred())
+        return -1;
+    PyObject *rtt = Py_NewRef(Py_None);
+    if (ts != Py_None && request_ts != NULL && request_ts != Py_None) {
+        PyObject *diff = PyNumber_Subtract(ts, request_ts);
+        Py_SETREF(rtt, diff == NULL ? NULL : PyNumber_TrueDivide(diff, v_million));
+        Py_XDECREF(diff);
+    }
+    if (PyDict_SetItem(pair, k_response_ts, ts) < 0 || put_new(pair, k_rtt_ms, rtt) < 0 ||
+        PyDict_SetItem(pair, k_response_length, PyTuple_GET_ITEM(it, 3)) < 0 ||
+        PyDict_SetItem(pair, k_status, v_answered) < 0)
+        return -1;
+    return 0;
+}
+
+/* Decodes an answered response into `row` and notes on its pair how that went; 0 or -1. */
+static int
+decode_answer(PyObject *fast, PyObject *slow, PyObject *row, PyObject *pair, PyObject *data)
+{
+    PyObject *key = PyDict_GetItemWithError(pair, k_api_key);
+    PyObject *version = key ? PyDict_GetItemWithError(pair, k_api_version) : NULL;
+    if (version == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "api_version");
+        return -1;
+    }
+    PyObject *status = decode(fast, slow, row, data, key, version, 0);
+    if (status == NULL)
+        return -1;
+    int ok = PyObject_RichCompareBool(status, v_ok, Py_EQ);
+    if (ok == 0) /* the pair holds a failed response */
+        ok = put_new(pair, k_status, PyUnicode_Concat(v_answered_, status)) < 0 ? -1 : 1;
+    Py_DECREF(status);
+    if (ok < 0)
+        return -1;
+    PyObject *err = PyDict_GetItemWithError(row, k_error_code);
+    if (err == NULL && PyErr_Occurred())
+        return -1;
+    return PyDict_SetItem(pair, k_error_code, err ? err : Py_None);
+}
+
+/* The response loop; as request_rows. */
+static int
+response_rows(PyObject *const *args, PyObject *pdus, PyObject *pairs, PyObject *waiting,
+              Py_ssize_t *count)
+{
+    PyObject *blank = args[0], *items = args[2], *fast = args[4], *slow = args[5],
+             *orphan = args[7];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        int kind;
+        PyObject *row = item_row(blank, it, v_response, i, pdus, &kind);
+        if (row == NULL)
+            return kind < 0 && !PyErr_Occurred() ? 1 : -1;
+        if (kind != K_FRAME && kind != K_TRUNCATED)
+            continue;
+        *count += 1;
+        PyObject *data = PyTuple_GET_ITEM(it, 4);
+        unsigned char head[4];
+        Py_ssize_t size;
+        if (frame_head(data, head, 4, &size) < 0)
+            return give_back();
+        if (size < 4)
+            continue;
+        PyObject *corr = PyLong_FromLong(be32(head));
+        if (put_new(row, k_correlation_id, Py_XNewRef(corr)) < 0) {
+            Py_XDECREF(corr);
+            return -1;
+        }
+        PyObject *pair = answer(waiting, corr);
+        int rc = -1;
+        if (pair == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            if (kind == K_FRAME &&
+                (PyDict_SetItem(row, k_decode_status, v_request_missing) < 0 ||
+                 put_new(row, k_decode_error,
+                         PyUnicode_FromFormat("no captured request has correlation id %S",
+                                              corr)) < 0))
+                goto done;
+            PyObject *call[2] = {corr, it};
+            PyObject *lone = PyObject_Vectorcall(orphan, call, 2, NULL);
+            if (lone != NULL && PyList_Append(pairs, lone) == 0)
+                rc = 0;
+            Py_XDECREF(lone);
+            goto done;
+        }
+        Py_INCREF(pair);
+        rc = answered(row, pair, it);
+        if (rc == 0 && kind == K_FRAME)
+            rc = decode_answer(fast, slow, row, pair, data);
+        Py_DECREF(pair);
+    done:
+        Py_DECREF(corr);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+PyObject *
+native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
+        !PyList_CheckExact(args[2]) || !PyDict_Check(args[3]) || !PyCallable_Check(args[5]) ||
+        !PyCallable_Check(args[6]) || !PyCallable_Check(args[7]) ||
+        (args[4] != Py_None && !PyCallable_Check(args[4])) || !PyTuple_CheckExact(args[8]) ||
+        PyTuple_GET_SIZE(args[8]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "pdu_rows(blank, requests, responses, names, fast, "
+                                         "slow, client_id, orphan, (capture, file, flow_uid))");
+        return NULL;
+    }
+    if (rows_ready() < 0)
+        return NULL;
+    PyObject *pdus = PyList_New(0), *pairs = PyList_New(0), *waiting = PyDict_New();
+    PyObject *result = NULL;
+    Py_ssize_t requests = 0, responses = 0;
+    int rc = pdus && pairs && waiting ? request_rows(args, pdus, pairs, waiting, &requests) : -1;
+    if (rc == 0)
+        rc = response_rows(args, pdus, pairs, waiting, &responses);
+    if (rc == 0)
+        result = Py_BuildValue("(OOnn)", pdus, pairs, requests, responses);
+    else if (rc > 0)
+        result = Py_NewRef(Py_None);
+    Py_XDECREF(pdus);
+    Py_XDECREF(pairs);
+    Py_XDECREF(waiting);
+    return result;
+}
