@@ -51,7 +51,8 @@ def resolve_topic_ids(pdus_dir: str | os.PathLike) -> int:
     names: dict[str, str] = {}
     pending = []
     for f in files:
-        t = pq.read_table(f, columns=cols)
+        # ParquetFile, not read_table: that goes through pyarrow.dataset, which imports pandas
+        t = pq.ParquetFile(f).read(columns=cols)
         has_ids = pc.invert(pc.is_null(t["topic_ids"]))
         both = pc.and_(has_ids, pc.invert(pc.is_null(t["topics"])))
         names.update(topic_id_map(t.filter(both).to_pylist()))
@@ -59,7 +60,7 @@ def resolve_topic_ids(pdus_dir: str | os.PathLike) -> int:
             pending.append(f)
     total = 0
     for f in pending if names else ():
-        table = pq.read_table(f)
+        table = pq.ParquetFile(f).read()
         rows = table.select(cols).to_pylist()
         n = name_topic_ids(rows, names)
         if not n:
