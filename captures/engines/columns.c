@@ -5,6 +5,24 @@
  * when every row is a dict; for anything else it returns None and the Python code answers. */
 #include "../reading/compiled.h"
 
+/* The rows as a tuple of our own, or None (a new reference) when one is not a dict: a key's
+ * __eq__ (a row may hold any keys) can run Python code, which could change the caller's list
+ * but not this tuple. */
+static PyObject *
+dict_rows(PyObject *list)
+{
+    PyObject *rows = PyList_AsTuple(list);
+    if (rows == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) {
+        if (!PyDict_CheckExact(PyTuple_GET_ITEM(rows, i))) {
+            Py_DECREF(rows);
+            Py_RETURN_NONE;
+        }
+    }
+    return rows;
+}
+
 PyObject *
 native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -21,18 +39,10 @@ native_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    /* the rows held by a tuple of our own: a key's __eq__ (a row may hold any keys) can run
-     * Python code, which could change the caller's list but not this tuple */
-    PyObject *rows = PyList_AsTuple(args[0]);
-    if (rows == NULL)
-        return NULL;
+    PyObject *rows = dict_rows(args[0]);
+    if (rows == NULL || rows == Py_None)
+        return rows;
     Py_ssize_t n = PyTuple_GET_SIZE(rows);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyDict_CheckExact(PyTuple_GET_ITEM(rows, i))) {
-            Py_DECREF(rows);
-            Py_RETURN_NONE;
-        }
-    }
     PyObject *out = PyList_New(width);
     if (out == NULL) {
         Py_DECREF(rows);
@@ -237,16 +247,10 @@ native_arrow_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    PyObject *rows = PyList_AsTuple(args[0]); /* held: see columns() */
-    if (rows == NULL)
-        return NULL;
+    PyObject *rows = dict_rows(args[0]);
+    if (rows == NULL || rows == Py_None)
+        return rows;
     Py_ssize_t n = PyTuple_GET_SIZE(rows);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyDict_CheckExact(PyTuple_GET_ITEM(rows, i))) {
-            Py_DECREF(rows);
-            Py_RETURN_NONE;
-        }
-    }
     PyObject *out = NULL;
     column_t *cols = PyMem_Calloc((size_t)(width ? width : 1), sizeof(column_t));
     if (cols == NULL) {

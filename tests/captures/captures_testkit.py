@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import random
 import shutil
 import struct
 import types
@@ -193,3 +194,19 @@ def fake_codec(known=KNOWN_TO_THE_FAKE, max_version=20):
         to_json=lambda obj: obj,
         UnsupportedVersionError=FakeUnsupportedVersion,
     )
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    """One to three byte flips, cuts, insertions or varint-sized values."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(4)
+        if op == 0 and out:
+            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+        elif op == 1 and out:
+            del out[rng.randrange(len(out)) :]
+        elif op == 2:
+            out.insert(rng.randrange(len(out) + 1), rng.randrange(256))
+        elif out:
+            out[rng.randrange(len(out))] = rng.choice([0x00, 0x01, 0x7F, 0x80, 0xFF])
+    return bytes(out)

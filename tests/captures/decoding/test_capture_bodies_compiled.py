@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from captures_testkit import SHARED_CAPTURES
+from captures_testkit import SHARED_CAPTURES, mutate
 from construct import Container, ListContainer
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
@@ -249,22 +249,6 @@ def test_every_kind_of_blob_each_way() -> None:
 
 
 # -- hostile and mutated blobs -----------------------------------------------------------------
-
-
-def mutate(rng: random.Random, data: bytes) -> bytes:
-    """One to three byte flips, cuts, insertions or varint-sized values."""
-    out = bytearray(data)
-    for _ in range(rng.randint(1, 3)):
-        op = rng.randrange(4)
-        if op == 0 and out:
-            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
-        elif op == 1 and out:
-            del out[rng.randrange(len(out)) :]
-        elif op == 2:
-            out.insert(rng.randrange(len(out) + 1), rng.randrange(256))
-        elif out:
-            out[rng.randrange(len(out))] = rng.choice([0x00, 0x01, 0x7F, 0x80, 0xFF])
-    return bytes(out)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from captures_testkit import SHARED_CAPTURES
+from captures_testkit import SHARED_CAPTURES, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka_capture_kit import frame, metadata_pair
@@ -250,21 +250,6 @@ def test_a_plan_that_is_not_one_is_an_error(plan) -> None:
 # -- mutated frames -----------------------------------------------------------------------------
 
 
-def _mutate(rng: random.Random, data: bytes) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.randint(1, 3)):
-        op = rng.randrange(4)
-        if op == 0 and out:
-            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
-        elif op == 1 and out:
-            del out[rng.randrange(len(out)) :]
-        elif op == 2:
-            out.insert(rng.randrange(len(out) + 1), rng.randrange(256))
-        elif out:
-            out[rng.randrange(len(out))] = rng.choice([0x00, 0x01, 0x7F, 0x80, 0xFF])
-    return bytes(out)
-
-
 def _seed_frames() -> list[tuple[bytes, int, int, bool]]:
     sys.path.insert(0, str(BENCHMARKS))
     from capture_bench import _exchange
@@ -289,7 +274,7 @@ def test_mutated_frames() -> None:
     taken = 0
     for i in range(FUZZ_FRAMES):
         data, key, version, request = seeds[i % len(seeds)]
-        data = _mutate(rng, data)
+        data = mutate(rng, data)
         if request and len(data) >= 4:
             key, version = struct.unpack_from(">hh", data)
         taken += check(data, key, version, request)
