@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import enum
+import os
 import random
 import shutil
 import struct
 import types
 from pathlib import Path
 
+from hypothesis import HealthCheck, settings
+
 from kipwire.codec import ApiKey, ErrorCode
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 SHARED_CAPTURES = SHARED / "captures"
 TSHARK = shutil.which("tshark")
+
+# The compiled-path tests' knobs: drawn bodies or frames, KIPWIRE_EXAMPLES (4 in make test) x 20;
+# mutated ones, KIPWIRE_FUZZ_FRAMES.
+FUZZ_FRAMES = int(os.environ.get("KIPWIRE_FUZZ_FRAMES", "3000"))
+DRAWN = settings(
+    max_examples=int(os.environ.get("KIPWIRE_EXAMPLES", "4")) * 20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def request_frame(api_key: int, version: int, corr: int, body: bytes = b"", client="cli") -> bytes:

@@ -6,7 +6,6 @@ every message, on drawn and mutated record blobs; the bodies it hands back to Py
 from __future__ import annotations
 
 import enum
-import os
 import random
 import struct
 import sys
@@ -15,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from captures_testkit import SHARED_CAPTURES, mutate
+from captures_testkit import DRAWN, FUZZ_FRAMES, SHARED_CAPTURES, mutate
 from construct import Container, ListContainer
 from crc32c import crc32c
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from memory_growth import blocks_left_by
 
@@ -34,14 +33,6 @@ from codec_strategies import values, versions  # noqa: E402
 NATIVE = bodies._NATIVE
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled codec is not built")
 
-# Drawn bodies: KIPWIRE_EXAMPLES (4 in make test) x 20; mutated blobs: KIPWIRE_FUZZ_FRAMES.
-EXAMPLES = int(os.environ.get("KIPWIRE_EXAMPLES", "4")) * 20
-FUZZ_BLOBS = int(os.environ.get("KIPWIRE_FUZZ_FRAMES", "3000"))
-SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 MESSAGES = sorted(n for n in codec.MESSAGES if versions(n))
 TS = 1_700_000_000_000
 CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)  # a plain int: an IntEnum is left to Python
@@ -77,13 +68,18 @@ def check(body) -> bool:
     assert native is None or native == expected
     assert public_answer(body) == expected
     for has_records in (False, True):
-        bodies.use_compiled(False)
-        try:
-            reference = text_answer(body, has_records)
-        finally:
-            bodies.use_compiled(True)
+        reference = on_python_path(text_answer, body, has_records)
         assert text_answer(body, has_records) == reference
     return native is not None
+
+
+def on_python_path(work, *args):
+    """`work(*args)` on the capture bodies' Python path, the compiled one set back after."""
+    bodies.use_compiled(False)
+    try:
+        return work(*args)
+    finally:
+        bodies.use_compiled(True)
 
 
 def produce(records, version: int = 8):
@@ -128,11 +124,7 @@ def test_the_capture_corpus_gives_the_same_rows_on_both_paths(monkeypatch) -> No
     )
     compiled = [_rows(p) for p in files]
     monkeypatch.undo()
-    bodies.use_compiled(False)
-    try:
-        python = [_rows(p) for p in files]
-    finally:
-        bodies.use_compiled(True)
+    python = on_python_path(lambda: [_rows(p) for p in files])
     assert compiled == python
     assert not answered  # every body of the corpus was written in C
     assert sum(len(rows) for rows in python) >= 30
@@ -146,11 +138,7 @@ def test_the_benchmark_capture_gives_the_same_rows_on_both_paths(tmp_path: Path)
 
     paths = build_capture(tmp_path, 600, 1)
     compiled = [_rows(p) for p in paths]
-    bodies.use_compiled(False)
-    try:
-        python = [_rows(p) for p in paths]
-    finally:
-        bodies.use_compiled(True)
+    python = on_python_path(lambda: [_rows(p) for p in paths])
     assert compiled == python
     assert sum(len(rows) for rows in compiled) == 600
 
@@ -158,7 +146,7 @@ def test_the_benchmark_capture_gives_the_same_rows_on_both_paths(tmp_path: Path)
 # -- drawn bodies ------------------------------------------------------------------------------
 
 
-@SETTINGS
+@DRAWN
 @given(data=st.data())
 def test_drawn_bodies_of_every_message(data: st.DataObject) -> None:
     """Any message at any version, decoded by the codec: `_unknown_tags`, UUIDs, floats, bytes,
@@ -215,7 +203,7 @@ def record_blobs(draw: st.DrawFn) -> bytes:
     return blob[: len(blob) - cut] if cut < len(blob) else blob
 
 
-@SETTINGS
+@DRAWN
 @given(blob=record_blobs(), version=st.sampled_from([3, 8, 9, 11]))
 def test_drawn_record_blobs(blob: bytes, version: int) -> None:
     assert check(produce(blob, version))
@@ -287,7 +275,7 @@ def test_mutated_record_blobs(handed_over: list[bytes]) -> None:
         for n in (1, 3, 8)
     ]
     outcomes = {"expanded": 0, "records_error": 0}
-    for i in range(FUZZ_BLOBS):
+    for i in range(FUZZ_FRAMES):
         batch = batches[i % len(batches)]
         if i % 4:
             blob = reframe(batch, mutate(rng, batch[61:]), fix_crc=i % 8 != 1)

@@ -6,15 +6,14 @@ API and version, and mutated frames (`KIPWIRE_FUZZ_FRAMES`, a short default in `
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import sys
 from pathlib import Path
 
 import pytest
-from captures_testkit import SHARED_CAPTURES, mutate
-from hypothesis import HealthCheck, given, settings
+from captures_testkit import DRAWN, FUZZ_FRAMES, SHARED_CAPTURES, mutate
+from hypothesis import given
 from hypothesis import strategies as st
 from kafka_capture_kit import frame, metadata_pair
 from memory_growth import blocks_left_by
@@ -31,13 +30,6 @@ from codec_strategies import values, versions  # noqa: E402
 NATIVE = bodies._NATIVE
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled codec is not built")
 
-EXAMPLES = int(os.environ.get("KIPWIRE_EXAMPLES", "4")) * 20
-FUZZ_FRAMES = int(os.environ.get("KIPWIRE_FUZZ_FRAMES", "3000"))
-SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 APIS = sorted(int(k) for k, v in codec.APIS.items() if v[1] and v[2])
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
@@ -132,7 +124,7 @@ def test_the_benchmark_capture_gives_the_same_tables(tmp_path: Path, monkeypatch
 # -- frames it takes and frames it hands back ---------------------------------------------------
 
 
-@SETTINGS
+@DRAWN
 @given(data=st.data())
 def test_drawn_frames_of_every_api(data: st.DataObject) -> None:
     """Any API at any version, both ways: flexible headers, tagged fields, every body type."""
