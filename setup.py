@@ -58,8 +58,13 @@ def _extensions() -> list[Extension]:
             "captures/reading/walk.c",
             "captures/decoding/rows.c",
             "captures/engines/columns.c",
+            "captures/engines/columns_type.c",
         ],
-        depends=["captures/reading/compiled.h"],
+        depends=[
+            "captures/reading/compiled.h",
+            "captures/engines/columns.h",
+            "captures/decoding/rows_row.h",
+        ],
         optional=True,
     )
     return [*shards, records, jsontext, native]

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..decoding.pairing import column_of, new_rows
 from ..decoding.topic_ids import resolve_topic_ids
 from .schema import STATS, TABLES, UNION, to_table
 
@@ -33,15 +34,20 @@ __all__ = [
 OUT_ROWS = 4096  # rows buffered before a write (or an output batch)
 
 
+def _buffers() -> dict[str, Any]:
+    """An empty buffer per table: `pairing.new_rows`, which takes row dicts and `Columns`."""
+    return {name: new_rows(tuple(schema.names)) for name, schema in TABLES.items()}
+
+
 class UnionBatches:
     """Buffers rows of the three tables and turns them into union-schema Arrow batches."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
 
-    def add(self, table: str, rows: list[dict]) -> None:
-        """Buffer rows of `table`."""
+    def add(self, table: str, rows: Any) -> None:
+        """Buffer rows of `table` (row dicts or `Columns`)."""
         self.rows[table].extend(rows)
         self.count += len(rows)
 
@@ -59,9 +65,9 @@ class UnionBatches:
                 if f.name not in names:
                     cols[f.name] = [None] * len(rows)
                 else:
-                    cols[f.name] = [r.get(f.name) for r in rows]
+                    cols[f.name] = column_of(rows, f.name)
             parts.append(pa.Table.from_pydict(cols, schema=UNION))
-        self.rows = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
         return pa.concat_tables(parts).combine_chunks().to_batches()[0]
 
@@ -77,13 +83,14 @@ class ParquetSink:
     def __init__(self, out: str, tag: str) -> None:
         self.out = out
         self.tag = tag
-        self.rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
         self.written = dict.fromkeys(TABLES, 0)
         self.writers: dict[str, tuple[pq.ParquetWriter, str, str]] = {}
 
-    def add(self, table: str, rows: list[dict]) -> None:
-        """Buffer rows of `table`; written once `OUT_ROWS` rows are waiting."""
+    def add(self, table: str, rows: Any) -> None:
+        """Buffer rows of `table` (row dicts or `Columns`); written once `OUT_ROWS` rows are
+        waiting."""
         self.rows[table].extend(rows)
         self.count += len(rows)
         if self.count >= OUT_ROWS:
@@ -102,7 +109,7 @@ class ParquetSink:
                 self.writers[name] = (pq.ParquetWriter(tmp, TABLES[name]), tmp, final)
             self.writers[name][0].write_table(to_table(rows, TABLES[name]))
             self.written[name] += len(rows)
-        self.rows = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
 
     def close(self) -> dict[str, int]:
