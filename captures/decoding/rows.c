@@ -11,9 +11,10 @@
  * response PDUs), or None for items that are not FrameItems as framing.py makes them (the
  * Python loops then run).
  *
- * With a tenth argument, an empty `Columns` (engines/columns.h), the `pdus` rows go there, one
- * value per column, and it is the `pdus` returned: no dict per row. The decoders still write a
- * dict, a fresh one per decoded frame holding only what they wrote, which is laid over the row.
+ * With a tenth argument, a `Columns` (engines/columns.h), the `pdus` rows are appended there, one
+ * value per column, and it is the `pdus` returned: no dict per row (on an error or a give-back
+ * it is cut back as it was). The decoders still write a dict: one scratch dict of the call,
+ * whose written values are laid over the row (rows_row.h).
  */
 #include "../engines/columns.h"
 
@@ -175,7 +176,7 @@ static PyObject *
 decode(PyObject *fast, PyObject *slow, row_t *r, PyObject *data, PyObject *key,
        PyObject *version, int request)
 {
-    PyObject *target = r->cols == NULL ? Py_NewRef(r->dict) : PyDict_New();
+    PyObject *target = Py_NewRef(r->cols == NULL ? r->dict : r->scratch);
     if (target == NULL)
         return NULL;
     PyObject *args[5] = {target, data, key, version, request ? Py_True : Py_False};
@@ -193,7 +194,7 @@ decode(PyObject *fast, PyObject *slow, row_t *r, PyObject *data, PyObject *key,
     }
     if (status == NULL)
         status = PyObject_Vectorcall(slow, args, 5, NULL);
-    if (status != NULL && r->cols != NULL && row_lay(r, target) < 0)
+    if (status != NULL && r->cols != NULL && row_lay(r) < 0)
         Py_CLEAR(status);
 done:
     Py_DECREF(target);
@@ -477,7 +478,7 @@ native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (rows_ready() < 0)
         return NULL;
     columns_obj *cols = nargs == 10 ? (columns_obj *)Py_NewRef(args[9]) : NULL;
-    Py_ssize_t had = cols != NULL ? columns_rows(cols) : 0;
+    Py_ssize_t had = cols != NULL ? cols->size : 0;
     row_t r;
     PyObject *pairs = PyList_New(0), *waiting = PyDict_New();
     PyObject *result = NULL;

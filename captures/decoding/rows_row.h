@@ -38,6 +38,8 @@ typedef struct {
     PyObject **base;        /* the blank's value of each column (new references) */
     PyObject **vals;        /* the row being made, one value per column (new references) */
     Py_ssize_t at[R_COUNT]; /* the column of each R_ key, -1 when cols has none */
+    PyObject *scratch;      /* what the decoders write into: every column, `unset` until then */
+    PyObject *unset;        /* a value no decoder writes */
 } row_t;
 
 /* Sets column `key` of the row to `v` (borrowed); 0 or -1. */
@@ -73,6 +75,19 @@ row_get(row_t *r, int key)
     return c >= 0 ? r->vals[c] : NULL;
 }
 
+/* A fresh scratch dict: every column name, in order, mapped to `unset`; 0 or -1. */
+static int
+new_scratch(row_t *r)
+{
+    Py_CLEAR(r->scratch);
+    r->scratch = PyDict_New();
+    for (Py_ssize_t c = 0; r->scratch != NULL && c < r->width; c++) {
+        if (PyDict_SetItem(r->scratch, PyTuple_GET_ITEM(r->cols->names, c), r->unset) < 0)
+            Py_CLEAR(r->scratch);
+    }
+    return r->scratch == NULL ? -1 : 0;
+}
+
 /* Sets up the columns' side of `r` for `cols` (NULL: rows as dicts); 0 or -1. */
 static int
 row_open(row_t *r, PyObject *blank, columns_obj *cols)
@@ -97,6 +112,9 @@ row_open(row_t *r, PyObject *blank, columns_obj *cols)
             return -1;
         r->base[c] = Py_NewRef(v ? v : Py_None);
     }
+    r->unset = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (r->unset == NULL || new_scratch(r) < 0)
+        return -1;
     for (int k = 0; k < R_COUNT; k++) {
         PyObject *at = PyDict_GetItemWithError(cols->index, *row_key[k]);
         r->at[k] = at == NULL ? -1 : PyLong_AsSsize_t(at);
@@ -113,6 +131,8 @@ static void
 row_close(row_t *r)
 {
     Py_CLEAR(r->pdus);
+    Py_CLEAR(r->scratch);
+    Py_CLEAR(r->unset);
     for (Py_ssize_t c = 0; r->cols != NULL && c < r->width; c++) {
         if (r->base != NULL)
             Py_CLEAR(r->base[c]);
@@ -159,29 +179,38 @@ row_end(row_t *r, int keep)
     return 0;
 }
 
-/* What a decoder wrote into `written` laid over the row's values (a key that is no column is
- * dropped, as schema.to_table drops it); 0 or -1. */
+/* What a decoder wrote into the scratch dict laid over the row's values, the scratch set back
+ * to `unset` (a key that is no column is dropped, as schema.to_table drops it, and the scratch
+ * made again); 0 or -1. The dict keeps its keys in insertion order, so the i-th is column i. */
 static int
-row_lay(row_t *r, PyObject *written)
+row_lay(row_t *r)
 {
     Py_ssize_t pos = 0;
     PyObject *key, *v;
-    while (PyDict_Next(written, &pos, &key, &v)) {
-        PyObject *at = PyDict_GetItemWithError(r->cols->index, key);
-        if (at == NULL) {
-            if (PyErr_Occurred())
-                return -1;
+    while (PyDict_Next(r->scratch, &pos, &key, &v)) {
+        if (v == r->unset)
             continue;
-        }
-        Py_ssize_t c = PyLong_AsSsize_t(at);
-        if (c < 0 || c >= r->width) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "a Columns' index is out of range");
-            return -1;
+        Py_ssize_t c = pos - 1;
+        if (c >= r->width || key != PyTuple_GET_ITEM(r->cols->names, c)) {
+            PyObject *at = PyDict_GetItemWithError(r->cols->index, key);
+            if (at == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                continue;
+            }
+            c = PyLong_AsSsize_t(at);
+            if (c < 0 || c >= r->width) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "a Columns' index is out of range");
+                return -1;
+            }
         }
         Py_SETREF(r->vals[c], Py_NewRef(v));
+        /* a value replaced, the keys unchanged: allowed while PyDict_Next walks the dict */
+        if (PyDict_SetItem(r->scratch, key, r->unset) < 0)
+            return -1;
     }
-    return 0;
+    return PyDict_GET_SIZE(r->scratch) == r->width ? 0 : new_scratch(r);
 }
 
 #endif

@@ -1,4 +1,4 @@
-/* `Columns` (engines/columns.c): a table's rows held as one list per column, which the
+/* `Columns` (engines/columns_type.c): a table's rows held as one array per column, which the
  * connection loops (decoding/rows.c) append to and `schema.to_table` turns into Arrow arrays
  * without a dict per row. Python reads a row as a dict on demand (`columns[i]`). */
 #ifndef KIPWIRE_CAPTURES_COLUMNS_H
@@ -8,9 +8,12 @@
 
 typedef struct {
     PyObject_HEAD
-    PyObject *names; /* tuple of interned str, the columns in order */
-    PyObject *index; /* dict: name -> its position in `names` */
-    PyObject *lists; /* tuple of lists, one per name, all as long as the table */
+    PyObject *names;  /* tuple of interned str, the columns in order */
+    PyObject *index;  /* dict: name -> its position in `names` */
+    Py_ssize_t width; /* len(names) */
+    Py_ssize_t size;  /* rows held */
+    Py_ssize_t cap;   /* rows every column has room for */
+    PyObject ***cols; /* cols[c][i] for i < size: a reference held, never NULL */
 } columns_obj;
 
 extern PyTypeObject columns_type;
@@ -41,11 +44,11 @@ void column_clear(column_t *c);
 int columns_add_type(PyObject *module);
 
 /* Appends one row: values[c] for column c (new references, taken even on error); 0 or -1,
- * and on error the table is as it was. */
+ * and on error the table is as it was. No Python code runs. */
 int columns_append(columns_obj *self, PyObject **values);
 
-/* The rows held. */
-Py_ssize_t columns_rows(columns_obj *self);
+/* Room for n more rows; 0 or -1. */
+int columns_reserve(columns_obj *self, Py_ssize_t n);
 
 /* Cuts every column back to its first n rows, any exception kept. */
 void columns_cut(columns_obj *self, Py_ssize_t n);
