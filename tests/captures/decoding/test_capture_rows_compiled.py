@@ -55,6 +55,21 @@ def _both(req_items, resp_items, *, fast: bool = True, json: bool = True) -> tup
         BASE,
     )
     python = pairing._rows(_blank(), list(req_items), list(resp_items), api, frame, slow, BASE)
+    held = NATIVE.Columns(PDU_COLUMNS)
+    columns = NATIVE.pdu_rows(
+        _blank(),
+        list(req_items),
+        list(resp_items),
+        api.names,
+        frame,
+        slow,
+        api.client_id,
+        partial(pairing._orphan, *BASE),
+        BASE,
+        held,
+    )
+    # the rows held as columns are the same rows
+    assert columns[0] is held and (list(held), *columns[1:]) == python
     return c, python
 
 
@@ -148,12 +163,12 @@ def test_an_error_in_a_hook_is_raised() -> None:
         NATIVE.pdu_rows(_blank(), [item], [], {}, None, broken, print, print, BASE)
 
 
-def _tables(path, monkeypatch, compiled: bool) -> tuple:
+def _tables(path, monkeypatch, compiled: bool, columns: bool = False) -> tuple:
     with monkeypatch.context() as m:
         if not compiled:
             m.setattr(pairing, "_NATIVE_ROWS", None)
-        rows = decode_capture(path)
-    return rows.pdus, rows.pairs, rows.connections
+        rows = decode_capture(path, columns=columns)
+    return list(rows.pdus), list(rows.pairs), rows.connections
 
 
 @pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason=f"{SHARED_CAPTURES} is absent")
@@ -174,6 +189,7 @@ def test_the_capture_corpus_and_mutated_copies_give_the_same_tables(monkeypatch)
         except ValueError:
             continue
         assert _tables(data, monkeypatch, True) == expected
+        assert _tables(data, monkeypatch, True, columns=True) == expected
         compared += 1
     assert compared >= len(files)
 
@@ -197,9 +213,10 @@ def test_no_reference_leaks() -> None:
 
     def run(n: int) -> int:
         made = 0
-        for _ in range(n):
+        for i in range(n):
+            held = (NATIVE.Columns(PDU_COLUMNS),) if i % 2 else ()
             pdus, pairs, _, _ = NATIVE.pdu_rows(
-                _blank(), reqs, resps, api.names, fast, slow, api.client_id, orphan, BASE
+                _blank(), reqs, resps, api.names, fast, slow, api.client_id, orphan, BASE, *held
             )
             made += len(pdus) + len(pairs)
         return made
@@ -208,3 +225,26 @@ def test_no_reference_leaks() -> None:
     made, grown = blocks_left_by(lambda: run(2000))
     assert made == 2000 * (7 + 4)
     assert grown < 200, f"{grown} blocks left by 2,000 connections"
+
+
+def test_rows_held_as_columns_are_taken_back_when_python_answers() -> None:
+    req, _ = _exchange(1)
+    good = FrameItem("frame", 0, 1, len(req), req, len(req) + 4)
+    held = NATIVE.Columns(PDU_COLUMNS)
+    held.extend([_blank()])
+
+    def slow(row, data, key, version, request):
+        row["decode_status"] = "made up"
+        row["not_a_column"] = 1  # dropped, as to_table drops it
+        return "ok"
+
+    args = (_blank(), [good, good], [("frame", 0)], {}, None, slow, print, print, BASE)
+    assert NATIVE.pdu_rows(*args, held) is None
+    assert len(held) == 1  # the two request rows made before the odd item are gone
+    args = (_blank(), [good, good], [], {}, None, slow, print, print, BASE)
+    pdus, pairs, requests, _ = NATIVE.pdu_rows(*args, held)
+    assert pdus is held and len(held) == 3 and requests == 2 == len(pairs)
+    assert [r["decode_status"] for r in held][1:] == ["made up"] * 2
+    assert "not_a_column" not in held[1]
+    with pytest.raises(TypeError):
+        NATIVE.pdu_rows(*args, [])
