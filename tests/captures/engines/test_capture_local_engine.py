@@ -25,7 +25,7 @@ from kipwire.captures.engines.fragment_decode import decode_fragments  # noqa: E
 from kipwire.captures.engines.fragments import fragments_of  # noqa: E402
 from kipwire.captures.engines.local import run_local  # noqa: E402
 from kipwire.captures.engines.schema import TABLES  # noqa: E402
-from kipwire.captures.engines.table_files import ParquetSink  # noqa: E402
+from kipwire.captures.engines.table_files import ParquetSink, summary_of_tables  # noqa: E402
 from kipwire.captures.reading.inputs import expand_inputs  # noqa: E402
 from kipwire.codec import ApiKey  # noqa: E402
 
@@ -225,3 +225,10 @@ def test_rows_held_as_columns_write_the_bytes_row_dicts_write(tmp_path: Path, mo
     assert len(got) >= 6 and got == expected
     statuses = set(pq.read_table(tmp_path / "columns" / "pdus").column("decode_status").to_pylist())
     assert {"ok", "truncated"} <= statuses
+    # the counts taken while writing are those read back from the files, in the same order
+    read_back = summary_of_tables(str(tmp_path / "columns"))
+    for key, value in read_back.items():
+        assert columns[key] == value
+        if isinstance(value, dict):
+            assert list(columns[key]) == list(value)
+    assert columns["partitions"] >= 2  # whole files and a rotated set: two part files each
