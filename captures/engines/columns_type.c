@@ -353,7 +353,23 @@ column_arrow(PyObject **values, Py_ssize_t n, int kind)
 {
     column_t col = {0};
     PyObject *result = NULL;
-    if (column_start(&col, kind, n) == 0) {
+    int ok = column_start(&col, kind, n) == 0;
+    if (ok && kind == C_STRING) {
+        /* the string data's size first: one allocation, not a doubling per 4 KiB and up */
+        Py_ssize_t total = 0, size;
+        for (Py_ssize_t i = 0; values != NULL && i < n && total <= INT32_MAX; i++) {
+            if (PyUnicode_CheckExact(values[i]) && PyUnicode_IS_COMPACT_ASCII(values[i]))
+                total += PyUnicode_GET_LENGTH(values[i]);
+            else if (PyUnicode_CheckExact(values[i]) &&
+                     PyUnicode_AsUTF8AndSize(values[i], &size) != NULL)
+                total += size;
+            else
+                PyErr_Clear(); /* column_put meets it again and decides */
+        }
+        if (total > PyBytes_GET_SIZE(col.data) && total <= INT32_MAX)
+            ok = _PyBytes_Resize(&col.data, total) == 0;
+    }
+    if (ok) {
         Py_ssize_t i = 0;
         for (; col.kind != C_LIST && i < n; i++) {
             if (column_put(&col, i, values ? values[i] : NULL) < 0)
