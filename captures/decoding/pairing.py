@@ -323,12 +323,15 @@ def decode_connection(
     with_body_json: bool = True,
     broker_ports: Collection[int] = (),
     columns: bool = False,
+    into: tuple[Any, Any] | None = None,
 ) -> ConnectionRows:
     """All rows of one connection: its PDUs (and gaps), request/response pairs, and a summary.
 
     A connection seen without its handshake gets its roles first (`roles.orient`, where
     `broker_ports` are the weakest hint). With `columns`, the PDU and pair rows come as
-    `Columns` when the compiled loops are built (lists of dicts otherwise).
+    `Columns` when the compiled loops are built (lists of dicts otherwise). With `into`, two
+    tables of rows (`new_rows`), the PDU and pair rows are appended to those and they are the
+    ones returned: no table per connection.
     """
     conn = orient(conn, broker_ports)
     if decoder is None:
@@ -362,7 +365,7 @@ def decode_connection(
         return _decode_into(row, decoder, api, data, key, version, request, with_body_json)
 
     found = None
-    out = new_rows(PDU_COLUMNS, columns)
+    out, pairs_out = into if into is not None else (new_rows(PDU_COLUMNS, columns), None)
     if _NATIVE_ROWS is not None:
         found = _NATIVE_ROWS(
             blank,
@@ -379,12 +382,14 @@ def decode_connection(
     if found is None:
         found = _rows(blank, req_items, resp_items, api, fast, slow, (capture, file, uid))
     pdus, pairs, request_pdus, response_pdus = found
-    if not isinstance(out, list):  # rows as columns: the pairs too, in one pass over them
-        if pdus is not out:  # the Python loops made them
-            out.extend(pdus)
-            pdus = out
-        pairs, held = new_rows(PAIR_COLUMNS), pairs
-        pairs.extend(held)
+    if pdus is not out and (into is not None or not isinstance(out, list)):
+        out.extend(pdus)  # the Python loops made them, or a list to add to
+        pdus = out
+    if pairs_out is None and not isinstance(out, list):  # rows as columns: the pairs too
+        pairs_out = new_rows(PAIR_COLUMNS)
+    if pairs_out is not None:
+        pairs_out.extend(pairs)
+        pairs = pairs_out
 
     ts = conn.first_ts, conn.last_ts
     connection = {

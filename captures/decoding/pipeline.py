@@ -146,10 +146,8 @@ def rows_for_connections(
             decoder=decoder,
             with_body_json=with_body_json,
             broker_ports=ports,
-            columns=not isinstance(rows.pdus, list),
+            into=(rows.pdus, rows.pairs),
         )
-        rows.pdus.extend(r.pdus)
-        rows.pairs.extend(r.pairs)
         rows.connections.append(r.connection)
     return rows
 
