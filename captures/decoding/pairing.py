@@ -366,6 +366,10 @@ def decode_connection(
 
     found = None
     out, pairs_out = into if into is not None else (new_rows(PDU_COLUMNS, columns), None)
+    if pairs_out is None and not isinstance(out, list):  # rows as columns: the pairs too
+        pairs_out = new_rows(PAIR_COLUMNS)
+    # the tables pdu_rows appends to itself when they are `Columns`
+    held = () if isinstance(out, list) else (out,) if isinstance(pairs_out, list) else None
     if _NATIVE_ROWS is not None:
         found = _NATIVE_ROWS(
             blank,
@@ -377,7 +381,7 @@ def decode_connection(
             api.client_id,
             partial(_orphan, capture, file, uid),
             (capture, file, uid),
-            *(() if isinstance(out, list) else (out,)),
+            *((out, pairs_out) if held is None else held),
         )
     if found is None:
         found = _rows(blank, req_items, resp_items, api, fast, slow, (capture, file, uid))
@@ -385,9 +389,7 @@ def decode_connection(
     if pdus is not out and (into is not None or not isinstance(out, list)):
         out.extend(pdus)  # the Python loops made them, or a list to add to
         pdus = out
-    if pairs_out is None and not isinstance(out, list):  # rows as columns: the pairs too
-        pairs_out = new_rows(PAIR_COLUMNS)
-    if pairs_out is not None:
+    if pairs_out is not None and pairs is not pairs_out:
         pairs_out.extend(pairs)
         pairs = pairs_out
 

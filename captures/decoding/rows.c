@@ -13,7 +13,8 @@
  *
  * With a tenth argument, a `Columns` (engines/columns.h), the `pdus` rows are appended there, one
  * value per column, and it is the `pdus` returned: no dict per row (on an error or a give-back
- * it is cut back as it was). The decoders still write a dict: one scratch dict of the call,
+ * it is cut back as it was); an eleventh, likewise for the `pairs` rows (a waiting pair is then
+ * its row's index there, answered in place). The decoders still write a dict: one scratch dict of the call,
  * whose written values are laid over the row (rows_row.h).
  */
 #include "../engines/columns.h"
@@ -119,17 +120,6 @@ be16(const unsigned char *s)
     return (int16_t)((s[0] << 8) | s[1]);
 }
 
-/* Sets `key` of `d` to a new reference `v` (stolen); 0 or -1. */
-static int
-put_new(PyObject *d, PyObject *key, PyObject *v)
-{
-    if (v == NULL)
-        return -1;
-    int rc = PyDict_SetItem(d, key, v);
-    Py_DECREF(v);
-    return rc;
-}
-
 #include "rows_row.h"
 
 /* -- the loops ------------------------------------------------------------------------------ */
@@ -201,32 +191,28 @@ done:
     return status;
 }
 
-/* The pair row of a request (its columns in PAIR_COLUMNS order); a new reference or NULL. */
+/* The pair row of a request (its columns in PAIR_COLUMNS order): a new dict, or with the
+ * pairs held as columns the row's index there (appended); a new reference or NULL. */
 static PyObject *
 request_pair(PyObject *base, row_t *r, PyObject *it, PyObject *corr, PyObject *key,
              PyObject *name, PyObject *version)
 {
-    PyObject *pair = PyDict_New();
-    if (pair == NULL)
-        return NULL;
     PyObject *client = row_get(r, R_CLIENT_ID);
     if (client == NULL && PyErr_Occurred())
-        goto error;
-    PyObject *keys[15] = {k_capture, k_file, k_flow_uid, k_correlation_id, k_api_key,
-                          k_api_name, k_api_version, k_client_id, k_request_ts, k_response_ts,
-                          k_rtt_ms, k_request_length, k_response_length, k_error_code, k_status};
-    PyObject *values[15] = {PyTuple_GET_ITEM(base, 0), PyTuple_GET_ITEM(base, 1),
-                            PyTuple_GET_ITEM(base, 2), corr, key, name, version,
-                            client ? client : Py_None, PyTuple_GET_ITEM(it, 2), Py_None,
-                            Py_None, PyTuple_GET_ITEM(it, 3), Py_None, Py_None, v_no_response};
-    for (int i = 0; i < 15; i++) {
-        if (PyDict_SetItem(pair, keys[i], values[i]) < 0)
-            goto error;
+        return NULL;
+    PyObject *values[P_COUNT] = {PyTuple_GET_ITEM(base, 0), PyTuple_GET_ITEM(base, 1),
+                                 PyTuple_GET_ITEM(base, 2), corr, key, name, version,
+                                 client ? client : Py_None, PyTuple_GET_ITEM(it, 2), Py_None,
+                                 Py_None, PyTuple_GET_ITEM(it, 3), Py_None, Py_None,
+                                 v_no_response};
+    if (r->pcols != NULL)
+        return pair_append(r, values);
+    PyObject *pair = PyDict_New();
+    for (int i = 0; pair != NULL && i < P_COUNT; i++) {
+        if (PyDict_SetItem(pair, *pair_key[i], values[i]) < 0)
+            Py_CLEAR(pair);
     }
     return pair;
-error:
-    Py_DECREF(pair);
-    return NULL;
 }
 
 /* Queues `pair` under its correlation id: `waiting` maps it to [next index, pair, pair, ...]. */
@@ -312,7 +298,8 @@ request_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_t
         goto done;
     }
     pair = request_pair(base, r, it, corr, key, name, version);
-    if (pair != NULL && PyList_Append(pairs, pair) == 0 && wait_for(waiting, corr, pair) == 0)
+    if (pair != NULL && (r->pcols != NULL || PyList_Append(pairs, pair) == 0) &&
+        wait_for(waiting, corr, pair) == 0)
         rc = 0;
 done:
     Py_XDECREF(key);
@@ -327,15 +314,16 @@ static int
 answered(row_t *r, PyObject *pair, PyObject *it)
 {
     static const int from_key[4] = {R_API_KEY, R_API_NAME, R_API_VERSION, R_CLIENT_ID};
+    static const int from_pair[4] = {P_API_KEY, P_API_NAME, P_API_VERSION, P_CLIENT_ID};
     for (int i = 0; i < 4; i++) {
-        PyObject *v = PyDict_GetItemWithError(pair, *row_key[from_key[i]]);
+        PyObject *v = pair_get(r, pair, from_pair[i]);
         if (v == NULL && PyErr_Occurred())
             return -1;
         if (row_set(r, from_key[i], v ? v : Py_None) < 0)
             return -1;
     }
     PyObject *ts = PyTuple_GET_ITEM(it, 2);
-    PyObject *request_ts = PyDict_GetItemWithError(pair, k_request_ts);
+    PyObject *request_ts = pair_get(r, pair, P_REQUEST_TS);
     if (request_ts == NULL && PyErr_Occurred())
         return -1;
     PyObject *rtt = Py_NewRef(Py_None);
@@ -344,9 +332,9 @@ answered(row_t *r, PyObject *pair, PyObject *it)
         Py_SETREF(rtt, diff == NULL ? NULL : PyNumber_TrueDivide(diff, v_million));
         Py_XDECREF(diff);
     }
-    if (PyDict_SetItem(pair, k_response_ts, ts) < 0 || put_new(pair, k_rtt_ms, rtt) < 0 ||
-        PyDict_SetItem(pair, k_response_length, PyTuple_GET_ITEM(it, 3)) < 0 ||
-        PyDict_SetItem(pair, k_status, v_answered) < 0)
+    if (pair_set(r, pair, P_RESPONSE_TS, Py_NewRef(ts)) < 0 || pair_set(r, pair, P_RTT_MS, rtt) < 0 ||
+        pair_set(r, pair, P_RESPONSE_LENGTH, Py_NewRef(PyTuple_GET_ITEM(it, 3))) < 0 ||
+        pair_set(r, pair, P_STATUS, Py_NewRef(v_answered)) < 0)
         return -1;
     return 0;
 }
@@ -355,8 +343,8 @@ answered(row_t *r, PyObject *pair, PyObject *it)
 static int
 decode_answer(PyObject *fast, PyObject *slow, row_t *r, PyObject *pair, PyObject *data)
 {
-    PyObject *key = PyDict_GetItemWithError(pair, k_api_key);
-    PyObject *version = key ? PyDict_GetItemWithError(pair, k_api_version) : NULL;
+    PyObject *key = pair_get(r, pair, P_API_KEY);
+    PyObject *version = key ? pair_get(r, pair, P_API_VERSION) : NULL;
     if (version == NULL) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_KeyError, "api_version");
@@ -372,14 +360,14 @@ decode_answer(PyObject *fast, PyObject *slow, row_t *r, PyObject *pair, PyObject
         return -1;
     int ok = PyObject_RichCompareBool(status, v_ok, Py_EQ);
     if (ok == 0) /* the pair holds a failed response */
-        ok = put_new(pair, k_status, PyUnicode_Concat(v_answered_, status)) < 0 ? -1 : 1;
+        ok = pair_set(r, pair, P_STATUS, PyUnicode_Concat(v_answered_, status)) < 0 ? -1 : 1;
     Py_DECREF(status);
     if (ok < 0)
         return -1;
     PyObject *err = row_get(r, R_ERROR_CODE);
     if (err == NULL && PyErr_Occurred())
         return -1;
-    return PyDict_SetItem(pair, k_error_code, err ? err : Py_None);
+    return pair_set(r, pair, P_ERROR_CODE, Py_NewRef(err ? err : Py_None));
 }
 
 /* One response item's row, paired; as request_item. */
@@ -418,7 +406,8 @@ response_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_
             goto done;
         PyObject *call[2] = {corr, it};
         PyObject *lone = PyObject_Vectorcall(orphan, call, 2, NULL);
-        if (lone != NULL && PyList_Append(pairs, lone) == 0)
+        if (lone != NULL && (r->pcols != NULL ? columns_append_mapping(r->pcols, lone)
+                                              : PyList_Append(pairs, lone)) == 0)
             rc = 0;
         Py_XDECREF(lone);
         goto done;
@@ -464,26 +453,28 @@ PyObject *
 native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if ((nargs != 9 && nargs != 10) || !PyDict_CheckExact(args[0]) ||
+    if (nargs < 9 || nargs > 11 || !PyDict_CheckExact(args[0]) ||
         !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2]) || !PyDict_Check(args[3]) ||
         !PyCallable_Check(args[5]) || !PyCallable_Check(args[6]) ||
         !PyCallable_Check(args[7]) || (args[4] != Py_None && !PyCallable_Check(args[4])) ||
         !PyTuple_CheckExact(args[8]) || PyTuple_GET_SIZE(args[8]) != 3 ||
-        (nargs == 10 && !PyObject_TypeCheck(args[9], &columns_type))) {
+        (nargs >= 10 && !PyObject_TypeCheck(args[9], &columns_type)) ||
+        (nargs == 11 && !PyObject_TypeCheck(args[10], &columns_type))) {
         PyErr_SetString(PyExc_TypeError, "pdu_rows(blank, requests, responses, names, fast, "
                                          "slow, client_id, orphan, (capture, file, flow_uid)"
-                                         "[, Columns])");
+                                         "[, pdus Columns[, pairs Columns]])");
         return NULL;
     }
     if (rows_ready() < 0)
         return NULL;
-    columns_obj *cols = nargs == 10 ? (columns_obj *)Py_NewRef(args[9]) : NULL;
-    Py_ssize_t had = cols != NULL ? cols->size : 0;
+    columns_obj *cols = nargs >= 10 ? (columns_obj *)Py_NewRef(args[9]) : NULL;
+    columns_obj *pcols = nargs == 11 ? (columns_obj *)Py_NewRef(args[10]) : NULL;
+    Py_ssize_t had = cols != NULL ? cols->size : 0, had_pairs = pcols != NULL ? pcols->size : 0;
     row_t r;
-    PyObject *pairs = PyList_New(0), *waiting = PyDict_New();
+    PyObject *pairs = pcols != NULL ? Py_NewRef(pcols) : PyList_New(0), *waiting = PyDict_New();
     PyObject *result = NULL;
     Py_ssize_t requests = 0, responses = 0;
-    int rc = row_open(&r, args[0], cols);
+    int rc = row_open(&r, args[0], cols, pcols);
     if (rc == 0 && pairs && waiting)
         rc = item_rows(args, args[1], request_item, &r, pairs, waiting, &requests);
     else
@@ -495,12 +486,15 @@ native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                responses);
     else if (rc > 0)
         result = Py_NewRef(Py_None);
-    if (result != Py_None && result != NULL)
-        had = -1;
-    if (cols != NULL && had >= 0) /* the rows of this call taken back */
-        columns_cut(cols, had);
+    if (result == Py_None || result == NULL) { /* the rows of this call taken back */
+        if (cols != NULL)
+            columns_cut(cols, had);
+        if (pcols != NULL)
+            columns_cut(pcols, had_pairs);
+    }
     row_close(&r);
     Py_XDECREF(cols);
+    Py_XDECREF(pcols);
     Py_XDECREF(pairs);
     Py_XDECREF(waiting);
     return result;

@@ -29,6 +29,32 @@ static PyObject **const row_key[R_COUNT] = {
     &k_api_version,   &k_correlation_id, &k_client_id, &k_error_code,
 };
 
+/* The pair columns, in PAIR_COLUMNS order */
+enum {
+    P_CAPTURE,
+    P_FILE,
+    P_FLOW_UID,
+    P_CORRELATION_ID,
+    P_API_KEY,
+    P_API_NAME,
+    P_API_VERSION,
+    P_CLIENT_ID,
+    P_REQUEST_TS,
+    P_RESPONSE_TS,
+    P_RTT_MS,
+    P_REQUEST_LENGTH,
+    P_RESPONSE_LENGTH,
+    P_ERROR_CODE,
+    P_STATUS,
+    P_COUNT
+};
+
+static PyObject **const pair_key[P_COUNT] = {
+    &k_capture,     &k_file,        &k_flow_uid,      &k_correlation_id, &k_api_key,
+    &k_api_name,    &k_api_version, &k_client_id,     &k_request_ts,     &k_response_ts,
+    &k_rtt_ms,      &k_request_length, &k_response_length, &k_error_code, &k_status,
+};
+
 typedef struct {
     PyObject *blank;        /* every row starts as its copy */
     PyObject *pdus;         /* the rows as dicts (a list), or NULL: they go to `cols` */
@@ -40,6 +66,8 @@ typedef struct {
     Py_ssize_t at[R_COUNT]; /* the column of each R_ key, -1 when cols has none */
     PyObject *scratch;      /* what the decoders write into: every column, `unset` until then */
     PyObject *unset;        /* a value no decoder writes */
+    columns_obj *pcols;     /* the pair rows as columns, or NULL: a pair is a dict */
+    Py_ssize_t pat[P_COUNT]; /* the column of each P_ key in pcols, -1 when it has none */
 } row_t;
 
 /* Sets column `key` of the row to `v` (borrowed); 0 or -1. */
@@ -88,12 +116,33 @@ new_scratch(row_t *r)
     return r->scratch == NULL ? -1 : 0;
 }
 
-/* Sets up the columns' side of `r` for `cols` (NULL: rows as dicts); 0 or -1. */
+/* The column of each of `keys` in `cols` into at[]; 0 or -1. */
 static int
-row_open(row_t *r, PyObject *blank, columns_obj *cols)
+columns_of_keys(columns_obj *cols, PyObject **const *keys, int n, Py_ssize_t *at)
+{
+    for (int k = 0; k < n; k++) {
+        PyObject *found = PyDict_GetItemWithError(cols->index, *keys[k]);
+        at[k] = found == NULL ? -1 : PyLong_AsSsize_t(found);
+        if ((found == NULL && PyErr_Occurred()) || at[k] < -1 ||
+            at[k] >= PyTuple_GET_SIZE(cols->names)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a Columns' index is out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Sets up `r` for rows as `cols` (NULL: rows as dicts) and pairs as `pcols` (NULL: dicts);
+ * 0 or -1. */
+static int
+row_open(row_t *r, PyObject *blank, columns_obj *cols, columns_obj *pcols)
 {
     memset(r, 0, sizeof(*r));
     r->blank = blank;
+    r->pcols = pcols;
+    if (pcols != NULL && columns_of_keys(pcols, pair_key, P_COUNT, r->pat) < 0)
+        return -1;
     if (cols == NULL) {
         r->pdus = PyList_New(0);
         return r->pdus == NULL ? -1 : 0;
@@ -115,16 +164,7 @@ row_open(row_t *r, PyObject *blank, columns_obj *cols)
     r->unset = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     if (r->unset == NULL || new_scratch(r) < 0)
         return -1;
-    for (int k = 0; k < R_COUNT; k++) {
-        PyObject *at = PyDict_GetItemWithError(cols->index, *row_key[k]);
-        r->at[k] = at == NULL ? -1 : PyLong_AsSsize_t(at);
-        if ((at == NULL && PyErr_Occurred()) || r->at[k] < -1 || r->at[k] >= r->width) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "a Columns' index is out of range");
-            return -1;
-        }
-    }
-    return 0;
+    return columns_of_keys(cols, row_key, R_COUNT, r->at);
 }
 
 static void
@@ -211,6 +251,74 @@ row_lay(row_t *r)
             return -1;
     }
     return PyDict_GET_SIZE(r->scratch) == r->width ? 0 : new_scratch(r);
+}
+
+/* -- a pair row, a dict or a row of `pcols` (its index) ---------------------------------- */
+
+/* A request's pair row appended to pcols from its values (borrowed, P_ order); its index (a
+ * new reference) or NULL. */
+static PyObject *
+pair_append(row_t *r, PyObject **values)
+{
+    Py_ssize_t width = PyTuple_GET_SIZE(r->pcols->names);
+    PyObject **row = PyMem_Calloc((size_t)(width ? width : 1), sizeof(PyObject *));
+    if (row == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t c = 0; c < width; c++)
+        row[c] = Py_NewRef(Py_None);
+    for (int k = 0; k < P_COUNT; k++) {
+        if (r->pat[k] >= 0)
+            Py_SETREF(row[r->pat[k]], Py_NewRef(values[k]));
+    }
+    Py_ssize_t index = r->pcols->size;
+    int rc = columns_append(r->pcols, row); /* takes the values */
+    PyMem_Free(row);
+    return rc < 0 ? NULL : PyLong_FromSsize_t(index);
+}
+
+/* Where column `key` of pair row `pair` (an index) is in pcols, NULL when it has none, or with
+ * an exception when `pair` is no row there. */
+static PyObject **
+pair_slot(row_t *r, PyObject *pair, int key)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(pair);
+    if (i < 0 || i >= r->pcols->size) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_IndexError, "a pair row out of range");
+        return NULL;
+    }
+    return r->pat[key] >= 0 ? &r->pcols->cols[r->pat[key]][i] : NULL;
+}
+
+/* Column `key` of a pair row, borrowed; NULL when it has none (with an exception on error). */
+static PyObject *
+pair_get(row_t *r, PyObject *pair, int key)
+{
+    if (r->pcols == NULL)
+        return PyDict_GetItemWithError(pair, *pair_key[key]);
+    PyObject **slot = pair_slot(r, pair, key);
+    return slot == NULL ? NULL : *slot;
+}
+
+/* Sets column `key` of a pair row to `v`, a new reference (taken; NULL is an error passed on);
+ * 0 or -1. */
+static int
+pair_set(row_t *r, PyObject *pair, int key, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    if (r->pcols == NULL) {
+        int rc = PyDict_SetItem(pair, *pair_key[key], v);
+        Py_DECREF(v);
+        return rc;
+    }
+    PyObject **slot = pair_slot(r, pair, key);
+    if (slot == NULL) {
+        Py_DECREF(v);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_SETREF(*slot, v); /* the slot is set before the old value goes */
+    return 0;
 }
 
 #endif

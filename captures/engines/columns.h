@@ -50,6 +50,10 @@ int columns_append(columns_obj *self, PyObject **values);
 /* Room for n more rows; 0 or -1. */
 int columns_reserve(columns_obj *self, Py_ssize_t n);
 
+/* Appends one row mapping: each column's value under its name, None when it has none (a key's
+ * __eq__ may run before the table is touched); 0 or -1, the table as it was on error. */
+int columns_append_mapping(columns_obj *self, PyObject *row);
+
 /* Cuts every column back to its first n rows, any exception kept. */
 void columns_cut(columns_obj *self, Py_ssize_t n);
 

@@ -318,6 +318,19 @@ extend_mapping(columns_obj *self, PyObject *row, PyObject **values)
     return -1;
 }
 
+int
+columns_append_mapping(columns_obj *self, PyObject *row)
+{
+    PyObject **values = PyMem_Calloc((size_t)(self->width ? self->width : 1), sizeof(PyObject *));
+    if (values == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = extend_mapping(self, row, values);
+    PyMem_Free(values);
+    return rc;
+}
+
 static PyObject *
 columns_extend(PyObject *op, PyObject *rows)
 {
