@@ -14,8 +14,8 @@
  * With a tenth argument, a `Columns` (engines/columns.h), the `pdus` rows are appended there, one
  * value per column, and it is the `pdus` returned: no dict per row (on an error or a give-back
  * it is cut back as it was); an eleventh, likewise for the `pairs` rows (a waiting pair is then
- * its row's index there, answered in place). The decoders still write a dict: one scratch dict of the call,
- * whose written values are laid over the row (rows_row.h).
+ * its row's index there, answered in place). The decoders still write a dict: one scratch dict
+ * of the call, whose written values are laid over the row (rows_row.h).
  */
 #include "../engines/columns.h"
 
@@ -332,7 +332,9 @@ answered(row_t *r, PyObject *pair, PyObject *it)
         Py_SETREF(rtt, diff == NULL ? NULL : PyNumber_TrueDivide(diff, v_million));
         Py_XDECREF(diff);
     }
-    if (pair_set(r, pair, P_RESPONSE_TS, Py_NewRef(ts)) < 0 || pair_set(r, pair, P_RTT_MS, rtt) < 0 ||
+    /* rtt first: pair_set takes it whatever happens */
+    if (pair_set(r, pair, P_RTT_MS, rtt) < 0 ||
+        pair_set(r, pair, P_RESPONSE_TS, Py_NewRef(ts)) < 0 ||
         pair_set(r, pair, P_RESPONSE_LENGTH, Py_NewRef(PyTuple_GET_ITEM(it, 3))) < 0 ||
         pair_set(r, pair, P_STATUS, Py_NewRef(v_answered)) < 0)
         return -1;
