@@ -225,19 +225,18 @@ class PartitionLog:
             if verdict.error:
                 raise LogError(verdict.error, f"producer {first.producer_id}: {verdict.error.name}")
         base = self.end_offset
-        # bytes get their offsets in one copy (new bytes, which the log keeps as they are); a
-        # LogAppendTime stamp rewrites the batches in place, so that copy is a bytearray
-        source = (
-            records if type(records) is bytes and log_append_time is None else bytearray(records)
-        )
-        try:
-            epoch = self.leader_epoch
-            stamped = assign_offsets(source, base, partition_leader_epoch=epoch)
-        except EncodeError as exc:
-            raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        if log_append_time is not None:
+        if log_append_time is None:
+            self._store_stamped(batches, base)
+        else:
+            # the stamp rewrites the batches in place: a bytearray copy, never the caller's buffer
+            try:
+                stamped = assign_offsets(
+                    bytearray(records), base, partition_leader_epoch=self.leader_epoch
+                )
+            except EncodeError as exc:
+                raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
             stamp_log_append_time(stamped, log_append_time)
-        self._store(stamped)
+            self._store(stamped)
         if idempotent:
             self.producers.record(
                 first.producer_id, first.producer_epoch, first.base_sequence, count, base
@@ -291,7 +290,10 @@ class PartitionLog:
         for batch in batches:
             if batch.truncated or batch.last_offset < self.end_offset:
                 continue
-            self._store(bytes(batch.raw))
+            # `_store` of the batch's bytes, from the header already read
+            data = bytes(batch.raw)
+            self._maybe_roll(len(data), batch.max_timestamp, batch.base_offset)
+            self._place(self.segments[-1], batch, data)
             self._track(batch)
             count += 1
         return count
@@ -340,6 +342,22 @@ class PartitionLog:
         if batch.is_transactional:
             self.open_txns.setdefault(pid, batch.base_offset)
 
+    def _store_stamped(self, batches: list[Batch], base: int) -> None:
+        """Store a produce's validated v2 batches with offsets from `base` and the leader's
+        epoch (what `assign_offsets` writes), each copied once into the bytes the log keeps,
+        from the headers already read (no batch is parsed again)."""
+        epoch = _INT32.pack(self.leader_epoch)
+        size = sum(len(b.raw) for b in batches)
+        self._maybe_roll(size, max(b.max_timestamp for b in batches), base)
+        active = self.segments[-1]
+        for batch in batches:
+            raw = batch.raw
+            last = base + batch.last_offset_delta
+            # the CRC covers neither the base offset nor the leader epoch: it stays valid
+            data = b"".join((_INT64.pack(base), raw[8:12], epoch, raw[16:]))
+            self._keep(active, base, last, data, batch.max_timestamp, self.leader_epoch)
+            base = last + 1
+
     def _store(self, data: bytes | bytearray) -> None:
         batches = list(iter_batches(data, verify_crc=False))
         if batches:
@@ -354,18 +372,23 @@ class PartitionLog:
     def _place(self, segment: Segment, batch: Batch, data: bytes | None = None) -> None:
         """Put a batch at the end of `segment` (`data`: its bytes, when they are already
         exactly that): the log's end and leader epochs follow."""
-        epoch = batch.partition_leader_epoch
-        if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
-            self.epoch_starts.append((epoch, batch.base_offset))
-        stored = StoredBatch(
+        self._keep(
+            segment,
             batch.base_offset,
             batch.last_offset,
             bytes(batch.raw) if data is None else data,
             batch.max_timestamp,
-            epoch,
+            batch.partition_leader_epoch,
         )
-        segment.append(stored)
-        self.end_offset = stored.last_offset + 1
+
+    def _keep(
+        self, segment: Segment, base: int, last: int, data: bytes, max_timestamp: int, epoch: int
+    ) -> None:
+        """`_place` from the batch's header fields."""
+        if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
+            self.epoch_starts.append((epoch, base))
+        segment.append(StoredBatch(base, last, data, max_timestamp, epoch))
+        self.end_offset = last + 1
 
     def load_segments(self, segments: Iterable[tuple[int, Iterable[bytes]]]) -> None:
         """Rebuild a new log from the segments a storage back end found, (base offset, its
