@@ -16,13 +16,10 @@ front (`delete_segments`, driven by cleaner.py); `batches` is a read-only view a
 from __future__ import annotations
 
 import itertools
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
-
-from crc32c import crc32c
 
 from kipwire.codec import DecodeError, EncodeError, ErrorCode, OffsetSpec
 from kipwire.codec.records import (
@@ -35,6 +32,7 @@ from kipwire.codec.records import (
     iter_batches,
 )
 
+from .batch_headers import stamp_log_append_time, with_offsets
 from .log_config import DEFAULT_LOG_CONFIG, LogConfig
 from .producer_state import ProducerStates
 from .segment import Segment, SegmentFactory, StoredBatch
@@ -51,11 +49,6 @@ __all__ = [
     "stamp_log_append_time",
 ]
 
-# A v2 batch's header: offsets of the fields LogAppendTime rewrites (Kafka's DefaultRecordBatch).
-_LENGTH_END, _MAGIC_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 12, 16, 17, 21, 35
-_V2_HEADER = 61
-_INT16, _INT32, _INT64, _UINT32 = (struct.Struct(f) for f in (">h", ">i", ">q", ">I"))
-_LOG_APPEND_TIME_BIT = 0x08
 
 #: ListOffsets' special timestamps.
 EARLIEST, LATEST, MAX_TIMESTAMP = OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP
@@ -346,7 +339,7 @@ class PartitionLog:
         """Store a produce's validated v2 batches with offsets from `base` and the leader's
         epoch (what `assign_offsets` writes), each copied once into the bytes the log keeps,
         from the headers already read (no batch is parsed again)."""
-        epoch = _INT32.pack(self.leader_epoch)
+        epoch = self.leader_epoch
         size = sum(len(b.raw) for b in batches)
         self._maybe_roll(size, max(b.max_timestamp for b in batches), base)
         active = self.segments[-1]
@@ -354,8 +347,8 @@ class PartitionLog:
             raw = batch.raw
             last = base + batch.last_offset_delta
             # the CRC covers neither the base offset nor the leader epoch: it stays valid
-            data = b"".join((_INT64.pack(base), raw[8:12], epoch, raw[16:]))
-            self._keep(active, base, last, data, batch.max_timestamp, self.leader_epoch)
+            data = with_offsets(raw, base, epoch)
+            self._keep(active, base, last, data, batch.max_timestamp, epoch)
             base = last + 1
 
     def _store(self, data: bytes | bytearray) -> None:
@@ -576,21 +569,6 @@ class PartitionLog:
             if start <= offset:
                 epoch = start_epoch
         return epoch
-
-
-def stamp_log_append_time(data: bytearray, now_ms: int) -> None:
-    """Mark every v2 batch in `data` LogAppendTime with `now_ms` as its max timestamp, and
-    recompute its CRC (which covers the attributes and the timestamps)."""
-    pos = 0
-    while pos + _V2_HEADER <= len(data):
-        size = _LENGTH_END + _INT32.unpack_from(data, pos + 8)[0]
-        if data[pos + _MAGIC_AT] == 2:
-            attributes = _INT16.unpack_from(data, pos + _ATTRIBUTES_AT)[0]
-            _INT16.pack_into(data, pos + _ATTRIBUTES_AT, attributes | _LOG_APPEND_TIME_BIT)
-            _INT64.pack_into(data, pos + _MAX_TIMESTAMP_AT, now_ms)
-            crc = crc32c(memoryview(data)[pos + _ATTRIBUTES_AT : pos + size])
-            _UINT32.pack_into(data, pos + _CRC_AT, crc)
-        pos += size
 
 
 def _now_ms() -> int:
