@@ -435,13 +435,29 @@ class PartitionLog:
         replica: bool = False,
     ) -> bytes:
         """The batches from the one holding `offset`: at least one (KIP-74), then to `max_bytes`."""
+        return b"".join(
+            self.read_parts(
+                offset, max_bytes, committed=committed, min_one=min_one, replica=replica
+            )
+        )
+
+    def read_parts(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        committed: bool = False,
+        min_one: bool = True,
+        replica: bool = False,
+    ) -> list[bytes]:
+        """`read`'s batches as the log holds them, not joined (a fetch sends them gathered)."""
         if offset < self.log_start_offset or offset > self.end_offset:
             raise LogError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self.log_start_offset}..{self.end_offset}",
             )
         if offset == self.end_offset:
-            return b""  # the common answer to a caught-up reader, without finding a batch
+            return []  # the common answer to a caught-up reader, without finding a batch
         if replica:
             limit = self.end_offset  # followers copy the whole log, not only what is committed
         else:
@@ -457,7 +473,7 @@ class PartitionLog:
                 break
             parts.append(stored.data)
             size += len(stored.data)
-        return b"".join(parts)
+        return parts
 
     def batches_from(self, offset: int) -> Iterator[StoredBatch]:
         """The stored batches in order, from the one holding `offset` (found by bisection)."""
