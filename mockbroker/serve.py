@@ -155,7 +155,7 @@ def encode_frame(
         unmark(marked)
     if marked:
         chunks = [records for _, records in marked]
-        gathered = gather(out, chunks, api_version >= FETCH_FLEXIBLE_SINCE)
+        gathered = gather(out, chunks, flexible=response_header_version(api_key, api_version) == 1)
         if gathered is not None:
             return gathered
         for part, records in marked:  # a marker out of place: the records joined, as before
@@ -166,10 +166,6 @@ def encode_frame(
             unmark(marked)
     _SIZE_AT(out, 0, len(out) - 4)
     return out
-
-
-#: Fetch's first flexible version (compact lengths, KIP-482).
-FETCH_FLEXIBLE_SINCE = 12
 
 
 def _response_codecs(api_key: int, api_version: int) -> tuple[Any, Any]:
