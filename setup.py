@@ -56,6 +56,8 @@ def _extensions() -> list[Extension]:
         [
             "captures/reading/compiled.c",
             "captures/reading/walk.c",
+            "captures/reading/reassembly.c",
+            "captures/decoding/framing.c",
             "captures/decoding/rows.c",
             "captures/engines/columns.c",
         ],

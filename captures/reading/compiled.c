@@ -40,6 +40,12 @@ static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))native_walk, METH_FASTCALL,
      "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
      "(items, pos, packets, tcp, truncated, stopped)"},
+    {"assemble_half", (PyCFunction)(void (*)(void))native_assemble_half, METH_FASTCALL,
+     "assemble_half(segs, syn_seq, fin_seq, acks, Run) -> "
+     "(runs, start, end, wire_bytes, retransmitted), or None"},
+    {"frames", (PyCFunction)(void (*)(void))native_frames, METH_FASTCALL,
+     "frames(items, mv, base, p, marks, stamps, j, min_size, max_frame, requests, FrameItem) -> "
+     "(p, j, last request correlation id or None)"},
     {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
      "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
      "(pdus, pairs, request PDUs, response PDUs), or None"},

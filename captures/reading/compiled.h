@@ -14,6 +14,10 @@ extern PyObject *empty_bytes;      /* b"" */
 
 /* walk.c */
 PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* reassembly.c */
+PyObject *native_assemble_half(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* ../decoding/framing.c */
+PyObject *native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/rows.c */
 PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../engines/columns.c */

@@ -5,7 +5,8 @@ wins), port reuse (a new SYN starts a new connection), segments cut by the snap 
 segments (a gap with its size), and captures that start mid-connection (no SYN). It knows TCP
 only: which endpoint is the broker comes from the SYN or SYN-ACK; without either the connection
 leaves here in address order with an empty `role_source`, and the decoding stage decides from
-the payload (`captures.decoding.roles.orient`).
+the payload (`captures.decoding.roles.orient`). Stitching one direction's segments into runs
+runs in C (`reassembly.c`, through `native`) when it is built; `_assemble_half` is the reference.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .native import NATIVE
 from .packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
 
 __all__ = [
@@ -32,6 +34,8 @@ Endpoint = tuple[bytes, int]  # (packed IP address, port)
 
 _MOD = 1 << 32
 _HALF = 1 << 31
+# `_assemble_half`'s stitching in C (`reassembly.c`), or None: the Python code below
+_NATIVE_HALF = None if NATIVE is None else NATIVE.assemble_half
 
 
 def _diff(a: int, b: int) -> int:
@@ -297,6 +301,11 @@ def _assemble_half(h: _Half) -> Stream:
     segs = h.segs
     if not segs:
         return st
+    if _NATIVE_HALF is not None:
+        done = _NATIVE_HALF(segs, h.syn_seq, h.fin_seq, h.acks, Run)
+        if done is not None:
+            st.runs, st.start, st.end, st.wire_bytes, st.retransmitted = done
+            return st
     # unwrap 32-bit sequence numbers against the previous segment in capture order, so streams
     # past 4 GiB and segments arriving out of order both get monotonic 64-bit offsets
     ref = h.syn_seq + 1 if h.syn_seq is not None else segs[0][0]

@@ -1,0 +1,283 @@
+/* One direction's segments stitched into runs: `reassembly.py:_assemble_half`, compiled
+ * (hand-written; the Python function is the reference and gives the same stream).
+ *
+ * assemble_half(segs, syn_seq, fin_seq, acks, Run) takes the half's (seq, ts, payload, wire_len)
+ * tuples in capture order, the SYN's and FIN's sequence numbers (or None) and the sequence
+ * numbers the peer acknowledged, and returns (runs, start, end, wire_bytes, retransmitted):
+ * the runs made with `Run(offset, data, marks, stamps)`. Sequence numbers are unwrapped
+ * against the previous segment, the data placed by (offset, capture order), the first copy of
+ * a byte kept and the others counted as retransmitted, exactly as the Python code does. It
+ * returns None for what it leaves to that code: a tuple that is not (int, int, bytes or a flat
+ * byte memoryview, int), a number outside 64 bits, a sequence number outside 32 bits.
+ */
+#include "compiled.h"
+
+#define MOD32 (INT64_C(1) << 32)
+#define HALF32 (INT64_C(1) << 31)
+#define ACKS_READ 8 /* acks arrive almost in order: the furthest one is among the last few */
+
+typedef struct {
+    int64_t off;
+    Py_ssize_t index; /* capture order: ties on offset keep it */
+    PyObject *ts;     /* borrowed from the segment's tuple */
+    const char *data;
+    Py_ssize_t len;
+} placed_t;
+
+/* Signed distance from sequence number b to a, modulo 2**32 (`reassembly._diff`). */
+static inline int64_t
+seq_diff(int64_t a, int64_t b)
+{
+    int64_t d = (a - b + HALF32) % MOD32;
+    if (d < 0)
+        d += MOD32;
+    return d - HALF32;
+}
+
+/* An int that fits 64 bits into *out: 1; 0 when it is not one (no exception left set). */
+static int
+as_i64(PyObject *o, int64_t *out)
+{
+    if (!PyLong_Check(o))
+        return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* A sequence number (0 <= n < 2**32), or None when `none_ok`: 1 read (*present set), 0 not. */
+static int
+as_seq(PyObject *o, int none_ok, int64_t *out, int *present)
+{
+    if (o == Py_None && none_ok) {
+        *present = 0;
+        return 1;
+    }
+    *present = 1;
+    return as_i64(o, out) && *out >= 0 && *out < MOD32;
+}
+
+/* The bytes of a payload: bytes, or a memoryview of plain bytes (1-D, contiguous); 0 if not. */
+static int
+payload_bytes(PyObject *o, const char **data, Py_ssize_t *len)
+{
+    if (PyBytes_CheckExact(o)) {
+        *data = PyBytes_AS_STRING(o);
+        *len = PyBytes_GET_SIZE(o);
+        return 1;
+    }
+    if (!PyMemoryView_Check(o))
+        return 0;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(o);
+    if (view->buf == NULL && view->len != 0)
+        return 0;
+    if (view->itemsize != 1 || view->ndim > 1 || !PyBuffer_IsContiguous(view, 'C'))
+        return 0;
+    if (view->format != NULL && strcmp(view->format, "B") != 0 && strcmp(view->format, "b") != 0 &&
+        strcmp(view->format, "c") != 0)
+        return 0;
+    *data = view->buf;
+    *len = view->len;
+    return 1;
+}
+
+static int
+by_offset(const void *a, const void *b)
+{
+    const placed_t *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Appends Run(offset, data, marks, stamps) of the parts [first, last) of `placed` to runs. */
+static int
+emit_run(PyObject *runs, PyObject *run_type, int64_t offset, const placed_t *parts,
+         const Py_ssize_t *skips, Py_ssize_t first, Py_ssize_t last, const int64_t *marks)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = first; k < last; k++)
+        size += parts[k].len - skips[k];
+    PyObject *data = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *mark_list = PyList_New(last - first);
+    PyObject *stamp_list = PyList_New(last - first);
+    PyObject *off = PyLong_FromLongLong(offset);
+    PyObject *run = NULL;
+    if (data == NULL || mark_list == NULL || stamp_list == NULL || off == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(data);
+    for (Py_ssize_t k = first; k < last; k++) {
+        Py_ssize_t n = parts[k].len - skips[k];
+        if (n > 0)
+            memcpy(out, parts[k].data + skips[k], n);
+        out += n;
+        PyObject *mark = PyLong_FromLongLong(marks[k]);
+        if (mark == NULL)
+            goto done;
+        PyList_SET_ITEM(mark_list, k - first, mark);
+        Py_INCREF(parts[k].ts);
+        PyList_SET_ITEM(stamp_list, k - first, parts[k].ts);
+    }
+    PyObject *args[4] = {off, data, mark_list, stamp_list};
+    run = PyObject_Vectorcall(run_type, args, 4, NULL);
+done:
+    Py_XDECREF(data);
+    Py_XDECREF(mark_list);
+    Py_XDECREF(stamp_list);
+    Py_XDECREF(off);
+    if (run == NULL)
+        return -1;
+    int rc = PyList_Append(runs, run);
+    Py_DECREF(run);
+    return rc;
+}
+
+/* The runs of the placed parts, stitched; the stream's end so far and its retransmitted
+ * bytes through *pos and *retransmitted. */
+static PyObject *
+stitch(placed_t *placed, Py_ssize_t n, int64_t start, PyObject *run_type, int64_t *pos_out,
+       int64_t *retransmitted)
+{
+    PyObject *runs = PyList_New(0);
+    Py_ssize_t *skips = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    int64_t *marks = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    /* the kept parts are compacted to the front of `placed`, with their skips and marks */
+    Py_ssize_t kept = 0, run_first = 0;
+    int64_t pos = start, run_off = start;
+    if (runs == NULL || skips == NULL || marks == NULL) {
+        if (runs != NULL)
+            PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        placed_t seg = placed[k];
+        if (seg.off + seg.len <= pos) {
+            *retransmitted += seg.len;
+            continue;
+        }
+        if (seg.off > pos) {
+            if (kept > run_first &&
+                emit_run(runs, run_type, run_off, placed, skips, run_first, kept, marks) < 0)
+                goto fail;
+            run_first = kept;
+            run_off = pos = seg.off;
+        }
+        Py_ssize_t skip = (Py_ssize_t)(pos - seg.off);
+        *retransmitted += skip;
+        placed[kept] = seg;
+        skips[kept] = skip;
+        marks[kept] = pos;
+        kept++;
+        pos = seg.off + seg.len;
+    }
+    if (kept > run_first &&
+        emit_run(runs, run_type, run_off, placed, skips, run_first, kept, marks) < 0)
+        goto fail;
+    PyMem_Free(skips);
+    PyMem_Free(marks);
+    *pos_out = pos;
+    return runs;
+fail:
+    Py_XDECREF(runs);
+    PyMem_Free(skips);
+    PyMem_Free(marks);
+    return NULL;
+}
+
+/* assemble_half(segs, syn_seq, fin_seq, acks, Run)
+ *   -> (runs, start, end, wire_bytes, retransmitted), or None */
+PyObject *
+native_assemble_half(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5 || !PyList_Check(args[0]) || !PyList_Check(args[3]) ||
+        !PyCallable_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "assemble_half(segs: list, syn_seq, fin_seq, acks: list, Run)");
+        return NULL;
+    }
+    PyObject *segs = args[0], *acks = args[3];
+    int64_t syn_seq = 0, fin_seq = 0;
+    int syn, fin;
+    if (!as_seq(args[1], 1, &syn_seq, &syn) || !as_seq(args[2], 1, &fin_seq, &fin))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(segs);
+    if (n == 0)
+        Py_RETURN_NONE; /* nothing to stitch: the Python code returns at once */
+    placed_t *placed = PyMem_Malloc(n * sizeof(placed_t));
+    if (placed == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    Py_ssize_t count = 0;
+    int sorted = 1;
+    int64_t last_seq = 0, last_off = 0, data_min = 0, claimed_end = 0, wire_bytes = 0;
+    int has_data = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(segs, i);
+        int64_t seq, wire_len;
+        int present;
+        const char *data;
+        Py_ssize_t len;
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 4 ||
+            !as_seq(PyTuple_GET_ITEM(t, 0), 0, &seq, &present) ||
+            !payload_bytes(PyTuple_GET_ITEM(t, 2), &data, &len) ||
+            !as_i64(PyTuple_GET_ITEM(t, 3), &wire_len) || wire_len < 0 ||
+            wire_len > (INT64_C(1) << 40))
+            goto python;
+        if (i == 0) {
+            last_seq = syn ? syn_seq + 1 : seq;
+            last_off = 0;
+        }
+        int64_t off = last_off + seq_diff(seq, last_seq);
+        last_seq = seq;
+        last_off = off;
+        if (wire_len || len) {
+            if (count > 0 && off < placed[count - 1].off)
+                sorted = 0;
+            placed[count++] = (placed_t){off, i, PyTuple_GET_ITEM(t, 1), data, len};
+            if (!has_data || off < data_min)
+                data_min = off;
+            has_data = 1;
+            wire_bytes += wire_len;
+        }
+        if (off + wire_len > claimed_end)
+            claimed_end = off + wire_len;
+    }
+    int64_t start = syn ? 0 : (has_data ? data_min : 0);
+    if (has_data && data_min < start)
+        start = data_min; /* data before the SYN's ISN: trust the data */
+    int64_t fin_off = fin ? last_off + seq_diff(fin_seq, last_seq) : 0;
+    Py_ssize_t n_acks = PyList_GET_SIZE(acks);
+    for (Py_ssize_t k = n_acks > ACKS_READ ? n_acks - ACKS_READ : 0; k < n_acks; k++) {
+        int64_t ack;
+        int present;
+        if (!as_seq(PyList_GET_ITEM(acks, k), 0, &ack, &present))
+            goto python;
+        int64_t ack_off = last_off + seq_diff(ack, last_seq);
+        if (fin && ack_off > fin_off)
+            ack_off = fin_off;
+        if (start <= ack_off && ack_off <= claimed_end + (INT64_C(1) << 30) &&
+            ack_off > claimed_end)
+            claimed_end = ack_off;
+    }
+    if (fin)
+        claimed_end = fin_off; /* the ACKs after a FIN sit one past it, which is not data */
+    if (!sorted)
+        qsort(placed, count, sizeof(placed_t), by_offset);
+    int64_t pos = start, retransmitted = 0;
+    PyObject *runs = stitch(placed, count, start, args[4], &pos, &retransmitted);
+    if (runs != NULL)
+        result = Py_BuildValue("(NLLLL)", runs, (long long)start,
+                               (long long)(pos > claimed_end ? pos : claimed_end),
+                               (long long)wire_bytes, (long long)retransmitted);
+    PyMem_Free(placed);
+    return result;
+python:
+    PyMem_Free(placed);
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,246 @@
+"""The compiled stitching of one direction (`reading/reassembly.c`) against `_assemble_half`.
+
+Both paths must give the same connections (runs, marks, stamps, gap and retransmission counts)
+for segments in order and out of it, with gaps, retransmissions, overlaps, payloads cut by the
+snap length, sequence numbers wrapping, with and without a handshake, FIN or RST; and the same
+table rows for captures of those cases. What the C code leaves to Python (odd payload types,
+numbers outside its ranges) is handed back, not read differently.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from captures_testkit import (
+    ether,
+    ipv4,
+    pcap_bytes,
+    request_frame,
+    response_frame,
+    tcp_header,
+)
+from memory_growth import blocks_left_by
+
+from kipwire.captures.decoding import framing
+from kipwire.captures.decoding.framing import split_frames
+from kipwire.captures.decoding.pipeline import decode_capture
+from kipwire.captures.reading import reassembly
+from kipwire.captures.reading.frame_dumps import MAX_FRAME
+from kipwire.captures.reading.native import NATIVE
+from kipwire.captures.reading.packets import ACK, FIN, PSH, RST, SYN, TcpSegment
+from kipwire.captures.reading.reassembly import Run, reassemble
+from kipwire.codec import ApiKey
+
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="the capture loops are not built")
+
+C = (bytes([10, 0, 0, 1]), 50000)
+S = (bytes([10, 0, 0, 2]), 9092)
+ROUNDS = 150
+
+
+def _seg(src, dst, seq, payload=b"", flags=ACK | PSH, ack=0, wire_len=None) -> TcpSegment:
+    wire = len(payload) if wire_len is None else wire_len
+    return TcpSegment(src[0], src[1], dst[0], dst[1], seq & 0xFFFFFFFF, ack, flags, payload, wire)
+
+
+def _stream(rng: random.Random, requests: bool) -> bytes:
+    n = rng.randint(1, 6)
+    if requests:
+        frames = [request_frame(ApiKey.METADATA, 9, i, b"r" * rng.randint(0, 40)) for i in range(n)]
+    else:
+        frames = [response_frame(i, b"s" * rng.randint(0, 40)) for i in range(n)]
+    if rng.random() < 0.2:
+        frames.append(b"\x7f\xff\xff\xff" + b"x" * 12)  # a frame larger than the limit
+    return b"".join(frames)
+
+
+def _direction(rng, src, dst, isn, data, handshake) -> list[tuple[int, TcpSegment]]:
+    """One side's segments: cut anywhere, some lost, retransmitted, overlapping, cut short."""
+    cuts = sorted({0, len(data), *(rng.randrange(len(data) + 1) for _ in range(rng.randint(0, 9)))})
+    pieces = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False)]
+    sent = []
+    for a, b in pieces:
+        roll = rng.random()
+        if roll < 0.1:
+            continue  # lost: a gap
+        sent.append((a, b))
+        if roll > 0.9:
+            sent.append((a, b))  # retransmitted
+    if rng.random() < 0.3 and data:
+        a = rng.randrange(len(data))
+        sent.append((a, min(len(data), a + rng.randint(1, 30))))  # overlapping others
+    if rng.random() < 0.3:
+        rng.shuffle(sent)  # out of order
+    segs = []
+    first = isn + 1 if handshake else isn
+    for a, b in sent:
+        payload: bytes | memoryview = data[a:b]
+        wire = b - a
+        if rng.random() < 0.1:
+            payload = payload[: rng.randint(0, len(payload))]  # cut by the snap length
+        if rng.random() < 0.5:
+            payload = memoryview(payload)
+        segs.append(_seg(src, dst, first + a, payload, ack=rng.randrange(1 << 32), wire_len=wire))
+        if rng.random() < 0.1:
+            segs.append(_seg(src, dst, first + b, b"", ACK))  # a pure ACK
+    if handshake:
+        segs.insert(0, _seg(src, dst, isn, b"", SYN if src == C else SYN | ACK))
+    end = rng.random()
+    if end < 0.3:
+        segs.append(_seg(src, dst, first + len(data), b"", FIN | ACK))
+    elif end < 0.4:
+        segs.append(_seg(src, dst, first + rng.randrange(len(data) + 1), b"", RST))
+    return segs
+
+
+def _segments(rng: random.Random) -> list[tuple[int, TcpSegment]]:
+    handshake = rng.random() < 0.7
+    wrap = rng.random() < 0.3
+    isn_c = (1 << 32) - rng.randint(1, 60) if wrap else rng.randrange(1 << 32)
+    isn_s = rng.randrange(1 << 32)
+    up = _direction(rng, C, S, isn_c, _stream(rng, True), handshake)
+    down = _direction(rng, S, C, isn_s, _stream(rng, False), handshake)
+    both = up + down
+    if rng.random() < 0.5:
+        rng.shuffle(both)
+    for i, s in enumerate(both):
+        # the peer acknowledges what this side sent (some of the acks matter: the stream's end)
+        if s.flags & ACK and rng.random() < 0.3:
+            peer = isn_s if s.src == C[0] else isn_c
+            both[i] = s._replace(ack=(peer + rng.randint(0, 400)) & 0xFFFFFFFF)
+    return [(1000 + 7 * i, s) for i, s in enumerate(both)]
+
+
+def _python(monkeypatch, fn):
+    with monkeypatch.context() as m:
+        m.setattr(reassembly, "_NATIVE_HALF", None)
+        m.setattr(framing, "_NATIVE_FRAMES", None)
+        return fn()
+
+
+def _frames(conns) -> list:
+    out = []
+    for c in conns:
+        out.append(split_frames(c.to_server, requests=True))
+        out.append(split_frames(c.to_client, requests=False, expected_corr=[0, 1, 2]))
+    return out
+
+
+def test_drawn_segments_give_the_python_streams_and_frames(monkeypatch):
+    rng = random.Random(2323)
+    kinds = {"runs>1": 0, "retransmitted": 0, "skipped": 0, "truncated": 0}
+    for _ in range(ROUNDS):
+        segs = _segments(rng)
+        conns = reassemble(segs)
+        assert conns == _python(monkeypatch, lambda segs=segs: reassemble(segs))
+        frames = _frames(conns)
+        assert frames == _python(monkeypatch, lambda conns=conns: _frames(conns))
+        streams = [s for c in conns for s in (c.to_server, c.to_client)]
+        kinds["runs>1"] += any(len(s.runs) > 1 for s in streams)
+        kinds["retransmitted"] += any(s.retransmitted for s in streams)
+        items = [i.kind for f in frames for i in f]
+        kinds["skipped"] += "skipped" in items
+        kinds["truncated"] += "truncated" in items
+    # the draws reach the cases: gaps, retransmissions, resynchronising, frames cut short
+    assert all(n >= 5 for n in kinds.values()), kinds
+
+
+def _capture(segs: list[tuple[int, TcpSegment]]) -> bytes:
+    packets = []
+    for ts, s in segs:
+        tcp = tcp_header(s.sport, s.dport, s.seq, s.ack, s.flags, bytes(s.payload))
+        packets.append((ts, ether(ipv4(".".join(map(str, s.src)), ".".join(map(str, s.dst)), tcp))))
+    return pcap_bytes(packets)
+
+
+def test_named_cases_give_the_python_tables(monkeypatch):
+    reqs = b"".join(request_frame(ApiKey.METADATA, 9, i, b"q" * 30) for i in range(4))
+    resp = b"".join(response_frame(i, b"a" * 20) for i in range(4))
+    big = b"".join(request_frame(ApiKey.METADATA, 9, 9, b"z" * 3000) for _ in range(2))
+
+    def conn(data, order=None, drop=(), again=(), cut_at=None, chunk=40):
+        up = [(0, _seg(C, S, 99, b"", SYN)), (1, _seg(S, C, 499, b"", SYN | ACK))]
+        pieces = [(a, data[a : a + chunk]) for a in range(0, len(data), chunk)]
+        if cut_at is not None:
+            pieces = [(a, p) for a, p in pieces if a < cut_at]
+        order = order or list(range(len(pieces)))
+        body = [pieces[i] for i in order if i not in drop] + [pieces[i] for i in again]
+        up += [(10 + k, _seg(C, S, 100 + a, p)) for k, (a, p) in enumerate(body)]
+        up.append((500, _seg(S, C, 500, resp)))
+        return up
+
+    cases = {
+        "in order": conn(reqs),
+        "out of order": conn(reqs, order=[1, 0, 2, 4, 3]),
+        "a gap": conn(reqs, drop={2}),
+        "a retransmit": conn(reqs, again=[1, 3]),
+        "a frame over many segments": conn(big, chunk=100),
+        "a frame larger than the limit": conn(
+            reqs[:40] + (MAX_FRAME + 1).to_bytes(4, "big") + reqs
+        ),
+        "cut mid-frame": conn(reqs, cut_at=len(reqs) - 50),
+    }
+    for name, segs in cases.items():
+        data = _capture(segs)
+        rows = decode_capture(data)
+        expected = _python(monkeypatch, lambda data=data: decode_capture(data))
+        assert (rows.pdus, rows.pairs, rows.connections) == (
+            expected.pdus,
+            expected.pairs,
+            expected.connections,
+        ), name
+        assert rows.pdus, name
+
+
+def _half(segs, syn=None, fin=None, acks=()):
+    return NATIVE.assemble_half(list(segs), syn, fin, list(acks), Run)
+
+
+def test_what_it_does_not_read_is_left_to_python():
+    good = (5, 1, b"ab", 2)
+    assert _half([good]) is not None
+    for odd in [
+        (5, 1, bytearray(b"ab"), 2),  # a payload that is neither bytes nor memoryview
+        (5, 1, memoryview(b"abcd").cast("H"), 4),  # items of two bytes
+        (1 << 32, 1, b"ab", 2),  # a sequence number outside 32 bits
+        (5, 1, b"ab", -1),
+        (5, 1, b"ab", 1 << 70),
+        [5, 1, b"ab", 2],  # not a tuple
+        (5, 1, b"ab"),
+    ]:
+        assert _half([good, odd]) is None, odd
+    assert _half([good], syn=-1) is None
+    assert _half([good], acks=[1 << 40]) is None
+    assert _half([]) is None  # nothing to stitch: the Python code's early return
+    # times are carried, not read: any object stays the stamp
+    (run,), *_ = _half([(5, None, b"ab", 2)])
+    assert run.stamps == [None] and run.marks == [0] and run.data == b"ab"
+
+
+def test_bad_arguments_are_errors():
+    with pytest.raises(TypeError):
+        NATIVE.assemble_half([], None, None, [])
+    with pytest.raises(TypeError):
+        NATIVE.assemble_half((), None, None, [], Run)
+    with pytest.raises(TypeError):
+        NATIVE.assemble_half([], None, None, [], 5)
+    with pytest.raises(ZeroDivisionError):
+        NATIVE.assemble_half([(1, 1, b"x", 1)], None, None, [], lambda *a: 1 / 0)
+
+
+def test_no_reference_leaks():
+    rng = random.Random(5)
+    drawn = [_segments(rng) for _ in range(20)]
+
+    def run(n: int) -> int:
+        made = 0
+        for i in range(n):
+            for c in reassemble(drawn[i % len(drawn)]):
+                made += len(c.to_server.runs) + len(c.to_client.runs)
+        return made
+
+    run(50)
+    made, grown = blocks_left_by(lambda: run(2000))
+    assert made > 2000
+    assert grown < 1000, f"{grown} more blocks allocated after 2,000 reassemblies"
