@@ -43,6 +43,9 @@ static PyMethodDef methods[] = {
     {"assemble_half", (PyCFunction)(void (*)(void))native_assemble_half, METH_FASTCALL,
      "assemble_half(segs, syn_seq, fin_seq, acks, Run) -> "
      "(runs, start, end, wire_bytes, retransmitted), or None"},
+    {"take_plain", (PyCFunction)(void (*)(void))native_take_plain, METH_FASTCALL,
+     "take_plain(i, ts, seq, ack, flags, wire, from_a, pay, a_segs, b_segs, a_acks, b_acks) -> "
+     "(i, a packets, b packets, last ts or None, has data)"},
     {"frames", (PyCFunction)(void (*)(void))native_frames, METH_FASTCALL,
      "frames(items, mv, base, p, marks, stamps, j, min_size, max_frame, requests, FrameItem) -> "
      "(p, j, last request correlation id or None)"},

@@ -281,3 +281,80 @@ python:
     PyMem_Free(placed);
     Py_RETURN_NONE;
 }
+
+/* take_plain(i, ts, seq, ack, flags, wire, from_a, pay, a_segs, b_segs, a_acks, b_acks)
+ *   -> (i, a packets, b packets, last ts or None, has data)
+ * `TcpReassembler._take` for a fragment's segments from i on (parallel lists, as
+ * `add_fragment` takes them) while they carry no SYN, FIN or RST: each is appended to its
+ * half's segments as (seq, ts, payload, wire_len), or (seq, ts, b"", 0) when it carries no
+ * data, and its ACK to the other half's acks. It stops at the first other segment (or one
+ * whose flags are not an int), which `_take` then takes, and returns where it stopped and
+ * what the connection's counters gain. */
+PyObject *
+native_take_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "take_plain() takes 12 arguments");
+        return NULL;
+    }
+    for (int k = 1; k < 12; k++) {
+        if (!PyList_Check(args[k])) {
+            PyErr_SetString(PyExc_TypeError, "take_plain(i, *lists): lists after i");
+            return NULL;
+        }
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(args[0]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *ts_l = args[1], *seq_l = args[2], *ack_l = args[3], *flags_l = args[4];
+    PyObject *wire_l = args[5], *from_l = args[6], *pay_l = args[7];
+    PyObject *segs[2] = {args[8], args[9]}, *acks[2] = {args[10], args[11]};
+    Py_ssize_t n = PyList_GET_SIZE(ts_l);
+    long packets[2] = {0, 0};
+    PyObject *last_ts = Py_None;
+    int has_data = 0;
+    for (; i >= 0 && i < n; i++) {
+        if (i >= PyList_GET_SIZE(seq_l) || i >= PyList_GET_SIZE(ack_l) ||
+            i >= PyList_GET_SIZE(flags_l) || i >= PyList_GET_SIZE(wire_l) ||
+            i >= PyList_GET_SIZE(from_l) || i >= PyList_GET_SIZE(pay_l))
+            break; /* lists of other lengths: zip(strict=True) in Python says so */
+        PyObject *flags_o = PyList_GET_ITEM(flags_l, i);
+        if (!PyLong_CheckExact(flags_o))
+            break;
+        long flags = PyLong_AsLong(flags_o);
+        if (flags == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            break;
+        }
+        if (flags & (TCP_SYN | TCP_FIN | TCP_RST))
+            break;
+        int from_a = PyObject_IsTrue(PyList_GET_ITEM(from_l, i));
+        if (from_a < 0)
+            return NULL;
+        int side = from_a ? 0 : 1;
+        PyObject *ts = PyList_GET_ITEM(ts_l, i), *seq = PyList_GET_ITEM(seq_l, i);
+        PyObject *wire = PyList_GET_ITEM(wire_l, i), *pay = PyList_GET_ITEM(pay_l, i);
+        if (flags & TCP_ACK && PyList_Append(acks[1 - side], PyList_GET_ITEM(ack_l, i)) < 0)
+            return NULL;
+        int wired = PyObject_IsTrue(wire);
+        if (wired < 0)
+            return NULL;
+        Py_ssize_t len = wired ? 1 : PyObject_Length(pay);
+        if (len < 0)
+            return NULL;
+        PyObject *seg = (wired || len) ? PyTuple_Pack(4, seq, ts, pay, wire)
+                                       : Py_BuildValue("(OOOi)", seq, ts, empty_bytes, 0);
+        if (seg == NULL)
+            return NULL;
+        int rc = PyList_Append(segs[side], seg);
+        Py_DECREF(seg);
+        if (rc < 0)
+            return NULL;
+        has_data |= wired || len;
+        packets[side]++;
+        last_ts = ts;
+    }
+    return Py_BuildValue("(nllOO)", i, packets[0], packets[1], last_ts,
+                         has_data ? Py_True : Py_False);
+}

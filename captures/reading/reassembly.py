@@ -36,6 +36,8 @@ _MOD = 1 << 32
 _HALF = 1 << 31
 # `_assemble_half`'s stitching in C (`reassembly.c`), or None: the Python code below
 _NATIVE_HALF = None if NATIVE is None else NATIVE.assemble_half
+# `add_fragment`'s segments without SYN, FIN or RST in C (`reassembly.c`), or None
+_NATIVE_TAKE = None if NATIVE is None else NATIVE.take_plain
 
 
 def _diff(a: int, b: int) -> int:
@@ -201,13 +203,41 @@ class TcpReassembler:
         as `add` takes it, without a TcpSegment each."""
         key = (a, b) if a <= b else (b, a)
         take = self._take
-        for ts, seq, ack, flags, wire, from_a, pay in zip(
-            frag.ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay, strict=True
+        lists = (frag.ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay)
+        if _NATIVE_TAKE is not None and all(
+            type(x) is list and len(x) == len(frag.ts) for x in lists
         ):
+            self._take_lists(a, b, key, lists)
+            return
+        for ts, seq, ack, flags, wire, from_a, pay in zip(*lists, strict=True):
             if from_a:
                 take(ts, a, b, key, seq, ack, flags, pay, wire)
             else:
                 take(ts, b, a, key, seq, ack, flags, pay, wire)
+
+    def _take_lists(
+        self, a: Endpoint, b: Endpoint, key: tuple[Endpoint, Endpoint], lists: tuple[list, ...]
+    ) -> None:
+        """`add_fragment`'s loop with the runs of segments without SYN, FIN or RST in C."""
+        i, n = 0, len(lists[0])
+        while i < n:
+            conn = self._open.get(key)
+            if conn is not None:
+                ha, hb = conn.halves[a], conn.halves[b]
+                i, pa, pb, last, data = _NATIVE_TAKE(i, *lists, ha.segs, hb.segs, ha.acks, hb.acks)
+                ha.packets += pa
+                hb.packets += pb
+                if pa or pb:
+                    conn.last_ts = last
+                    conn.has_data = conn.has_data or data
+                if i >= n:
+                    return
+            ts, seq, ack, flags, wire, from_a, pay = (x[i] for x in lists)
+            if from_a:
+                self._take(ts, a, b, key, seq, ack, flags, pay, wire)
+            else:
+                self._take(ts, b, a, key, seq, ack, flags, pay, wire)
+            i += 1
 
     def _take(
         self,

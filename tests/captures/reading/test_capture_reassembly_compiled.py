@@ -29,7 +29,7 @@ from kipwire.captures.reading import reassembly
 from kipwire.captures.reading.frame_dumps import MAX_FRAME
 from kipwire.captures.reading.native import NATIVE
 from kipwire.captures.reading.packets import ACK, FIN, PSH, RST, SYN, TcpSegment
-from kipwire.captures.reading.reassembly import Run, reassemble
+from kipwire.captures.reading.reassembly import Run, TcpReassembler, reassemble
 from kipwire.codec import ApiKey
 
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the capture loops are not built")
@@ -115,6 +115,7 @@ def _segments(rng: random.Random) -> list[tuple[int, TcpSegment]]:
 def _python(monkeypatch, fn):
     with monkeypatch.context() as m:
         m.setattr(reassembly, "_NATIVE_HALF", None)
+        m.setattr(reassembly, "_NATIVE_TAKE", None)
         m.setattr(framing, "_NATIVE_FRAMES", None)
         return fn()
 
@@ -144,6 +145,52 @@ def test_drawn_segments_give_the_python_streams_and_frames(monkeypatch):
         kinds["truncated"] += "truncated" in items
     # the draws reach the cases: gaps, retransmissions, resynchronising, frames cut short
     assert all(n >= 5 for n in kinds.values()), kinds
+
+
+class _Fragment:
+    """A connection's segments as `add_fragment` takes them: parallel lists."""
+
+    def __init__(self, a, b, segs) -> None:
+        self.ts = [t for t, _ in segs]
+        self.seq = [s.seq for _, s in segs]
+        self.ack = [s.ack for _, s in segs]
+        self.flags = [s.flags for _, s in segs]
+        self.wire = [s.wire_len for _, s in segs]
+        self.from_a = [(s.src, s.sport) == a for _, s in segs]
+        self.pay = [s.payload for _, s in segs]
+
+
+def _by_fragments(segs, rng: random.Random):
+    """The segments fed as fragments of a few segments each, in order, as `_Decoder` feeds them."""
+    reasm = TcpReassembler()
+    a, b = sorted((C, S))
+    i = 0
+    while i < len(segs):
+        n = rng.randint(1, 6)
+        reasm.add_fragment(a, b, _Fragment(a, b, segs[i : i + n]))
+        i += n
+    return reasm.finish()
+
+
+def test_fragments_give_the_python_connections(monkeypatch):
+    rng = random.Random(17)
+    for _ in range(ROUNDS):
+        segs = _segments(rng)
+        if rng.random() < 0.2:
+            segs.append((9999, _seg(C, S, 5, b"", SYN)))  # a new ISN on the same ports
+        seed = rng.random()
+        conns = _by_fragments(segs, random.Random(seed))
+        again = _python(monkeypatch, lambda s=segs, r=seed: _by_fragments(s, random.Random(r)))
+        assert conns == again
+        assert conns == reassemble(segs)
+    odd = _Fragment(C, S, _segments(rng))
+    odd.flags[-1] = str(odd.flags[-1])  # flags that are not an int: Python's error, not C's
+    with pytest.raises(TypeError):
+        TcpReassembler().add_fragment(C, S, odd)
+    short = _Fragment(C, S, _segments(rng))
+    del short.pay[-1]
+    with pytest.raises(ValueError):
+        TcpReassembler().add_fragment(C, S, short)
 
 
 def _capture(segs: list[tuple[int, TcpSegment]]) -> bytes:
@@ -229,6 +276,22 @@ def test_bad_arguments_are_errors():
         NATIVE.assemble_half([(1, 1, b"x", 1)], None, None, [], lambda *a: 1 / 0)
 
 
+def test_take_plain_stops_at_what_it_does_not_take():
+    lists = [[1, 2, 3], [10, 11, 12], [0, 0, 0], [ACK, ACK | FIN, ACK], [1, 0, 0], [True] * 3]
+    lists.append([b"x", b"", memoryview(b"")])
+    halves = [[], [], [], []]
+    assert NATIVE.take_plain(0, *lists, *halves) == (1, 1, 0, 1, True)
+    assert halves == [[(10, 1, b"x", 1)], [], [], [0]]
+    # a segment with no data is kept as (seq, ts, b"", 0), whatever held its payload
+    assert NATIVE.take_plain(2, *lists, *halves) == (3, 1, 0, 3, False)
+    assert halves[0][-1] == (12, 3, b"", 0) and type(halves[0][-1][2]) is bytes
+    assert NATIVE.take_plain(3, *lists, *halves)[:3] == (3, 0, 0)
+    with pytest.raises(TypeError):
+        NATIVE.take_plain(0, *lists, *halves[:3])
+    with pytest.raises(TypeError):
+        NATIVE.take_plain(0, *lists[:6], (), *halves)
+
+
 def test_no_reference_leaks():
     rng = random.Random(5)
     drawn = [_segments(rng) for _ in range(20)]
@@ -236,7 +299,8 @@ def test_no_reference_leaks():
     def run(n: int) -> int:
         made = 0
         for i in range(n):
-            for c in reassemble(drawn[i % len(drawn)]):
+            segs = drawn[i % len(drawn)]
+            for c in reassemble(segs) + _by_fragments(segs, random.Random(i)):
                 made += len(c.to_server.runs) + len(c.to_client.runs)
         return made
 
