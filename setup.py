@@ -60,6 +60,7 @@ def _extensions() -> list[Extension]:
             "captures/decoding/framing.c",
             "captures/decoding/rows.c",
             "captures/engines/columns.c",
+            "captures/engines/fragments.c",
         ],
         depends=["captures/reading/compiled.h"],
         optional=True,
