@@ -202,7 +202,7 @@ def decode_capture(
     reader = PacketReader(source, packet_range=packet_range)
     rows = CaptureRows()
     reasm = TcpReassembler()
-    reasm.add_many(segments(reader, rows.stats))
+    reasm.add_batches(tcp_segment_batches(reader, rows.stats))
     rows_for_connections(
         reasm.finish(),
         capture=capture,

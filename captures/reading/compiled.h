@@ -25,7 +25,7 @@ PyObject *native_assemble_half(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *native_take_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/framing.c */
 PyObject *native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-/* ../engines/fragments.c */
+/* grouping.c */
 PyObject *native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/rows.c */
 PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

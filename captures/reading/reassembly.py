@@ -38,6 +38,9 @@ _HALF = 1 << 31
 _NATIVE_HALF = None if NATIVE is None else NATIVE.assemble_half
 # `add_fragment`'s segments without SYN, FIN or RST in C (`reassembly.c`), or None
 _NATIVE_TAKE = None if NATIVE is None else NATIVE.take_plain
+# `add_batches`' grouping by connection in C (`grouping.c`), or None
+_NATIVE_GROUP = None if NATIVE is None else NATIVE.group
+_NO_LIMIT = 1 << 62  # a connection's segments are never split into several groups
 
 
 def _diff(a: int, b: int) -> int:
@@ -183,6 +186,35 @@ class _Conn:
         self.closed = False
 
 
+class _Segments:
+    """One connection's segments as parallel lists, as `grouping.c` fills them."""
+
+    __slots__ = (
+        "a",
+        "b",
+        "first_index",
+        "ts",
+        "seq",
+        "ack",
+        "flags",
+        "wire",
+        "from_a",
+        "pay",
+        "nbytes",
+    )
+
+    def __init__(self, a: Endpoint, b: Endpoint, first_index: int) -> None:
+        self.a, self.b, self.first_index = a, b, first_index
+        self.ts: list[int] = []
+        self.seq: list[int] = []
+        self.ack: list[int] = []
+        self.flags: list[int] = []
+        self.wire: list[int] = []
+        self.from_a: list[bool] = []
+        self.pay: list[memoryview | bytes] = []
+        self.nbytes = 0
+
+
 class TcpReassembler:
     """Feed segments in capture order with `add`; `finish` returns the connections."""
 
@@ -294,6 +326,44 @@ class TcpReassembler:
         for ts, (sip, sport, dip, dport, seq, ack, flags, payload, wire_len) in items:
             a, b = (sip, sport), (dip, dport)
             take(ts, a, b, (a, b) if a <= b else (b, a), seq, ack, flags, payload, wire_len)
+
+    def add_batches(self, batches: Iterable[list[tuple[int, TcpSegment]]]) -> None:
+        """Add (ts_ns, segment) pairs in lists, as `add_many` would: grouped by connection in C
+        (`grouping.c`), each connection's segments then taken in order (`add_fragment`).
+
+        Connections are independent, so only the order among connections replaced on a reused
+        port could differ from capture order, where two of them start at the same time: those
+        few captures, and any segment the C loop leaves, are taken again in capture order.
+        """
+        if _NATIVE_GROUP is None or self._open or self._done:
+            for batch in batches:
+                self.add_many(batch)
+            return
+        held: list[list[tuple[int, TcpSegment]]] = []
+        groups: dict[tuple[Endpoint, Endpoint], _Segments] = {}
+        for batch in batches:
+            held.append(batch)
+            i, _ = _NATIVE_GROUP(batch, 0, 0, groups, _Segments, False, _NO_LIMIT, _NO_LIMIT)
+            if i < len(batch):
+                self._replay(held, batches)
+                return
+        for g in groups.values():
+            self.add_fragment(g.a, g.b, g)
+        starts = [c.first_ts for c in self._done]
+        if len(set(starts)) < len(starts):
+            self._replay(held, ())
+
+    def _replay(
+        self,
+        held: list[list[tuple[int, TcpSegment]]],
+        rest: Iterable[list[tuple[int, TcpSegment]]],
+    ) -> None:
+        """Start again and take every segment in capture order."""
+        self._open, self._done = {}, []
+        for batch in held:
+            self.add_many(batch)
+        for batch in rest:
+            self.add_many(batch)
 
     def finish(self) -> list[Connection]:
         """Assemble every connection seen, in order of first packet."""

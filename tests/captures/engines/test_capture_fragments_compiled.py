@@ -1,4 +1,4 @@
-"""The compiled grouping of segments into fragments (`engines/fragments.c`) against `_add`.
+"""The compiled grouping of segments into fragments (`reading/grouping.c`) against `_add`.
 
 Both paths must give the same fragments (keys, first indexes, every list, payload types, byte
 counts, where fragments close) and the same issues for captures of many interleaved

@@ -94,28 +94,65 @@ def _direction(rng, src, dst, isn, data, handshake) -> list[tuple[int, TcpSegmen
     return segs
 
 
-def _segments(rng: random.Random) -> list[tuple[int, TcpSegment]]:
+def _segments(rng: random.Random, c=C, s=S) -> list[tuple[int, TcpSegment]]:
     handshake = rng.random() < 0.7
     wrap = rng.random() < 0.3
     isn_c = (1 << 32) - rng.randint(1, 60) if wrap else rng.randrange(1 << 32)
     isn_s = rng.randrange(1 << 32)
-    up = _direction(rng, C, S, isn_c, _stream(rng, True), handshake)
-    down = _direction(rng, S, C, isn_s, _stream(rng, False), handshake)
+    up = _direction(rng, c, s, isn_c, _stream(rng, True), handshake)
+    down = _direction(rng, s, c, isn_s, _stream(rng, False), handshake)
     both = up + down
     if rng.random() < 0.5:
         rng.shuffle(both)
-    for i, s in enumerate(both):
+    for i, seg in enumerate(both):
         # the peer acknowledges what this side sent (some of the acks matter: the stream's end)
-        if s.flags & ACK and rng.random() < 0.3:
-            peer = isn_s if s.src == C[0] else isn_c
-            both[i] = s._replace(ack=(peer + rng.randint(0, 400)) & 0xFFFFFFFF)
-    return [(1000 + 7 * i, s) for i, s in enumerate(both)]
+        if seg.flags & ACK and rng.random() < 0.3:
+            peer = isn_s if (seg.src, seg.sport) == c else isn_c
+            both[i] = seg._replace(ack=(peer + rng.randint(0, 400)) & 0xFFFFFFFF)
+    return [(1000 + 7 * i, seg) for i, seg in enumerate(both)]
+
+
+def _interleaved(rng: random.Random, same_time: bool) -> list[tuple[int, TcpSegment]]:
+    """Several connections' segments merged in a random order; some reuse their ports."""
+    queues = []
+    for n in range(rng.randint(1, 5)):
+        client = (bytes([10, 0, 0, 1 + n % 2]), 40000 + n)
+        segs = [seg for _, seg in _segments(rng, client, S)]
+        if rng.random() < 0.4:
+            again = _seg(client, S, rng.randrange(1 << 32), b"", SYN)  # the port reused
+            segs += [again] + [seg for _, seg in _segments(rng, client, S)]
+        queues.append(segs)
+    merged = []
+    while queues:
+        q = rng.choice(queues)
+        merged.append(q.pop(0))
+        queues = [q for q in queues if q]
+    # without times (tcpflow-like), connections replaced on a reused port start together
+    return [(5 if same_time else 1000 + 3 * i, seg) for i, seg in enumerate(merged)]
+
+
+def _batches(segs, size: int) -> list[list]:
+    return [segs[i : i + size] for i in range(0, len(segs), size)]
+
+
+def test_batches_give_the_capture_order_connections(monkeypatch):
+    rng = random.Random(41)
+    for n in range(ROUNDS):
+        segs = _interleaved(rng, same_time=n % 4 == 0)
+        if n % 7 == 0:
+            segs.insert(len(segs) // 2, (3, tuple(segs[0][1])))  # an item C leaves: replayed
+        batches = _batches(segs, rng.randint(1, 40))
+        reasm = TcpReassembler()
+        reasm.add_batches(iter(batches))
+        expected = _python(monkeypatch, lambda s=segs: reassemble(s))
+        assert reasm.finish() == expected
 
 
 def _python(monkeypatch, fn):
     with monkeypatch.context() as m:
         m.setattr(reassembly, "_NATIVE_HALF", None)
         m.setattr(reassembly, "_NATIVE_TAKE", None)
+        m.setattr(reassembly, "_NATIVE_GROUP", None)
         m.setattr(framing, "_NATIVE_FRAMES", None)
         return fn()
 

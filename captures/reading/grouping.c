@@ -1,16 +1,17 @@
-/* A batch of segments grouped into fragments: the loop of `fragments.py:fragment_groups`,
- * compiled (hand-written; the Python loop is the reference and takes what this leaves).
+/* A batch of segments grouped by connection: the loop of `engines/fragments.py:fragment_groups`
+ * (`_add`) and of `reassembly.py:TcpReassembler.add_batches`, compiled (hand-written; the Python
+ * loops are the reference and take what this leaves).
  *
  * group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) takes the (ts, TcpSegment)
  * items from i on: each goes to the fragment of its connection key in `open` (made as
  * Fragment(a, b, first0 + its index) when there is none), its fields appended to the
- * fragment's lists and its payload's length to `nbytes`, exactly as the Python loop does. It
- * returns (i, fragment) after a segment that filled its fragment (max_segs segments or
- * max_bytes bytes: the caller closes it), else (i, None) where it stopped: at the end, or at an
- * item that is not such a segment (addresses not bytes, ports not ints, a fragment whose lists
- * are not lists), which the Python loop then takes.
+ * fragment's lists (ts, seq, ack, flags, wire, from_a, pay) and its payload's length to
+ * `nbytes`, exactly as `_add` does. It returns (i, fragment) after a segment that filled its
+ * fragment (max_segs segments or max_bytes bytes: the caller closes it), else (i, None) where
+ * it stopped: at the end, or at an item that is not such a segment (addresses not bytes, ports
+ * not ints, a fragment whose lists are not lists), which the Python loop then takes.
  */
-#include "../reading/compiled.h"
+#include "compiled.h"
 
 #define SLOTS 8 /* connections interleave, but a batch holds few at a time */
 
