@@ -67,7 +67,8 @@ native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_ssize_t n_marks = PyList_GET_SIZE(marks);
     if (n_marks == 0 || PyList_GET_SIZE(stamps) != n_marks || j < 0 || j >= n_marks || p < 0) {
-        PyErr_SetString(PyExc_ValueError, "frames(): marks and stamps of the same length, j in them");
+        PyErr_SetString(PyExc_ValueError,
+                        "frames(): marks and stamps of the same length, j in them");
         return NULL;
     }
     if (requests && min_size < 8)

@@ -50,7 +50,8 @@ static PyMethodDef methods[] = {
      "frames(items, mv, base, p, marks, stamps, j, min_size, max_frame, requests, FrameItem) -> "
      "(p, j, last request correlation id or None)"},
     {"group", (PyCFunction)(void (*)(void))native_group, METH_FASTCALL,
-     "group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) -> (i, full or None)"},
+     "group(items, i, first0, open, Fragment, copy, max_segs, max_bytes[, order]) -> "
+     "(i, full or None)"},
     {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
      "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
      "(pdus, pairs, request PDUs, response PDUs), or None"},

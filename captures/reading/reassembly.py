@@ -333,37 +333,40 @@ class TcpReassembler:
 
         Connections are independent, so only the order among connections replaced on a reused
         port could differ from capture order, where two of them start at the same time: those
-        few captures, and any segment the C loop leaves, are taken again in capture order.
+        few captures, and any segment the C loop leaves, are taken again in capture order (the
+        groups' segments in the order `grouping.c` recorded, a pointer each).
         """
         if _NATIVE_GROUP is None or self._open or self._done:
             for batch in batches:
                 self.add_many(batch)
             return
-        held: list[list[tuple[int, TcpSegment]]] = []
         groups: dict[tuple[Endpoint, Endpoint], _Segments] = {}
+        order: list[_Segments] = []  # each segment's group, in capture order
         for batch in batches:
-            held.append(batch)
-            i, _ = _NATIVE_GROUP(batch, 0, 0, groups, _Segments, False, _NO_LIMIT, _NO_LIMIT)
+            i, _ = _NATIVE_GROUP(batch, 0, 0, groups, _Segments, False, _NO_LIMIT, _NO_LIMIT, order)
             if i < len(batch):
-                self._replay(held, batches)
+                self._take_in_order(order)
+                self.add_many(batch[i:])
+                for rest in batches:
+                    self.add_many(rest)
                 return
         for g in groups.values():
             self.add_fragment(g.a, g.b, g)
         starts = [c.first_ts for c in self._done]
         if len(set(starts)) < len(starts):
-            self._replay(held, ())
+            self._open, self._done = {}, []
+            self._take_in_order(order)
 
-    def _replay(
-        self,
-        held: list[list[tuple[int, TcpSegment]]],
-        rest: Iterable[list[tuple[int, TcpSegment]]],
-    ) -> None:
-        """Start again and take every segment in capture order."""
-        self._open, self._done = {}, []
-        for batch in held:
-            self.add_many(batch)
-        for batch in rest:
-            self.add_many(batch)
+    def _take_in_order(self, order: list[_Segments]) -> None:
+        """The grouped segments taken one by one in capture order (`order`: each one's group)."""
+        taken: dict[int, int] = {}
+        for g in order:
+            k = taken.get(id(g), 0)
+            taken[id(g)] = k + 1
+            a, b = g.a, g.b
+            src, dst = (a, b) if g.from_a[k] else (b, a)
+            key = (a, b)
+            self._take(g.ts[k], src, dst, key, g.seq[k], g.ack[k], g.flags[k], g.pay[k], g.wire[k])
 
     def finish(self) -> list[Connection]:
         """Assemble every connection seen, in order of first packet."""

@@ -153,6 +153,19 @@ def test_many_connections_in_one_batch_keep_their_counts():
         assert frag.first_index == 10 + frag.ts[0]
 
 
+def test_the_order_across_fragments_is_kept_when_asked():
+    items = [(n, _segment(sport=4000 + n % 3)) for n in range(10)]
+    order: list = []
+    open_: dict = {}
+    assert NATIVE.group(items, 0, 0, open_, Fragment, False, 100, 1000, order) == (10, None)
+    assert [f.a[1] if f.a[1] != 9092 else f.b[1] for f in order] == [
+        4000 + n % 3 for n in range(10)
+    ]
+    assert len(open_) == 3 and all(f in open_.values() for f in order)
+    with pytest.raises(TypeError):
+        NATIVE.group(items, 0, 0, {}, Fragment, False, 100, 1000, ())
+
+
 def test_bad_arguments_are_errors():
     with pytest.raises(TypeError):
         NATIVE.group([], 0, 0, {}, Fragment, False, 1)
