@@ -7,8 +7,8 @@ ordinal and where the fragment starts in the file (its first segment's position 
 TCP segments, counted from its packet range's first packet), so after a shuffle by key and a
 sort by (key, file_ord, first_index) every connection's segments arrive at one task in capture
 order, whichever packet ranges or rotated files (tcpdump -C) they came from. Problems with the
-file itself travel as rows with `issue_*` set. Segments are grouped in C (`reading/grouping.c`)
-when it is built; `_add` is the reference and takes what that leaves.
+file itself travel as rows with `issue_*` set. Segments are grouped in C (`fragments.c`) when it
+is built; `_add` is the reference and takes what that leaves.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = ["Fragment", "fragment_groups", "fragments_of"]
 _FRAG_BYTES = 4 << 20
 _FRAG_SEGS = 20_000
 _BATCH_BYTES = 8 << 20  # Arrow batch size the reader aims for
-# `fragment_groups`' loop over a batch of segments in C (`reading/grouping.c`), or None: `_add`'s
+# `fragment_groups`' loop over a batch of segments in C (`fragments.c`), or None: `_add`'s
 _NATIVE_GROUP = None if NATIVE is None else NATIVE.group
 
 

@@ -23,9 +23,10 @@ PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* reassembly.c */
 PyObject *native_assemble_half(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *native_take_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *native_take_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/framing.c */
 PyObject *native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-/* grouping.c */
+/* ../engines/fragments.c */
 PyObject *native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/rows.c */
 PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -358,3 +358,228 @@ native_take_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(nllOO)", i, packets[0], packets[1], last_ts,
                          has_data ? Py_True : Py_False);
 }
+
+/* take_items: the open connections a call has at hand (connections interleave, a few at a
+ * time), with the counters it owes them. */
+#define HELD 8
+typedef struct {
+    PyObject *a_ip, *b_ip, *conn, *halves[2], *segs[2], *acks[2], *last_ts; /* strong */
+    long a_port, b_port, packets[2];
+    int has_data;
+} held_t;
+
+static void
+held_clear(held_t *h)
+{
+    Py_CLEAR(h->a_ip);
+    Py_CLEAR(h->b_ip);
+    Py_CLEAR(h->conn);
+    Py_CLEAR(h->last_ts);
+    for (int k = 0; k < 2; k++) {
+        Py_CLEAR(h->halves[k]);
+        Py_CLEAR(h->segs[k]);
+        Py_CLEAR(h->acks[k]);
+    }
+}
+
+/* Two exact bytes objects hold the same bytes. */
+static int
+same_bytes(PyObject *x, PyObject *y)
+{
+    return x == y || (PyBytes_GET_SIZE(x) == PyBytes_GET_SIZE(y) &&
+                      memcmp(PyBytes_AS_STRING(x), PyBytes_AS_STRING(y), PyBytes_GET_SIZE(x)) == 0);
+}
+
+/* obj.name += delta; 0 or -1 */
+static int
+add_to(PyObject *obj, const char *name, long delta)
+{
+    PyObject *old = PyObject_GetAttrString(obj, name);
+    if (old == NULL)
+        return -1;
+    PyObject *d = PyLong_FromLong(delta);
+    PyObject *sum = d == NULL ? NULL : PyNumber_Add(old, d);
+    Py_DECREF(old);
+    Py_XDECREF(d);
+    if (sum == NULL)
+        return -1;
+    int rc = PyObject_SetAttrString(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+/* What a held connection gained goes to its objects, and it is let go; 0 or -1. */
+static int
+held_flush(held_t *h)
+{
+    int rc = 0;
+    if (h->conn != NULL) {
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            if (h->packets[k])
+                rc = add_to(h->halves[k], "packets", h->packets[k]);
+        }
+        if (rc == 0 && h->last_ts != NULL)
+            rc = PyObject_SetAttrString(h->conn, "last_ts", h->last_ts);
+        if (rc == 0 && h->has_data)
+            rc = PyObject_SetAttrString(h->conn, "has_data", Py_True);
+    }
+    held_clear(h);
+    return rc;
+}
+
+/* The held connection of (a, b): 1 found or taken from `open`, 0 not open (or not of the
+ * shape `_Conn` has: Python takes the segment), -1 on an error. */
+static int
+held_for(held_t *held, int *used, int *next, PyObject *a_ip, PyObject *a_port_o, long a_port,
+         PyObject *b_ip, PyObject *b_port_o, long b_port, PyObject *open, held_t **out)
+{
+    for (int k = 0; k < *used; k++) {
+        held_t *h = &held[k];
+        if (h->a_port == a_port && h->b_port == b_port &&
+            same_bytes(h->a_ip, a_ip) && same_bytes(h->b_ip, b_ip)) {
+            *out = h;
+            return 1;
+        }
+    }
+    PyObject *key = Py_BuildValue("((OO)(OO))", a_ip, a_port_o, b_ip, b_port_o);
+    if (key == NULL)
+        return -1;
+    held_t h = {0};
+    int found = 0;
+    PyObject *conn = PyDict_GetItemWithError(open, key);
+    PyObject *halves = conn == NULL ? NULL : PyObject_GetAttrString(conn, "halves");
+    if (halves != NULL && PyDict_CheckExact(halves)) {
+        h.conn = conn;
+        Py_INCREF(conn);
+        found = 1;
+        for (int k = 0; k < 2 && found == 1; k++) {
+            PyObject *half = PyDict_GetItemWithError(halves, PyTuple_GET_ITEM(key, k));
+            if (half == NULL) {
+                found = PyErr_Occurred() ? -1 : 0;
+                break;
+            }
+            Py_INCREF(half);
+            h.halves[k] = half;
+            h.segs[k] = PyObject_GetAttrString(half, "segs");
+            h.acks[k] = PyObject_GetAttrString(half, "acks");
+            if (h.segs[k] == NULL || h.acks[k] == NULL)
+                found = -1;
+            else if (!PyList_CheckExact(h.segs[k]) || !PyList_CheckExact(h.acks[k]))
+                found = 0;
+        }
+    }
+    else if (PyErr_Occurred())
+        found = -1;
+    Py_XDECREF(halves);
+    Py_DECREF(key);
+    if (found != 1) {
+        held_clear(&h);
+        return found;
+    }
+    held_t *slot = &held[*used < HELD ? *used : *next];
+    if (*used == HELD) {
+        *next = (*next + 1) % HELD;
+        if (held_flush(slot) < 0) {
+            held_clear(&h);
+            return -1;
+        }
+    }
+    else
+        (*used)++;
+    Py_INCREF(a_ip);
+    Py_INCREF(b_ip);
+    h.a_ip = a_ip;
+    h.b_ip = b_ip;
+    h.a_port = a_port;
+    h.b_port = b_port;
+    *slot = h;
+    *out = slot;
+    return 1;
+}
+
+/* take_items(items, i, open) -> i
+ * `TcpReassembler.add_many` for the (ts, TcpSegment) items from i on whose connection is open
+ * (in `open`, the reassembler's) and that carry no SYN, FIN or RST: each taken as `_take`
+ * takes it (its half's segments, the other half's acks, the counters). It stops at the first
+ * other item, which `add` then takes, so every segment is taken in capture order. */
+PyObject *
+native_take_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "take_items(items: list, i, open: dict)");
+        return NULL;
+    }
+    PyObject *items = args[0], *open = args[2];
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    held_t held[HELD];
+    int used = 0, next = 0;
+    for (; i >= 0 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+            break;
+        PyObject *ts = PyTuple_GET_ITEM(item, 0), *seg = PyTuple_GET_ITEM(item, 1);
+        if (!PyTuple_Check(seg) || PyTuple_GET_SIZE(seg) != 9)
+            break;
+        PyObject *sip = PyTuple_GET_ITEM(seg, 0), *sport_o = PyTuple_GET_ITEM(seg, 1);
+        PyObject *dip = PyTuple_GET_ITEM(seg, 2), *dport_o = PyTuple_GET_ITEM(seg, 3);
+        PyObject *flags_o = PyTuple_GET_ITEM(seg, 6);
+        if (!PyBytes_CheckExact(sip) || !PyBytes_CheckExact(dip) || !PyLong_CheckExact(sport_o) ||
+            !PyLong_CheckExact(dport_o) || !PyLong_CheckExact(flags_o))
+            break;
+        long sport = PyLong_AsLong(sport_o), dport = PyLong_AsLong(dport_o);
+        long flags = PyLong_AsLong(flags_o);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            break;
+        }
+        if (flags & (TCP_SYN | TCP_FIN | TCP_RST))
+            break;
+        /* (sip, sport) <= (dip, dport) as Python orders the tuples */
+        Py_ssize_t ns = PyBytes_GET_SIZE(sip), nd = PyBytes_GET_SIZE(dip);
+        int c = memcmp(PyBytes_AS_STRING(sip), PyBytes_AS_STRING(dip), ns < nd ? ns : nd);
+        int src_is_a = c != 0 ? c < 0 : (ns != nd ? ns < nd : sport <= dport);
+        held_t *h = NULL;
+        int got = src_is_a ? held_for(held, &used, &next, sip, sport_o, sport, dip, dport_o,
+                                      dport, open, &h)
+                           : held_for(held, &used, &next, dip, dport_o, dport, sip, sport_o,
+                                      sport, open, &h);
+        if (got < 0)
+            goto error;
+        if (got == 0)
+            break;
+        int side = src_is_a ? 0 : 1;
+        if (flags & TCP_ACK && PyList_Append(h->acks[1 - side], PyTuple_GET_ITEM(seg, 5)) < 0)
+            goto error;
+        PyObject *seq = PyTuple_GET_ITEM(seg, 4), *pay = PyTuple_GET_ITEM(seg, 7);
+        PyObject *wire = PyTuple_GET_ITEM(seg, 8);
+        int wired = PyObject_IsTrue(wire);
+        Py_ssize_t len = wired ? 1 : (wired < 0 ? -1 : PyObject_Length(pay));
+        if (len < 0)
+            goto error;
+        PyObject *t = (wired || len) ? PyTuple_Pack(4, seq, ts, pay, wire)
+                                     : Py_BuildValue("(OOOi)", seq, ts, empty_bytes, 0);
+        if (t == NULL)
+            goto error;
+        int rc = PyList_Append(h->segs[side], t);
+        Py_DECREF(t);
+        if (rc < 0)
+            goto error;
+        h->has_data |= wired || len;
+        h->packets[side]++;
+        Py_INCREF(ts);
+        Py_XSETREF(h->last_ts, ts);
+    }
+    int rc = 0;
+    for (int k = 0; k < used; k++) {
+        if (held_flush(&held[k]) < 0)
+            rc = -1;
+    }
+    return rc < 0 ? NULL : PyLong_FromSsize_t(i);
+error:
+    for (int k = 0; k < used; k++)
+        held_clear(&held[k]);
+    return NULL;
+}

@@ -38,9 +38,8 @@ _HALF = 1 << 31
 _NATIVE_HALF = None if NATIVE is None else NATIVE.assemble_half
 # `add_fragment`'s segments without SYN, FIN or RST in C (`reassembly.c`), or None
 _NATIVE_TAKE = None if NATIVE is None else NATIVE.take_plain
-# `add_batches`' grouping by connection in C (`grouping.c`), or None
-_NATIVE_GROUP = None if NATIVE is None else NATIVE.group
-_NO_LIMIT = 1 << 62  # a connection's segments are never split into several groups
+# `add_batches`' segments of open connections without SYN, FIN or RST in C, or None
+_NATIVE_ITEMS = None if NATIVE is None else NATIVE.take_items
 
 
 def _diff(a: int, b: int) -> int:
@@ -186,35 +185,6 @@ class _Conn:
         self.closed = False
 
 
-class _Segments:
-    """One connection's segments as parallel lists, as `grouping.c` fills them."""
-
-    __slots__ = (
-        "a",
-        "b",
-        "first_index",
-        "ts",
-        "seq",
-        "ack",
-        "flags",
-        "wire",
-        "from_a",
-        "pay",
-        "nbytes",
-    )
-
-    def __init__(self, a: Endpoint, b: Endpoint, first_index: int) -> None:
-        self.a, self.b, self.first_index = a, b, first_index
-        self.ts: list[int] = []
-        self.seq: list[int] = []
-        self.ack: list[int] = []
-        self.flags: list[int] = []
-        self.wire: list[int] = []
-        self.from_a: list[bool] = []
-        self.pay: list[memoryview | bytes] = []
-        self.nbytes = 0
-
-
 class TcpReassembler:
     """Feed segments in capture order with `add`; `finish` returns the connections."""
 
@@ -328,45 +298,20 @@ class TcpReassembler:
             take(ts, a, b, (a, b) if a <= b else (b, a), seq, ack, flags, payload, wire_len)
 
     def add_batches(self, batches: Iterable[list[tuple[int, TcpSegment]]]) -> None:
-        """Add (ts_ns, segment) pairs in lists, as `add_many` would: grouped by connection in C
-        (`grouping.c`), each connection's segments then taken in order (`add_fragment`).
-
-        Connections are independent, so only the order among connections replaced on a reused
-        port could differ from capture order, where two of them start at the same time: those
-        few captures, and any segment the C loop leaves, are taken again in capture order (the
-        groups' segments in the order `grouping.c` recorded, a pointer each).
-        """
-        if _NATIVE_GROUP is None or self._open or self._done:
-            for batch in batches:
-                self.add_many(batch)
-            return
-        groups: dict[tuple[Endpoint, Endpoint], _Segments] = {}
-        order: list[_Segments] = []  # each segment's group, in capture order
+        """Add (ts_ns, segment) pairs in lists, as `add_many` does: the segments of open
+        connections without SYN, FIN or RST in C (`reassembly.c` take_items), the others by
+        `add`, each in capture order."""
         for batch in batches:
-            i, _ = _NATIVE_GROUP(batch, 0, 0, groups, _Segments, False, _NO_LIMIT, _NO_LIMIT, order)
-            if i < len(batch):
-                self._take_in_order(order)
-                self.add_many(batch[i:])
-                for rest in batches:
-                    self.add_many(rest)
-                return
-        for g in groups.values():
-            self.add_fragment(g.a, g.b, g)
-        starts = [c.first_ts for c in self._done]
-        if len(set(starts)) < len(starts):
-            self._open, self._done = {}, []
-            self._take_in_order(order)
-
-    def _take_in_order(self, order: list[_Segments]) -> None:
-        """The grouped segments taken one by one in capture order (`order`: each one's group)."""
-        taken: dict[int, int] = {}
-        for g in order:
-            k = taken.get(id(g), 0)
-            taken[id(g)] = k + 1
-            a, b = g.a, g.b
-            src, dst = (a, b) if g.from_a[k] else (b, a)
-            key = (a, b)
-            self._take(g.ts[k], src, dst, key, g.seq[k], g.ack[k], g.flags[k], g.pay[k], g.wire[k])
+            if _NATIVE_ITEMS is None:
+                self.add_many(batch)
+                continue
+            i, n = 0, len(batch)
+            while i < n:
+                i = _NATIVE_ITEMS(batch, i, self._open)
+                if i < n:
+                    ts, seg = batch[i]
+                    self.add(ts, seg)
+                    i += 1
 
     def finish(self) -> list[Connection]:
         """Assemble every connection seen, in order of first packet."""

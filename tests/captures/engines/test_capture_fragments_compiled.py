@@ -1,4 +1,4 @@
-"""The compiled grouping of segments into fragments (`reading/grouping.c`) against `_add`.
+"""The compiled grouping of segments into fragments (`engines/fragments.c`) against `_add`.
 
 Both paths must give the same fragments (keys, first indexes, every list, payload types, byte
 counts, where fragments close) and the same issues for captures of many interleaved
@@ -151,19 +151,6 @@ def test_many_connections_in_one_batch_keep_their_counts():
     for frag in open_.values():
         assert frag.nbytes == sum(len(p) for p in frag.pay)
         assert frag.first_index == 10 + frag.ts[0]
-
-
-def test_the_order_across_fragments_is_kept_when_asked():
-    items = [(n, _segment(sport=4000 + n % 3)) for n in range(10)]
-    order: list = []
-    open_: dict = {}
-    assert NATIVE.group(items, 0, 0, open_, Fragment, False, 100, 1000, order) == (10, None)
-    assert [f.a[1] if f.a[1] != 9092 else f.b[1] for f in order] == [
-        4000 + n % 3 for n in range(10)
-    ]
-    assert len(open_) == 3 and all(f in open_.values() for f in order)
-    with pytest.raises(TypeError):
-        NATIVE.group(items, 0, 0, {}, Fragment, False, 100, 1000, ())
 
 
 def test_bad_arguments_are_errors():

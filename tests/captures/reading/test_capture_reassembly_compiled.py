@@ -152,7 +152,7 @@ def _python(monkeypatch, fn):
     with monkeypatch.context() as m:
         m.setattr(reassembly, "_NATIVE_HALF", None)
         m.setattr(reassembly, "_NATIVE_TAKE", None)
-        m.setattr(reassembly, "_NATIVE_GROUP", None)
+        m.setattr(reassembly, "_NATIVE_ITEMS", None)
         m.setattr(framing, "_NATIVE_FRAMES", None)
         return fn()
 
@@ -329,6 +329,23 @@ def test_take_plain_stops_at_what_it_does_not_take():
         NATIVE.take_plain(0, *lists[:6], (), *halves)
 
 
+def test_take_items_stops_where_add_takes_over():
+    up = [(1, _seg(C, S, 10, b"ab")), (2, _seg(S, C, 50, b"cd")), (3, _seg(C, S, 12, b"", FIN))]
+    reasm = TcpReassembler()
+    # no connection open yet: the first segment is add's (it opens the connection)
+    assert NATIVE.take_items(up, 0, reasm._open) == 0
+    reasm.add(*up[0])
+    assert NATIVE.take_items(up, 1, reasm._open) == 2  # stops at the FIN
+    (conn,) = reasm._open.values()
+    assert conn.last_ts == 2 and conn.halves[S].packets == 1 and conn.halves[C].acks == [0]
+    assert conn.halves[S].segs == [(50, 2, b"cd", 2)]
+    with pytest.raises(TypeError):
+        NATIVE.take_items(up, 0)
+    with pytest.raises(TypeError):
+        NATIVE.take_items((), 0, {})
+    assert NATIVE.take_items([(1, tuple(up[0][1])[:8])], 0, reasm._open) == 0
+
+
 def test_no_reference_leaks():
     rng = random.Random(5)
     drawn = [_segments(rng) for _ in range(20)]
@@ -337,7 +354,9 @@ def test_no_reference_leaks():
         made = 0
         for i in range(n):
             segs = drawn[i % len(drawn)]
-            for c in reassemble(segs) + _by_fragments(segs, random.Random(i)):
+            batched = TcpReassembler()
+            batched.add_batches(_batches(segs, 16))
+            for c in reassemble(segs) + _by_fragments(segs, random.Random(i)) + batched.finish():
                 made += len(c.to_server.runs) + len(c.to_client.runs)
         return made
 

@@ -1,19 +1,16 @@
-/* A batch of segments grouped by connection: the loop of `engines/fragments.py:fragment_groups`
- * (`_add`) and of `reassembly.py:TcpReassembler.add_batches`, compiled (hand-written; the Python
- * loops are the reference and take what this leaves).
+/* A batch of segments grouped into fragments: the loop of `fragments.py:fragment_groups`,
+ * compiled (hand-written; the Python loop is the reference and takes what this leaves).
  *
- * group(items, i, first0, open, Fragment, copy, max_segs, max_bytes[, order]) takes the
- * (ts, TcpSegment) items from i on: each goes to the fragment of its connection key in `open`
- * (made as Fragment(a, b, first0 + its index) when there is none), its fields appended to the
- * fragment's lists (ts, seq, ack, flags, wire, from_a, pay) and its payload's length to
- * `nbytes`, exactly as `_add` does. It returns (i, fragment) after a segment that filled its
- * fragment (max_segs segments or max_bytes bytes: the caller closes it), else (i, None) where
- * it stopped: at the end, or at an item that is not such a segment (addresses not bytes, ports
- * not ints, a fragment whose lists are not lists), which the Python loop then takes. With
- * `order` (a list), each segment's fragment is appended to it too: the capture order across
- * fragments, kept in a pointer per segment.
+ * group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) takes the (ts, TcpSegment)
+ * items from i on: each goes to the fragment of its connection key in `open` (made as
+ * Fragment(a, b, first0 + its index) when there is none), its fields appended to the
+ * fragment's lists and its payload's length to `nbytes`, exactly as the Python loop does. It
+ * returns (i, fragment) after a segment that filled its fragment (max_segs segments or
+ * max_bytes bytes: the caller closes it), else (i, None) where it stopped: at the end, or at an
+ * item that is not such a segment (addresses not bytes, ports not ints, a fragment whose lists
+ * are not lists), which the Python loop then takes.
  */
-#include "compiled.h"
+#include "../reading/compiled.h"
 
 #define SLOTS 8 /* connections interleave, but a batch holds few at a time */
 
@@ -176,8 +173,7 @@ slot_for(slots_t *c, PyObject *a_ip, PyObject *a_port_o, long a_port, PyObject *
     return s;
 }
 
-/* group(items, i, first0, open, Fragment, copy, max_segs, max_bytes[, order])
- *   -> (i, full or None) */
+/* group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) -> (i, full or None) */
 PyObject *
 native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -186,14 +182,13 @@ native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "setup(TcpSegment) was not called");
         return NULL;
     }
-    if ((nargs != 8 && nargs != 9) || !PyList_Check(args[0]) || !PyDict_Check(args[3]) ||
-        !PyCallable_Check(args[4]) || (nargs == 9 && !PyList_Check(args[8]))) {
+    if (nargs != 8 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) ||
+        !PyCallable_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError, "group(items: list, i, first0, open: dict, Fragment, "
-                                         "copy, max_segs, max_bytes[, order: list])");
+                                         "copy, max_segs, max_bytes)");
         return NULL;
     }
     PyObject *items = args[0], *open = args[3], *frag_type = args[4];
-    PyObject *order = nargs == 9 ? args[8] : NULL;
     Py_ssize_t i = PyLong_AsSsize_t(args[1]);
     long long first0 = PyLong_AsLongLong(args[2]);
     int copy = PyObject_IsTrue(args[5]);
@@ -259,8 +254,6 @@ native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto error;
         s->nbytes += len;
         s->dirty = 1;
-        if (order != NULL && PyList_Append(order, s->frag) < 0)
-            goto error;
         if (PyList_GET_SIZE(s->lists[L_PAY]) >= max_segs || s->nbytes >= max_bytes) {
             full = s->frag;
             i++;
