@@ -13,8 +13,11 @@ import random
 
 import pytest
 from captures_testkit import (
+    FUZZ_FRAMES,
+    SHARED_CAPTURES,
     ether,
     ipv4,
+    mutate,
     pcap_bytes,
     request_frame,
     response_frame,
@@ -275,6 +278,27 @@ def test_named_cases_give_the_python_tables(monkeypatch):
             expected.connections,
         ), name
         assert rows.pdus, name
+
+
+@pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason=f"{SHARED_CAPTURES} is absent")
+def test_the_capture_corpus_and_mutated_copies_give_the_python_tables(monkeypatch):
+    rng = random.Random(8)
+    inputs = [p.read_bytes() for p in sorted(SHARED_CAPTURES.rglob("*.pcap*"))]
+    inputs += [mutate(rng, rng.choice(inputs)) for _ in range(max(FUZZ_FRAMES // 100, 30))]
+    compared = 0
+    for data in inputs:
+        try:
+            rows = decode_capture(data)
+        except ValueError:
+            continue  # not a capture at all: both paths refuse it before reading
+        expected = _python(monkeypatch, lambda data=data: decode_capture(data))
+        assert (rows.pdus, rows.pairs, rows.connections) == (
+            expected.pdus,
+            expected.pairs,
+            expected.connections,
+        )
+        compared += 1
+    assert compared >= 10
 
 
 def _half(segs, syn=None, fin=None, acks=()):
