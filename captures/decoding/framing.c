@@ -35,12 +35,10 @@ PyObject *
 native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (kind_frame == NULL) {
-        kind_frame = PyUnicode_InternFromString("frame");
-        no_note = PyUnicode_InternFromString("");
-        if (kind_frame == NULL || no_note == NULL)
-            return NULL;
-    }
+    if (kind_frame == NULL && (kind_frame = PyUnicode_InternFromString("frame")) == NULL)
+        return NULL;
+    if (no_note == NULL && (no_note = PyUnicode_InternFromString("")) == NULL)
+        return NULL;
     if (nargs != 11 || !PyList_Check(args[0]) || !PyMemoryView_Check(args[1]) ||
         !PyList_Check(args[4]) || !PyList_Check(args[5]) || !PyType_Check(args[10]) ||
         ((PyTypeObject *)args[10])->tp_base != &PyTuple_Type ||

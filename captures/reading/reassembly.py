@@ -5,8 +5,9 @@ wins), port reuse (a new SYN starts a new connection), segments cut by the snap 
 segments (a gap with its size), and captures that start mid-connection (no SYN). It knows TCP
 only: which endpoint is the broker comes from the SYN or SYN-ACK; without either the connection
 leaves here in address order with an empty `role_source`, and the decoding stage decides from
-the payload (`captures.decoding.roles.orient`). Stitching one direction's segments into runs
-runs in C (`reassembly.c`, through `native`) when it is built; `_assemble_half` is the reference.
+the payload (`captures.decoding.roles.orient`). Taking segments without SYN, FIN or RST and
+stitching one direction into runs run in C (`reassembly.c`, through `native`) when it is built;
+`_take` and `_assemble_half` are the reference.
 """
 
 from __future__ import annotations
