@@ -3,8 +3,10 @@
 `NATIVE` is that module, set up, or None: not built (no C compiler at install), or
 `KIPWIRE_PURE_PYTHON=1` keeps the Python path, as it does for the codec. Each of its functions
 stands in for Python code beside its C file, which stays the reference: `reading/walk.c` for
-`reading.walk`, `engines/columns.c` for `engines.schema.to_table`. The reading stage holds it,
-the first stage, so every stage may use it. Standard library only.
+`reading.walk`, `reading/reassembly.c` for `reassembly._assemble_half` and the reassembler's
+segment loops, `decoding/framing.c` for `framing.split_frames`' frame loop, `engines/fragments.c`
+for `fragments.fragment_groups`' loop, `engines/columns.c` for `engines.schema.to_table`. The
+reading stage holds it, the first stage, so every stage may use it. Standard library only.
 """
 
 from __future__ import annotations
