@@ -66,7 +66,10 @@ asan: $(STAMP)
 		tests/codec/records/test_records_compiled.py \
 		tests/captures/decoding/test_capture_bodies_compiled.py tests/captures/reading/test_capture_walk.py \
 		tests/captures/decoding/test_capture_frames_compiled.py tests/captures/decoding/test_capture_rows_compiled.py \
-		tests/captures/engines/test_capture_columns.py; \
+		tests/captures/engines/test_capture_columns.py \
+		tests/captures/reading/test_capture_reassembly_compiled.py \
+		tests/captures/decoding/test_capture_framing_compiled.py \
+		tests/captures/engines/test_capture_fragments_compiled.py; \
 		status=$$?; $(PY) -m pip install --quiet --no-deps -e . && touch $(COMPILED); exit $$status
 
 demo: $(STAMP)

@@ -56,9 +56,12 @@ def _extensions() -> list[Extension]:
         [
             "captures/reading/compiled.c",
             "captures/reading/walk.c",
+            "captures/reading/reassembly.c",
+            "captures/decoding/framing.c",
             "captures/decoding/rows.c",
             "captures/engines/columns.c",
             "captures/engines/columns_type.c",
+            "captures/engines/fragments.c",
         ],
         depends=[
             "captures/reading/compiled.h",

@@ -6,9 +6,8 @@ cluster measure its timeouts in virtual time.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Self
 
 import trio
@@ -25,10 +24,19 @@ __all__ = ["TrioConnection"]
 _READ_SIZE = 1 << 20
 
 
+def _bounded(timeout: float | None, what: str) -> AbstractContextManager[None]:
+    """RequestTimeoutError when the block takes over `timeout` s; None bounds nothing (no
+    cancel scope: a broker's replica fetches and controller calls go through here)."""
+    return _UNBOUNDED if timeout is None else _bounded_by(timeout, what)
+
+
+_UNBOUNDED = nullcontext()
+
+
 @contextmanager
-def _bounded(timeout: float | None, what: str) -> Iterator[None]:
+def _bounded_by(timeout: float, what: str) -> Iterator[None]:
     try:
-        with trio.fail_after(math.inf if timeout is None else timeout):
+        with trio.fail_after(timeout):
             yield
     except trio.TooSlowError:
         raise RequestTimeoutError(f"{what}: nothing within {timeout} s") from None

@@ -17,12 +17,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import trio
 
 from kipwire.codec import (
     APIS,
+    ApiKey,
     DecodeError,
     EncodeError,
     ErrorCode,
@@ -36,6 +37,7 @@ from kipwire.codec import (
 from kipwire.codec.framing import FrameBuffer, peek_request_header
 
 from .faults import Faults
+from .gathered import GatheredFrame, gather, mark, send_frame, unmark
 from .handlers.registry import Handler, PartitionShape
 from .limits import NodeLimits, RequestMemory, TooManyConnections
 from .network import NodeId
@@ -45,6 +47,8 @@ _READ_SIZE = 256 * 1024
 _SIZE = struct.Struct(">i").pack
 _SIZE_AT = struct.Struct(">i").pack_into
 
+#: A response frame to send, or None when none is due.
+Answer: TypeAlias = bytes | bytearray | GatheredFrame | None
 #: The (host, port) of the peer of the connection a request arrived on; set in each
 #: connection's task, so a fault can tell which node (if any) dialed it.
 PEER: ContextVar[tuple[str, int] | None] = ContextVar("kipwire_peer", default=None)
@@ -70,7 +74,7 @@ class Gate(Protocol):
 
     def bind(
         self, stream: trio.abc.Stream, frames: FrameBuffer, tap: Tap | None
-    ) -> Callable[[Endpoint, memoryview], Awaitable[bytes | bytearray | None]]: ...
+    ) -> Callable[[Endpoint, memoryview], Awaitable[Answer]]: ...
 
 
 class ListenerSecurity(Protocol):
@@ -89,9 +93,9 @@ class Quotas(Protocol):
         api_key: int,
         request_bytes: int,
         response: dict | None,
-        encode: Callable[[dict], bytes | bytearray],
+        encode: Callable[[dict], bytes | bytearray | GatheredFrame],
         work_seconds: float,
-    ) -> tuple[bytes | bytearray | None, float]: ...
+    ) -> tuple[Answer, float]: ...
 
 
 class Taps(Protocol):
@@ -131,17 +135,35 @@ def frame(payload: bytes) -> bytes:
     return _SIZE(len(payload)) + payload
 
 
-def encode_frame(api_key: int, api_version: int, body: dict, *, correlation_id: int) -> bytearray:
+def encode_frame(
+    api_key: int, api_version: int, body: dict, *, correlation_id: int
+) -> bytearray | GatheredFrame:
     """`frame(encode_response(...))` built in one buffer: the header and body go after four bytes
     the size fills in. A Fetch response's records (a megabyte) are copied twice less: neither
-    into bytes of the payload nor into the frame."""
+    into bytes of the payload nor into the frame; records read as several batches (`Chunks`)
+    are not copied at all: the frame is gathered around them (`gathered`)."""
     codecs = _RESPONSE_CODECS.get((api_key, api_version))
     if codecs is None:
         codecs = _RESPONSE_CODECS[api_key, api_version] = _response_codecs(api_key, api_version)
     header, codec = codecs
+    marked = mark(body) if api_key == ApiKey.FETCH else []
     out = bytearray(4)
-    header.build_into({"correlation_id": correlation_id}, out)
-    codec.build_into(body, out)
+    try:
+        header.build_into({"correlation_id": correlation_id}, out)
+        codec.build_into(body, out)
+    finally:
+        unmark(marked)
+    if marked:
+        chunks = [records for _, records in marked]
+        gathered = gather(out, chunks, flexible=response_header_version(api_key, api_version) == 1)
+        if gathered is not None:
+            return gathered
+        for part, records in marked:  # a marker out of place: the records joined, as before
+            part["records"] = bytes(records)
+        try:
+            return encode_frame(api_key, api_version, body, correlation_id=correlation_id)
+        finally:
+            unmark(marked)
     _SIZE_AT(out, 0, len(out) - 4)
     return out
 
@@ -160,7 +182,7 @@ def _response_codecs(api_key: int, api_version: int) -> tuple[Any, Any]:
 _RESPONSE_CODECS: dict[tuple[int, int], tuple[Any, Any]] = {}
 
 
-async def answer_request(node: Endpoint, data: memoryview) -> bytes | bytearray | None:
+async def answer_request(node: Endpoint, data: memoryview) -> Answer:
     """The size-prefixed response to one request frame, None when none is due (acks=0)."""
     try:
         header = peek_request_header(data)
@@ -208,7 +230,7 @@ async def answer_request(node: Endpoint, data: memoryview) -> bytes | bytearray 
     if delay:
         await trio.sleep(delay)
 
-    def encode(body: dict) -> bytes | bytearray:
+    def encode(body: dict) -> bytes | bytearray | GatheredFrame:
         return encode_frame(key, version, body, correlation_id=cid)
 
     try:
@@ -308,8 +330,10 @@ async def serve_connection(
                 response = await answer(node, request)
                 if response is not None:
                     if tap is not None:
-                        tap.server_sends(response)
-                    await stream.send_all(response)
+                        tap.server_sends(
+                            bytes(response) if type(response) is GatheredFrame else response
+                        )
+                    await send_frame(stream, response)
             except (DecodeError, CloseConnection) as exc:
                 # an unreadable frame: the stream cannot be resynchronised
                 node.log.info("closing a connection: %s", exc)

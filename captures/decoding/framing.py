@@ -7,7 +7,8 @@ it against the correlation-id sequence and the frame that follows. It never gues
 bytes passed over while searching are reported as a `skipped` item with their count. Between
 known boundaries each frame is cut by its size prefix, views of the run's bytes (what
 `kipwire.codec.framing.FrameBuffer` would give, the sizes checked here first; its buffering
-cost as much as the cutting).
+cost as much as the cutting). The whole frames of a run are cut in C (`framing.c`) when it is
+built; the loop in `split_frames` is the reference and takes everything else.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from ..reading.reassembly import Stream
 
 from ..reading.frame_dumps import MAX_FRAME, plausible_request_header
+from ..reading.native import NATIVE
 
 __all__ = ["FrameItem", "split_frames"]
 
@@ -41,6 +43,8 @@ _REQUEST_RE = re.compile(
     re.S,
 )
 _RESPONSE_RE = re.compile(rb"(?![\x00]{3}[\x00-\x03])[\x00-\x07][\x00-\xff]{3}[\x00-\x7f]", re.S)
+# The whole frames of a run in C (`framing.c`), or None: the frame loop of `split_frames`
+_NATIVE_FRAMES = None if NATIVE is None else NATIVE.frames
 
 
 class FrameItem(NamedTuple):
@@ -212,6 +216,15 @@ def split_frames(
         last_mark = len(marks) - 1
         j = max(bisect_right(marks, base + p) - 1, 0)
         while p < end:
+            if _NATIVE_FRAMES is not None:
+                # the run's whole frames in one call; what is not one is left to the code below
+                p, j, corr = _NATIVE_FRAMES(
+                    items, mv, base, p, marks, stamps, j, min_size, MAX_FRAME, requests, FrameItem
+                )
+                if corr is not None:
+                    sp.last_corr = corr
+                if p >= end:
+                    break
             off = base + p
             while j < last_mark and marks[j + 1] <= off:
                 j += 1

@@ -21,7 +21,7 @@ from ..reading.packets import TcpSegment
 from ..reading.pcap import FileIssue, PacketRange, PacketReader
 from ..reading.reassembly import Connection, TcpReassembler, reassemble
 from ..reading.tcpflow import parse_flow_name, tcpflow_segments
-from ..reading.walk import tcp_segments
+from ..reading.walk import batched, tcp_segment_batches, tcp_segments
 from .pairing import PAIR_COLUMNS, PDU_COLUMNS, decode_connection, new_rows, set_column
 from .roles import orient
 
@@ -33,6 +33,7 @@ __all__ = [
     "decode_capture",
     "decode_input",
     "drop_stand_in_times",
+    "input_segment_batches",
     "input_segments",
     "issue_row",
     "read_flow_dir",
@@ -113,6 +114,29 @@ def input_segments(
             issues.extend(reader.issues)
 
 
+def input_segment_batches(
+    file: CaptureFile,
+    stats: PacketStats | None = None,
+    packet_range: PacketRange | None = None,
+    *,
+    copy: bool = False,
+    issues: list[FileIssue] | None = None,
+    content: bytes | None = None,
+    mtime: int = 0,
+) -> Iterator[list[tuple[int, TcpSegment]]]:
+    """`input_segments` in lists, in the same order: a capture's as the walker reads them."""
+    if file.kind in ("tcpflow", "frames"):
+        yield from batched(
+            input_segments(file, stats, packet_range, copy=copy, content=content, mtime=mtime)
+        )
+        return
+    reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
+    st = stats if stats is not None else PacketStats()
+    yield from tcp_segment_batches(reader, st, copy=copy)
+    if issues is not None:
+        issues.extend(reader.issues)
+
+
 def drop_stand_in_times(rows: CaptureRows) -> None:
     """Empty the PDU and pair times of an input that has none (tcpflow, frame dumps), in place.
 
@@ -190,7 +214,7 @@ def decode_capture(
     reader = PacketReader(source, packet_range=packet_range)
     rows = columns_rows() if columns else CaptureRows()
     reasm = TcpReassembler()
-    reasm.add_many(segments(reader, rows.stats))
+    reasm.add_batches(tcp_segment_batches(reader, rows.stats))
     rows_for_connections(
         reasm.finish(),
         capture=capture,

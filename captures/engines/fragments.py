@@ -7,7 +7,8 @@ ordinal and where the fragment starts in the file (its first segment's position 
 TCP segments, counted from its packet range's first packet), so after a shuffle by key and a
 sort by (key, file_ord, first_index) every connection's segments arrive at one task in capture
 order, whichever packet ranges or rotated files (tcpdump -C) they came from. Problems with the
-file itself travel as rows with `issue_*` set.
+file itself travel as rows with `issue_*` set. Segments are grouped in C (`fragments.c`) when it
+is built; `_add` is the reference and takes what that leaves.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..decoding.pipeline import input_segments
+from ..decoding.pipeline import input_segment_batches
 from ..reading.inputs import CaptureFile, file_size
+from ..reading.native import NATIVE
 from ..reading.pcap import CaptureFormatError, FileIssue, PacketRange
 from .schema import FRAGMENTS
 
@@ -28,6 +30,8 @@ __all__ = ["Fragment", "fragment_groups", "fragments_of"]
 _FRAG_BYTES = 4 << 20
 _FRAG_SEGS = 20_000
 _BATCH_BYTES = 8 << 20  # Arrow batch size the reader aims for
+# `fragment_groups`' loop over a batch of segments in C (`fragments.c`), or None: `_add`'s
+_NATIVE_GROUP = None if NATIVE is None else NATIVE.group
 
 
 class Fragment:
@@ -105,6 +109,28 @@ def fragments_of(
         yield _batch(frags, issues, file)
 
 
+def _add(open_: dict[tuple, Fragment], item: tuple, first: int, copy: bool) -> Fragment | None:
+    """One (ts, segment) into its connection's fragment; that fragment back if now full."""
+    ts, (sip, sport, dip, dport, seq, ack, flags, payload, wire_len) = item
+    src, dst = (sip, sport), (dip, dport)
+    from_a = src <= dst
+    key = (src, dst) if from_a else (dst, src)
+    frag = open_.get(key)
+    if frag is None:
+        frag = open_[key] = Fragment(key[0], key[1], first)
+    if copy:
+        payload = bytes(payload)
+    frag.ts.append(ts)
+    frag.seq.append(seq)
+    frag.ack.append(ack)
+    frag.flags.append(flags)
+    frag.wire.append(wire_len)
+    frag.from_a.append(from_a)
+    frag.pay.append(payload)
+    frag.nbytes += len(payload)
+    return frag if len(frag.pay) >= _FRAG_SEGS or frag.nbytes >= _FRAG_BYTES else None
+
+
 def fragment_groups(
     file: CaptureFile,
     packet_range: PacketRange | None = None,
@@ -123,37 +149,31 @@ def fragment_groups(
     done: list[Fragment] = []
     done_bytes = 0
     issues: list[FileIssue] = []
+    first0 = 0 if packet_range is None else packet_range.first_index  # the first's first_index
     try:
-        for index, (ts, seg) in enumerate(
-            input_segments(
-                file, packet_range=packet_range, issues=issues, content=content, mtime=mtime
-            )
+        for batch in input_segment_batches(
+            file, packet_range=packet_range, issues=issues, content=content, mtime=mtime
         ):
-            sip, sport, dip, dport, seq, ack, flags, payload, wire_len = seg
-            src, dst = (sip, sport), (dip, dport)
-            from_a = src <= dst
-            key = (src, dst) if from_a else (dst, src)
-            frag = open_.get(key)
-            if frag is None:
-                first = index if packet_range is None else packet_range.first_index + index
-                frag = open_[key] = Fragment(key[0], key[1], first)
-            if copy:
-                payload = bytes(payload)
-            frag.ts.append(ts)
-            frag.seq.append(seq)
-            frag.ack.append(ack)
-            frag.flags.append(flags)
-            frag.wire.append(wire_len)
-            frag.from_a.append(from_a)
-            frag.pay.append(payload)
-            frag.nbytes += len(payload)
-            if len(frag.pay) >= _FRAG_SEGS or frag.nbytes >= _FRAG_BYTES:
-                # closed early so rows stay small; the next fragment of this key sorts after it
-                done.append(open_.pop(key))
-                done_bytes += frag.nbytes
-                if done_bytes >= _BATCH_BYTES:
-                    yield done, []
-                    done, done_bytes = [], 0
+            i, n = 0, len(batch)
+            while i < n:
+                full = None
+                if _NATIVE_GROUP is not None:
+                    # the batch's segments in C, up to one that fills its fragment or one it
+                    # leaves to the loop below
+                    i, full = _NATIVE_GROUP(
+                        batch, i, first0, open_, Fragment, copy, _FRAG_SEGS, _FRAG_BYTES
+                    )
+                if full is None and i < n:
+                    full = _add(open_, batch[i], first0 + i, copy)
+                    i += 1
+                if full is not None:
+                    # closed early so rows stay small; the next fragment of this key sorts after
+                    done.append(open_.pop((full.a, full.b)))
+                    done_bytes += full.nbytes
+                    if done_bytes >= _BATCH_BYTES:
+                        yield done, []
+                        done, done_bytes = [], 0
+            first0 += n
     except (CaptureFormatError, OSError, ValueError) as exc:
         size = len(content) if content is not None else file_size(file.path)
         issues.append(FileIssue(0, "malformed", size, f"not readable: {exc}"))

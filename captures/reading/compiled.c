@@ -41,6 +41,19 @@ static PyMethodDef methods[] = {
     {"walk", (PyCFunction)(void (*)(void))native_walk, METH_FASTCALL,
      "walk(buf, pos, end, pcapng, little, interfaces, copy, limit) -> "
      "(items, pos, packets, tcp, truncated, stopped)"},
+    {"assemble_half", (PyCFunction)(void (*)(void))native_assemble_half, METH_FASTCALL,
+     "assemble_half(segs, syn_seq, fin_seq, acks, Run) -> "
+     "(runs, start, end, wire_bytes, retransmitted), or None"},
+    {"take_plain", (PyCFunction)(void (*)(void))native_take_plain, METH_FASTCALL,
+     "take_plain(i, ts, seq, ack, flags, wire, from_a, pay, a_segs, b_segs, a_acks, b_acks) -> "
+     "(i, a packets, b packets, last ts or None, has data)"},
+    {"take_items", (PyCFunction)(void (*)(void))native_take_items, METH_FASTCALL,
+     "take_items(items, i, open) -> i"},
+    {"frames", (PyCFunction)(void (*)(void))native_frames, METH_FASTCALL,
+     "frames(items, mv, base, p, marks, stamps, j, min_size, max_frame, requests, FrameItem) -> "
+     "(p, j, last request correlation id or None)"},
+    {"group", (PyCFunction)(void (*)(void))native_group, METH_FASTCALL,
+     "group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) -> (i, full or None)"},
     {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
      "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
      "(pdus, pairs, request PDUs, response PDUs), or None"},

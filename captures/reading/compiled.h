@@ -9,11 +9,25 @@
 #include <stdint.h>
 #include <string.h>
 
+/* TCP flags, as reading/packets.py names them */
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
 extern PyTypeObject *segment_type; /* reading.packets.TcpSegment, a 9-field namedtuple */
 extern PyObject *empty_bytes;      /* b"" */
 
 /* walk.c */
 PyObject *native_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* reassembly.c */
+PyObject *native_assemble_half(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *native_take_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *native_take_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* ../decoding/framing.c */
+PyObject *native_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* ../engines/fragments.c */
+PyObject *native_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../decoding/rows.c */
 PyObject *native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ../engines/columns.c */

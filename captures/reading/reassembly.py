@@ -5,7 +5,9 @@ wins), port reuse (a new SYN starts a new connection), segments cut by the snap 
 segments (a gap with its size), and captures that start mid-connection (no SYN). It knows TCP
 only: which endpoint is the broker comes from the SYN or SYN-ACK; without either the connection
 leaves here in address order with an empty `role_source`, and the decoding stage decides from
-the payload (`captures.decoding.roles.orient`).
+the payload (`captures.decoding.roles.orient`). Taking segments without SYN, FIN or RST and
+stitching one direction into runs run in C (`reassembly.c`, through `native`) when it is built;
+`_take` and `_assemble_half` are the reference.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .native import NATIVE
 from .packets import ACK, FIN, RST, SYN, TcpSegment, format_ip
 
 __all__ = [
@@ -32,6 +35,12 @@ Endpoint = tuple[bytes, int]  # (packed IP address, port)
 
 _MOD = 1 << 32
 _HALF = 1 << 31
+# `_assemble_half`'s stitching in C (`reassembly.c`), or None: the Python code below
+_NATIVE_HALF = None if NATIVE is None else NATIVE.assemble_half
+# `add_fragment`'s segments without SYN, FIN or RST in C (`reassembly.c`), or None
+_NATIVE_TAKE = None if NATIVE is None else NATIVE.take_plain
+# `add_batches`' segments of open connections without SYN, FIN or RST in C, or None
+_NATIVE_ITEMS = None if NATIVE is None else NATIVE.take_items
 
 
 def _diff(a: int, b: int) -> int:
@@ -197,13 +206,41 @@ class TcpReassembler:
         as `add` takes it, without a TcpSegment each."""
         key = (a, b) if a <= b else (b, a)
         take = self._take
-        for ts, seq, ack, flags, wire, from_a, pay in zip(
-            frag.ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay, strict=True
+        lists = (frag.ts, frag.seq, frag.ack, frag.flags, frag.wire, frag.from_a, frag.pay)
+        if _NATIVE_TAKE is not None and all(
+            type(x) is list and len(x) == len(frag.ts) for x in lists
         ):
+            self._take_lists(a, b, key, lists)
+            return
+        for ts, seq, ack, flags, wire, from_a, pay in zip(*lists, strict=True):
             if from_a:
                 take(ts, a, b, key, seq, ack, flags, pay, wire)
             else:
                 take(ts, b, a, key, seq, ack, flags, pay, wire)
+
+    def _take_lists(
+        self, a: Endpoint, b: Endpoint, key: tuple[Endpoint, Endpoint], lists: tuple[list, ...]
+    ) -> None:
+        """`add_fragment`'s loop with the runs of segments without SYN, FIN or RST in C."""
+        i, n = 0, len(lists[0])
+        while i < n:
+            conn = self._open.get(key)
+            if conn is not None:
+                ha, hb = conn.halves[a], conn.halves[b]
+                i, pa, pb, last, data = _NATIVE_TAKE(i, *lists, ha.segs, hb.segs, ha.acks, hb.acks)
+                ha.packets += pa
+                hb.packets += pb
+                if pa or pb:
+                    conn.last_ts = last
+                    conn.has_data = conn.has_data or data
+                if i >= n:
+                    return
+            ts, seq, ack, flags, wire, from_a, pay = (x[i] for x in lists)
+            if from_a:
+                self._take(ts, a, b, key, seq, ack, flags, pay, wire)
+            else:
+                self._take(ts, b, a, key, seq, ack, flags, pay, wire)
+            i += 1
 
     def _take(
         self,
@@ -261,6 +298,22 @@ class TcpReassembler:
             a, b = (sip, sport), (dip, dport)
             take(ts, a, b, (a, b) if a <= b else (b, a), seq, ack, flags, payload, wire_len)
 
+    def add_batches(self, batches: Iterable[list[tuple[int, TcpSegment]]]) -> None:
+        """Add (ts_ns, segment) pairs in lists, as `add_many` does: the segments of open
+        connections without SYN, FIN or RST in C (`reassembly.c` take_items), the others by
+        `add`, each in capture order."""
+        for batch in batches:
+            if _NATIVE_ITEMS is None:
+                self.add_many(batch)
+                continue
+            i, n = 0, len(batch)
+            while i < n:
+                i = _NATIVE_ITEMS(batch, i, self._open)
+                if i < n:
+                    ts, seg = batch[i]
+                    self.add(ts, seg)
+                    i += 1
+
     def finish(self) -> list[Connection]:
         """Assemble every connection seen, in order of first packet."""
         conns = self._done + list(self._open.values())
@@ -297,6 +350,11 @@ def _assemble_half(h: _Half) -> Stream:
     segs = h.segs
     if not segs:
         return st
+    if _NATIVE_HALF is not None:
+        done = _NATIVE_HALF(segs, h.syn_seq, h.fin_seq, h.acks, Run)
+        if done is not None:
+            st.runs, st.start, st.end, st.wire_bytes, st.retransmitted = done
+            return st
     # unwrap 32-bit sequence numbers against the previous segment in capture order, so streams
     # past 4 GiB and segments arriving out of order both get monotonic 64-bit offsets
     ref = h.syn_seq + 1 if h.syn_seq is not None else segs[0][0]

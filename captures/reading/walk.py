@@ -10,13 +10,15 @@ back whole for `parse_tcp`, which says why it is not one (`native` loads the wal
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from . import native
 from .packets import TcpSegment, parse_tcp
 from .pcap import Packet, PacketReader, Section
 
-__all__ = ["tcp_segments"]
+__all__ = ["batched", "tcp_segment_batches", "tcp_segments"]
+
+T = TypeVar("T")
 
 _BATCH = 1024  # packets per call into the walker: memory stays flat on any file size
 
@@ -28,9 +30,17 @@ def tcp_segments(
 
     `copy` detaches payloads from the file buffer; `pure` keeps to the Python path.
     """
+    for batch in tcp_segment_batches(reader, stats, copy=copy, pure=pure):
+        yield from batch
+
+
+def tcp_segment_batches(
+    reader: PacketReader, stats: Any, *, copy: bool = False, pure: bool = False
+) -> Iterator[list[tuple[int, TcpSegment]]]:
+    """`tcp_segments` in lists (what one call into the walker reads), in the same order."""
     walker = None if pure else native.NATIVE
     if walker is None:
-        yield from _segments_of(reader, stats, copy)
+        yield from batched(_segments_of(reader, stats, copy))
         return
     start, end, _ = reader.bounds()
     buf = reader.buf
@@ -44,10 +54,10 @@ def tcp_segments(
             items, pos, n, tcp, cut, stopped = walker.walk(
                 buf, pos, end, False, little, ifaces, copy, _BATCH
             )
-            yield from _taken(items, stats, n, tcp, cut, copy)
+            yield _taken(items, stats, n, tcp, cut, copy)
             if stopped:
                 # a record cut short or of a bad length: the Python reader's issue ends the file
-                yield from _segments_of(reader._iter_pcap(pos, end, 0), stats, copy)
+                yield from batched(_segments_of(reader._iter_pcap(pos, end, 0), stats, copy))
                 return
         return
     at = Section(ctx.endian, list(ctx.interfaces))
@@ -57,13 +67,31 @@ def tcp_segments(
         items, pos, n, tcp, cut, stopped = walker.walk(
             buf, pos, end, True, at.endian == "<", ifaces, copy, _BATCH
         )
-        yield from _taken(items, stats, n, tcp, cut, copy)
+        yield _taken(items, stats, n, tcp, cut, copy)
         if stopped:
             # a block the walker leaves (section or interface header, a problem): one block of
             # the Python reader, which may change the section, then the walker again
-            yield from _segments_of(reader._iter_pcapng(pos, end, 0, at, one=True), stats, copy)
+            one = _segments_of(reader._iter_pcapng(pos, end, 0, at, one=True), stats, copy)
+            yield from batched(one)
             pos = at.pos
             ifaces = _interfaces(at)
+
+
+def batched(items: Iterable[T]) -> Iterator[list[T]]:
+    """`items` in lists of up to a walker batch; a list cut short by an error comes first."""
+    batch: list[T] = []
+    try:
+        for item in items:
+            batch.append(item)
+            if len(batch) >= _BATCH:
+                yield batch
+                batch = []
+    except Exception:
+        if batch:
+            yield batch  # what came before the error, then the error, as one by one
+        raise
+    if batch:
+        yield batch
 
 
 def _interfaces(at: Section) -> tuple:
@@ -72,19 +100,23 @@ def _interfaces(at: Section) -> tuple:
 
 def _taken(
     items: list[tuple], stats: Any, packets: int, tcp: int, cut: int, copy: bool
-) -> Iterator[tuple[int, TcpSegment]]:
+) -> list[tuple[int, TcpSegment]]:
     """The walker's items as segments: its own, and `parse_tcp`'s of the frames it left."""
     stats.packets += packets
     stats.tcp += tcp
     stats.truncated += cut
+    if tcp == packets:
+        return items  # every item is the walker's (ts, segment)
+    out = []
     for item in items:
         if len(item) == 2:
-            yield item
+            out.append(item)
             continue
         ts, linktype, frame = item
         seg = _parsed(linktype, frame, stats, copy)
         if seg is not None:
-            yield ts, seg
+            out.append((ts, seg))
+    return out
 
 
 def _segments_of(

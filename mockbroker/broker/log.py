@@ -16,13 +16,10 @@ front (`delete_segments`, driven by cleaner.py); `batches` is a read-only view a
 from __future__ import annotations
 
 import itertools
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
-
-from crc32c import crc32c
 
 from kipwire.codec import DecodeError, EncodeError, ErrorCode, OffsetSpec
 from kipwire.codec.records import (
@@ -35,6 +32,7 @@ from kipwire.codec.records import (
     iter_batches,
 )
 
+from .batch_headers import stamp_log_append_time, with_offsets
 from .log_config import DEFAULT_LOG_CONFIG, LogConfig
 from .producer_state import ProducerStates
 from .segment import Segment, SegmentFactory, StoredBatch
@@ -51,11 +49,6 @@ __all__ = [
     "stamp_log_append_time",
 ]
 
-# A v2 batch's header: offsets of the fields LogAppendTime rewrites (Kafka's DefaultRecordBatch).
-_LENGTH_END, _MAGIC_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 12, 16, 17, 21, 35
-_V2_HEADER = 61
-_INT16, _INT32, _INT64, _UINT32 = (struct.Struct(f) for f in (">h", ">i", ">q", ">I"))
-_LOG_APPEND_TIME_BIT = 0x08
 
 #: ListOffsets' special timestamps.
 EARLIEST, LATEST, MAX_TIMESTAMP = OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP
@@ -225,19 +218,18 @@ class PartitionLog:
             if verdict.error:
                 raise LogError(verdict.error, f"producer {first.producer_id}: {verdict.error.name}")
         base = self.end_offset
-        # bytes get their offsets in one copy (new bytes, which the log keeps as they are); a
-        # LogAppendTime stamp rewrites the batches in place, so that copy is a bytearray
-        source = (
-            records if type(records) is bytes and log_append_time is None else bytearray(records)
-        )
-        try:
-            epoch = self.leader_epoch
-            stamped = assign_offsets(source, base, partition_leader_epoch=epoch)
-        except EncodeError as exc:
-            raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        if log_append_time is not None:
+        if log_append_time is None:
+            self._store_stamped(batches, base)
+        else:
+            # the stamp rewrites the batches in place: a bytearray copy, never the caller's buffer
+            try:
+                stamped = assign_offsets(
+                    bytearray(records), base, partition_leader_epoch=self.leader_epoch
+                )
+            except EncodeError as exc:
+                raise LogError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
             stamp_log_append_time(stamped, log_append_time)
-        self._store(stamped)
+            self._store(stamped)
         if idempotent:
             self.producers.record(
                 first.producer_id, first.producer_epoch, first.base_sequence, count, base
@@ -291,7 +283,10 @@ class PartitionLog:
         for batch in batches:
             if batch.truncated or batch.last_offset < self.end_offset:
                 continue
-            self._store(bytes(batch.raw))
+            # `_store` of the batch's bytes, from the header already read
+            data = bytes(batch.raw)
+            self._maybe_roll(len(data), batch.max_timestamp, batch.base_offset)
+            self._place(self.segments[-1], batch, data)
             self._track(batch)
             count += 1
         return count
@@ -340,6 +335,22 @@ class PartitionLog:
         if batch.is_transactional:
             self.open_txns.setdefault(pid, batch.base_offset)
 
+    def _store_stamped(self, batches: list[Batch], base: int) -> None:
+        """Store a produce's validated v2 batches with offsets from `base` and the leader's
+        epoch (what `assign_offsets` writes), each copied once into the bytes the log keeps,
+        from the headers already read (no batch is parsed again)."""
+        epoch = self.leader_epoch
+        size = sum(len(b.raw) for b in batches)
+        self._maybe_roll(size, max(b.max_timestamp for b in batches), base)
+        active = self.segments[-1]
+        for batch in batches:
+            raw = batch.raw
+            last = base + batch.last_offset_delta
+            # the CRC covers neither the base offset nor the leader epoch: it stays valid
+            data = with_offsets(raw, base, epoch)
+            self._keep(active, base, last, data, batch.max_timestamp, epoch)
+            base = last + 1
+
     def _store(self, data: bytes | bytearray) -> None:
         batches = list(iter_batches(data, verify_crc=False))
         if batches:
@@ -354,18 +365,23 @@ class PartitionLog:
     def _place(self, segment: Segment, batch: Batch, data: bytes | None = None) -> None:
         """Put a batch at the end of `segment` (`data`: its bytes, when they are already
         exactly that): the log's end and leader epochs follow."""
-        epoch = batch.partition_leader_epoch
-        if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
-            self.epoch_starts.append((epoch, batch.base_offset))
-        stored = StoredBatch(
+        self._keep(
+            segment,
             batch.base_offset,
             batch.last_offset,
             bytes(batch.raw) if data is None else data,
             batch.max_timestamp,
-            epoch,
+            batch.partition_leader_epoch,
         )
-        segment.append(stored)
-        self.end_offset = stored.last_offset + 1
+
+    def _keep(
+        self, segment: Segment, base: int, last: int, data: bytes, max_timestamp: int, epoch: int
+    ) -> None:
+        """`_place` from the batch's header fields."""
+        if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
+            self.epoch_starts.append((epoch, base))
+        segment.append(StoredBatch(base, last, data, max_timestamp, epoch))
+        self.end_offset = last + 1
 
     def load_segments(self, segments: Iterable[tuple[int, Iterable[bytes]]]) -> None:
         """Rebuild a new log from the segments a storage back end found, (base offset, its
@@ -419,13 +435,29 @@ class PartitionLog:
         replica: bool = False,
     ) -> bytes:
         """The batches from the one holding `offset`: at least one (KIP-74), then to `max_bytes`."""
+        return b"".join(
+            self.read_parts(
+                offset, max_bytes, committed=committed, min_one=min_one, replica=replica
+            )
+        )
+
+    def read_parts(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        committed: bool = False,
+        min_one: bool = True,
+        replica: bool = False,
+    ) -> list[bytes]:
+        """`read`'s batches as the log holds them, not joined (a fetch sends them gathered)."""
         if offset < self.log_start_offset or offset > self.end_offset:
             raise LogError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} is outside {self.log_start_offset}..{self.end_offset}",
             )
         if offset == self.end_offset:
-            return b""  # the common answer to a caught-up reader, without finding a batch
+            return []  # the common answer to a caught-up reader, without finding a batch
         if replica:
             limit = self.end_offset  # followers copy the whole log, not only what is committed
         else:
@@ -441,7 +473,7 @@ class PartitionLog:
                 break
             parts.append(stored.data)
             size += len(stored.data)
-        return b"".join(parts)
+        return parts
 
     def batches_from(self, offset: int) -> Iterator[StoredBatch]:
         """The stored batches in order, from the one holding `offset` (found by bisection)."""
@@ -553,21 +585,6 @@ class PartitionLog:
             if start <= offset:
                 epoch = start_epoch
         return epoch
-
-
-def stamp_log_append_time(data: bytearray, now_ms: int) -> None:
-    """Mark every v2 batch in `data` LogAppendTime with `now_ms` as its max timestamp, and
-    recompute its CRC (which covers the attributes and the timestamps)."""
-    pos = 0
-    while pos + _V2_HEADER <= len(data):
-        size = _LENGTH_END + _INT32.unpack_from(data, pos + 8)[0]
-        if data[pos + _MAGIC_AT] == 2:
-            attributes = _INT16.unpack_from(data, pos + _ATTRIBUTES_AT)[0]
-            _INT16.pack_into(data, pos + _ATTRIBUTES_AT, attributes | _LOG_APPEND_TIME_BIT)
-            _INT64.pack_into(data, pos + _MAX_TIMESTAMP_AT, now_ms)
-            crc = crc32c(memoryview(data)[pos + _ATTRIBUTES_AT : pos + size])
-            _UINT32.pack_into(data, pos + _CRC_AT, crc)
-        pos += size
 
 
 def _now_ms() -> int:

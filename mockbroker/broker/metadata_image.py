@@ -83,6 +83,8 @@ class MetadataImage:
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        #: (topic, config name) -> its value on the topic, else cluster-wide, else None
+        self._topic_configs: dict[tuple[str, str], str | None] = {}
         self.features: dict[str, int] = {}
         #: SCRAM credentials and ACLs (security/image.py).
         self.security = SecurityImage()
@@ -116,8 +118,17 @@ class MetadataImage:
 
     def topic_config(self, topic: str, name: str, default: str) -> str:
         """A topic's config: set on the topic, else cluster-wide, else `default`."""
-        value = self.configs.get((ConfigResourceType.TOPIC, topic), {}).get(name)
-        return self.cluster_config(name, default) if value is None else value
+        # remembered until a config record or a topic's removal replays: a produce asks for
+        # several settings of its topic, on every partition it writes
+        key = (topic, name)
+        try:
+            value = self._topic_configs[key]
+        except KeyError:
+            value = self.configs.get((ConfigResourceType.TOPIC, topic), {}).get(name)
+            if value is None:
+                value = self.configs.get((ConfigResourceType.BROKER, ""), {}).get(name)
+            self._topic_configs[key] = value
+        return default if value is None else value
 
     def cluster_config(self, name: str, default: str) -> str:
         """A cluster-wide broker config, else `default`."""
@@ -175,6 +186,7 @@ class MetadataImage:
             self.delta.partitions.update((info.name, i) for i in info.partitions)
             self.topics.pop(info.name, None)
             self.configs.pop((ConfigResourceType.TOPIC, info.name), None)
+            self._topic_configs.clear()
 
     def _PartitionRecord(self, r: Mapping[str, Any]) -> None:
         info = self.topics_by_id.get(r["topic_id"])
@@ -234,6 +246,7 @@ class MetadataImage:
 
     def _ConfigRecord(self, r: Mapping[str, Any]) -> None:
         self.delta.configs = True
+        self._topic_configs.clear()
         configs = self.configs.setdefault((r["resource_type"], r["resource_name"]), {})
         if r["value"] is None:
             configs.pop(r["name"], None)

@@ -24,6 +24,7 @@ from ..broker.fetch_sessions import CachedPartition, FetchSession, FetchSessions
 from ..broker.fetcher import BATCH
 from ..broker.log import LogError, PartitionLog
 from ..broker.topic_names import response_topic, topic_name
+from ..gathered import records_of
 from ..security.context import PRINCIPAL
 from .registry import BrokerView, PartitionShape, RequestContext, handles
 
@@ -228,12 +229,14 @@ def _read_session(
             continue
         try:
             log = broker.partition(key[0], key[1], cached.current_leader_epoch).log
-            records = log.read(
-                cached.fetch_offset,
-                min(cached.max_bytes, budget - total),
-                committed=False,
-                min_one=total == 0,
-                replica=True,
+            records = records_of(
+                log.read_parts(
+                    cached.fetch_offset,
+                    min(cached.max_bytes, budget - total),
+                    committed=False,
+                    min_one=total == 0,
+                    replica=True,
+                )
             )
         except LogError as exc:
             news = True
@@ -328,12 +331,14 @@ def _read(
             try:
                 log = _leader_log(broker, name, request, replica)
                 # KIP-74: until some bytes are read, a partition returns at least one whole batch
-                records = log.read(
-                    offset,
-                    min(request["partition_max_bytes"], budget - total),
-                    committed=committed,
-                    min_one=total == 0,
-                    replica=replica,
+                records = records_of(
+                    log.read_parts(
+                        offset,
+                        min(request["partition_max_bytes"], budget - total),
+                        committed=committed,
+                        min_one=total == 0,
+                        replica=replica,
+                    )
                 )
             except LogError as exc:
                 failed = True
