@@ -60,9 +60,14 @@ def _extensions() -> list[Extension]:
             "captures/decoding/framing.c",
             "captures/decoding/rows.c",
             "captures/engines/columns.c",
+            "captures/engines/columns_type.c",
             "captures/engines/fragments.c",
         ],
-        depends=["captures/reading/compiled.h"],
+        depends=[
+            "captures/reading/compiled.h",
+            "captures/engines/columns.h",
+            "captures/decoding/rows_row.h",
+        ],
         optional=True,
     )
     return [*shards, records, jsontext, native]

@@ -30,6 +30,7 @@ Stages, arrows pointing down (a stage imports only the stages above it):
                            (in C with the compiled codec: `codec/_compiled/jsontext.c`)
   `decoding.jsontext`      loads that C walk when the compiled codec is active
   `decoding.pairing`       frames decoded and responses paired with requests, as row dicts
+                           (or as columns, `Columns`, for the engines)
   `decoding.redaction`     SASL tokens whose secret a secured mock's recorder replaced by `*`s
   `decoding.pipeline`      one input to the rows of the three tables, in process
   `decoding.topic_ids`     topic names for rows that name topics by id (Fetch v13+), from Metadata
@@ -38,6 +39,7 @@ Stages, arrows pointing down (a stage imports only the stages above it):
 `engines/` (pyarrow; the `spark_` modules also pyspark):
   `engines.schema`           every Arrow schema (tables, fragments, union), and the Spark DDL
   `engines.table_files`      Parquet part files written by any task, finished and summarised
+                             (the local engine's summary counted while writing)
   `engines.fragments`        an input or packet range as segment fragments, for the shuffle
   `engines.fragment_decode`  fragments, sorted by connection, decoded into a sink
   `engines.local`            the in-process engine (`--engine local`)

@@ -4,6 +4,10 @@ The rows carry the columns of the `pdus`, `pairs` and `connections` tables (issu
 the Spark job only wraps them. Timestamps are epoch nanoseconds (int); the job casts them.
 A response is decoded with the API key and version of the request that has its correlation id
 on the same connection; without that request it is a `request_missing` row.
+
+The engines take a table's rows as a `Columns` instead (`decode_connection(columns=True)`, when
+the compiled loops are built: `engines/columns.h`), one list per column and no dict per row;
+`new_rows`, `column_of` and `set_column` read and write either kind.
 """
 
 from __future__ import annotations
@@ -36,9 +40,12 @@ __all__ = [
     "PDU_COLUMNS",
     "PAIR_COLUMNS",
     "CONNECTION_COLUMNS",
+    "column_of",
     "count_records",
     "decode_connection",
     "load_codec",
+    "new_rows",
+    "set_column",
 ]
 
 # The column names of `engines.schema`'s tables, repeated so that building rows needs no
@@ -114,14 +121,42 @@ _req_fixed = struct.Struct(">hhi").unpack_from  # api_key, api_version, correlat
 _i32 = struct.Struct(">i").unpack_from
 # The rows of a connection's frame items in C (`rows.c`), or None: the Python loops (`_rows`)
 _NATIVE_ROWS = None if NATIVE is None else NATIVE.pdu_rows
+# A table's rows held as columns (`engines/columns_type.c`), or None: lists of row dicts
+_COLUMNS = None if NATIVE is None else NATIVE.Columns
+
+
+def new_rows(names: tuple[str, ...], columns: bool = True) -> Any:
+    """An empty table of rows: a `Columns` of `names` when built and `columns`, else a list.
+
+    Either takes `extend` (row dicts or another table of rows), `len` and `rows[i]` (a dict).
+    """
+    if columns and _COLUMNS is not None:
+        return _COLUMNS(names)
+    return []
+
+
+def column_of(rows: Any, name: str) -> list[Any]:
+    """A new list of every row's value under `name` (None where a row dict lacks it)."""
+    if isinstance(rows, list):
+        return [r.get(name) for r in rows]
+    return rows.column(name)
+
+
+def set_column(rows: Any, name: str, values: list[Any]) -> None:
+    """Set every row's `name` to its value in `values`, in place."""
+    if isinstance(rows, list):
+        for r, v in zip(rows, values, strict=True):
+            r[name] = v
+    else:
+        rows.set_column(name, values)
 
 
 @dataclass(slots=True)
 class ConnectionRows:
-    """The rows one connection contributes to each table."""
+    """The rows one connection contributes to each table (`pdus` and `pairs` as `new_rows`)."""
 
-    pdus: list[dict[str, Any]]
-    pairs: list[dict[str, Any]]
+    pdus: Any
+    pairs: Any
     connection: dict[str, Any]
 
 
@@ -287,11 +322,16 @@ def decode_connection(
     decoder: Any = None,
     with_body_json: bool = True,
     broker_ports: Collection[int] = (),
+    columns: bool = False,
+    into: tuple[Any, Any] | None = None,
 ) -> ConnectionRows:
     """All rows of one connection: its PDUs (and gaps), request/response pairs, and a summary.
 
     A connection seen without its handshake gets its roles first (`roles.orient`, where
-    `broker_ports` are the weakest hint).
+    `broker_ports` are the weakest hint). With `columns`, the PDU and pair rows come as
+    `Columns` when the compiled loops are built (lists of dicts otherwise). With `into`, two
+    tables of rows (`new_rows`), the PDU and pair rows are appended to those and they are the
+    ones returned: no table per connection.
     """
     conn = orient(conn, broker_ports)
     if decoder is None:
@@ -325,6 +365,11 @@ def decode_connection(
         return _decode_into(row, decoder, api, data, key, version, request, with_body_json)
 
     found = None
+    out, pairs_out = into if into is not None else (new_rows(PDU_COLUMNS, columns), None)
+    if pairs_out is None and not isinstance(out, list):  # rows as columns: the pairs too
+        pairs_out = new_rows(PAIR_COLUMNS)
+    # the tables pdu_rows appends to itself when they are `Columns`
+    held = () if isinstance(out, list) else (out,) if isinstance(pairs_out, list) else None
     if _NATIVE_ROWS is not None:
         found = _NATIVE_ROWS(
             blank,
@@ -336,10 +381,17 @@ def decode_connection(
             api.client_id,
             partial(_orphan, capture, file, uid),
             (capture, file, uid),
+            *((out, pairs_out) if held is None else held),
         )
     if found is None:
         found = _rows(blank, req_items, resp_items, api, fast, slow, (capture, file, uid))
     pdus, pairs, request_pdus, response_pdus = found
+    if pdus is not out and (into is not None or not isinstance(out, list)):
+        out.extend(pdus)  # the Python loops made them, or a list to add to
+        pdus = out
+    if pairs_out is not None and pairs is not pairs_out:
+        pairs_out.extend(pairs)
+        pairs = pairs_out
 
     ts = conn.first_ts, conn.last_ts
     connection = {

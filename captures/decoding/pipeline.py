@@ -22,12 +22,13 @@ from ..reading.pcap import FileIssue, PacketRange, PacketReader
 from ..reading.reassembly import Connection, TcpReassembler, reassemble
 from ..reading.tcpflow import parse_flow_name, tcpflow_segments
 from ..reading.walk import batched, tcp_segment_batches, tcp_segments
-from .pairing import PDU_COLUMNS, decode_connection
+from .pairing import PAIR_COLUMNS, PDU_COLUMNS, decode_connection, new_rows, set_column
 from .roles import orient
 
 __all__ = [
     "CaptureRows",
     "PacketStats",
+    "columns_rows",
     "connections_from_files",
     "decode_capture",
     "decode_input",
@@ -60,13 +61,23 @@ class PacketStats:
 
 @dataclass(slots=True)
 class CaptureRows:
-    """Rows of the three tables, plus what the reader noticed."""
+    """Rows of the three tables, plus what the reader noticed.
 
-    pdus: list[dict[str, Any]] = field(default_factory=list)
-    pairs: list[dict[str, Any]] = field(default_factory=list)
+    `pdus` and `pairs` are lists of row dicts, or `pairing.new_rows` tables (`columns_rows()`):
+    `rows_for_connections` adds to either kind.
+    """
+
+    pdus: Any = field(default_factory=list)
+    pairs: Any = field(default_factory=list)
     connections: list[dict[str, Any]] = field(default_factory=list)
     stats: PacketStats = field(default_factory=PacketStats)
     issues: list[FileIssue] = field(default_factory=list)
+
+
+def columns_rows() -> CaptureRows:
+    """Empty rows whose `pdus` and `pairs` are held as columns when the compiled loops are
+    built (`pairing.new_rows`): what the engines write, without a dict per row."""
+    return CaptureRows(new_rows(PDU_COLUMNS), new_rows(PAIR_COLUMNS))
 
 
 def segments(
@@ -132,10 +143,10 @@ def drop_stand_in_times(rows: CaptureRows) -> None:
     Their segments carry the file's modification time only so reassembly has a clock; that time
     stays on the connection row, and no RTT is made up from it.
     """
-    for r in rows.pdus:
-        r["ts"] = None
-    for r in rows.pairs:
-        r.update(request_ts=None, response_ts=None, rtt_ms=None)
+    set_column(rows.pdus, "ts", [None] * len(rows.pdus))
+    nones = [None] * len(rows.pairs)
+    for name in ("request_ts", "response_ts", "rtt_ms"):
+        set_column(rows.pairs, name, nones)
 
 
 def rows_for_connections(
@@ -159,9 +170,8 @@ def rows_for_connections(
             decoder=decoder,
             with_body_json=with_body_json,
             broker_ports=ports,
+            into=(rows.pdus, rows.pairs),
         )
-        rows.pdus.extend(r.pdus)
-        rows.pairs.extend(r.pairs)
         rows.connections.append(r.connection)
     return rows
 
@@ -190,17 +200,19 @@ def decode_capture(
     decoder: Any = None,
     with_body_json: bool = True,
     packet_range: PacketRange | None = None,
+    columns: bool = False,
 ) -> CaptureRows:
     """Read, reassemble, frame, decode and pair one capture file into table rows.
 
-    A damaged file still yields rows: its problems become `truncated`/`malformed` rows.
+    A damaged file still yields rows: its problems become `truncated`/`malformed` rows. With
+    `columns`, the rows are held as `columns_rows()` holds them.
     """
     if file is None:
         file = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
     if capture is None:
         capture = input_label(file) if file else ""
     reader = PacketReader(source, packet_range=packet_range)
-    rows = CaptureRows()
+    rows = columns_rows() if columns else CaptureRows()
     reasm = TcpReassembler()
     reasm.add_batches(tcp_segment_batches(reader, rows.stats))
     rows_for_connections(
@@ -224,8 +236,11 @@ def decode_input(
     broker_ports: Iterable[int] = (),
     decoder: Any = None,
     with_body_json: bool = True,
+    columns: bool = False,
 ) -> CaptureRows:
-    """Decode one whole input of any kind into table rows; an unreadable one is an issue row."""
+    """Decode one whole input of any kind into table rows; an unreadable one is an issue row.
+
+    `columns` as for `decode_capture`."""
     if file.kind == "pcap":
         return decode_capture(
             file.path,
@@ -234,8 +249,9 @@ def decode_input(
             broker_ports=broker_ports,
             decoder=decoder,
             with_body_json=with_body_json,
+            columns=columns,
         )
-    rows = CaptureRows()
+    rows = columns_rows() if columns else CaptureRows()
     reasm = TcpReassembler()
     reasm.add_many(input_segments(file, rows.stats))
     rows_for_connections(

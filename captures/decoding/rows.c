@@ -10,8 +10,14 @@
  * holds the pair rows' (capture, file, flow_uid). It returns (pdus, pairs, request PDUs,
  * response PDUs), or None for items that are not FrameItems as framing.py makes them (the
  * Python loops then run).
+ *
+ * With a tenth argument, a `Columns` (engines/columns.h), the `pdus` rows are appended there, one
+ * value per column, and it is the `pdus` returned: no dict per row (on an error or a give-back
+ * it is cut back as it was); an eleventh, likewise for the `pairs` rows (a waiting pair is then
+ * its row's index there, answered in place). The decoders still write a dict: one scratch dict
+ * of the call, whose written values are laid over the row (rows_row.h).
  */
-#include "../reading/compiled.h"
+#include "../engines/columns.h"
 
 enum { K_FRAME, K_TRUNCATED, K_GAP, K_SKIPPED };
 
@@ -114,106 +120,99 @@ be16(const unsigned char *s)
     return (int16_t)((s[0] << 8) | s[1]);
 }
 
-/* Sets `key` of `d` to a new reference `v` (stolen); 0 or -1. */
-static int
-put_new(PyObject *d, PyObject *key, PyObject *v)
-{
-    if (v == NULL)
-        return -1;
-    int rc = PyDict_SetItem(d, key, v);
-    Py_DECREF(v);
-    return rc;
-}
+#include "rows_row.h"
 
-/* A FrameItem's `pdus` row (pairing._pdu_row), appended to `pdus`; borrowed, NULL on error,
- * and *kind the item's kind (-1: not a FrameItem, the row not made). */
-static PyObject *
-item_row(PyObject *blank, PyObject *it, PyObject *direction, Py_ssize_t index, PyObject *pdus,
-         int *kind)
+/* -- the loops ------------------------------------------------------------------------------ */
+
+/* A FrameItem's columns in its new row (pairing._pdu_row); 0 or -1. */
+static int
+item_row(row_t *r, PyObject *it, int kind, PyObject *direction, Py_ssize_t index)
 {
-    *kind = -1;
-    if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 7)
-        return NULL;
-    *kind = kind_of(PyTuple_GET_ITEM(it, 0));
-    if (*kind < 0)
-        return NULL;
-    PyObject *row = PyDict_Copy(blank);
-    if (row == NULL)
-        return NULL;
-    int rc = PyList_Append(pdus, row);
-    Py_DECREF(row); /* the list holds it */
-    if (rc < 0)
-        return NULL;
     PyObject *length = PyTuple_GET_ITEM(it, 3), *note = PyTuple_GET_ITEM(it, 6);
-    if (PyDict_SetItem(row, k_direction, direction) < 0 ||
-        put_new(row, k_pdu_index, PyLong_FromSsize_t(index)) < 0 ||
-        PyDict_SetItem(row, k_ts, PyTuple_GET_ITEM(it, 2)) < 0 ||
-        PyDict_SetItem(row, k_length, length) < 0 ||
-        PyDict_SetItem(row, k_decode_status, v_statuses[*kind]) < 0)
-        return NULL;
-    if (*kind == K_SKIPPED) {
-        if (put_new(row, k_decode_error, PyUnicode_FromFormat("%S bytes skipped: %S", length,
-                                                              note)) < 0)
-            return NULL;
+    if (row_set(r, R_DIRECTION, direction) < 0 ||
+        row_put_new(r, R_PDU_INDEX, PyLong_FromSsize_t(index)) < 0 ||
+        row_set(r, R_TS, PyTuple_GET_ITEM(it, 2)) < 0 || row_set(r, R_LENGTH, length) < 0 ||
+        row_set(r, R_DECODE_STATUS, v_statuses[kind]) < 0)
+        return -1;
+    if (kind == K_SKIPPED) {
+        if (row_put_new(r, R_DECODE_ERROR,
+                        PyUnicode_FromFormat("%S bytes skipped: %S", length, note)) < 0)
+            return -1;
     }
     else {
         int noted = PyObject_IsTrue(note);
-        if (noted < 0 || (noted && PyDict_SetItem(row, k_decode_error, note) < 0))
-            return NULL;
+        if (noted < 0 || (noted && row_set(r, R_DECODE_ERROR, note) < 0))
+            return -1;
     }
-    if (PyDict_SetItem(row, k_stream_offset, PyTuple_GET_ITEM(it, 1)) < 0 ||
-        PyDict_SetItem(row, k_captured_bytes, PyTuple_GET_ITEM(it, 5)) < 0)
-        return NULL;
-    return row;
+    if (row_set(r, R_STREAM_OFFSET, PyTuple_GET_ITEM(it, 1)) < 0 ||
+        row_set(r, R_CAPTURED_BYTES, PyTuple_GET_ITEM(it, 5)) < 0)
+        return -1;
+    return 0;
 }
 
-/* Decodes a whole frame into `row`: `fast` when it takes it, else `slow`; the status back (a
- * new reference), NULL on error. */
+/* The kind of item `it` (K_*), -1 when it is not a FrameItem. */
+static int
+item_kind(PyObject *it)
+{
+    if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 7)
+        return -1;
+    return kind_of(PyTuple_GET_ITEM(it, 0));
+}
+
+/* Decodes a whole frame into the row: `fast` when it takes it, else `slow`; the status back (a
+ * new reference), NULL on error. A row held as columns gets what the decoder wrote into a fresh
+ * dict. */
 static PyObject *
-decode(PyObject *fast, PyObject *slow, PyObject *row, PyObject *data, PyObject *key,
+decode(PyObject *fast, PyObject *slow, row_t *r, PyObject *data, PyObject *key,
        PyObject *version, int request)
 {
-    PyObject *args[5] = {row, data, key, version, request ? Py_True : Py_False};
+    PyObject *target = Py_NewRef(r->cols == NULL ? r->dict : r->scratch);
+    if (target == NULL)
+        return NULL;
+    PyObject *args[5] = {target, data, key, version, request ? Py_True : Py_False};
+    PyObject *status = NULL;
     if (fast != Py_None) {
         PyObject *taken = PyObject_Vectorcall(fast, args, 5, NULL);
         if (taken == NULL)
-            return NULL;
+            goto done;
         int yes = PyObject_IsTrue(taken);
         Py_DECREF(taken);
         if (yes < 0)
-            return NULL;
+            goto done;
         if (yes)
-            return Py_NewRef(v_ok);
+            status = Py_NewRef(v_ok);
     }
-    return PyObject_Vectorcall(slow, args, 5, NULL);
+    if (status == NULL)
+        status = PyObject_Vectorcall(slow, args, 5, NULL);
+    if (status != NULL && r->cols != NULL && row_lay(r) < 0)
+        Py_CLEAR(status);
+done:
+    Py_DECREF(target);
+    return status;
 }
 
-/* The pair row of a request (its columns in PAIR_COLUMNS order); a new reference or NULL. */
+/* The pair row of a request (its columns in PAIR_COLUMNS order): a new dict, or with the
+ * pairs held as columns the row's index there (appended); a new reference or NULL. */
 static PyObject *
-request_pair(PyObject *base, PyObject *row, PyObject *it, PyObject *corr, PyObject *key,
+request_pair(PyObject *base, row_t *r, PyObject *it, PyObject *corr, PyObject *key,
              PyObject *name, PyObject *version)
 {
-    PyObject *pair = PyDict_New();
-    if (pair == NULL)
-        return NULL;
-    PyObject *client = PyDict_GetItemWithError(row, k_client_id);
+    PyObject *client = row_get(r, R_CLIENT_ID);
     if (client == NULL && PyErr_Occurred())
-        goto error;
-    PyObject *keys[15] = {k_capture, k_file, k_flow_uid, k_correlation_id, k_api_key,
-                          k_api_name, k_api_version, k_client_id, k_request_ts, k_response_ts,
-                          k_rtt_ms, k_request_length, k_response_length, k_error_code, k_status};
-    PyObject *values[15] = {PyTuple_GET_ITEM(base, 0), PyTuple_GET_ITEM(base, 1),
-                            PyTuple_GET_ITEM(base, 2), corr, key, name, version,
-                            client ? client : Py_None, PyTuple_GET_ITEM(it, 2), Py_None,
-                            Py_None, PyTuple_GET_ITEM(it, 3), Py_None, Py_None, v_no_response};
-    for (int i = 0; i < 15; i++) {
-        if (PyDict_SetItem(pair, keys[i], values[i]) < 0)
-            goto error;
+        return NULL;
+    PyObject *values[P_COUNT] = {PyTuple_GET_ITEM(base, 0), PyTuple_GET_ITEM(base, 1),
+                                 PyTuple_GET_ITEM(base, 2), corr, key, name, version,
+                                 client ? client : Py_None, PyTuple_GET_ITEM(it, 2), Py_None,
+                                 Py_None, PyTuple_GET_ITEM(it, 3), Py_None, Py_None,
+                                 v_no_response};
+    if (r->pcols != NULL)
+        return pair_append(r, values);
+    PyObject *pair = PyDict_New();
+    for (int i = 0; pair != NULL && i < P_COUNT; i++) {
+        if (PyDict_SetItem(pair, *pair_key[i], values[i]) < 0)
+            Py_CLEAR(pair);
     }
     return pair;
-error:
-    Py_DECREF(pair);
-    return NULL;
 }
 
 /* Queues `pair` under its correlation id: `waiting` maps it to [next index, pair, pair, ...]. */
@@ -258,79 +257,73 @@ answer(PyObject *waiting, PyObject *corr)
     return pair;
 }
 
-/* The request loop; 1 when an item is not a FrameItem, 0 done, -1 on error. */
+/* One request item's row and pair; 1 when the Python loops are to run, 0 done, -1 on error. */
 static int
-request_rows(PyObject *const *args, PyObject *pdus, PyObject *pairs, PyObject *waiting,
-             Py_ssize_t *count)
+request_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_t i,
+             PyObject *pairs, PyObject *waiting, Py_ssize_t *count)
 {
-    PyObject *blank = args[0], *items = args[1], *names = args[3], *fast = args[4],
-             *slow = args[5], *client_id = args[6], *base = args[8];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-        PyObject *it = PyList_GET_ITEM(items, i);
-        int kind;
-        PyObject *row = item_row(blank, it, v_request, i, pdus, &kind);
-        if (row == NULL)
-            return kind < 0 && !PyErr_Occurred() ? 1 : -1;
-        if (kind != K_FRAME && kind != K_TRUNCATED)
-            continue;
-        *count += 1;
-        PyObject *data = PyTuple_GET_ITEM(it, 4);
-        unsigned char head[8];
-        Py_ssize_t size;
-        if (frame_head(data, head, 8, &size) < 0)
-            return give_back();
-        if (size < 8)
-            continue;
-        PyObject *key = PyLong_FromLong(be16(head)), *version = PyLong_FromLong(be16(head + 2));
-        PyObject *corr = PyLong_FromLong(be32(head + 4)), *pair = NULL;
-        int rc = -1;
-        if (key == NULL || version == NULL || corr == NULL)
+    PyObject *names = args[3], *fast = args[4], *slow = args[5], *client_id = args[6],
+             *base = args[8];
+    if (item_row(r, it, kind, v_request, i) < 0)
+        return -1;
+    if (kind != K_FRAME && kind != K_TRUNCATED)
+        return 0;
+    *count += 1;
+    PyObject *data = PyTuple_GET_ITEM(it, 4);
+    unsigned char head[8];
+    Py_ssize_t size;
+    if (frame_head(data, head, 8, &size) < 0)
+        return give_back();
+    if (size < 8)
+        return 0;
+    PyObject *key = PyLong_FromLong(be16(head)), *version = PyLong_FromLong(be16(head + 2));
+    PyObject *corr = PyLong_FromLong(be32(head + 4)), *pair = NULL;
+    int rc = -1;
+    if (key == NULL || version == NULL || corr == NULL)
+        goto done;
+    PyObject *name = PyDict_GetItemWithError(names, key);
+    if (name == NULL && PyErr_Occurred())
+        goto done;
+    name = name ? name : Py_None;
+    if (row_set(r, R_API_KEY, key) < 0 || row_set(r, R_API_NAME, name) < 0 ||
+        row_set(r, R_API_VERSION, version) < 0 || row_set(r, R_CORRELATION_ID, corr) < 0)
+        goto done;
+    if (kind == K_FRAME) {
+        PyObject *status = decode(fast, slow, r, data, key, version, 1);
+        if (status == NULL)
             goto done;
-        PyObject *name = PyDict_GetItemWithError(names, key);
-        if (name == NULL && PyErr_Occurred())
-            goto done;
-        name = name ? name : Py_None;
-        if (PyDict_SetItem(row, k_api_key, key) < 0 || PyDict_SetItem(row, k_api_name, name) < 0 ||
-            PyDict_SetItem(row, k_api_version, version) < 0 ||
-            PyDict_SetItem(row, k_correlation_id, corr) < 0)
-            goto done;
-        if (kind == K_FRAME) {
-            PyObject *status = decode(fast, slow, row, data, key, version, 1);
-            if (status == NULL)
-                goto done;
-            Py_DECREF(status);
-        }
-        else if (put_new(row, k_client_id, PyObject_CallOneArg(client_id, data)) < 0) {
-            goto done;
-        }
-        pair = request_pair(base, row, it, corr, key, name, version);
-        if (pair != NULL && PyList_Append(pairs, pair) == 0 && wait_for(waiting, corr, pair) == 0)
-            rc = 0;
-    done:
-        Py_XDECREF(key);
-        Py_XDECREF(version);
-        Py_XDECREF(corr);
-        Py_XDECREF(pair);
-        if (rc < 0)
-            return -1;
+        Py_DECREF(status);
     }
-    return 0;
+    else if (row_put_new(r, R_CLIENT_ID, PyObject_CallOneArg(client_id, data)) < 0) {
+        goto done;
+    }
+    pair = request_pair(base, r, it, corr, key, name, version);
+    if (pair != NULL && (r->pcols != NULL || PyList_Append(pairs, pair) == 0) &&
+        wait_for(waiting, corr, pair) == 0)
+        rc = 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(version);
+    Py_XDECREF(corr);
+    Py_XDECREF(pair);
+    return rc;
 }
 
 /* A response's columns from its request's pair, and the pair's from the response; 0 or -1. */
 static int
-answered(PyObject *row, PyObject *pair, PyObject *it)
+answered(row_t *r, PyObject *pair, PyObject *it)
 {
-    PyObject *from[4] = {k_api_key, k_api_name, k_api_version, k_client_id};
+    static const int from_key[4] = {R_API_KEY, R_API_NAME, R_API_VERSION, R_CLIENT_ID};
+    static const int from_pair[4] = {P_API_KEY, P_API_NAME, P_API_VERSION, P_CLIENT_ID};
     for (int i = 0; i < 4; i++) {
-        PyObject *v = PyDict_GetItemWithError(pair, from[i]);
+        PyObject *v = pair_get(r, pair, from_pair[i]);
         if (v == NULL && PyErr_Occurred())
             return -1;
-        if (PyDict_SetItem(row, from[i], v ? v : Py_None) < 0)
+        if (row_set(r, from_key[i], v ? v : Py_None) < 0)
             return -1;
     }
     PyObject *ts = PyTuple_GET_ITEM(it, 2);
-    PyObject *request_ts = PyDict_GetItemWithError(pair, k_request_ts);
+    PyObject *request_ts = pair_get(r, pair, P_REQUEST_TS);
     if (request_ts == NULL && PyErr_Occurred())
         return -1;
     PyObject *rtt = Py_NewRef(Py_None);
@@ -339,94 +332,121 @@ answered(PyObject *row, PyObject *pair, PyObject *it)
         Py_SETREF(rtt, diff == NULL ? NULL : PyNumber_TrueDivide(diff, v_million));
         Py_XDECREF(diff);
     }
-    if (PyDict_SetItem(pair, k_response_ts, ts) < 0 || put_new(pair, k_rtt_ms, rtt) < 0 ||
-        PyDict_SetItem(pair, k_response_length, PyTuple_GET_ITEM(it, 3)) < 0 ||
-        PyDict_SetItem(pair, k_status, v_answered) < 0)
+    /* rtt first: pair_set takes it whatever happens */
+    if (pair_set(r, pair, P_RTT_MS, rtt) < 0 ||
+        pair_set(r, pair, P_RESPONSE_TS, Py_NewRef(ts)) < 0 ||
+        pair_set(r, pair, P_RESPONSE_LENGTH, Py_NewRef(PyTuple_GET_ITEM(it, 3))) < 0 ||
+        pair_set(r, pair, P_STATUS, Py_NewRef(v_answered)) < 0)
         return -1;
     return 0;
 }
 
-/* Decodes an answered response into `row` and notes on its pair how that went; 0 or -1. */
+/* Decodes an answered response into the row and notes on its pair how that went; 0 or -1. */
 static int
-decode_answer(PyObject *fast, PyObject *slow, PyObject *row, PyObject *pair, PyObject *data)
+decode_answer(PyObject *fast, PyObject *slow, row_t *r, PyObject *pair, PyObject *data)
 {
-    PyObject *key = PyDict_GetItemWithError(pair, k_api_key);
-    PyObject *version = key ? PyDict_GetItemWithError(pair, k_api_version) : NULL;
+    PyObject *key = pair_get(r, pair, P_API_KEY);
+    PyObject *version = key ? pair_get(r, pair, P_API_VERSION) : NULL;
     if (version == NULL) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_KeyError, "api_version");
         return -1;
     }
-    PyObject *status = decode(fast, slow, row, data, key, version, 0);
+    /* the pair holds them, and Python code (slow) may change the pair */
+    Py_INCREF(key);
+    Py_INCREF(version);
+    PyObject *status = decode(fast, slow, r, data, key, version, 0);
+    Py_DECREF(key);
+    Py_DECREF(version);
     if (status == NULL)
         return -1;
     int ok = PyObject_RichCompareBool(status, v_ok, Py_EQ);
     if (ok == 0) /* the pair holds a failed response */
-        ok = put_new(pair, k_status, PyUnicode_Concat(v_answered_, status)) < 0 ? -1 : 1;
+        ok = pair_set(r, pair, P_STATUS, PyUnicode_Concat(v_answered_, status)) < 0 ? -1 : 1;
     Py_DECREF(status);
     if (ok < 0)
         return -1;
-    PyObject *err = PyDict_GetItemWithError(row, k_error_code);
+    PyObject *err = row_get(r, R_ERROR_CODE);
     if (err == NULL && PyErr_Occurred())
         return -1;
-    return PyDict_SetItem(pair, k_error_code, err ? err : Py_None);
+    return pair_set(r, pair, P_ERROR_CODE, Py_NewRef(err ? err : Py_None));
 }
 
-/* The response loop; as request_rows. */
+/* One response item's row, paired; as request_item. */
 static int
-response_rows(PyObject *const *args, PyObject *pdus, PyObject *pairs, PyObject *waiting,
-              Py_ssize_t *count)
+response_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_t i,
+              PyObject *pairs, PyObject *waiting, Py_ssize_t *count)
 {
-    PyObject *blank = args[0], *items = args[2], *fast = args[4], *slow = args[5],
-             *orphan = args[7];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-        PyObject *it = PyList_GET_ITEM(items, i);
-        int kind;
-        PyObject *row = item_row(blank, it, v_response, i, pdus, &kind);
-        if (row == NULL)
-            return kind < 0 && !PyErr_Occurred() ? 1 : -1;
-        if (kind != K_FRAME && kind != K_TRUNCATED)
-            continue;
-        *count += 1;
-        PyObject *data = PyTuple_GET_ITEM(it, 4);
-        unsigned char head[4];
-        Py_ssize_t size;
-        if (frame_head(data, head, 4, &size) < 0)
-            return give_back();
-        if (size < 4)
-            continue;
-        PyObject *corr = PyLong_FromLong(be32(head));
-        if (put_new(row, k_correlation_id, Py_XNewRef(corr)) < 0) {
-            Py_XDECREF(corr);
-            return -1;
-        }
-        PyObject *pair = answer(waiting, corr);
-        int rc = -1;
-        if (pair == NULL) {
-            if (PyErr_Occurred())
-                goto done;
-            if (kind == K_FRAME &&
-                (PyDict_SetItem(row, k_decode_status, v_request_missing) < 0 ||
-                 put_new(row, k_decode_error,
+    PyObject *fast = args[4], *slow = args[5], *orphan = args[7];
+    if (item_row(r, it, kind, v_response, i) < 0)
+        return -1;
+    if (kind != K_FRAME && kind != K_TRUNCATED)
+        return 0;
+    *count += 1;
+    PyObject *data = PyTuple_GET_ITEM(it, 4);
+    unsigned char head[4];
+    Py_ssize_t size;
+    if (frame_head(data, head, 4, &size) < 0)
+        return give_back();
+    if (size < 4)
+        return 0;
+    PyObject *corr = PyLong_FromLong(be32(head));
+    if (row_put_new(r, R_CORRELATION_ID, Py_XNewRef(corr)) < 0) {
+        Py_XDECREF(corr);
+        return -1;
+    }
+    PyObject *pair = answer(waiting, corr);
+    int rc = -1;
+    if (pair == NULL) {
+        if (PyErr_Occurred())
+            goto done;
+        if (kind == K_FRAME &&
+            (row_set(r, R_DECODE_STATUS, v_request_missing) < 0 ||
+             row_put_new(r, R_DECODE_ERROR,
                          PyUnicode_FromFormat("no captured request has correlation id %S",
                                               corr)) < 0))
-                goto done;
-            PyObject *call[2] = {corr, it};
-            PyObject *lone = PyObject_Vectorcall(orphan, call, 2, NULL);
-            if (lone != NULL && PyList_Append(pairs, lone) == 0)
-                rc = 0;
-            Py_XDECREF(lone);
             goto done;
-        }
-        Py_INCREF(pair);
-        rc = answered(row, pair, it);
-        if (rc == 0 && kind == K_FRAME)
-            rc = decode_answer(fast, slow, row, pair, data);
-        Py_DECREF(pair);
-    done:
-        Py_DECREF(corr);
-        if (rc < 0)
+        PyObject *call[2] = {corr, it};
+        PyObject *lone = PyObject_Vectorcall(orphan, call, 2, NULL);
+        if (lone != NULL && (r->pcols != NULL ? columns_append_mapping(r->pcols, lone)
+                                              : PyList_Append(pairs, lone)) == 0)
+            rc = 0;
+        Py_XDECREF(lone);
+        goto done;
+    }
+    Py_INCREF(pair);
+    rc = answered(r, pair, it);
+    if (rc == 0 && kind == K_FRAME)
+        rc = decode_answer(fast, slow, r, pair, data);
+    Py_DECREF(pair);
+done:
+    Py_DECREF(corr);
+    return rc;
+}
+
+typedef int (*item_fn)(PyObject *const *, row_t *, PyObject *, int, Py_ssize_t, PyObject *,
+                       PyObject *, Py_ssize_t *);
+
+/* A loop over one direction's items; 1 when an item is not a FrameItem (or the Python loops
+ * are to run), 0 done, -1 on error. */
+static int
+item_rows(PyObject *const *args, PyObject *items, item_fn each, row_t *r, PyObject *pairs,
+          PyObject *waiting, Py_ssize_t *count)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        int kind = item_kind(it);
+        if (kind < 0)
+            return 1;
+        if (row_begin(r) < 0)
             return -1;
+        Py_INCREF(it); /* Python code below may change the list */
+        int rc = each(args, r, it, kind, i, pairs, waiting, count);
+        Py_DECREF(it);
+        if (row_end(r, rc == 0) < 0)
+            rc = -1;
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -435,28 +455,48 @@ PyObject *
 native_pdu_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 9 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
-        !PyList_CheckExact(args[2]) || !PyDict_Check(args[3]) || !PyCallable_Check(args[5]) ||
-        !PyCallable_Check(args[6]) || !PyCallable_Check(args[7]) ||
-        (args[4] != Py_None && !PyCallable_Check(args[4])) || !PyTuple_CheckExact(args[8]) ||
-        PyTuple_GET_SIZE(args[8]) != 3) {
+    if (nargs < 9 || nargs > 11 || !PyDict_CheckExact(args[0]) ||
+        !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2]) || !PyDict_Check(args[3]) ||
+        !PyCallable_Check(args[5]) || !PyCallable_Check(args[6]) ||
+        !PyCallable_Check(args[7]) || (args[4] != Py_None && !PyCallable_Check(args[4])) ||
+        !PyTuple_CheckExact(args[8]) || PyTuple_GET_SIZE(args[8]) != 3 ||
+        (nargs >= 10 && !PyObject_TypeCheck(args[9], &columns_type)) ||
+        (nargs == 11 && !PyObject_TypeCheck(args[10], &columns_type))) {
         PyErr_SetString(PyExc_TypeError, "pdu_rows(blank, requests, responses, names, fast, "
-                                         "slow, client_id, orphan, (capture, file, flow_uid))");
+                                         "slow, client_id, orphan, (capture, file, flow_uid)"
+                                         "[, pdus Columns[, pairs Columns]])");
         return NULL;
     }
     if (rows_ready() < 0)
         return NULL;
-    PyObject *pdus = PyList_New(0), *pairs = PyList_New(0), *waiting = PyDict_New();
+    columns_obj *cols = nargs >= 10 ? (columns_obj *)Py_NewRef(args[9]) : NULL;
+    columns_obj *pcols = nargs == 11 ? (columns_obj *)Py_NewRef(args[10]) : NULL;
+    Py_ssize_t had = cols != NULL ? cols->size : 0, had_pairs = pcols != NULL ? pcols->size : 0;
+    row_t r;
+    PyObject *pairs = pcols != NULL ? Py_NewRef(pcols) : PyList_New(0), *waiting = PyDict_New();
     PyObject *result = NULL;
     Py_ssize_t requests = 0, responses = 0;
-    int rc = pdus && pairs && waiting ? request_rows(args, pdus, pairs, waiting, &requests) : -1;
+    int rc = row_open(&r, args[0], cols, pcols);
+    if (rc == 0 && pairs && waiting)
+        rc = item_rows(args, args[1], request_item, &r, pairs, waiting, &requests);
+    else
+        rc = -1;
     if (rc == 0)
-        rc = response_rows(args, pdus, pairs, waiting, &responses);
+        rc = item_rows(args, args[2], response_item, &r, pairs, waiting, &responses);
     if (rc == 0)
-        result = Py_BuildValue("(OOnn)", pdus, pairs, requests, responses);
+        result = Py_BuildValue("(OOnn)", cols ? (PyObject *)cols : r.pdus, pairs, requests,
+                               responses);
     else if (rc > 0)
         result = Py_NewRef(Py_None);
-    Py_XDECREF(pdus);
+    if (result == Py_None || result == NULL) { /* the rows of this call taken back */
+        if (cols != NULL)
+            columns_cut(cols, had);
+        if (pcols != NULL)
+            columns_cut(pcols, had_pairs);
+    }
+    row_close(&r);
+    Py_XDECREF(cols);
+    Py_XDECREF(pcols);
     Py_XDECREF(pairs);
     Py_XDECREF(waiting);
     return result;

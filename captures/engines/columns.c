@@ -1,9 +1,10 @@
-/* Row dicts to columns for Arrow: `schema.to_table`'s itemgetter pass, compiled.
+/* Row dicts to columns for Arrow: `schema.to_table`'s itemgetter pass, compiled; and `Columns`,
+ * rows held as columns from the start (columns.h).
  *
  * Hand-written; `engines/schema.py` is the reference. columns(rows, names) gives one list per
  * name holding every row's value under it (None where a row lacks the key, as dict.get does),
  * when every row is a dict; for anything else it returns None and the Python code answers. */
-#include "../reading/compiled.h"
+#include "columns.h"
 
 /* The rows as a tuple of our own, or None (a new reference) when one is not a dict: a key's
  * __eq__ (a row may hold any keys) can run Python code, which could change the caller's list
@@ -94,18 +95,7 @@ error:
  * str, out of range, a str that is not UTF-8, string data past 2 GiB) comes back as columns()
  * gives it, and pa.array converts it (or raises) as before. Kind 0 columns likewise. */
 
-enum { C_LIST, C_INT16, C_INT32, C_INT64, C_STRING };
-
-typedef struct {
-    int kind;          /* C_*, C_LIST once a value does not fit */
-    Py_ssize_t nulls;
-    PyObject *validity; /* bytes: one bit per row, 1 = a value */
-    PyObject *values;   /* bytes: fixed-width values, or int32 offsets (n + 1) */
-    PyObject *data;     /* bytes: string data, grown by _PyBytes_Resize */
-    Py_ssize_t used;    /* string data written */
-} column_t;
-
-static void
+void
 column_clear(column_t *c)
 {
     Py_CLEAR(c->validity);
@@ -114,7 +104,7 @@ column_clear(column_t *c)
 }
 
 /* Room for the column's buffers for n rows; 0 or -1. */
-static int
+int
 column_start(column_t *c, int kind, Py_ssize_t n)
 {
     static const Py_ssize_t width[] = {0, 2, 4, 8, 4};
@@ -137,7 +127,7 @@ column_start(column_t *c, int kind, Py_ssize_t n)
 
 /* Row i's value `v` (NULL: the row lacks the key) into column c; 0, or -1 on error. A value the
  * buffers do not take turns the column to C_LIST. */
-static int
+int
 column_put(column_t *c, Py_ssize_t i, PyObject *v)
 {
     char *values = PyBytes_AS_STRING(c->values);
@@ -220,6 +210,12 @@ column_finish(column_t *c, PyObject *rows, PyObject *name)
         }
         return col;
     }
+    return column_buffers(c);
+}
+
+PyObject *
+column_buffers(column_t *c)
+{
     if (c->kind == C_STRING && _PyBytes_Resize(&c->data, c->used) < 0)
         return NULL;
     return Py_BuildValue("(nOOO)", c->nulls, c->nulls ? c->validity : Py_None, c->values,

@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from ..decoding.pairing import load_codec
+from ..decoding.pairing import column_of, load_codec, set_column
 from ..decoding.pipeline import (
-    CaptureRows,
+    columns_rows,
     decode_input,
     drop_stand_in_times,
     issue_row,
@@ -74,6 +74,7 @@ def decode_file(
             broker_ports=broker_ports,
             decoder=load_codec(),
             with_body_json=with_body_json,
+            columns=True,
         )
     except (CaptureFormatError, OSError, ValueError) as exc:
         issue = FileIssue(0, "malformed", file_size(file.path), f"not readable: {exc}")
@@ -125,20 +126,24 @@ class _Decoder:
                 file=names[0],
                 decoder=decoder,
                 with_body_json=self.with_body_json,
-                out=CaptureRows(),
+                out=columns_rows(),
                 broker_ports=self.broker_ports,
             )
             if key in self.untimed:
                 drop_stand_in_times(rows)
             elif len(names) > 1:
                 # a connection spanning rotated files: each row names the file holding its start
-                _name_files(rows.pdus, [r["ts"] for r in rows.pdus], stamps, names)
-                _name_files(
-                    rows.pairs,
-                    [r["request_ts"] or r["response_ts"] for r in rows.pairs],
-                    stamps,
-                    names,
-                )
+                times = column_of(rows.pdus, "ts")
+                set_column(rows.pdus, "file", _file_names(times, stamps, names))
+                times = [
+                    a or b
+                    for a, b in zip(
+                        column_of(rows.pairs, "request_ts"),
+                        column_of(rows.pairs, "response_ts"),
+                        strict=True,
+                    )
+                ]
+                set_column(rows.pairs, "file", _file_names(times, stamps, names))
             out.add("pdus", rows.pdus)
             out.add("pairs", rows.pairs)
             out.add("connections", rows.connections)
@@ -146,10 +151,8 @@ class _Decoder:
         self.untimed = set()
 
 
-def _name_files(
-    rows: list[dict[str, Any]], times: list[int | None], stamps: list[int], names: list[str]
-) -> None:
-    """Set each row's `file` to the file its time falls in (`stamps`: each file's first time).
+def _file_names(times: list[int | None], stamps: list[int], names: list[str]) -> list[str]:
+    """The file each time falls in (`stamps`: each file's first time), the first for None.
 
     Rows come mostly in time order: a row in the same file as the one before costs two
     comparisons, not a search (when the files' times ascend, as rotation writes them).
@@ -158,16 +161,18 @@ def _name_files(
     name = names[0]
     last = len(stamps) - 1
     spans = all(a <= b for a, b in zip(stamps, stamps[1:], strict=False))
-    for r, ts in zip(rows, times, strict=True):
+    out = []
+    for ts in times:
         if ts is None:
-            r["file"] = names[0]
+            out.append(names[0])
             continue
         if not spans or lo is None or not lo <= ts < hi:
             i = max(bisect_right(stamps, ts) - 1, 0)
             name = names[i]
             lo = stamps[i] if i else -(1 << 63)
             hi = stamps[i + 1] if i < last else 1 << 64
-        r["file"] = name
+        out.append(name)
+    return out
 
 
 def decode_fragments(

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..reading.inputs import CaptureFile, expand_inputs, is_remote, local_path
 from .fragment_decode import decode_file, decode_fragment_groups, fewer_collections
-from .table_files import ParquetSink, finish_tables, prepare_tables, summary_of_tables
+from .table_files import ParquetSink, finish_tables, prepare_tables, summary_of_sinks
 
 __all__ = ["run_local"]
 
@@ -47,6 +47,7 @@ def run_local(
     say(f"decoding {len(files)} input(s) as capture {capture!r} in this process")
     ports = tuple(broker_ports)
     whole = ParquetSink(root, "local")
+    sinks = {whole.tag: whole}
     with fewer_collections():
         for n, members in enumerate(sets.values()):
             if len(members) == 1:
@@ -59,16 +60,17 @@ def run_local(
                 )
                 continue
             # a rotated set: its connections run across the files, in rotation order
+            sink = sinks[f"set{n:05d}"] = ParquetSink(root, f"set{n:05d}")
             decode_fragment_groups(
                 members,
-                ParquetSink(root, f"set{n:05d}"),
+                sink,
                 capture=capture,
                 broker_ports=ports,
                 with_body_json=with_body_json,
             )
     whole.close()
     finish_tables(root)
-    summary = summary_of_tables(root)
+    summary = summary_of_sinks(root, sinks)
     summary.update(
         capture=capture,
         out=os.fspath(out),

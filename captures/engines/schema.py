@@ -196,7 +196,15 @@ def spark_ddl(schema: pa.Schema) -> str:
 
 
 def to_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped."""
+    """Row dicts (timestamps as epoch ns ints) as an Arrow table of `schema`; extra keys dropped.
+
+    `rows` may be a `Columns` (`pairing.new_rows`): its columns go to Arrow without a row pass.
+    """
+    if NATIVE is not None and isinstance(rows, NATIVE.Columns):
+        columns = rows.arrow(_names(schema), _kinds(schema))
+        n = len(rows)
+        arrays = [_array(c, f.type, n) for c, f in zip(columns, schema, strict=True)]
+        return pa.Table.from_arrays(arrays, schema=schema)
     rows = list(rows)
     columns = None if NATIVE is None else NATIVE.arrow_columns(rows, _names(schema), _kinds(schema))
     if columns is None:

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..decoding.pairing import column_of, new_rows
 from ..decoding.topic_ids import resolve_topic_ids
 from .schema import STATS, TABLES, UNION, to_table
 
@@ -27,21 +28,27 @@ __all__ = [
     "finish_tables",
     "prepare_tables",
     "summary_dict",
+    "summary_of_sinks",
     "summary_of_tables",
 ]
 
 OUT_ROWS = 4096  # rows buffered before a write (or an output batch)
 
 
+def _buffers() -> dict[str, Any]:
+    """An empty buffer per table: `pairing.new_rows`, which takes row dicts and `Columns`."""
+    return {name: new_rows(tuple(schema.names)) for name, schema in TABLES.items()}
+
+
 class UnionBatches:
     """Buffers rows of the three tables and turns them into union-schema Arrow batches."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
 
-    def add(self, table: str, rows: list[dict]) -> None:
-        """Buffer rows of `table`."""
+    def add(self, table: str, rows: Any) -> None:
+        """Buffer rows of `table` (row dicts or `Columns`)."""
         self.rows[table].extend(rows)
         self.count += len(rows)
 
@@ -59,9 +66,9 @@ class UnionBatches:
                 if f.name not in names:
                     cols[f.name] = [None] * len(rows)
                 else:
-                    cols[f.name] = [r.get(f.name) for r in rows]
+                    cols[f.name] = column_of(rows, f.name)
             parts.append(pa.Table.from_pydict(cols, schema=UNION))
-        self.rows = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
         return pa.concat_tables(parts).combine_chunks().to_batches()[0]
 
@@ -77,13 +84,15 @@ class ParquetSink:
     def __init__(self, out: str, tag: str) -> None:
         self.out = out
         self.tag = tag
-        self.rows: dict[str, list[dict]] = {name: [] for name in TABLES}
+        self.rows = _buffers()
         self.count = 0
         self.written = dict.fromkeys(TABLES, 0)
         self.writers: dict[str, tuple[pq.ParquetWriter, str, str]] = {}
+        self.counts = _Counts()
 
-    def add(self, table: str, rows: list[dict]) -> None:
-        """Buffer rows of `table`; written once `OUT_ROWS` rows are waiting."""
+    def add(self, table: str, rows: Any) -> None:
+        """Buffer rows of `table` (row dicts or `Columns`); written once `OUT_ROWS` rows are
+        waiting."""
         self.rows[table].extend(rows)
         self.count += len(rows)
         if self.count >= OUT_ROWS:
@@ -102,7 +111,8 @@ class ParquetSink:
                 self.writers[name] = (pq.ParquetWriter(tmp, TABLES[name]), tmp, final)
             self.writers[name][0].write_table(to_table(rows, TABLES[name]))
             self.written[name] += len(rows)
-        self.rows = {name: [] for name in TABLES}
+            self.counts.add(name, rows)
+        self.rows = _buffers()
         self.count = 0
 
     def close(self) -> dict[str, int]:
@@ -146,6 +156,59 @@ def finish_tables(root: str) -> None:
     resolve_topic_ids(os.path.join(root, "pdus"))
     for table in TABLES:
         Path(root, table, "_SUCCESS").touch()
+
+
+class _Counts:
+    """What `summary_of_tables` reads back from a sink's part files, counted as they are written."""
+
+    def __init__(self) -> None:
+        self.by_status: Counter = Counter()
+        # (api_name, api_key) pairs in the order first seen: folded into names by `by_api`
+        self.apis: Counter = Counter()
+        self.pairs: Counter = Counter()
+        self.connections = 0
+        self.missed = 0
+        self.payload = 0
+
+    def add(self, table: str, rows: Any) -> None:
+        """Count rows of `table` as written."""
+        if table == "pdus":
+            self.by_status.update(column_of(rows, "decode_status"))
+            names, keys = column_of(rows, "api_name"), column_of(rows, "api_key")
+            self.apis.update(zip(names, keys, strict=True))
+        elif table == "pairs":
+            self.pairs.update(column_of(rows, "status"))
+        else:
+            self.connections += len(rows)
+            self.missed += sum(filter(None, column_of(rows, "missed_bytes")))
+            self.payload += sum(filter(None, column_of(rows, "request_bytes")))
+            self.payload += sum(filter(None, column_of(rows, "response_bytes")))
+
+
+def summary_of_sinks(root: str, sinks: dict[str, ParquetSink]) -> dict[str, Any]:
+    """`summary_of_tables(root)` for tables all written in this process by `sinks` (by tag),
+    from what they counted while writing: nothing read back."""
+    by_status: Counter = Counter()
+    by_api: Counter = Counter()
+    pairs: Counter = Counter()
+    n_conn = missed = payload = 0
+    # part file by part file in the order summary_of_tables reads them: it decides the order
+    # of API names with equal counts
+    for part in os.listdir(os.path.join(root, "pdus")):
+        sink = sinks.get(part[len("part-") : -len(".parquet")])
+        if sink is None or not part.startswith("part-") or not part.endswith(".parquet"):
+            continue
+        counts = sink.counts
+        by_status.update(counts.by_status)
+        for (name, key), n in counts.apis.items():
+            if name is not None or key is not None:
+                by_api["-" if name is None else name] += n
+    for sink in sinks.values():
+        pairs.update(sink.counts.pairs)
+        n_conn += sink.counts.connections
+        missed += sink.counts.missed
+        payload += sink.counts.payload
+    return summary_dict(by_status, by_api, pairs, n_conn, missed, payload)
 
 
 def summary_of_tables(root: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 /* The module `kipwire.captures.reading.compiled` (see compiled.h): its setup and its functions'
  * table. */
 #include "compiled.h"
+#include "../engines/columns.h"
 
 PyTypeObject *segment_type;
 PyObject *empty_bytes;
@@ -81,5 +82,8 @@ PyInit_compiled(void)
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
     if (empty_bytes == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && columns_add_type(m) < 0)
+        Py_CLEAR(m);
+    return m;
 }

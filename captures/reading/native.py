@@ -5,8 +5,10 @@
 stands in for Python code beside its C file, which stays the reference: `reading/walk.c` for
 `reading.walk`, `reading/reassembly.c` for `reassembly._assemble_half` and the reassembler's
 segment loops, `decoding/framing.c` for `framing.split_frames`' frame loop, `engines/fragments.c`
-for `fragments.fragment_groups`' loop, `engines/columns.c` for `engines.schema.to_table`. The
-reading stage holds it, the first stage, so every stage may use it. Standard library only.
+for `fragments.fragment_groups`' loop, `decoding/rows.c` for `decoding.pairing`'s loops,
+`engines/columns.c` for `engines.schema.to_table`; its `Columns` (`engines/columns_type.c`)
+holds a table's rows as columns where lists of row dicts are the reference. The reading stage
+holds it, the first stage, so every stage may use it. Standard library only.
 """
 
 from __future__ import annotations

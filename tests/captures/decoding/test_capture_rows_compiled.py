@@ -18,7 +18,7 @@ from memory_growth import blocks_left_by
 from kipwire import codec
 from kipwire.captures.decoding import pairing
 from kipwire.captures.decoding.framing import FrameItem
-from kipwire.captures.decoding.pairing import PDU_COLUMNS
+from kipwire.captures.decoding.pairing import PAIR_COLUMNS, PDU_COLUMNS
 from kipwire.captures.decoding.pipeline import decode_capture
 from kipwire.captures.reading.native import NATIVE
 from kipwire.codec import ApiKey, ErrorCode
@@ -55,6 +55,23 @@ def _both(req_items, resp_items, *, fast: bool = True, json: bool = True) -> tup
         BASE,
     )
     python = pairing._rows(_blank(), list(req_items), list(resp_items), api, frame, slow, BASE)
+    pair_table = NATIVE.Columns(PAIR_COLUMNS)
+    for tables in ((NATIVE.Columns(PDU_COLUMNS),), (NATIVE.Columns(PDU_COLUMNS), pair_table)):
+        columns = NATIVE.pdu_rows(
+            _blank(),
+            list(req_items),
+            list(resp_items),
+            api.names,
+            frame,
+            slow,
+            api.client_id,
+            partial(pairing._orphan, *BASE),
+            BASE,
+            *tables,
+        )
+        # the rows held as columns (the pairs too, given a table for them) are the same rows
+        assert columns[: len(tables)] == tables
+        assert (list(columns[0]), list(columns[1]), *columns[2:]) == python
     return c, python
 
 
@@ -148,12 +165,12 @@ def test_an_error_in_a_hook_is_raised() -> None:
         NATIVE.pdu_rows(_blank(), [item], [], {}, None, broken, print, print, BASE)
 
 
-def _tables(path, monkeypatch, compiled: bool) -> tuple:
+def _tables(path, monkeypatch, compiled: bool, columns: bool = False) -> tuple:
     with monkeypatch.context() as m:
         if not compiled:
             m.setattr(pairing, "_NATIVE_ROWS", None)
-        rows = decode_capture(path)
-    return rows.pdus, rows.pairs, rows.connections
+        rows = decode_capture(path, columns=columns)
+    return list(rows.pdus), list(rows.pairs), rows.connections
 
 
 @pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason=f"{SHARED_CAPTURES} is absent")
@@ -174,6 +191,7 @@ def test_the_capture_corpus_and_mutated_copies_give_the_same_tables(monkeypatch)
         except ValueError:
             continue
         assert _tables(data, monkeypatch, True) == expected
+        assert _tables(data, monkeypatch, True, columns=True) == expected
         compared += 1
     assert compared >= len(files)
 
@@ -197,9 +215,10 @@ def test_no_reference_leaks() -> None:
 
     def run(n: int) -> int:
         made = 0
-        for _ in range(n):
+        for i in range(n):
+            held = (NATIVE.Columns(PDU_COLUMNS), NATIVE.Columns(PAIR_COLUMNS))[: i % 3]
             pdus, pairs, _, _ = NATIVE.pdu_rows(
-                _blank(), reqs, resps, api.names, fast, slow, api.client_id, orphan, BASE
+                _blank(), reqs, resps, api.names, fast, slow, api.client_id, orphan, BASE, *held
             )
             made += len(pdus) + len(pairs)
         return made
@@ -208,3 +227,32 @@ def test_no_reference_leaks() -> None:
     made, grown = blocks_left_by(lambda: run(2000))
     assert made == 2000 * (7 + 4)
     assert grown < 200, f"{grown} blocks left by 2,000 connections"
+
+
+def test_rows_held_as_columns_are_taken_back_when_python_answers() -> None:
+    req, _ = _exchange(1)
+    good = FrameItem("frame", 0, 1, len(req), req, len(req) + 4)
+    held = NATIVE.Columns(PDU_COLUMNS)
+    held.extend([_blank()])
+
+    def slow(row, data, key, version, request):
+        row["decode_status"] = "made up"
+        row["not_a_column"] = 1  # dropped, as to_table drops it
+        return "ok"
+
+    pair_table = NATIVE.Columns(PAIR_COLUMNS)
+    pair_table.extend([dict.fromkeys(PAIR_COLUMNS, "before")])
+    args = (_blank(), [good, good], [("frame", 0)], {}, None, slow, print, print, BASE)
+    assert NATIVE.pdu_rows(*args, held, pair_table) is None
+    # the rows made before the odd item are gone, those before the call stay
+    assert len(held) == 1 and list(pair_table) == [dict.fromkeys(PAIR_COLUMNS, "before")]
+    args = (_blank(), [good, good], [], {}, None, slow, print, print, BASE)
+    pdus, pairs, requests, _ = NATIVE.pdu_rows(*args, held, pair_table)
+    assert pdus is held and len(held) == 3 and requests == 2 and pairs is pair_table
+    assert [p["status"] for p in pair_table] == ["before", "no_response", "no_response"]
+    assert [r["decode_status"] for r in held][1:] == ["made up"] * 2
+    assert "not_a_column" not in held[1]
+    with pytest.raises(TypeError):
+        NATIVE.pdu_rows(*args, [])
+    with pytest.raises(TypeError):
+        NATIVE.pdu_rows(*args, held, [])

@@ -205,3 +205,85 @@ def test_arrow_columns_leave_no_references_behind():
     seen, grown = blocks_left_by(lambda: run(500))
     assert seen == 500 * len(names)
     assert grown < 1000, f"{grown} more blocks allocated after 500 passes"
+
+
+# -- rows held as columns (`Columns`, engines/columns_type.c) -----------------------------------
+
+
+@needs_native
+def test_columns_hold_the_rows_they_are_given():
+    rows = _rows()
+    cols = native.NATIVE.Columns(tuple(schema.PDUS.names))
+    cols.extend(rows[:7])
+    cols.extend(rows[7:])
+    assert len(cols) == len(rows) and list(cols) == rows and cols[-1] == rows[-1]
+    assert cols.names == tuple(schema.PDUS.names)
+    assert cols.column("ts") == [r["ts"] for r in rows]
+    cols.extend(cols)  # itself: its rows twice
+    assert list(cols) == rows + rows
+    other = native.NATIVE.Columns(("ts", "nowhere"))
+    other.extend(cols)
+    other.extend([{"ts": 5, "extra": 1}, {}])
+    assert other[len(rows) * 2] == {"ts": 5, "nowhere": None} and other[-1]["ts"] is None
+    cols.set_column("file", ["f"] * len(cols))
+    assert {r["file"] for r in cols} == {"f"}
+    with pytest.raises(IndexError):
+        cols[len(cols)]
+    with pytest.raises(KeyError):
+        cols.column("nowhere")
+    with pytest.raises(ValueError):
+        cols.set_column("file", ["f"])
+    with pytest.raises(ValueError):
+        native.NATIVE.Columns(("a", "a"))
+    with pytest.raises(TypeError):
+        native.NATIVE.Columns(("a", 1))
+    with pytest.raises(TypeError):
+        cols.extend([5])
+
+
+@needs_native
+def test_columns_give_the_tables_and_parquet_bytes_of_row_dicts():
+    base = _rows()[:3]
+    cases = [_rows(), [], [{"capture": "c", "ts": 5, "extra": 1}, {}]]
+    for value in (None, 2**15, -(2**31) - 1, 2**63, True, 1.5, "a\ud800", b"bytes", ["x"]):
+        for name in ("api_key", "correlation_id", "ts", "client_id", "topics", "redacted"):
+            rows = [dict(r) for r in base]
+            rows[1][name] = value
+            cases.append(rows)
+    for rows in cases:
+        for s in schema.TABLES.values():
+            cols = native.NATIVE.Columns(tuple(s.names))
+            cols.extend(rows)
+            python = _python_table(rows, s)
+            try:
+                held = schema.to_table(cols, s)
+            except Exception as exc:  # noqa: BLE001 - must raise what pa.array raises
+                held = type(exc)
+            if isinstance(python, type):
+                assert held is python
+            else:
+                assert held.equals(python, check_metadata=True)
+                assert _parquet(held) == _parquet(python)
+    with pytest.raises(TypeError):
+        native.NATIVE.Columns(("a",)).arrow(("a",), (9,))
+
+
+@needs_native
+def test_columns_leave_no_references_behind():
+    rows = _rows()
+    names, kinds = schema._names(schema.PDUS), schema._kinds(schema.PDUS)
+
+    def run(n: int) -> int:
+        held = 0
+        for _ in range(n):
+            cols = native.NATIVE.Columns(names)
+            cols.extend(rows)
+            cols.extend(cols)
+            cols.set_column("file", cols.column("capture"))
+            held += len(cols.arrow(names, kinds)) + len(cols[0])
+        return held
+
+    run(10)
+    seen, grown = blocks_left_by(lambda: run(300))
+    assert seen == 300 * 2 * len(names)
+    assert grown < 1000, f"{grown} more blocks allocated after 300 passes"

@@ -25,7 +25,7 @@ from kipwire.captures.engines.fragment_decode import decode_fragments  # noqa: E
 from kipwire.captures.engines.fragments import fragments_of  # noqa: E402
 from kipwire.captures.engines.local import run_local  # noqa: E402
 from kipwire.captures.engines.schema import TABLES  # noqa: E402
-from kipwire.captures.engines.table_files import ParquetSink  # noqa: E402
+from kipwire.captures.engines.table_files import ParquetSink, summary_of_tables  # noqa: E402
 from kipwire.captures.reading.inputs import expand_inputs  # noqa: E402
 from kipwire.codec import ApiKey  # noqa: E402
 
@@ -186,3 +186,49 @@ def test_the_collector_is_set_back_after_a_decode(tmp_path):
     summary = run_local([str(tmp_path / "in.pcapng")], tmp_path / "out", capture="c")
     assert summary["pdus"] > 0
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def _parquet_bytes(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
+
+
+@pytest.mark.skipif(not SHARED_CAPTURES.is_dir(), reason=f"{SHARED_CAPTURES} is absent")
+def test_rows_held_as_columns_write_the_bytes_row_dicts_write(tmp_path: Path, monkeypatch) -> None:
+    """The engine's `Columns` (rows.c to Parquet) against lists of row dicts: every input kind,
+    rotated sets (files named per row), untimed inputs (times emptied), damaged captures."""
+    from kipwire.captures.decoding import pairing
+
+    if pairing.new_rows(("a",)) == []:
+        pytest.skip("the compiled loops are not built")
+    inputs = tmp_path / "in"
+    shutil.copytree(SHARED_CAPTURES, inputs / "corpus")
+    write_rotated(inputs / "rot", exchanges=6)
+    last = inputs / "rot" / "cap.pcapng1"
+    last.write_bytes(last.read_bytes()[:-30])
+    write_tcpflow(inputs / "flows")
+    write_metadata_then_fetch(inputs / "meta.pcapng")
+    for n, path in enumerate(sorted((inputs / "corpus").rglob("*.pcap*"))[:6]):
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2 : len(data) // 2 + 3] = b"\xff" * (n % 4)
+        (inputs / f"mutated{n}.pcap").write_bytes(bytes(data))
+    req, resp = write_frame_dumps(tmp_path / "dumps")
+    opts = {"capture": "c", "pairs": [(str(req), str(resp))]}
+    columns = run_local([str(inputs)], tmp_path / "columns", **opts)
+    with monkeypatch.context() as m:
+        m.setattr(pairing, "_COLUMNS", None)
+        assert pairing.new_rows(("a",)) == []
+        dicts = run_local([str(inputs)], tmp_path / "dicts", **opts)
+    assert {k: v for k, v in columns.items() if k not in ("out", "decode_s")} == {
+        k: v for k, v in dicts.items() if k not in ("out", "decode_s")
+    }
+    got, expected = _parquet_bytes(tmp_path / "columns"), _parquet_bytes(tmp_path / "dicts")
+    assert len(got) >= 6 and got == expected
+    statuses = set(pq.read_table(tmp_path / "columns" / "pdus").column("decode_status").to_pylist())
+    assert {"ok", "truncated"} <= statuses
+    # the counts taken while writing are those read back from the files, in the same order
+    read_back = summary_of_tables(str(tmp_path / "columns"))
+    for key, value in read_back.items():
+        assert columns[key] == value
+        if isinstance(value, dict):
+            assert list(columns[key]) == list(value)
+    assert columns["partitions"] >= 2  # whole files and a rotated set: two part files each
