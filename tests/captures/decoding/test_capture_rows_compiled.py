@@ -43,21 +43,8 @@ def _both(req_items, resp_items, *, fast: bool = True, json: bool = True) -> tup
     def slow(row, data, key, version, request):
         return pairing._decode_into(row, codec, api, data, key, version, request, json)
 
-    c = NATIVE.pdu_rows(
-        _blank(),
-        list(req_items),
-        list(resp_items),
-        api.names,
-        frame,
-        slow,
-        api.client_id,
-        partial(pairing._orphan, *BASE),
-        BASE,
-    )
-    python = pairing._rows(_blank(), list(req_items), list(resp_items), api, frame, slow, BASE)
-    pair_table = NATIVE.Columns(PAIR_COLUMNS)
-    for tables in ((NATIVE.Columns(PDU_COLUMNS),), (NATIVE.Columns(PDU_COLUMNS), pair_table)):
-        columns = NATIVE.pdu_rows(
+    def native_rows(*tables):
+        return NATIVE.pdu_rows(
             _blank(),
             list(req_items),
             list(resp_items),
@@ -69,6 +56,12 @@ def _both(req_items, resp_items, *, fast: bool = True, json: bool = True) -> tup
             BASE,
             *tables,
         )
+
+    c = native_rows()
+    python = pairing._rows(_blank(), list(req_items), list(resp_items), api, frame, slow, BASE)
+    pair_table = NATIVE.Columns(PAIR_COLUMNS)
+    for tables in ((NATIVE.Columns(PDU_COLUMNS),), (NATIVE.Columns(PDU_COLUMNS), pair_table)):
+        columns = native_rows(*tables)
         # the rows held as columns (the pairs too, given a table for them) are the same rows
         assert columns[: len(tables)] == tables
         assert (list(columns[0]), list(columns[1]), *columns[2:]) == python
