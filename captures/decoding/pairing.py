@@ -5,9 +5,9 @@ the Spark job only wraps them. Timestamps are epoch nanoseconds (int); the job c
 A response is decoded with the API key and version of the request that has its correlation id
 on the same connection; without that request it is a `request_missing` row.
 
-The engines take a table's rows as a `Columns` instead (`decode_connection(columns=True)`, when
-the compiled loops are built: `engines/columns.h`), one list per column and no dict per row;
-`new_rows`, `column_of` and `set_column` read and write either kind.
+The engines take a table's rows as a `Columns` instead (`decode_connection(into=...)` with
+`new_rows` tables, when the compiled loops are built: `engines/columns.h`), one list per column
+and no dict per row; `new_rows`, `column_of` and `set_column` read and write either kind.
 """
 
 from __future__ import annotations
@@ -125,12 +125,12 @@ _NATIVE_ROWS = None if NATIVE is None else NATIVE.pdu_rows
 _COLUMNS = None if NATIVE is None else NATIVE.Columns
 
 
-def new_rows(names: tuple[str, ...], columns: bool = True) -> Any:
-    """An empty table of rows: a `Columns` of `names` when built and `columns`, else a list.
+def new_rows(names: tuple[str, ...]) -> Any:
+    """An empty table of rows: a `Columns` of `names` when built, else a list.
 
     Either takes `extend` (row dicts or another table of rows), `len` and `rows[i]` (a dict).
     """
-    if columns and _COLUMNS is not None:
+    if _COLUMNS is not None:
         return _COLUMNS(names)
     return []
 
@@ -322,16 +322,14 @@ def decode_connection(
     decoder: Any = None,
     with_body_json: bool = True,
     broker_ports: Collection[int] = (),
-    columns: bool = False,
     into: tuple[Any, Any] | None = None,
 ) -> ConnectionRows:
     """All rows of one connection: its PDUs (and gaps), request/response pairs, and a summary.
 
     A connection seen without its handshake gets its roles first (`roles.orient`, where
-    `broker_ports` are the weakest hint). With `columns`, the PDU and pair rows come as
-    `Columns` when the compiled loops are built (lists of dicts otherwise). With `into`, two
-    tables of rows (`new_rows`), the PDU and pair rows are appended to those and they are the
-    ones returned: no table per connection.
+    `broker_ports` are the weakest hint). With `into`, two tables of rows of one kind
+    (`new_rows`: lists of row dicts or `Columns`), the PDU and pair rows are appended to those
+    and they are the ones returned: no table per connection.
     """
     conn = orient(conn, broker_ports)
     if decoder is None:
@@ -365,11 +363,9 @@ def decode_connection(
         return _decode_into(row, decoder, api, data, key, version, request, with_body_json)
 
     found = None
-    out, pairs_out = into if into is not None else (new_rows(PDU_COLUMNS, columns), None)
-    if pairs_out is None and not isinstance(out, list):  # rows as columns: the pairs too
-        pairs_out = new_rows(PAIR_COLUMNS)
-    # the tables pdu_rows appends to itself when they are `Columns`
-    held = () if isinstance(out, list) else (out,) if isinstance(pairs_out, list) else None
+    out, pairs_out = into if into is not None else ([], [])
+    # `Columns` are appended to by pdu_rows itself; it makes lists of its own
+    held = () if isinstance(out, list) else (out, pairs_out)
     if _NATIVE_ROWS is not None:
         found = _NATIVE_ROWS(
             blank,
@@ -381,17 +377,18 @@ def decode_connection(
             api.client_id,
             partial(_orphan, capture, file, uid),
             (capture, file, uid),
-            *((out, pairs_out) if held is None else held),
+            *held,
         )
     if found is None:
         found = _rows(blank, req_items, resp_items, api, fast, slow, (capture, file, uid))
     pdus, pairs, request_pdus, response_pdus = found
-    if pdus is not out and (into is not None or not isinstance(out, list)):
-        out.extend(pdus)  # the Python loops made them, or a list to add to
-        pdus = out
-    if pairs_out is not None and pairs is not pairs_out:
-        pairs_out.extend(pairs)
-        pairs = pairs_out
+    if into is not None:
+        if pdus is not out:  # the Python loops made them, or lists to add to
+            out.extend(pdus)
+            pdus = out
+        if pairs is not pairs_out:
+            pairs_out.extend(pairs)
+            pairs = pairs_out
 
     ts = conn.first_ts, conn.last_ts
     connection = {
