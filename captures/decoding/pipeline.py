@@ -103,15 +103,10 @@ def input_segments(
     `content` is the file's bytes when they were read elsewhere (Spark's binaryFile source),
     `mtime` its modification time (epoch ns).
     """
-    if file.kind == "tcpflow":
-        yield from tcpflow_segments(file.path, file.peer, content=content, mtime=mtime)
-    elif file.kind == "frames":
-        yield from frame_dump_segments(file.path, file.peer, content=content, mtime=mtime)
-    else:
-        reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
-        yield from segments(reader, stats, copy=copy)
-        if issues is not None:
-            issues.extend(reader.issues)
+    for batch in input_segment_batches(
+        file, stats, packet_range, copy=copy, issues=issues, content=content, mtime=mtime
+    ):
+        yield from batch
 
 
 def input_segment_batches(
@@ -125,10 +120,11 @@ def input_segment_batches(
     mtime: int = 0,
 ) -> Iterator[list[tuple[int, TcpSegment]]]:
     """`input_segments` in lists, in the same order: a capture's as the walker reads them."""
-    if file.kind in ("tcpflow", "frames"):
-        yield from batched(
-            input_segments(file, stats, packet_range, copy=copy, content=content, mtime=mtime)
-        )
+    if file.kind == "tcpflow":
+        yield from batched(tcpflow_segments(file.path, file.peer, content=content, mtime=mtime))
+        return
+    if file.kind == "frames":
+        yield from batched(frame_dump_segments(file.path, file.peer, content=content, mtime=mtime))
         return
     reader = PacketReader(file.path if content is None else content, packet_range=packet_range)
     st = stats if stats is not None else PacketStats()
