@@ -198,17 +198,24 @@ def summary_of_sinks(root: str, sinks: dict[str, ParquetSink]) -> dict[str, Any]
         sink = sinks.get(part[len("part-") : -len(".parquet")])
         if sink is None or not part.startswith("part-") or not part.endswith(".parquet"):
             continue
-        counts = sink.counts
-        by_status.update(counts.by_status)
-        for (name, key), n in counts.apis.items():
-            if name is not None or key is not None:
-                by_api["-" if name is None else name] += n
+        by_status.update(sink.counts.by_status)
+        by_api.update(_by_api_name(sink.counts.apis))
     for sink in sinks.values():
         pairs.update(sink.counts.pairs)
         n_conn += sink.counts.connections
         missed += sink.counts.missed
         payload += sink.counts.payload
     return summary_dict(by_status, by_api, pairs, n_conn, missed, payload)
+
+
+def _by_api_name(apis: Counter) -> Counter:
+    """(api_name, api_key) counts as counts by name, "-" for a key without one; rows with
+    neither (gaps, unreadable frames) left out; names in the order first seen."""
+    by_api: Counter = Counter()
+    for (name, key), n in apis.items():
+        if name is not None or key is not None:
+            by_api["-" if name is None else name] += n
+    return by_api
 
 
 def summary_of_tables(root: str) -> dict[str, Any]:
@@ -228,11 +235,7 @@ def summary_of_tables(root: str) -> dict[str, Any]:
 
     pdus = cols("pdus", ["decode_status", "api_name", "api_key"])
     by_status = Counter(pdus["decode_status"])
-    by_api = Counter(
-        "-" if n is None else n
-        for n, k in zip(pdus["api_name"], pdus["api_key"], strict=True)
-        if n is not None or k is not None
-    )
+    by_api = _by_api_name(Counter(zip(pdus["api_name"], pdus["api_key"], strict=True)))
     pairs = Counter(cols("pairs", ["status"])["status"])
     conns = cols("connections", ["missed_bytes", "request_bytes", "response_bytes"])
     return summary_dict(
