@@ -126,14 +126,17 @@ class MetadataImage:
         except KeyError:
             value = self.configs.get((ConfigResourceType.TOPIC, topic), {}).get(name)
             if value is None:
-                value = self.configs.get((ConfigResourceType.BROKER, ""), {}).get(name)
+                value = self._cluster_value(name)
             self._topic_configs[key] = value
         return default if value is None else value
 
     def cluster_config(self, name: str, default: str) -> str:
         """A cluster-wide broker config, else `default`."""
-        value = self.configs.get((ConfigResourceType.BROKER, ""), {}).get(name)
+        value = self._cluster_value(name)
         return default if value is None else value
+
+    def _cluster_value(self, name: str) -> str | None:
+        return self.configs.get((ConfigResourceType.BROKER, ""), {}).get(name)
 
     def _RegisterBrokerRecord(self, r: Mapping[str, Any]) -> None:
         self.delta.brokers = True
