@@ -55,8 +55,8 @@ static PyMethodDef methods[] = {
     {"group", (PyCFunction)(void (*)(void))native_group, METH_FASTCALL,
      "group(items, i, first0, open, Fragment, copy, max_segs, max_bytes) -> (i, full or None)"},
     {"pdu_rows", (PyCFunction)(void (*)(void))native_pdu_rows, METH_FASTCALL,
-     "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base) -> "
-     "(pdus, pairs, request PDUs, response PDUs), or None"},
+     "pdu_rows(blank, requests, responses, names, fast, slow, client_id, orphan, base"
+     "[, pdu Columns[, pair Columns]]) -> (pdus, pairs, request PDUs, response PDUs), or None"},
     {"columns", (PyCFunction)(void (*)(void))native_columns, METH_FASTCALL,
      "columns(rows, names) -> a list per name of the rows' values, or None"},
     {"arrow_columns", (PyCFunction)(void (*)(void))native_arrow_columns, METH_FASTCALL,
