@@ -1,8 +1,9 @@
 """The mock cluster at scale: idle CPU, create-topic time, Metadata time and RSS as partitions grow.
 
 Each point runs in its own subprocess (so RSS and CPU are that cluster's alone): a trio loop opens
-`open_cluster(brokers=B)`, creates topics of 100 partitions at replication factor 3 up to P
-partitions, timing every create and watching for a fenced broker, then lets the cluster settle
+`open_cluster(brokers=B)` (start-up: timed until every broker is registered and unfenced),
+creates topics of 100 partitions at replication factor 3 up to P partitions, timing every
+create and watching for a fenced broker, then lets the cluster settle
 2 s and measures its CPU over 5 s of idleness (user + system time of the process, by
 `resource.getrusage`), times a Metadata request for every topic, and reads VmRSS from
 /proc/self/status. `--produce N` adds a produce/consume check: N records of 100 B through
@@ -116,7 +117,9 @@ async def measure(
     row: dict[str, Any] = {"brokers": brokers, "partitions": partitions}
     pauses = GcPauses()
     creates: list[float] = []
+    opened = time.perf_counter()
     async with open_cluster(brokers=brokers) as cluster:
+        row["start_s"] = time.perf_counter() - opened
         fenced_seen = False
         cpu_max = 0.0
         for n in range(partitions // TOPIC_PARTITIONS):
@@ -361,9 +364,10 @@ def _gcs(pauses: dict[str, float] | None) -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| brokers | partitions | idle CPU | create: median / slowest (wall) / slowest (CPU)"
+        "| brokers | partitions | start-up | idle CPU"
+        " | create: median / slowest (wall) / slowest (CPU)"
         " | Metadata (all) | produce / consume | RSS | fenced | full GCs: setup / produce |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         if "error" in r:
@@ -372,7 +376,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
         rates = r.get("produce_consume")
         flow = f"{rates['produce_rps']:,.0f} / {rates['consume_rps']:,.0f} rec/s" if rates else "-"
         lines.append(
-            f"| {r['brokers']} | {r['partitions']:,} | {r['idle_cpu_pct']:.1f}% "
+            f"| {r['brokers']} | {r['partitions']:,} | {r['start_s']:.3f} s"
+            f" | {r['idle_cpu_pct']:.1f}% "
             f"| {r['create_median_s']:.3f} / {r['create_max_s']:.3f}"
             f" / {r['create_cpu_max_s']:.3f} s"
             f" | {r['metadata_s']:.3f} s | {flow} | {r['rss_mb']:.0f} MiB "

@@ -1,4 +1,4 @@
-"""The cluster's lifecycle and faults: start-up time, broker stop/start, error injection,
+"""The cluster's lifecycle and faults: start-up, broker stop/start, error injection,
 latency, connections held, clients vanishing mid-request, nothing left running after exit."""
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from kipwire.codec import ApiKey, ErrorCode
 from kipwire.mockbroker import ClusterError, MockCluster, open_cluster
 
 
-def test_three_brokers_and_the_controller_are_ready_in_under_300_ms():
-    start = time.perf_counter()
+def test_three_brokers_and_the_controller_are_ready_when_the_block_starts():
+    # how long start-up takes is measured by benchmarks/scale_bench.py, not here
     with MockCluster(brokers=3) as cluster:
-        ready = time.perf_counter() - start
         ctl = cluster.controller
         assert [ctl.broker(b).fenced for b in (1, 2, 3)] == [False, False, False]
         assert len(cluster.bootstrap_servers.split(",")) == 3
-    assert ready < 0.3, f"start-up took {ready:.3f} s"
 
 
 def test_no_thread_outlives_the_cluster():
