@@ -199,7 +199,8 @@ def test_huge_array_claim_fails_at_once(call: Any) -> None:
     err, peak, elapsed = _peak(call)
     assert isinstance(err, codec.DecodeError), err
     assert peak < 64 * 1024
-    assert elapsed < 0.05
+    # a walk over 2^31 claimed elements takes minutes: a second tells it apart on a loaded machine
+    assert elapsed < 1.0
 
 
 def test_huge_claim_in_request_names_the_field() -> None:
