@@ -125,6 +125,7 @@ class DiffCollector:
         self.groups: dict[tuple, Difference] = {}
 
     def add(self, kind: str, *, count: int = 1, **kw: Any) -> None:
+        """Count one difference (or `count` of them) into the group of its equals."""
         d = Difference(kind=kind, functional=kind in FUNCTIONAL_KINDS, **kw)
         key = (
             d.kind,
@@ -145,6 +146,7 @@ class DiffCollector:
             hit.count += count
 
     def result(self) -> list[Difference]:
+        """The groups in a stable order: by kind (functional ones first), API, client, path."""
         order = {k: i for i, k in enumerate(FUNCTIONAL_KINDS + INFORMATIONAL_KINDS)}
         return sorted(
             self.groups.values(),
