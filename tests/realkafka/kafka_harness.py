@@ -227,6 +227,10 @@ class KafkaCluster:
             "num.network.threads": "2",
             "num.io.threads": "2",
             "log.segment.bytes": str(16 * 1024 * 1024),
+            # the cleaner allocates this map at start-up in one piece; the default 128 MiB is half
+            # the 256 MiB heap, and once other start-up data was promoted it failed with
+            # OutOfMemoryError (a node exited while starting, in two CI runs)
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         }
         if node.spec.broker:
             props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.broker_port}"
