@@ -1,5 +1,6 @@
 """tests/conftest.py's `requires` marker: a skip for a missing tool stays a skip, unless
-KIPWIRE_REQUIRE names the tool (CI), where it fails the run with the skip's reason."""
+KIPWIRE_REQUIRE names the tool (CI), where it fails the run with the skip's reason; a
+`realkafka` test requires java."""
 
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ def test_needs_the_tool():
 
 def test_unmarked_skip():
     pytest.skip("no reason to fail")
+
+@pytest.mark.realkafka
+def test_real_kafka():
+    pytest.skip("real Kafka did not start")
 """
 
 
 def _run(tmp_path: Path, require: str) -> subprocess.CompletedProcess:
     shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_example.py").write_text(_EXAMPLE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    realkafka: real Kafka\n")
     env = {**os.environ, "KIPWIRE_REQUIRE": require, "COLUMNS": "300"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(tmp_path)],
@@ -41,13 +47,16 @@ def _run(tmp_path: Path, require: str) -> subprocess.CompletedProcess:
 def test_a_required_tools_skip_fails_and_says_why(tmp_path):
     done = _run(tmp_path, "java,sometool")
     assert done.returncode == 1, done.stdout
-    assert "1 failed, 1 skipped" in done.stdout
+    assert "2 failed, 1 skipped" in done.stdout
     assert "KIPWIRE_REQUIRE names sometool, but the test skipped: sometool is not installed" in (
+        done.stdout
+    )
+    assert "KIPWIRE_REQUIRE names java, but the test skipped: real Kafka did not start" in (
         done.stdout
     )
 
 
 def test_without_the_requirement_it_stays_a_skip(tmp_path):
-    done = _run(tmp_path, "java,go")
+    done = _run(tmp_path, "go")
     assert done.returncode == 0, done.stdout
-    assert "2 skipped" in done.stdout
+    assert "3 skipped" in done.stdout

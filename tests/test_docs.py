@@ -321,6 +321,7 @@ def test_examples_in_the_doc_run(
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java, which is not installed")
+@pytest.mark.requires("java")
 def test_the_spark_sql_queries_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """captures.md's `python no-run spark` blocks, run after the doc's examples made the data."""
     doc = DOCS_DIR / "captures.md"

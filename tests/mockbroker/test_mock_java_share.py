@@ -19,6 +19,8 @@ from kipwire.mockbroker import MockCluster
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "realkafka"))
 from kafka_dist import KafkaDist, KafkaUnavailable, ensure_kafka_clients  # noqa: E402
 
+pytestmark = pytest.mark.requires("java")  # Kafka's own Java code
+
 SOURCE = Path(__file__).resolve().parent / "java" / "ShareConsumerCheck.java"
 RUN_TIMEOUT_S = 120
 

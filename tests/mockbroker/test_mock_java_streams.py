@@ -22,6 +22,8 @@ from kipwire.mockbroker import MockCluster
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "realkafka"))
 import kafka_dist  # noqa: E402
 
+pytestmark = pytest.mark.requires("java")  # Kafka's own Java code
+
 SOURCE = Path(__file__).resolve().parent / "java" / "StreamsWordCount.java"
 RUN_TIMEOUT_S = 180
 FIRST = ["the quick brown fox", "jumps over the lazy dog", "The dog sleeps"]

@@ -4,7 +4,8 @@ All on Kafka 4.4.0, the codec's reference release, but `kafka_single_4_1`: Kafka
 tests that keep the mock's `Semantics.KAFKA_4_1` preset true to the release it names.
 
 Every test in this folder is marked `realkafka` (deselect with `-m "not realkafka"`) and skips,
-with the reason, when Kafka cannot run here (no Java 17+, no mvn, Maven Central unreachable).
+with the reason, when Kafka cannot run here (no Java 17+, no mvn, Maven Central unreachable, a
+node that exits while starting, twice); under KIPWIRE_REQUIRE=java (CI) such a skip fails.
 """
 
 from __future__ import annotations

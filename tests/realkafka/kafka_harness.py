@@ -154,8 +154,32 @@ class KafkaCluster:
         layout: Iterable[NodeSpec],
         extra_props: dict[str, str] | None = None,
         jvm_opts: list[str] | None = None,
+        attempts: int = 2,
     ) -> KafkaCluster:
-        """Format and start every node of `layout`; returns once every broker is seen."""
+        """Format and start every node of `layout`; returns once every broker is seen.
+
+        Kafka is the oracle here, not what is tested: a node that exits while starting gets the
+        whole cluster another attempt in a fresh folder (`workdir/retry-N`, the failed attempt's
+        logs kept), and only the last failure, naming every attempt's, is raised."""
+        layout = list(layout)
+        failures = []
+        for attempt in range(attempts):
+            folder = workdir / f"retry-{attempt}" if attempt else workdir
+            try:
+                return cls._start_once(dist, folder, layout, extra_props, jvm_opts)
+            except KafkaUnavailable as e:
+                failures.append(f"attempt {attempt + 1}: {e}")
+        raise KafkaUnavailable("; ".join(failures))
+
+    @classmethod
+    def _start_once(
+        cls,
+        dist: KafkaDist,
+        workdir: Path,
+        layout: list[NodeSpec],
+        extra_props: dict[str, str] | None,
+        jvm_opts: list[str] | None,
+    ) -> KafkaCluster:
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "log4j2.properties").write_text(_LOG4J2)
         nodes = {}
@@ -356,9 +380,7 @@ class KafkaCluster:
             for i in ids:
                 node = self.nodes[i]
                 if not node.running:
-                    raise KafkaUnavailable(
-                        f"node {i} exited while starting; its log ends: {self.log_tail(i)}"
-                    )
+                    raise KafkaUnavailable(f"node {i} exited while starting: {self.failure(i)}")
             return ids <= self.live_brokers()
 
         try:
@@ -366,6 +388,18 @@ class KafkaCluster:
         except TimeoutError as e:
             tails = "; ".join(f"node {i}: {self.log_tail(i)}" for i in sorted(ids))
             raise TimeoutError(f"{e}; {tails}") from None
+
+    def failure(self, node_id: int) -> str:
+        """A stopped node's last ERROR line and the exception logged under it, else its log's
+        tail."""
+        log = self.nodes[node_id].server_log
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        errors = [n for n, line in enumerate(lines) if "] ERROR " in line]
+        if not errors:
+            return f"its log ends: {self.log_tail(node_id)}"
+        error, after = lines[errors[-1]], lines[errors[-1] + 1 : errors[-1] + 2]
+        # an exception's first line follows its log line; a next log line starts with "["
+        return " | ".join([error, *(line for line in after if not line.startswith("["))])
 
     def log_tail(self, node_id: int, lines: int = 5) -> str:
         """The last lines of a node's server log (and JVM output), for error messages."""

@@ -6,7 +6,15 @@ import re
 from pathlib import Path
 
 import pytest
-from kafka_dist import KAFKA_4_1, KAFKA_VERSION, KafkaDist, artifacts, java_major, pom_xml
+from kafka_dist import (
+    KAFKA_4_1,
+    KAFKA_VERSION,
+    KafkaDist,
+    KafkaUnavailable,
+    artifacts,
+    java_major,
+    pom_xml,
+)
 from kafka_harness import KafkaCluster, is_alive, single
 
 
@@ -48,3 +56,18 @@ def test_every_jvm_ends_by_its_pid(kafka_dist: KafkaDist, tmp_path: Path) -> Non
 def test_a_running_node_cannot_be_started_twice(kafka_single: KafkaCluster) -> None:
     with pytest.raises(RuntimeError, match="still running"):
         kafka_single.restart(0)
+
+
+def test_a_node_that_exits_while_starting_is_tried_again_then_named(
+    kafka_dist: KafkaDist, tmp_path: Path
+) -> None:
+    # a cleaner map of 1 GiB cannot be allocated in the harness's 256 MiB heap: every attempt fails
+    fails = {"log.cleaner.dedupe.buffer.size": str(1 << 30)}
+    with pytest.raises(KafkaUnavailable) as e:
+        KafkaCluster.start(kafka_dist, tmp_path / "cluster", single(), fails)
+    assert re.fullmatch(
+        r"attempt 1: node 0 exited while starting: .*\| java\.lang\.OutOfMemoryError: .*;"
+        r" attempt 2: node 0 exited while starting: .*OutOfMemoryError.*",
+        str(e.value),
+    )
+    assert (tmp_path / "cluster" / "retry-1" / "node0" / "server.log").exists()

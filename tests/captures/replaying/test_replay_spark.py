@@ -14,7 +14,10 @@ from kipwire.captures.replaying.extract import Extracted, extract
 from kipwire.mockbroker import MockCluster
 
 pytest.importorskip("pyspark")
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java"),
+    pytest.mark.requires("java"),
+]
 
 
 def _shape(found: Extracted) -> tuple:

@@ -19,6 +19,8 @@ from kipwire.mockbroker.broker import segment_files as files
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "realkafka"))
 import kafka_dist  # noqa: E402
 
+pytestmark = pytest.mark.requires("java")  # Kafka's own Java code
+
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 TIMEOUT_S = 120
 
