@@ -257,6 +257,26 @@ answer(PyObject *waiting, PyObject *corr)
     return pair;
 }
 
+/* What item_head returns when the frame's first bytes are in `head`. */
+#define HEAD_READ 2
+
+/* An item's row, and for a frame with at least `want` bytes those bytes in `head`: HEAD_READ,
+ * else what an item function returns (0 done, 1 the Python loops are to run, -1 on error). */
+static int
+item_head(row_t *r, PyObject *it, int kind, PyObject *direction, Py_ssize_t i,
+          Py_ssize_t *count, unsigned char *head, Py_ssize_t want)
+{
+    if (item_row(r, it, kind, direction, i) < 0)
+        return -1;
+    if (kind != K_FRAME && kind != K_TRUNCATED)
+        return 0;
+    *count += 1;
+    Py_ssize_t size;
+    if (frame_head(PyTuple_GET_ITEM(it, 4), head, want, &size) < 0)
+        return give_back();
+    return size < want ? 0 : HEAD_READ;
+}
+
 /* One request item's row and pair; 1 when the Python loops are to run, 0 done, -1 on error. */
 static int
 request_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_t i,
@@ -264,18 +284,11 @@ request_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_t
 {
     PyObject *names = args[3], *fast = args[4], *slow = args[5], *client_id = args[6],
              *base = args[8];
-    if (item_row(r, it, kind, v_request, i) < 0)
-        return -1;
-    if (kind != K_FRAME && kind != K_TRUNCATED)
-        return 0;
-    *count += 1;
-    PyObject *data = PyTuple_GET_ITEM(it, 4);
     unsigned char head[8];
-    Py_ssize_t size;
-    if (frame_head(data, head, 8, &size) < 0)
-        return give_back();
-    if (size < 8)
-        return 0;
+    int got = item_head(r, it, kind, v_request, i, count, head, 8);
+    if (got != HEAD_READ)
+        return got;
+    PyObject *data = PyTuple_GET_ITEM(it, 4);
     PyObject *key = PyLong_FromLong(be16(head)), *version = PyLong_FromLong(be16(head + 2));
     PyObject *corr = PyLong_FromLong(be32(head + 4)), *pair = NULL;
     int rc = -1;
@@ -378,18 +391,11 @@ response_item(PyObject *const *args, row_t *r, PyObject *it, int kind, Py_ssize_
               PyObject *pairs, PyObject *waiting, Py_ssize_t *count)
 {
     PyObject *fast = args[4], *slow = args[5], *orphan = args[7];
-    if (item_row(r, it, kind, v_response, i) < 0)
-        return -1;
-    if (kind != K_FRAME && kind != K_TRUNCATED)
-        return 0;
-    *count += 1;
-    PyObject *data = PyTuple_GET_ITEM(it, 4);
     unsigned char head[4];
-    Py_ssize_t size;
-    if (frame_head(data, head, 4, &size) < 0)
-        return give_back();
-    if (size < 4)
-        return 0;
+    int got = item_head(r, it, kind, v_response, i, count, head, 4);
+    if (got != HEAD_READ)
+        return got;
+    PyObject *data = PyTuple_GET_ITEM(it, 4);
     PyObject *corr = PyLong_FromLong(be32(head));
     if (row_put_new(r, R_CORRELATION_ID, Py_XNewRef(corr)) < 0) {
         Py_XDECREF(corr);
